@@ -1,0 +1,19 @@
+"""The closed list of tagged protocol classes the converter knows."""
+
+from __future__ import annotations
+
+from ._entries import ModelInputEntry, ModelOutputEntry, RecapEntry, ToolResultsEntry
+from ._kernel import ActorEscalated, ActorRestarted, ErrorReply
+
+TAGGED_TYPES: tuple[type, ...] = (
+    # kernel
+    ActorEscalated,
+    ActorRestarted,
+    ErrorReply,
+    # history entries
+    ModelInputEntry,
+    ModelOutputEntry,
+    ToolResultsEntry,
+    RecapEntry,
+)
+"""Every tagged class; a test checks that each ``Message`` subclass in protocol/ is here."""

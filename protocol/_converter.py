@@ -1,0 +1,236 @@
+"""One converter that turns every protocol type into JSON-safe data and back.
+
+Wire decisions (schema version 1):
+
+- Tagged classes (every :class:`Message` subclass, every history entry, every log record
+  payload) carry a ``"type"`` key holding their class name. A field declared as ``Message``,
+  as a union of tagged classes, or as :data:`HistoryEntry` is structured by that tag.
+- :class:`ActorId` is the string ``"kind/name"``; :class:`Topic` is ``"#name"``.
+- Datetimes are ISO 8601 strings with their UTC offset; enums are their values; tuples are
+  lists.
+- A serialized envelope is an object with ``"schema": 1`` and the envelope's fields.
+- Unknown tags raise :class:`UnknownMessageTypeError`, unknown schema versions
+  :class:`UnsupportedSchemaVersionError`, anything else malformed :class:`MalformedDataError`.
+
+There is no process-global converter: call :func:`make_converter` and keep the result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.preconf.json import make_converter as _make_json_converter
+
+from ._catalog import TAGGED_TYPES
+from ._entries import HistoryEntry
+from ._envelope import Envelope
+from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
+from ._ids import ActorId, Topic
+from ._message import Message
+
+SCHEMA_VERSION = 1
+"""The version of the wire format written by this build."""
+SUPPORTED_SCHEMA_VERSIONS = (1,)
+"""The versions this build can read."""
+
+T = typing.TypeVar("T")
+
+
+class ProtocolConverter:
+    """Converts protocol objects to JSON-safe data and back. Make one with :func:`make_converter`."""
+
+    def __init__(self, extra_types: Iterable[type] = ()) -> None:
+        self._c = _make_json_converter()
+        self._by_tag: dict[str, type] = {}
+        self._unstructure_fns: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._structure_fns: dict[type, Callable[[Any, Any], Any]] = {}
+        self._c.register_unstructure_hook(ActorId, str)
+        self._c.register_structure_hook(ActorId, lambda v, _: self._actor_id(v))
+        self._c.register_unstructure_hook(Topic, lambda t: f"#{t.name}")
+        self._c.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
+        self._c.register_structure_hook(dt.datetime, lambda v, _: self._datetime(v))
+        for cls in (*TAGGED_TYPES, *extra_types):
+            self._register_tagged(cls)
+        self._c.register_unstructure_hook(Message, self._unstructure_tagged)
+        self._c.register_structure_hook(Message, self._structure_tagged)
+        self._c.register_structure_hook(ActorId | Topic, lambda v, _: self._address(v))
+        self._c.register_unstructure_hook(ActorId | Topic, self._unstructure_address)
+        self._c.register_structure_hook(HistoryEntry, self._structure_tagged)
+        self._c.register_unstructure_hook(HistoryEntry, self._unstructure_tagged)
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Every tag this converter knows, sorted."""
+        return tuple(sorted(self._by_tag))
+
+    def unstructure(self, obj: Any, cls: type | None = None) -> Any:
+        """Turn ``obj`` into JSON-safe data (tagged classes carry their ``"type"``)."""
+        if cls is None and type(obj) in self._unstructure_fns:
+            return self._unstructure_tagged(obj)
+        return self._c.unstructure(obj, cls if cls is not None else type(obj))
+
+    def structure(self, data: Any, cls: type[T]) -> T:
+        """Turn JSON-safe data back into a ``cls``.
+
+        Raises:
+            UnknownMessageTypeError: a ``"type"`` tag names no known class.
+            MalformedDataError: the data does not have the shape of ``cls``.
+        """
+        try:
+            return self._c.structure(data, cls)
+        except (UnknownMessageTypeError, UnsupportedSchemaVersionError, MalformedDataError):
+            raise
+        except Exception as exc:  # cattrs raises exception groups with the details
+            specific = _find_specific(exc)
+            if specific is not None:
+                raise specific from exc
+            raise MalformedDataError(getattr(cls, "__name__", str(cls)), _describe(exc)) from exc
+
+    def dump_message(self, message: Message) -> dict[str, Any]:
+        """A message as tagged JSON-safe data."""
+        return self._unstructure_tagged(message)
+
+    def load_message(self, data: Any) -> Message:
+        """A message from tagged data, checking its tag."""
+        return typing.cast(Message, self.structure(data, Message))
+
+    def envelope_to_data(self, envelope: Envelope) -> dict[str, Any]:
+        """An envelope as JSON-safe data with the schema version."""
+        data = self._c.unstructure(envelope, Envelope)
+        data["schema"] = SCHEMA_VERSION
+        return typing.cast(dict[str, Any], data)
+
+    def envelope_from_data(self, data: Any) -> Envelope:
+        """An envelope from data made by :meth:`envelope_to_data`.
+
+        Raises:
+            UnsupportedSchemaVersionError: the data's ``"schema"`` is not one this build reads.
+            UnknownMessageTypeError: the payload's tag names no known message type.
+            MalformedDataError: anything else is wrong with the data.
+        """
+        if not isinstance(data, dict):
+            raise MalformedDataError("envelope", f"expected a JSON object, got {type(data).__name__}")
+        check_schema_version(data.get("schema"))
+        body = {k: v for k, v in data.items() if k != "schema"}
+        return self.structure(body, Envelope)
+
+    def envelope_to_json(self, envelope: Envelope) -> str:
+        """An envelope as compact JSON text."""
+        return json.dumps(self.envelope_to_data(envelope), separators=(",", ":"), ensure_ascii=False)
+
+    def envelope_from_json(self, text: str | bytes) -> Envelope:
+        """An envelope from JSON text; see :meth:`envelope_from_data` for the errors."""
+        try:
+            data = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise MalformedDataError("envelope", f"not valid JSON ({exc})") from exc
+        return self.envelope_from_data(data)
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def _register_tagged(self, cls: type) -> None:
+        tag = cls.__name__
+        if tag in self._by_tag and self._by_tag[tag] is not cls:
+            raise ValueError(f"two classes share the tag {tag!r}: {self._by_tag[tag]} and {cls}")
+        self._by_tag[tag] = cls
+        self._unstructure_fns[cls] = make_dict_unstructure_fn(cls, self._c)
+        self._structure_fns[cls] = make_dict_structure_fn(cls, self._c)
+        self._c.register_unstructure_hook(cls, self._unstructure_fns[cls])
+        self._c.register_structure_hook(cls, self._structure_fns[cls])
+
+    def _unstructure_tagged(self, obj: Any) -> dict[str, Any]:
+        fn = self._unstructure_fns.get(type(obj))
+        if fn is None:
+            raise UnknownMessageTypeError(type(obj).__name__, self.tags)
+        data = fn(obj)
+        data["type"] = type(obj).__name__
+        return data
+
+    def _structure_tagged(self, data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise MalformedDataError("tagged object", f"expected a JSON object, got {type(data).__name__}")
+        tag = data.get("type")
+        cls = self._by_tag.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            raise UnknownMessageTypeError(tag, self.tags)
+        body = {k: v for k, v in data.items() if k != "type"}
+        try:
+            return self._structure_fns[cls](body, cls)
+        except (UnknownMessageTypeError, UnsupportedSchemaVersionError, MalformedDataError):
+            raise
+        except Exception as exc:
+            specific = _find_specific(exc)
+            if specific is not None:
+                raise specific from exc
+            raise MalformedDataError(tag, _describe(exc)) from exc
+
+    @staticmethod
+    def _actor_id(value: Any) -> ActorId:
+        if not isinstance(value, str):
+            raise MalformedDataError("ActorId", f"expected a 'kind/name' string, got {value!r}")
+        try:
+            return ActorId.parse(value)
+        except ValueError as exc:
+            raise MalformedDataError("ActorId", str(exc)) from exc
+
+    def _address(self, value: Any) -> ActorId | Topic:
+        if isinstance(value, str) and value.startswith("#"):
+            return Topic(value[1:])
+        return self._actor_id(value)
+
+    @staticmethod
+    def _unstructure_address(value: ActorId | Topic) -> str:
+        return f"#{value.name}" if isinstance(value, Topic) else str(value)
+
+    @staticmethod
+    def _datetime(value: Any) -> dt.datetime:
+        if not isinstance(value, str):
+            raise MalformedDataError("datetime", f"expected an ISO 8601 string, got {value!r}")
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise MalformedDataError("datetime", str(exc)) from exc
+        if parsed.tzinfo is None:
+            raise MalformedDataError("datetime", f"{value!r} has no UTC offset")
+        return parsed
+
+
+def check_schema_version(version: object) -> None:
+    """Raise :class:`UnsupportedSchemaVersionError` unless ``version`` is readable."""
+    if version not in SUPPORTED_SCHEMA_VERSIONS or isinstance(version, bool):
+        raise UnsupportedSchemaVersionError(version, SUPPORTED_SCHEMA_VERSIONS)
+
+
+def _find_specific(exc: BaseException) -> Exception | None:
+    """The unknown-tag or unknown-version error buried in a cattrs exception group, if any."""
+    if isinstance(exc, (UnknownMessageTypeError, UnsupportedSchemaVersionError)):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _find_specific(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(exc))
+    return f"{type(exc).__name__}: {exc}"
+
+
+def make_converter(extra_types: Iterable[type] = ()) -> ProtocolConverter:
+    """A new converter for every protocol type, plus ``extra_types`` (your own messages).
+
+    ``extra_types`` are attrs classes; each is tagged by its class name, so a user's message
+    can travel in an envelope and be audited like the built-in ones.
+    """
+    return ProtocolConverter(extra_types)

@@ -1,0 +1,113 @@
+"""History entries: what the history store holds for one agent thread."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from attrs import field, frozen
+
+from ._content import Content, Retention
+from ._ids import ActorId
+from ._tools import ToolCall, ToolResult
+
+
+@frozen
+class Notification:
+    """A note posted to an agent by another actor; rides on the next observation, once."""
+
+    id: str
+    """Stable id, unique within the thread (``n1``, ``n2``, ...)."""
+    sender: ActorId
+    """Who posted it (stamped by the runtime)."""
+    text: str
+    """What the agent reads."""
+    posted_at: dt.datetime
+    """When the history store accepted it (UTC)."""
+
+
+@frozen
+class Usage:
+    """Token usage reported by the model for one call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@frozen(kw_only=True)
+class ModelInputEntry:
+    """An observation for the model: user input and the notifications delivered with it."""
+
+    id: str
+    revision: int
+    author: ActorId
+    created_at: dt.datetime
+    retention: Retention
+    content: Content
+    """LIVE/RECENT/GIST of the observation (input text plus notifications)."""
+    text: str
+    """The input text as given (empty when the entry carries notifications only)."""
+    notifications: tuple[Notification, ...] = ()
+    folded: bool = False
+    """Marked folded into a recap (still stored, no longer rendered)."""
+
+
+@frozen(kw_only=True)
+class ModelOutputEntry:
+    """One answer of the model: text and tool calls."""
+
+    id: str
+    revision: int
+    author: ActorId
+    created_at: dt.datetime
+    retention: Retention
+    content: Content
+    """The answer's text at each level."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str = ""
+    usage: Usage = field(factory=Usage)
+    folded: bool = False
+
+
+@frozen(kw_only=True)
+class ToolResultsEntry:
+    """The results of every tool call of the model output before it."""
+
+    id: str
+    revision: int
+    author: ActorId
+    created_at: dt.datetime
+    retention: Retention
+    content: Content
+    """A summary of the results at each level (the results carry their own levels)."""
+    results: tuple[ToolResult, ...] = ()
+    notifications: tuple[Notification, ...] = ()
+    folded: bool = False
+
+
+@frozen(kw_only=True)
+class RecapEntry:
+    """A summary standing for a contiguous range of folded entries."""
+
+    id: str
+    revision: int
+    author: ActorId
+    created_at: dt.datetime
+    retention: Retention
+    content: Content
+    covers: tuple[str, ...] = ()
+    """Ids of the entries this recap stands for, oldest first."""
+    strategy: str = ""
+    """How it was made: ``simple_extract``, ``model_summary`` or ``structured``."""
+    folded: bool = False
+
+
+HistoryEntry = ModelInputEntry | ModelOutputEntry | ToolResultsEntry | RecapEntry
+"""Any entry of a thread's history."""
+
+ENTRY_KINDS: dict[type, str] = {
+    ModelInputEntry: "model_input",
+    ModelOutputEntry: "model_output",
+    ToolResultsEntry: "tool_results",
+    RecapEntry: "recap",
+}
+"""The short name of each entry type, as shown by the CLI and audits."""

@@ -1,0 +1,44 @@
+"""Errors raised while turning protocol data into Python objects and back."""
+
+from __future__ import annotations
+
+
+class ProtocolError(Exception):
+    """Base class of every error raised by :mod:`livecontext.protocol`."""
+
+
+class UnknownMessageTypeError(ProtocolError):
+    """Serialized data names a message type (its ``"type"`` tag) that this converter does not know.
+
+    Contrast with :class:`UnsupportedSchemaVersionError`, where the tag may be fine but the
+    data was written by a newer (or unknown) version of the wire format.
+    """
+
+    def __init__(self, tag: object, known: tuple[str, ...]) -> None:
+        self.tag = tag
+        self.known = known
+        super().__init__(
+            f"unknown message type tag {tag!r}: this converter knows {len(known)} types "
+            f"(e.g. {', '.join(known[:5])}); register the class with make_converter(extra_types=...)"
+        )
+
+
+class UnsupportedSchemaVersionError(ProtocolError):
+    """Serialized data carries a schema version this build cannot read."""
+
+    def __init__(self, version: object, supported: tuple[int, ...]) -> None:
+        self.version = version
+        self.supported = supported
+        super().__init__(
+            f"unsupported schema version {version!r}: this build reads versions "
+            f"{', '.join(map(str, supported))}; upgrade livecontext to read newer data"
+        )
+
+
+class MalformedDataError(ProtocolError):
+    """Serialized data is not valid JSON or does not have the shape of the expected type."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        self.detail = detail
+        super().__init__(f"malformed {what}: {detail}")

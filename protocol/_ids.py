@@ -1,0 +1,78 @@
+"""Identifiers: who sends (:class:`ActorId`), where to (:class:`Topic`), and message ids."""
+
+from __future__ import annotations
+
+import re
+
+from attrs import frozen
+
+_PART = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
+
+
+def _check_part(what: str, value: str) -> None:
+    if not isinstance(value, str) or not _PART.match(value):
+        raise ValueError(
+            f"invalid ActorId {what} {value!r}: use letters, digits and _ . : @ + - "
+            "(no '/', no spaces, not empty)"
+        )
+
+
+@frozen(order=True)
+class ActorId:
+    """The identity of an actor: a *kind* (what it is) and a *name* (which one).
+
+    Written ``kind/name`` in logs and audits, e.g. ``engine/main`` or ``analyzer/errors``.
+    The runtime stamps it on every envelope an actor sends, so it cannot be forged.
+    """
+
+    kind: str
+    """What the actor is: ``engine``, ``history``, ``app``, ``recap``, ``analyzer``, ..."""
+    name: str
+    """Which one of its kind."""
+
+    def __attrs_post_init__(self) -> None:
+        _check_part("kind", self.kind)
+        _check_part("name", self.name)
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> ActorId:
+        """Parse ``kind/name`` back into an :class:`ActorId`.
+
+        Raises:
+            ValueError: if ``text`` is not of the form ``kind/name``.
+        """
+        kind, sep, name = text.partition("/")
+        if not sep:
+            raise ValueError(f"invalid ActorId {text!r}: expected 'kind/name', e.g. 'engine/main'")
+        return cls(kind, name)
+
+
+@frozen(order=True)
+class Topic:
+    """A named publish/subscribe channel, e.g. ``Topic("history.changes")``."""
+
+    name: str
+    """The topic's name."""
+
+    def __str__(self) -> str:
+        return f"#{self.name}"
+
+
+
+
+def format_message_id(unix_ns: int, counter: int, node: int) -> str:
+    """Build a message id that sorts by time.
+
+    The id is ``<16 hex digits of UTC nanoseconds>-<node:4 hex><counter:8 hex>``: ids compare
+    (as strings) in the order they were made by one runtime, and ``node`` (a random number
+    chosen per runtime) keeps two runtimes' ids apart.
+    """
+    return f"{unix_ns:016x}-{node & 0xFFFF:04x}{counter & 0xFFFFFFFF:08x}"
+
+
+def message_id_time_ns(message_id: str) -> int:
+    """The UTC nanoseconds encoded in a message id made by :func:`format_message_id`."""
+    return int(message_id[:16], 16)

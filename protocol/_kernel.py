@@ -1,0 +1,43 @@
+"""Messages the actor kernel itself sends: failures, restarts and error replies."""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from ._ids import ActorId
+from ._message import Message
+
+
+@frozen
+class ActorRestarted(Message):
+    """An actor failed and its supervisor restarted it (published on ``system.supervision``)."""
+
+    actor: ActorId
+    error_type: str
+    error: str
+    restart_count: int
+    """Restarts inside the current intensity window, this one included."""
+    backoff_s: float
+
+
+@frozen
+class ActorEscalated(Message):
+    """An actor failed more often than its restart intensity allows and was stopped.
+
+    Sent to the failed actor's parent (or to the runtime, which publishes it on
+    ``system.supervision`` and keeps it in :attr:`Runtime.failures`).
+    """
+
+    actor: ActorId
+    error_type: str
+    error: str
+    restarts: int
+    within_s: float
+
+
+@frozen
+class ErrorReply(Message):
+    """The reply to an ``ask`` whose handler raised: the asker re-raises it as an error."""
+
+    error_type: str
+    error: str

@@ -1,0 +1,14 @@
+"""The base class of every message that travels between actors."""
+
+from __future__ import annotations
+
+
+class Message:
+    """Base class of every message type.
+
+    Subclasses are frozen attrs classes (``@frozen``) holding only data: ids, text, numbers,
+    enums, tuples and other protocol types; never a dict, ``Any`` or a live object. One class
+    per intent. The converter tags each with its class name (``"type": "StateTransition"``).
+    """
+
+    __slots__ = ()
