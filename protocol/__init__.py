@@ -6,7 +6,9 @@ No I/O and no trio here: everything in this package can be built, compared and s
 
 from __future__ import annotations
 
+from ._apps import NotebookEdited
 from ._catalog import TAGGED_TYPES
+from ._chat import ChatMessage, ModelReply, ModelRequest, Role
 from ._content import Content, Level, LevelText, Retention
 from ._converter import (
     SCHEMA_VERSION,
@@ -44,6 +46,10 @@ __all__ = [
     "TAGGED_TYPES",
     "ActorEscalated",
     "ActorId",
+    "ChatMessage",
+    "ModelReply",
+    "ModelRequest",
+    "Role",
     "ActorRestarted",
     "Content",
     "Envelope",
@@ -55,6 +61,7 @@ __all__ = [
     "Message",
     "ModelInputEntry",
     "ModelOutputEntry",
+    "NotebookEdited",
     "Notification",
     "ProtocolConverter",
     "ProtocolError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._apps import NotebookEdited
 from ._entries import ModelInputEntry, ModelOutputEntry, RecapEntry, ToolResultsEntry
 from ._kernel import ActorEscalated, ActorRestarted, ErrorReply
 
@@ -10,6 +11,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     ActorEscalated,
     ActorRestarted,
     ErrorReply,
+    # app effects
+    NotebookEdited,
     # history entries
     ModelInputEntry,
     ModelOutputEntry,

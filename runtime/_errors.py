@@ -1,0 +1,26 @@
+"""The runtime's error classes, split by who is at fault.
+
+:class:`LivecontextError` is the base of every error raised on purpose by livecontext's
+runtime and actors. Below it: :class:`UsageError` (the caller or the configuration is at
+fault: fix the call, the flag or the file), :class:`ModelError` (the model or its provider is
+at fault: retry later or change the model), :class:`ActorError` (an actor or the kernel:
+a stopped actor, a timeout, a deadlock).
+"""
+
+from __future__ import annotations
+
+
+class LivecontextError(Exception):
+    """Base class of every error livecontext raises on purpose."""
+
+
+class UsageError(LivecontextError):
+    """The caller, a flag, a file or a configuration value is wrong; the message says which."""
+
+
+class ModelError(LivecontextError):
+    """A model call failed (after any retries); the history was not changed."""
+
+
+class ActorError(LivecontextError):
+    """Something went wrong between actors: see the subclasses in the kernel."""
