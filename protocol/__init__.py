@@ -35,11 +35,12 @@ from ._errors import (
     UnsupportedSchemaVersionError,
 )
 from ._ids import ActorId, Topic, format_message_id, message_id_time_ns
-from ._kernel import ActorEscalated, ActorRestarted, ErrorReply
+from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
 from ._message import Message
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
 
 __all__ = [
+    "Ack",
     "ENTRY_KINDS",
     "SCHEMA_VERSION",
     "SUPPORTED_SCHEMA_VERSIONS",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from ._apps import NotebookEdited
 from ._entries import ModelInputEntry, ModelOutputEntry, RecapEntry, ToolResultsEntry
-from ._kernel import ActorEscalated, ActorRestarted, ErrorReply
+from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
 
 TAGGED_TYPES: tuple[type, ...] = (
     # kernel
+    Ack,
     ActorEscalated,
     ActorRestarted,
     ErrorReply,

@@ -41,3 +41,8 @@ class ErrorReply(Message):
 
     error_type: str
     error: str
+
+
+@frozen
+class Ack(Message):
+    """The reply to an ``ask`` whose handler returned nothing: ``ask`` then returns ``None``."""

@@ -1,1 +1,58 @@
-"""x"""
+"""The actor kernel, persistence, model clients and token counting.
+
+Public surface of the kernel: :class:`Actor` and ``@handler``, :func:`open_runtime` and
+:class:`Runtime`, :class:`Context` (``tell``/``ask``/``publish``), :class:`RestartPolicy`,
+the audit types and the kernel's errors. Testing helpers live in
+:mod:`livecontext.runtime.testing`.
+"""
+
+from __future__ import annotations
+
+from ._actor import Actor, handler
+from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._context import ActorRef, Context, RestartPolicy
+from ._errors import ActorError, LivecontextError, ModelError, UsageError
+from ._kernel_errors import (
+    ActorStoppedError,
+    AskCycleError,
+    AskTimeoutError,
+    DeadlockError,
+    DuplicateActorError,
+    MailboxFullError,
+    RemoteActorError,
+    UnhandledMessageError,
+    UnknownActorError,
+)
+from ._runtime import SUPERVISION_TOPIC, SUPERVISOR_ID, Runtime, RuntimeStatistics, open_runtime
+from ._stepping import Delivery, SteppingScheduler
+
+__all__ = [
+    "SUPERVISION_TOPIC",
+    "SUPERVISOR_ID",
+    "Actor",
+    "ActorError",
+    "ActorRef",
+    "ActorStoppedError",
+    "AskCycleError",
+    "AskTimeoutError",
+    "AuditEvent",
+    "AuditHook",
+    "AuditRecord",
+    "Context",
+    "DeadlockError",
+    "Delivery",
+    "DuplicateActorError",
+    "LivecontextError",
+    "MailboxFullError",
+    "ModelError",
+    "RemoteActorError",
+    "RestartPolicy",
+    "Runtime",
+    "RuntimeStatistics",
+    "SteppingScheduler",
+    "UnhandledMessageError",
+    "UnknownActorError",
+    "UsageError",
+    "handler",
+    "open_runtime",
+]

@@ -1,0 +1,107 @@
+"""The :class:`Actor` base class and the ``@handler`` decorator."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from livecontext.protocol import Message
+
+if TYPE_CHECKING:
+    from ._context import Context
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+_HANDLER_MARK = "__livecontext_handler__"
+
+
+def handler(fn: F) -> F:
+    """Mark an ``async def`` method as the handler of the message type its annotation names.
+
+    The method takes ``self`` and one message; the annotation of that message parameter names
+    the type it handles (one handler per type). Its return value is the reply to an ``ask``
+    (``None`` for a plain ``tell``)::
+
+        class Counter(Actor):
+            @handler
+            async def on_add(self, msg: Add) -> Total:
+                self.total += msg.n
+                return Total(self.total)
+    """
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"@handler needs an 'async def' method, got {fn!r}")
+    setattr(fn, _HANDLER_MARK, True)
+    return fn
+
+
+class Actor:
+    """Base class of every actor.
+
+    An actor handles one message at a time (so its own state needs no locks), through the
+    methods marked ``@handler``. The runtime gives it a :class:`Context` (``self.ctx``) before
+    :meth:`on_start`: its id, and the only way to send (``tell``, ``ask``, ``publish``), so the
+    runtime stamps every envelope with the true sender.
+
+    A message of a type with no handler is refused at the sender with
+    :class:`UnhandledMessageError`, never dropped silently.
+    """
+
+    _handlers: ClassVar[dict[type, str]] = {}
+    ctx: Context
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table: dict[type, str] = {}
+        for base in reversed(cls.__mro__[1:]):
+            table.update(getattr(base, "_handlers", {}))
+        for name, fn in vars(cls).items():
+            if getattr(fn, _HANDLER_MARK, False):
+                table[_message_type_of(cls, name, fn)] = name
+        cls._handlers = table
+
+    async def on_start(self) -> None:
+        """Called before the first message (and after every restart): load state here."""
+
+    async def on_stop(self) -> None:
+        """Called once the mailbox is drained at an orderly stop."""
+
+    @classmethod
+    def handled_types(cls) -> tuple[type, ...]:
+        """The message types this actor class handles."""
+        return tuple(cls._handlers)
+
+
+def _message_type_of(cls: type, name: str, fn: Callable[..., Any]) -> type:
+    params = list(inspect.signature(fn).parameters.values())
+    if len(params) != 2:
+        raise TypeError(f"{cls.__name__}.{name}: a handler takes (self, message), got {len(params)} parameters")
+    module = inspect.getmodule(fn)
+    try:
+        hints = typing.get_type_hints(fn, globalns=vars(module) if module else None)
+    except NameError as exc:
+        raise TypeError(
+            f"{cls.__name__}.{name}: cannot resolve the message annotation ({exc}); "
+            "define the message class at module level"
+        ) from exc
+    msg_type = hints.get(params[1].name)
+    if not isinstance(msg_type, type) or not issubclass(msg_type, Message):
+        raise TypeError(
+            f"{cls.__name__}.{name}: annotate the message parameter with a Message subclass, "
+            f"got {msg_type!r}"
+        )
+    return msg_type
+
+
+def find_handler(actor_cls: type[Actor], message_type: type) -> str | None:
+    """The name of the method handling ``message_type`` (walking its bases), or ``None``."""
+    table = actor_cls._handlers
+    found = table.get(message_type)
+    if found is not None:
+        return found
+    for base in message_type.__mro__[1:]:
+        found = table.get(base)
+        if found is not None:
+            return found
+    return None

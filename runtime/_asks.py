@@ -1,0 +1,66 @@
+"""Pending asks (reply slots) and the wait-for graph that detects ask cycles."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import trio
+
+from livecontext.protocol import ActorId, Envelope
+
+from ._kernel_errors import AskCycleError
+
+
+class ReplySlot:
+    """Where the reply to one ask lands; the asker waits on :attr:`event`."""
+
+    __slots__ = ("event", "reply", "target")
+
+    def __init__(self, target: ActorId) -> None:
+        self.event = trio.Event()
+        self.reply: Envelope | None = None
+        self.target = target
+
+
+class WaitGraph:
+    """Which actors' mailboxes are blocked waiting for which other actors.
+
+    An edge ``a -> b`` means a handler of ``a`` is inside an ``ask`` to ``b``: ``a`` handles
+    nothing else until ``b`` answers. An ask that would close a cycle is a deadlock.
+    """
+
+    def __init__(self) -> None:
+        self._edges: dict[ActorId, Counter[ActorId]] = {}
+
+    def check_and_add(self, asker: ActorId, target: ActorId) -> None:
+        """Add ``asker -> target``; raise :class:`AskCycleError` if it would close a cycle."""
+        path = self._path(target, asker)
+        if path is not None:
+            raise AskCycleError([asker, *path])
+        self._edges.setdefault(asker, Counter())[target] += 1
+
+    def remove(self, asker: ActorId, target: ActorId) -> None:
+        """Remove one ``asker -> target`` edge (the ask finished)."""
+        out = self._edges.get(asker)
+        if out is None:
+            return
+        out[target] -= 1
+        if out[target] <= 0:
+            del out[target]
+        if not out:
+            del self._edges[asker]
+
+    def _path(self, start: ActorId, goal: ActorId) -> list[ActorId] | None:
+        if start == goal:
+            return [goal]
+        stack: list[tuple[ActorId, list[ActorId]]] = [(start, [start])]
+        seen = {start}
+        while stack:
+            node, path = stack.pop()
+            for nxt in self._edges.get(node, ()):
+                if nxt == goal:
+                    return [*path, goal]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+        return None

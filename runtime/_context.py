@@ -1,0 +1,137 @@
+"""What an actor (or an outside client) uses to talk: :class:`Context` and :class:`ActorRef`."""
+
+from __future__ import annotations
+
+import contextvars
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import trio
+from attrs import field, frozen
+
+from livecontext.protocol import ActorId, Envelope, Message, Topic
+
+if TYPE_CHECKING:
+    from ._actor import Actor
+    from ._runtime import Runtime, _Cell
+
+A = TypeVar("A", bound="Actor")
+
+handling_actor: contextvars.ContextVar[ActorId | None] = contextvars.ContextVar(
+    "livecontext_handling_actor", default=None
+)
+"""The actor whose handler the current task is running (None in background tasks)."""
+current_envelope: contextvars.ContextVar[Envelope | None] = contextvars.ContextVar(
+    "livecontext_current_envelope", default=None
+)
+"""The envelope being handled by the current task, for causation ids."""
+
+
+@frozen
+class RestartPolicy:
+    """How a failed actor is restarted (its supervision).
+
+    Up to ``max_restarts`` restarts within ``within_s`` seconds, each after a backoff that
+    doubles from ``backoff_initial_s`` up to ``backoff_max_s``. One failure more and the actor
+    is stopped and the failure escalates (an :class:`ActorEscalated` message).
+    ``max_restarts=0`` never restarts.
+    """
+
+    max_restarts: int = 3
+    within_s: float = 5.0
+    backoff_initial_s: float = 0.01
+    backoff_max_s: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_restarts < 0 or self.within_s <= 0 or self.backoff_initial_s < 0:
+            raise ValueError(
+                f"invalid RestartPolicy {self!r}: max_restarts >= 0, within_s > 0, backoff >= 0"
+            )
+
+
+@frozen(eq=False)
+class ActorRef(Generic[A]):
+    """A handle to a spawned actor: pass it to ``tell``/``ask``. Compares by actor id."""
+
+    id: ActorId
+    _cell: _Cell = field(repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActorRef) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+Address = ActorRef[Any] | ActorId
+
+
+class Context:
+    """An actor's (or client's) way to send messages; the runtime stamps its id on each one.
+
+    An actor gets its context as ``self.ctx``; code outside actors gets one from
+    :meth:`Runtime.client`. There is no way to send with another sender id.
+    """
+
+    __slots__ = ("_cell", "_rt", "self_id")
+
+    def __init__(self, runtime: Runtime, self_id: ActorId, cell: _Cell | None) -> None:
+        self._rt = runtime
+        self.self_id = self_id
+        self._cell = cell
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime this context belongs to."""
+        return self._rt
+
+    @property
+    def current(self) -> Envelope | None:
+        """The envelope whose handler is running in this task, if any (sender, ids, times)."""
+        return current_envelope.get()
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The actor's own nursery, for its background tasks; cancelled when it stops or restarts.
+
+        Raises:
+            RuntimeError: for a client context, which has no nursery of its own.
+        """
+        if self._cell is None or self._cell.nursery is None:
+            raise RuntimeError(f"{self.self_id} has no nursery: only a running actor has one")
+        return self._cell.nursery
+
+    async def tell(self, to: Address, message: Message) -> None:
+        """Send ``message`` to ``to`` and return once it is in the mailbox (waits if full).
+
+        Raises:
+            UnhandledMessageError: ``to`` has no handler for the message's type.
+            ActorStoppedError: ``to`` is stopped.
+        """
+        await self._rt._tell(self, to, message)
+
+    def tell_nowait(self, to: Address, message: Message) -> None:
+        """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
+        self._rt._tell_nowait(self, to, message)
+
+    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0) -> Any:
+        """Send ``message`` and wait for the reply: the handler's return value.
+
+        Raises:
+            AskTimeoutError: no reply within ``timeout`` seconds.
+            AskCycleError: the ask would deadlock (the target waits, maybe through others, for us).
+            RemoteActorError: the handler raised; the error's type and text are carried over.
+            ActorStoppedError, UnhandledMessageError: as for :meth:`tell`.
+        """
+        return await self._rt._ask(self, to, message, timeout)
+
+    async def publish(self, topic: Topic | str, message: Message) -> None:
+        """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
+        await self._rt._publish(self, topic if isinstance(topic, Topic) else Topic(topic), message)
+
+    def subscribe(self, topic: Topic | str) -> None:
+        """Deliver what is published on ``topic`` to this actor's mailbox."""
+        self._rt._subscribe(self, topic if isinstance(topic, Topic) else Topic(topic))
+
+    def unsubscribe(self, topic: Topic | str) -> None:
+        """Stop receiving ``topic``."""
+        self._rt._unsubscribe(self, topic if isinstance(topic, Topic) else Topic(topic))

@@ -1,0 +1,615 @@
+"""The :class:`Runtime`: owns the root nursery, spawns, routes, supervises and stops actors."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import enum
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
+from attrs import frozen
+
+from livecontext.protocol import (
+    Ack,
+    ActorEscalated,
+    ActorId,
+    ActorRestarted,
+    Envelope,
+    ErrorReply,
+    Message,
+    Topic,
+    format_message_id,
+)
+
+from ._actor import Actor, find_handler
+from ._asks import ReplySlot, WaitGraph
+from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._context import ActorRef, Address, Context, RestartPolicy, current_envelope, handling_actor
+from ._kernel_errors import (
+    ActorStoppedError,
+    AskTimeoutError,
+    DuplicateActorError,
+    MailboxFullError,
+    RemoteActorError,
+    UnhandledMessageError,
+    UnknownActorError,
+)
+
+if TYPE_CHECKING:
+    from ._stepping import SteppingScheduler
+
+log = logging.getLogger("livecontext.runtime")
+A = TypeVar("A", bound=Actor)
+
+SUPERVISION_TOPIC = Topic("system.supervision")
+"""Where the runtime publishes :class:`ActorRestarted` and :class:`ActorEscalated`."""
+SUPERVISOR_ID = ActorId("system", "supervisor")
+"""The sender id of the runtime's own messages."""
+
+_FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
+
+
+class _State(enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+class _Cell:
+    """The runtime's private record of one actor: mailbox, instance, supervision state."""
+
+    def __init__(
+        self, rt: Runtime, actor_id: ActorId, factory: Callable[[], Actor], mailbox_size: int,
+        policy: RestartPolicy | None, parent: ActorId | None,
+    ) -> None:
+        self.id = actor_id
+        self.factory = factory
+        self.mailbox_size = mailbox_size
+        self.send, self.receive = trio.open_memory_channel[Envelope](mailbox_size)
+        self.policy = policy
+        self.parent = parent
+        self.state = _State.STARTING
+        self.instance: Actor | None = None
+        self.actor_cls: type[Actor] | None = None
+        self.nursery: trio.Nursery | None = None
+        self.scope = trio.CancelScope()
+        self.done = trio.Event()
+        self.failures: collections.deque[float] = collections.deque()
+        self.topics: set[Topic] = set()
+        self.ctx = Context(rt, actor_id, self)
+        self.handled = 0
+
+
+@frozen
+class RuntimeStatistics:
+    """A snapshot of the runtime's counters."""
+
+    actors_running: int
+    actors_stopped: int
+    delivered: int
+    dropped: int
+    pending_asks: int
+    restarts: int
+    escalations: int
+
+
+class Runtime:
+    """Owns the root nursery; spawns, routes to, supervises and stops actors.
+
+    Make one with :func:`open_runtime`. Every actor runs in the runtime's nursery; leaving the
+    ``async with`` block stops them all in an orderly way (children and later spawns first,
+    each drained, then cancelled after a deadline).
+    """
+
+    def __init__(self, nursery: trio.Nursery, scheduler: SteppingScheduler | None = None,
+                 *, drain_timeout: float = 2.0) -> None:
+        self._nursery = nursery
+        self._cells: dict[ActorId, _Cell] = {}
+        self._order: list[ActorId] = []
+        self._clients: set[ActorId] = set()
+        self._topics: dict[Topic, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
+        self._slots: dict[str, ReplySlot] = {}
+        self._ask_ids: set[str] = set()
+        self._graph = WaitGraph()
+        self._hooks: list[AuditHook] = []
+        self._node = random.getrandbits(16)
+        self._counter = 0
+        self._stepping = scheduler
+        self._drain_timeout = drain_timeout
+        self._closing = False
+        self.busy = 0
+        """Handlers running now (not counting those waiting in an ask); the stepping scheduler reads it."""
+        self.failures: list[ActorEscalated] = []
+        """Escalations no parent took: actors stopped after too many failures."""
+        self._delivered = 0
+        self._dropped = 0
+        self._restarts = 0
+        if scheduler is not None:
+            scheduler._attach(self)
+        self._system = Context(self, SUPERVISOR_ID, None)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def spawn(
+        self, factory: Callable[[], A], actor_id: ActorId | str, *, mailbox_size: int = 128,
+        restart: RestartPolicy | None = RestartPolicy(), parent: ActorId | None = None,
+    ) -> ActorRef[A]:
+        """Start an actor and return once its :meth:`Actor.on_start` has finished.
+
+        Args:
+            factory: makes a fresh instance (called again at every restart).
+            actor_id: its id, an :class:`ActorId` or ``"kind/name"``.
+            mailbox_size: the bounded mailbox's capacity (senders wait when it is full).
+            restart: the supervision policy; ``None`` never restarts.
+            parent: the actor that receives :class:`ActorEscalated` if this one fails for good.
+
+        Raises:
+            DuplicateActorError: an actor with this id is running.
+            Exception: whatever ``on_start`` raised the first time.
+        """
+        aid = actor_id if isinstance(actor_id, ActorId) else ActorId.parse(actor_id)
+        old = self._cells.get(aid)
+        if (old is not None and old.state is not _State.STOPPED) or aid in self._clients:
+            raise DuplicateActorError(aid)
+        if mailbox_size < 1:
+            raise ValueError(f"mailbox_size must be >= 1 (bounded), got {mailbox_size}")
+        cell = _Cell(self, aid, factory, mailbox_size, restart, parent)
+        self._cells[aid] = cell
+        if old is None:
+            self._order.append(aid)
+        await self._nursery.start(self._cell_main, cell)
+        return ActorRef(aid, cell)
+
+    def client(self, name: str) -> Context:
+        """A context for code outside actors (tests, the CLI): its id is ``client/<name>``."""
+        aid = ActorId("client", name)
+        if aid in self._cells or aid in self._clients:
+            raise DuplicateActorError(aid)
+        self._clients.add(aid)
+        return Context(self, aid, None)
+
+    def ref(self, actor_id: ActorId | str) -> ActorRef[Any]:
+        """The ref of a spawned actor, by id."""
+        aid = actor_id if isinstance(actor_id, ActorId) else ActorId.parse(actor_id)
+        cell = self._cells.get(aid)
+        if cell is None:
+            raise UnknownActorError(aid)
+        return ActorRef(aid, cell)
+
+    def is_running(self, actor: Address) -> bool:
+        """Whether the actor is started and not stopped."""
+        cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
+        return cell is not None and cell.state in (_State.RUNNING, _State.STARTING)
+
+    async def stop(self, actor: Address, *, drain_timeout: float | None = None) -> None:
+        """Stop an actor in order: refuse new mail, handle what is queued, ``on_stop``, cancel.
+
+        Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled.
+        """
+        cell = self._cell(actor)
+        if cell.state is _State.STOPPED:
+            return
+        for child in [c for c in self._cells.values() if c.parent == cell.id]:
+            await self.stop(ActorRef(child.id, child), drain_timeout=drain_timeout)
+        for topic in list(cell.topics):
+            self._unsubscribe(cell.ctx, topic)
+        cell.state = _State.STOPPING
+        if self._stepping is not None:
+            self._stepping._release(cell)
+        cell.send.close()
+        with trio.move_on_after(self._drain_timeout if drain_timeout is None else drain_timeout):
+            await cell.done.wait()
+        if not cell.done.is_set():
+            cell.scope.cancel()
+            await cell.done.wait()
+
+    async def aclose(self) -> None:
+        """Stop every actor, latest spawned first (so children go before parents)."""
+        self._closing = True
+        if self._stepping is not None:
+            self._stepping._detach()
+            self._stepping = None
+        for aid in reversed(self._order):
+            cell = self._cells[aid]
+            if cell.state is not _State.STOPPED:
+                await self.stop(ActorRef(aid, cell))
+
+    # -- audit and statistics -------------------------------------------------------------------
+
+    def add_audit_hook(self, hook: AuditHook) -> None:
+        """Call ``hook`` with an :class:`AuditRecord` for every delivered, replied or dropped envelope."""
+        self._hooks.append(hook)
+
+    def remove_audit_hook(self, hook: AuditHook) -> None:
+        """Stop calling ``hook``."""
+        self._hooks.remove(hook)
+
+    def statistics(self) -> RuntimeStatistics:
+        """Counters of the runtime so far."""
+        running = sum(1 for c in self._cells.values() if c.state is not _State.STOPPED)
+        return RuntimeStatistics(
+            actors_running=running, actors_stopped=len(self._cells) - running,
+            delivered=self._delivered, dropped=self._dropped, pending_asks=len(self._slots),
+            restarts=self._restarts, escalations=len(self.failures),
+        )
+
+    @asynccontextmanager
+    async def open_subscription(self, topic: Topic | str, *, buffer: int = 256) -> AsyncIterator[trio.MemoryReceiveChannel[Envelope]]:
+        """Receive what is published on ``topic`` outside any actor (a bounded channel).
+
+        A full buffer makes publishers wait (backpressure), so read it promptly.
+        """
+        t = topic if isinstance(topic, Topic) else Topic(topic)
+        send, receive = trio.open_memory_channel[Envelope](buffer)
+        self._topics.setdefault(t, []).append(send)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            subs = self._topics.get(t, [])
+            if send in subs:
+                subs.remove(send)
+            send.close()
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def _envelope(self, sender: ActorId, recipient: ActorId | Topic, payload: Message,
+                  correlation_id: str | None = None) -> Envelope:
+        self._counter += 1
+        now_ns = time.time_ns()
+        cause = current_envelope.get()
+        return Envelope(
+            format_message_id(now_ns, self._counter, self._node), sender, recipient,
+            dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
+            payload, correlation_id, cause.message_id if cause is not None else None,
+        )
+
+    def _cell(self, to: Address) -> _Cell:
+        if isinstance(to, ActorRef):
+            return to._cell if self._cells.get(to.id) is to._cell else self._cell(to.id)
+        cell = self._cells.get(to)
+        if cell is None:
+            raise UnknownActorError(to)
+        return cell
+
+    def _target(self, to: Address, message: Message) -> _Cell:
+        cell = self._cell(to)
+        if cell.state in (_State.STOPPED, _State.STOPPING):
+            raise ActorStoppedError(cell.id, type(message).__name__)
+        if cell.actor_cls is not None and find_handler(cell.actor_cls, type(message)) is None:
+            raise UnhandledMessageError(
+                cell.id, type(message).__name__, [t.__name__ for t in cell.actor_cls.handled_types()]
+            )
+        return cell
+
+    async def _enqueue(self, cell: _Cell, env: Envelope) -> None:
+        if self._stepping is not None:
+            self._stepping._hold(cell, env)
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            cell.send.send_nowait(env)
+        except trio.WouldBlock:
+            try:
+                await cell.send.send(env)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
+            return
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
+        await trio.lowlevel.checkpoint_if_cancelled()
+
+    async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
+        cell = self._target(to, message)
+        await self._enqueue(cell, self._envelope(ctx.self_id, cell.id, message))
+
+    def _tell_nowait(self, ctx: Context, to: Address, message: Message) -> None:
+        cell = self._target(to, message)
+        env = self._envelope(ctx.self_id, cell.id, message)
+        if self._stepping is not None:
+            self._stepping._hold(cell, env)
+            return
+        try:
+            cell.send.send_nowait(env)
+        except trio.WouldBlock:
+            raise MailboxFullError(cell.id, cell.mailbox_size) from None
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ActorStoppedError(cell.id, type(message).__name__) from None
+
+    async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None) -> Any:
+        cell = self._target(to, message)
+        env = self._envelope(ctx.self_id, cell.id, message)
+        blocking = handling_actor.get() == ctx.self_id and ctx._cell is not None
+        if blocking:
+            self._graph.check_and_add(ctx.self_id, cell.id)
+        slot = ReplySlot(cell.id)
+        self._slots[env.message_id] = slot
+        self._ask_ids.add(env.message_id)
+        if blocking:
+            self.busy -= 1
+        try:
+            await self._enqueue(cell, env)
+            with trio.move_on_after(timeout if timeout is not None else float("inf")):
+                await slot.event.wait()
+        finally:
+            if blocking:
+                self.busy += 1
+                self._graph.remove(ctx.self_id, cell.id)
+            self._slots.pop(env.message_id, None)
+        if slot.reply is None:
+            raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
+        payload = slot.reply.payload
+        if isinstance(payload, ErrorReply):
+            if payload.error_type == ActorStoppedError.__name__:
+                raise ActorStoppedError(cell.id, type(message).__name__)
+            raise RemoteActorError(cell.id, payload.error_type, payload.error)
+        if isinstance(payload, Ack):
+            return None
+        return payload
+
+    def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
+        self._ask_ids.discard(request.message_id)
+        env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id)
+        slot = self._slots.get(request.message_id)
+        if slot is None:
+            self._drop(env, f"no caller waits for correlation id {request.message_id} "
+                            "(the ask timed out or was cancelled)")
+            return
+        slot.reply = env
+        slot.event.set()
+        if self._hooks:
+            self._audit(AuditRecord(AuditEvent.REPLIED, env))
+
+    async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
+        subs = self._topics.get(topic)
+        if not subs:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return
+        env = self._envelope(ctx.self_id, topic, message)
+        for sub in list(subs):
+            if isinstance(sub, _Cell):
+                if sub.actor_cls is not None and find_handler(sub.actor_cls, type(message)) is None:
+                    self._drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}")
+                    continue
+                try:
+                    await self._enqueue(sub, env)
+                except ActorStoppedError:
+                    self._drop(env, f"subscriber {sub.id} is stopped")
+            else:
+                try:
+                    sub.send_nowait(env)
+                except trio.WouldBlock:
+                    await sub.send(env)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    pass
+        await trio.lowlevel.checkpoint_if_cancelled()
+
+    def _subscribe(self, ctx: Context, topic: Topic) -> None:
+        cell = ctx._cell
+        if cell is None:
+            raise RuntimeError(
+                f"{ctx.self_id} is not an actor; use Runtime.open_subscription() outside actors"
+            )
+        subs = self._topics.setdefault(topic, [])
+        if cell not in subs:
+            subs.append(cell)
+            cell.topics.add(topic)
+
+    def _unsubscribe(self, ctx: Context, topic: Topic) -> None:
+        cell = ctx._cell
+        subs = self._topics.get(topic, [])
+        if cell in subs:
+            subs.remove(cell)
+        if cell is not None:
+            cell.topics.discard(topic)
+
+    def _audit(self, record: AuditRecord) -> None:
+        for hook in self._hooks:
+            try:
+                hook(record)
+            except Exception:  # a broken hook must not break delivery
+                log.exception("audit hook %r failed", hook)
+
+    def _drop(self, env: Envelope, reason: str) -> None:
+        self._dropped += 1
+        log.warning("dropped %s from %s to %s: %s", type(env.payload).__name__, env.sender,
+                    env.recipient, reason)
+        if self._hooks:
+            self._audit(AuditRecord(AuditEvent.DROPPED, env, reason))
+
+    # -- an actor's life ---------------------------------------------------------------------------
+
+    async def _cell_main(self, cell: _Cell, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        try:
+            with cell.scope:
+                while True:
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            cell.nursery = nursery
+                            instance = cell.factory()
+                            instance.ctx = cell.ctx
+                            cell.instance = instance
+                            cell.actor_cls = type(instance)
+                            await instance.on_start()
+                            if not started:
+                                started = True
+                                task_status.started()
+                            cell.state = _State.RUNNING if cell.state is _State.STARTING else cell.state
+                            await self._message_loop(cell, instance)
+                            await instance.on_stop()
+                            nursery.cancel_scope.cancel()
+                        return
+                    except BaseException as exc:
+                        failure = _failure_of(exc)
+                        if failure is None or not started:
+                            raise
+                        if not await self._supervise(cell, failure):
+                            return
+        finally:
+            self._finish(cell)
+
+    async def _message_loop(self, cell: _Cell, instance: Actor) -> None:
+        receive = cell.receive
+        batch = 0
+        while True:
+            try:
+                env = receive.receive_nowait()
+                batch += 1
+                if batch >= _FAIRNESS_BATCH:
+                    batch = 0
+                    await trio.lowlevel.checkpoint()
+            except trio.WouldBlock:
+                batch = 0
+                try:
+                    env = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+            except trio.EndOfChannel:
+                return
+            await self._handle(cell, instance, env)
+
+    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope) -> None:
+        payload = env.payload
+        name = find_handler(type(instance), type(payload))
+        is_ask = env.message_id in self._ask_ids
+        if name is None:
+            err = UnhandledMessageError(cell.id, type(payload).__name__,
+                                        [t.__name__ for t in type(instance).handled_types()])
+            if is_ask:
+                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
+            else:
+                self._drop(env, str(err))
+            return
+        self._delivered += 1
+        cell.handled += 1
+        if self._hooks:
+            self._audit(AuditRecord(AuditEvent.DELIVERED, env))
+        t1 = handling_actor.set(cell.id)
+        t2 = current_envelope.set(env)
+        self.busy += 1
+        try:
+            result = await getattr(instance, name)(payload)
+        except Exception as exc:
+            if is_ask:
+                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)))
+            raise
+        finally:
+            self.busy -= 1
+            handling_actor.reset(t1)
+            current_envelope.reset(t2)
+        if is_ask:
+            if result is None:
+                result = Ack()
+            elif not isinstance(result, Message):
+                err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
+                self._reply(env, cell.id, ErrorReply("TypeError", str(err)))
+                return
+            self._reply(env, cell.id, result)
+
+    async def _supervise(self, cell: _Cell, failure: BaseException) -> bool:
+        """Restart ``cell`` after ``failure`` (returns True) or escalate and stop it (False)."""
+        policy = cell.policy
+        now = trio.current_time()
+        cell.failures.append(now)
+        if policy is not None:
+            while cell.failures and cell.failures[0] < now - policy.within_s:
+                cell.failures.popleft()
+        log.warning("actor %s failed: %s: %s", cell.id, type(failure).__name__, failure)
+        if policy is None or len(cell.failures) > policy.max_restarts or self._closing:
+            await self._escalate(cell, failure)
+            return False
+        self._restarts += 1
+        backoff = min(policy.backoff_initial_s * 2 ** (len(cell.failures) - 1), policy.backoff_max_s)
+        with trio.move_on_after(1.0):  # a stuck subscriber must not stall the restart
+            await self._system.publish(SUPERVISION_TOPIC, ActorRestarted(
+                cell.id, type(failure).__name__, str(failure), len(cell.failures), backoff))
+        await trio.sleep(backoff)
+        return cell.state is not _State.STOPPED
+
+    async def _escalate(self, cell: _Cell, failure: BaseException) -> None:
+        policy = cell.policy
+        msg = ActorEscalated(cell.id, type(failure).__name__, str(failure), len(cell.failures),
+                             policy.within_s if policy is not None else 0.0)
+        cell.state = _State.STOPPED
+        self._drain_dead(cell)
+        parent = self._cells.get(cell.parent) if cell.parent is not None else None
+        if (parent is not None and parent.state is _State.RUNNING and parent.actor_cls is not None
+                and find_handler(parent.actor_cls, ActorEscalated) is not None):
+            try:
+                await self._system.tell(ActorRef(parent.id, parent), msg)
+                return
+            except ActorStoppedError:
+                pass
+        self.failures.append(msg)
+        log.error("actor %s stopped after %d failures: %s", cell.id, len(cell.failures), failure)
+        await self._system.publish(SUPERVISION_TOPIC, msg)
+
+    def _drain_dead(self, cell: _Cell) -> None:
+        """Answer what is left in a dead actor's mailbox: asks get an error, tells are dropped."""
+        cell.send.close()
+        while True:
+            try:
+                env = cell.receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if env.message_id in self._ask_ids:
+                err = ActorStoppedError(cell.id, type(env.payload).__name__)
+                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
+            else:
+                self._drop(env, f"{cell.id} stopped before handling it")
+        cell.receive.close()
+
+    def _finish(self, cell: _Cell) -> None:
+        cell.state = _State.STOPPED
+        cell.nursery = None
+        for topic in list(cell.topics):
+            self._unsubscribe(cell.ctx, topic)
+        if self._stepping is not None:
+            self._stepping._release(cell)
+        self._drain_dead(cell)
+        cell.done.set()
+
+
+def _failure_of(exc: BaseException) -> BaseException | None:
+    """The actor's own failure inside ``exc``, or None if ``exc`` is (or holds) a cancellation."""
+    if isinstance(exc, BaseExceptionGroup):
+        if exc.subgroup(lambda e: isinstance(e, (trio.Cancelled, KeyboardInterrupt, SystemExit))) is not None:
+            return None
+        for inner in exc.exceptions:
+            found = _failure_of(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(exc, Exception):
+        return exc
+    return None
+
+
+@asynccontextmanager
+async def open_runtime(
+    *, scheduler: SteppingScheduler | None = None, drain_timeout: float = 2.0
+) -> AsyncIterator[Runtime]:
+    """Open a runtime; on exit every actor is stopped in order, then the nursery closes.
+
+    Args:
+        scheduler: ``None`` for live Trio scheduling, or a :class:`SteppingScheduler` to hold
+            every envelope until ``step()`` delivers it.
+        drain_timeout: how long an actor may drain its mailbox at shutdown before cancellation.
+    """
+    async with trio.open_nursery() as nursery:
+        rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout)
+        try:
+            yield rt
+        finally:
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + max(drain_timeout * 4, 1.0)
+                await rt.aclose()
+            nursery.cancel_scope.cancel()

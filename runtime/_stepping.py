@@ -1,0 +1,159 @@
+"""The stepping scheduler: hold every envelope, deliver one per ``step()`` in a seeded order."""
+
+from __future__ import annotations
+
+import collections
+import random
+from typing import TYPE_CHECKING
+
+import trio
+import trio.testing
+from attrs import frozen
+
+from livecontext.protocol import Envelope, ErrorReply
+
+from ._kernel_errors import ActorStoppedError
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime, _Cell
+
+
+@frozen
+class Delivery:
+    """One delivery made by :meth:`SteppingScheduler.step`, in a form that compares across runs.
+
+    Message ids hold wall-clock time, so a trace names each envelope by its sender and the
+    sender's own count of held envelopes instead.
+    """
+
+    step: int
+    sender: str
+    recipient: str
+    sender_seq: int
+    message_type: str
+
+
+class SteppingScheduler:
+    """Holds every envelope sent in its runtime; :meth:`step` delivers one, chosen by a seeded RNG.
+
+    Order is kept between one sender and one recipient (as in live mode); which of the
+    deliverable envelopes goes next is the RNG's choice among them, sorted canonically. The
+    same seed therefore gives the same sequence of deliveries and the same outcome; different
+    seeds explore different interleavings.
+
+    After each delivery, :meth:`step` waits until every task is blocked and no handler runs,
+    so the consequences of one delivery are complete before the next.
+    Pass it to :func:`open_runtime`; see :mod:`livecontext.runtime.testing` for helpers.
+    """
+
+    def __init__(self, seed: int, *, max_held: int = 100_000) -> None:
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._max_held = max_held
+        self._held: dict[tuple[str, str], collections.deque[tuple[_Cell, Envelope, int]]] = {}
+        self._sender_seq: collections.Counter[str] = collections.Counter()
+        self._rt: Runtime | None = None
+        self.trace: list[Delivery] = []
+        """Every delivery so far, in order."""
+
+    @property
+    def held(self) -> int:
+        """How many envelopes wait for a step."""
+        return sum(len(q) for q in self._held.values())
+
+    def _attach(self, runtime: Runtime) -> None:
+        if self._rt is not None:
+            raise RuntimeError("a SteppingScheduler drives one runtime; make a new one per runtime")
+        self._rt = runtime
+
+    def _hold(self, cell: _Cell, env: Envelope) -> None:
+        if self.held >= self._max_held:
+            raise RuntimeError(
+                f"the stepping scheduler holds {self._max_held} envelopes: call step() "
+                "(or run_until_idle()) to deliver them"
+            )
+        sender = str(env.sender)
+        self._sender_seq[sender] += 1
+        self._held.setdefault((sender, str(cell.id)), collections.deque()).append(
+            (cell, env, self._sender_seq[sender])
+        )
+
+    def _deliverable(self) -> list[tuple[tuple[str, str], int]]:
+        out = []
+        for key, queue in self._held.items():
+            cell, _env, seq = queue[0]
+            stats = cell.send.statistics()
+            if stats.current_buffer_used < stats.max_buffer_size or cell.done.is_set():
+                out.append((key, seq))
+        out.sort()
+        return out
+
+    async def step(self) -> Delivery | None:
+        """Deliver one held envelope (the RNG picks which) and wait for its effects to settle.
+
+        Returns:
+            What was delivered, or ``None`` if nothing was deliverable.
+        """
+        await self.settle()
+        candidates = self._deliverable()
+        if not candidates:
+            return None
+        key, _ = candidates[self._rng.randrange(len(candidates))]
+        queue = self._held[key]
+        cell, env, seq = queue.popleft()
+        if not queue:
+            del self._held[key]
+        self._deliver(cell, env)
+        record = Delivery(len(self.trace) + 1, key[0], key[1], seq, type(env.payload).__name__)
+        self.trace.append(record)
+        await self.settle()
+        return record
+
+    async def run_until_idle(self, max_steps: int = 100_000) -> int:
+        """Step until nothing is deliverable; return the number of steps.
+
+        Raises:
+            RuntimeError: still busy after ``max_steps`` (a livelock, or raise the limit).
+        """
+        for n in range(max_steps):
+            if await self.step() is None:
+                return n
+        raise RuntimeError(f"still delivering after {max_steps} steps; raise max_steps or look for a message loop")
+
+    async def settle(self) -> None:
+        """Wait until every other task is blocked and no handler is running."""
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            if self._rt is None or self._rt.busy <= 0:
+                return
+            await trio.sleep(0.0005)
+
+    def _deliver(self, cell: _Cell, env: Envelope) -> None:
+        rt = self._rt
+        try:
+            cell.send.send_nowait(env)
+        except (trio.ClosedResourceError, trio.BrokenResourceError, trio.WouldBlock):
+            assert rt is not None
+            self._refuse(rt, cell, env)
+
+    @staticmethod
+    def _refuse(rt: Runtime, cell: _Cell, env: Envelope) -> None:
+        if env.message_id in rt._ask_ids:
+            err = ActorStoppedError(cell.id, type(env.payload).__name__)
+            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
+        else:
+            rt._drop(env, f"{cell.id} stopped before the stepping scheduler delivered it")
+
+    def _release(self, cell: _Cell) -> None:
+        """Hand everything held for ``cell`` to its mailbox now (it is stopping)."""
+        for key in [k for k in self._held if k[1] == str(cell.id)]:
+            for c, env, _ in self._held.pop(key):
+                self._deliver(c, env)
+
+    def _detach(self) -> None:
+        """Deliver everything still held and let the runtime schedule live from now on."""
+        for key in sorted(self._held):
+            for cell, env, _ in self._held[key]:
+                self._deliver(cell, env)
+        self._held.clear()
+        self._rt = None

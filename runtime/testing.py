@@ -1,0 +1,181 @@
+"""Helpers for testing actor systems: seeded stepping runs and seed exploration.
+
+Typical use, in a pytest-trio test::
+
+    async def scenario(rt: Runtime) -> int:
+        ref = await rt.spawn(Counter, "counter/c")
+        client = rt.client("test")
+        await client.tell(ref, Add(1))
+        return await client.ask(ref, Get())
+
+    async def test_counter_is_the_same_under_every_interleaving() -> None:
+        report = await explore(scenario, seeds=range(100), check=lambda total: total == 1)
+        report.raise_on_failure()
+
+The scenario runs inside a runtime driven by a :class:`SteppingScheduler`: every envelope
+waits until the driver delivers it, in an order picked by the seed. ``report.first_failure``
+names the first failing seed; :func:`run_seed` replays it exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any, Generic, TypeVar
+
+import trio
+from attrs import frozen
+
+from ._runtime import Runtime, open_runtime
+from ._stepping import Delivery, SteppingScheduler
+
+T = TypeVar("T")
+Scenario = Callable[[Runtime], Awaitable[T]]
+
+
+class StallError(Exception):
+    """A stepping run had nothing to deliver while its scenario still waited: a deadlock."""
+
+
+class SeedFailedError(AssertionError):
+    """A scenario failed (raised, stalled or failed its check) under one seed; replay it with that seed."""
+
+    def __init__(self, seed: int, reason: str) -> None:
+        self.seed = seed
+        self.reason = reason
+        super().__init__(f"seed {seed} failed: {reason} (replay with run_seed(scenario, {seed}))")
+
+
+@frozen
+class SeedRun(Generic[T]):
+    """What one seeded run delivered and returned."""
+
+    seed: int
+    trace: tuple[Delivery, ...]
+    result: T | None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scenario returned without raising."""
+        return self.error is None
+
+
+@frozen
+class Exploration(Generic[T]):
+    """The runs of :func:`explore`."""
+
+    runs: tuple[SeedRun[T], ...]
+    first_failure: SeedFailedError | None
+
+    @property
+    def distinct_traces(self) -> int:
+        """How many different delivery orders the seeds produced."""
+        return len({r.trace for r in self.runs})
+
+    def raise_on_failure(self) -> None:
+        """Raise the first failure (a :class:`SeedFailedError` naming the seed), if any."""
+        if self.first_failure is not None:
+            raise self.first_failure
+
+
+@asynccontextmanager
+async def open_stepping_runtime(seed: int, **kwargs: Any):  # type: ignore[no-untyped-def]
+    """A runtime driven by a new :class:`SteppingScheduler`; yields ``(runtime, scheduler)``."""
+    scheduler = SteppingScheduler(seed)
+    async with open_runtime(scheduler=scheduler, **kwargs) as rt:
+        yield rt, scheduler
+
+
+async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000,
+                   stall_timeout: float = 2.0) -> SeedRun[T]:
+    """Run ``scenario`` once under ``seed``, stepping until it returns.
+
+    Errors raised by the scenario are caught and returned in :attr:`SeedRun.error`; a
+    scenario that waits while nothing is deliverable for ``stall_timeout`` seconds fails with
+    :class:`StallError`.
+    """
+    result: list[T] = []
+    errors: list[BaseException] = []
+    trace: tuple[Delivery, ...] = ()
+    try:
+        async with open_stepping_runtime(seed) as (rt, scheduler):
+            done = trio.Event()
+
+            async def body() -> None:
+                try:
+                    result.append(await scenario(rt))
+                except Exception as exc:
+                    errors.append(exc)
+                finally:
+                    done.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(body)
+                await _drive(scheduler, done, max_steps, stall_timeout)
+                nursery.cancel_scope.cancel()
+            trace = tuple(scheduler.trace)
+    except Exception as exc:
+        errors.append(exc)
+    return SeedRun(seed, trace, result[0] if result else None, errors[0] if errors else None)
+
+
+async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
+                 stall_timeout: float) -> None:
+    steps = 0
+    idle_since: float | None = None
+    while not done.is_set():
+        delivered = await scheduler.step()
+        if delivered is not None:
+            idle_since = None
+            steps += 1
+            if steps > max_steps:
+                raise RuntimeError(f"scenario still running after {max_steps} steps")
+            continue
+        if done.is_set():
+            break
+        now = trio.current_time()
+        idle_since = now if idle_since is None else idle_since
+        if now - idle_since > stall_timeout:
+            raise StallError(
+                f"nothing to deliver for {stall_timeout:g} s and the scenario has not finished: "
+                f"a deadlock, or it waits for something outside the runtime ({scheduler.held} held)"
+            )
+        await trio.sleep(0.001)
+
+
+async def explore(scenario: Scenario[T], seeds: Iterable[int], *,
+                  check: Callable[[T], bool] | None = None, max_steps: int = 100_000,
+                  stop_at_first_failure: bool = True) -> Exploration[T]:
+    """Run ``scenario`` under each seed; report the runs and the first failing seed.
+
+    A seed fails if the scenario raises, stalls, or ``check(result)`` is false.
+    """
+    runs: list[SeedRun[T]] = []
+    failure: SeedFailedError | None = None
+    for seed in seeds:
+        run = await run_seed(scenario, seed, max_steps=max_steps)
+        runs.append(run)
+        reason = None
+        if run.error is not None:
+            reason = f"{type(run.error).__name__}: {run.error}"
+        elif check is not None and not check(run.result):  # type: ignore[arg-type]
+            reason = f"check failed on result {run.result!r}"
+        if reason is not None and failure is None:
+            failure = SeedFailedError(seed, reason)
+            if stop_at_first_failure:
+                break
+    return Exploration(tuple(runs), failure)
+
+
+__all__ = [
+    "Delivery",
+    "Exploration",
+    "SeedFailedError",
+    "SeedRun",
+    "StallError",
+    "SteppingScheduler",
+    "explore",
+    "open_stepping_runtime",
+    "run_seed",
+]
