@@ -17,7 +17,13 @@ from livecontext.protocol import Content, LevelText
 
 from ._errors import UsageError
 
-BUNDLED_ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base", "o200k_harmony", "llama3", "qwen3")
+BUNDLED_ENCODINGS: tuple[str, ...] = (
+    "cl100k_base",
+    "o200k_base",
+    "o200k_harmony",
+    "llama3",
+    "qwen3",
+)
 """The encodings :mod:`quicktok` bundles, hence the ones a :class:`TokenCounter` accepts."""
 
 DEFAULT_ENCODING = "cl100k_base"

@@ -1,1 +1,32 @@
-"""x"""
+"""Apps: state the model sees through a window and changes through tools.
+
+An :class:`App` renders a ``[Window]`` of its state and offers methods marked with
+:func:`tool`; their JSON schemas come from signatures and docstrings
+(:func:`describe_tools`), and :func:`invoke_tool` runs a model's call, turning every mistake
+into a FAILED :class:`ToolOutcome` the model can read. A tool never changes state itself: it
+returns an effect, which the app applies once the history store has committed it. The
+built-in :class:`Notebook` is the Memory Notebook.
+"""
+
+from __future__ import annotations
+
+from ._app import App
+from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
+from ._invoke import describe_tools, invoke_tool
+from ._notebook import Notebook
+from ._outcome import ToolFailure, ToolOutcome
+from ._tool import tool
+
+__all__ = [
+    "App",
+    "AppDefinitionError",
+    "AppStateError",
+    "Notebook",
+    "ToolDefinitionError",
+    "ToolFailure",
+    "ToolOutcome",
+    "UnknownEffectError",
+    "describe_tools",
+    "invoke_tool",
+    "tool",
+]

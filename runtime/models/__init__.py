@@ -1,1 +1,54 @@
-"""x"""
+"""Model clients: a real OpenAI-compatible one, offline ones, and wrappers for retries and faults.
+
+Every client implements :class:`ModelClient`: one :meth:`~ModelClient.complete` call is one
+attempt that streams text through ``on_text`` and returns the accumulated
+:class:`~livecontext.protocol.ModelReply`. Retries live in one wrapper,
+:class:`RetryingModel`; :func:`open_model_client` opens a client from a spec string
+(``echo``, ``scripted:PATH``, ``openai:MODEL``) already wrapped in it.
+
+For users' tests: :class:`ScriptedModel` (answers from a script, complains about unused turns)
+and :class:`FaultInjectingModel` (makes chosen attempts fail).
+"""
+
+from __future__ import annotations
+
+from ._client import ModelClient, TextCallback
+from ._echo import EchoModel
+from ._errors import (
+    FailureKind,
+    IncompatibleServerError,
+    ModelCallFailed,
+    ModelRequestRejected,
+    ScriptError,
+    ScriptExhaustedError,
+    TransientModelError,
+    UnusedTurnsError,
+)
+from ._faults import FaultInjectingModel
+from ._open import SPEC_FORMS, make_model_client, open_model_client
+from ._openai import OpenAIModel
+from ._retry import RetryCallback, RetryingModel, RetryPolicy
+from ._scripted import ScriptedModel
+
+__all__ = [
+    "SPEC_FORMS",
+    "EchoModel",
+    "FailureKind",
+    "FaultInjectingModel",
+    "IncompatibleServerError",
+    "ModelCallFailed",
+    "ModelClient",
+    "ModelRequestRejected",
+    "OpenAIModel",
+    "RetryCallback",
+    "RetryPolicy",
+    "RetryingModel",
+    "ScriptError",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "TextCallback",
+    "TransientModelError",
+    "UnusedTurnsError",
+    "make_model_client",
+    "open_model_client",
+]

@@ -1,0 +1,72 @@
+"""The base class of apps: state shown in a window, changed only by committed effects."""
+
+from __future__ import annotations
+
+import abc
+import re
+from typing import ClassVar
+
+from livecontext.protocol import Message
+
+from ._errors import AppDefinitionError, UnknownEffectError
+
+_APP_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
+
+
+class App(abc.ABC):
+    """An app: a piece of state the model sees through a window and changes through tools.
+
+    Subclasses set :attr:`name`, mark tool methods with :func:`tool`, and implement
+    :meth:`view`, :meth:`apply`, :meth:`state_text` and :meth:`load_state`.
+
+    **One writer.** A tool method must not change the app's state. It computes the result
+    and returns a :class:`ToolOutcome` whose ``effect`` describes the change; the state
+    changes only when the host calls :meth:`apply` with that effect, after the history store
+    has committed it with the tool's result. An app's state is therefore a fold of its
+    committed effects: a failed commit never leaves the app ahead of the log, and replaying
+    the log rebuilds the app.
+    """
+
+    name: ClassVar[str]
+    """The app's name: its window's heading and its actor id's name (``app/<name>``)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is not None and (not isinstance(name, str) or not _APP_NAME.match(name)):
+            raise AppDefinitionError(
+                f"{cls.__qualname__}.name = {name!r} is not a valid app name: use letters, "
+                "digits and _ . : @ + - (no '/', no spaces, not empty)"
+            )
+
+    def window(self) -> str:
+        """The app's ``[Window]`` snapshot: a heading naming the app, then :meth:`view`."""
+        return f"[Window: {self.name}]\n{self.view()}"
+
+    @abc.abstractmethod
+    def view(self) -> str:
+        """What the model should see of the current state (the window's body)."""
+
+    @abc.abstractmethod
+    def apply(self, effect: Message) -> None:
+        """Fold one committed effect into the state.
+
+        Implementations handle their own effect types and pass anything else to
+        ``super().apply(effect)``, which refuses it.
+
+        Raises:
+            UnknownEffectError: if ``effect`` is not one of this app's effects.
+        """
+        raise UnknownEffectError(self.name, effect)
+
+    @abc.abstractmethod
+    def state_text(self) -> str:
+        """The state as JSON text, for snapshots (it carries its own format version)."""
+
+    @abc.abstractmethod
+    def load_state(self, text: str) -> None:
+        """Replace the state with one saved by :meth:`state_text`.
+
+        Raises:
+            AppStateError: if ``text`` is not such a snapshot; the state is then unchanged.
+        """

@@ -1,0 +1,166 @@
+"""Describing an app's tools to the model, and running the model's tool calls on apps."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pydantic
+
+from livecontext.protocol import ToolCall, ToolSpec
+
+from ._app import App
+from ._errors import ToolDefinitionError
+from ._outcome import ToolFailure, ToolOutcome
+from ._tool import ToolDef, compile_tool, schema_json, tool_marker
+
+_JSON_TYPE_NAMES: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+@functools.cache
+def _declared(cls: type[App]) -> tuple[tuple[str, str, Callable[..., Any]], ...]:
+    """``(tool name, attribute, function)`` of each tool method, in declaration order.
+
+    Base classes' tools come first; a subclass overriding a tool keeps its place, and an
+    override without ``@tool`` removes it.
+    """
+    attrs: dict[str, None] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # not object: it has no tools
+        attrs.update(dict.fromkeys(vars(klass)))
+    found: list[tuple[str, str, Callable[..., Any]]] = []
+    for attr in attrs:
+        value = inspect.getattr_static(cls, attr)
+        marker = tool_marker(value)
+        if marker is not None:
+            found.append((marker.name, attr, value))
+    return tuple(found)
+
+
+def describe_tools(app: App) -> tuple[ToolSpec, ...]:
+    """The specs of ``app``'s tools, in the order the class declares them.
+
+    Raises:
+        ToolDefinitionError: if a tool cannot be described (see :func:`tool`) or two
+            methods claim the same tool name.
+    """
+    specs: dict[str, ToolSpec] = {}
+    attrs: dict[str, str] = {}
+    for name, attr, fn in _declared(type(app)):
+        if name in specs:
+            raise ToolDefinitionError(
+                f"app {app.name!r} declares tool {name!r} twice ({attrs[name]} and {attr}): "
+                "give one of them another name with @tool(name=...)"
+            )
+        tool_def = compile_tool(attr, fn)
+        attrs[name] = attr
+        specs[name] = ToolSpec(
+            name=name,
+            description=tool_def.description,
+            parameters_json=schema_json(tool_def),
+            idempotent=tool_def.idempotent,
+        )
+    return tuple(specs.values())
+
+
+async def invoke_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome:
+    """Run the model's tool ``call`` on whichever of ``apps`` offers that tool.
+
+    This never raises for anything the model or the tool did wrong: an unknown tool,
+    arguments that are not JSON or not an object, arguments the signature rejects, a
+    :class:`ToolFailure`, or any other exception inside the tool all come back as a FAILED
+    outcome whose text tells the model what happened. Only what is not an ``Exception``
+    (``trio.Cancelled``, ``KeyboardInterrupt``) propagates.
+
+    It never changes an app's state either: the outcome's effect is applied by the host once
+    committed (see :class:`App`). When two apps offer the same tool name, the first wins.
+    """
+    target: tuple[App, str, Callable[..., Any]] | None = None
+    available: dict[str, None] = {}
+    for app in apps:
+        for name, attr, fn in _declared(type(app)):
+            available[name] = None
+            if target is None and name == call.name:
+                target = (app, attr, fn)
+    if target is None:
+        return ToolOutcome.failed(
+            f"unknown tool {call.name!r}; available tools: {', '.join(available) or '(none)'}"
+        )
+    app, attr, fn = target
+    try:
+        tool_def = compile_tool(attr, fn)
+    except ToolDefinitionError as exc:
+        return ToolOutcome.failed(f"{call.name} cannot be called: {exc}")
+    arguments = _parse_arguments(tool_def, call.arguments)
+    if isinstance(arguments, ToolOutcome):
+        return arguments
+    try:
+        validated = tool_def.arguments.model_validate(arguments)
+    except pydantic.ValidationError as exc:
+        return ToolOutcome.failed(_describe_invalid(tool_def, exc))
+    kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
+    return await _run(app, tool_def, kwargs)
+
+
+def _parse_arguments(tool_def: ToolDef, text: str) -> dict[str, Any] | ToolOutcome:
+    # Some models send "" for a call without arguments: that is an empty object.
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return ToolOutcome.failed(f"arguments of {tool_def.name} are not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        kind = _JSON_TYPE_NAMES.get(type(data), type(data).__name__)
+        return ToolOutcome.failed(
+            f"arguments of {tool_def.name} must be a JSON object "
+            f"({{\"name\": value, ...}}), got {kind}"
+        )
+    return data
+
+
+def _describe_invalid(tool_def: ToolDef, exc: pydantic.ValidationError) -> str:
+    problems: list[str] = []
+    for error in exc.errors(include_url=False):
+        path = _path(error["loc"])
+        if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+            takes = ", ".join(tool_def.parameters) or "no arguments"
+            problems.append(f"unknown argument {path!r} ({tool_def.name} takes {takes})")
+        else:
+            problems.append(f"argument {path!r}: {error['msg']}")
+    return f"invalid arguments for {tool_def.name}: {'; '.join(problems)}"
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    parts = [str(loc[0])] if loc else []
+    parts += [f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[1:]]
+    return "".join(parts)
+
+
+async def _run(app: App, tool_def: ToolDef, kwargs: dict[str, Any]) -> ToolOutcome:
+    name = tool_def.name
+    try:
+        result = getattr(app, tool_def.attr)(**kwargs)
+        # Awaitable rather than "declared async": a sync-looking wrapper may return a coroutine.
+        if inspect.isawaitable(result):
+            result = await result
+    except ToolFailure as exc:
+        return ToolOutcome.failed(exc.message)
+    except Exception as exc:  # not BaseException: trio.Cancelled must propagate
+        detail = f": {exc}" if str(exc) else ""
+        return ToolOutcome.failed(f"{name} raised {type(exc).__name__}{detail}")
+    if not isinstance(result, ToolOutcome):
+        return ToolOutcome.failed(
+            f"{name} returned {type(result).__name__} instead of a ToolOutcome "
+            f"(a bug in app {app.name!r}); the call had no effect"
+        )
+    return result

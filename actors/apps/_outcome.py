@@ -1,0 +1,74 @@
+"""What a tool call produced: its result at each level of detail, and the effect to commit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attrs import frozen
+
+from livecontext.protocol import Message, ToolCall, ToolResult, ToolStatus
+
+if TYPE_CHECKING:
+    from livecontext.runtime._tokens import TokenCounter
+
+
+class ToolFailure(Exception):
+    """Raised inside a tool to fail the call with a message the model reads and can act on.
+
+    Use it for the model's mistakes ("old_text not found"). Any *other* exception escaping a
+    tool is a bug in the tool; :func:`invoke_tool` still reports it to the model, as
+    ``"<tool> raised <Type>: <message>"``, but never as a plain explanation.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        """What the model reads."""
+
+
+@frozen
+class ToolOutcome:
+    """The result of one tool call at every level of detail, plus its effect.
+
+    A tool never changes its app's state. It returns the change as :attr:`effect`; the
+    history store commits the effect together with the result, and only then does the host
+    call :meth:`App.apply` with it (DESIGN.md, "One writer"). Build one with :meth:`ok` or
+    :meth:`failed`.
+    """
+
+    status: ToolStatus
+    """How the call ended."""
+    live: str
+    """Everything the model should see right after the call (e.g. the whole new text)."""
+    recent: str
+    """The detail for a recent step (e.g. a diff)."""
+    gist: str
+    """One line for old history (e.g. ``notebook edited: 120 -> 184 chars (+64)``)."""
+    effect: Message | None = None
+    """The state change to commit with the result; ``None`` when nothing changes."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.status is not ToolStatus.OK and self.effect is not None:
+            raise ValueError(
+                f"a {self.status.value} tool outcome cannot carry an effect "
+                f"({type(self.effect).__name__}): only a successful call changes state"
+            )
+
+    @classmethod
+    def ok(cls, live: str, recent: str, gist: str, effect: Message | None = None) -> ToolOutcome:
+        """A successful call, with its three levels and the effect to commit, if any."""
+        return cls(ToolStatus.OK, live, recent, gist, effect)
+
+    @classmethod
+    def failed(cls, message: str) -> ToolOutcome:
+        """A failed call: every level carries ``message``, and nothing changes."""
+        return cls(ToolStatus.FAILED, message, message, message)
+
+    def to_result(self, call: ToolCall, tokens: TokenCounter) -> ToolResult:
+        """The :class:`~livecontext.protocol.ToolResult` answering ``call``, with token counts."""
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            status=self.status,
+            content=tokens.content(self.live, self.recent, self.gist),
+        )

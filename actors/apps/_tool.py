@@ -1,0 +1,231 @@
+"""The ``@tool`` decorator, and the JSON schema and validator it derives from a method.
+
+A tool's schema comes from what the author already wrote: the signature's type hints give
+the types and which arguments are required, the Google-style docstring gives the tool's
+description and each argument's description. A pydantic model built from the signature
+both produces the JSON schema and validates the model's arguments, so the two never drift
+apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+import docstring_parser
+import pydantic
+from attrs import frozen
+
+from ._errors import ToolDefinitionError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MARKER = "__livecontext_tool__"
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Keys whose value maps names to schemas (a property may well be called "title").
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
+# Keys whose value is data, not schema: left exactly as written.
+_SCHEMA_DATA = frozenset({"default", "const", "enum", "examples"})
+
+
+@frozen
+class _Marker:
+    """What ``@tool`` records on a method."""
+
+    name: str
+    idempotent: bool
+
+
+@frozen
+class ToolDef:
+    """A tool method, compiled: its spec data and the pydantic model validating its arguments."""
+
+    attr: str
+    """The method's attribute name on the app class."""
+    name: str
+    """The name the model calls it by."""
+    description: str
+    """The docstring, without its Args/Returns sections."""
+    schema: dict[str, Any]
+    """The JSON schema of the arguments (an object schema, titles removed)."""
+    idempotent: bool
+    """Whether re-running it after a crash is safe."""
+    arguments: type[pydantic.BaseModel]
+    """Validates the arguments; field ``a<i>`` has the alias of parameter ``i``."""
+    parameters: tuple[str, ...]
+    """The parameter names, in signature order (``self`` excluded)."""
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, idempotent: bool = False, name: str | None = None) -> Callable[[F], F]: ...
+def tool(
+    fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None
+) -> F | Callable[[F], F]:
+    """Mark an app's method as a tool the model may call.
+
+    Use it bare (``@tool``) or with options (``@tool(idempotent=True)``). The method's type
+    hints and Google-style docstring become the tool's JSON schema and description; the
+    model's arguments are validated against them before the method runs. The method may be
+    sync or async, takes its arguments by keyword, and returns a :class:`ToolOutcome`
+    without changing the app's state (see :class:`App`).
+
+    Args:
+        fn: The method (when used bare).
+        idempotent: Whether running the call twice has the effect of running it once, so the
+            engine may re-run it after a crash instead of reporting "outcome unknown".
+        name: The name the model calls it by; the method's name when omitted.
+
+    Raises:
+        ToolDefinitionError: if the method has no docstring, takes ``*args``/``**kwargs`` or
+            positional-only parameters, or the name is not 1-64 letters, digits, ``_`` or ``-``.
+    """
+
+    def mark(f: F) -> F:
+        _check_definition(f, name)
+        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent))
+        return f
+
+    if fn is not None:
+        return mark(fn)
+    return mark
+
+
+def tool_marker(value: object) -> _Marker | None:
+    """The ``@tool`` marker of a class attribute, or ``None`` if it is not a tool method."""
+    marker = getattr(value, _MARKER, None) if inspect.isfunction(value) else None
+    return marker if isinstance(marker, _Marker) else None
+
+
+def _check_definition(f: object, name: str | None) -> None:
+    if not inspect.isfunction(f):
+        raise ToolDefinitionError(
+            f"@tool marks plain methods, not {type(f).__name__} objects: put @tool "
+            "directly above the def (and not on a staticmethod or classmethod)"
+        )
+    label = f.__qualname__
+    tool_name = name or f.__name__
+    if not _TOOL_NAME.match(tool_name):
+        raise ToolDefinitionError(
+            f"tool name {tool_name!r} of {label} is not valid: use 1-64 letters, digits, "
+            "'_' or '-' (what model APIs accept)"
+        )
+    if not inspect.getdoc(f):
+        raise ToolDefinitionError(
+            f"tool {tool_name} ({label}) has no docstring: write one, the model reads it as "
+            "the tool's description"
+        )
+    params = list(inspect.signature(f).parameters.values())
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if not params or params[0].kind not in positional:
+        raise ToolDefinitionError(f"tool {tool_name} ({label}) must be a method taking self first")
+    for p in params[1:]:
+        if p.kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            raise ToolDefinitionError(
+                f"tool {tool_name} ({label}): parameter {p.name!r} is {p.kind.description}; "
+                "a tool takes named parameters only (the model passes a JSON object)"
+            )
+
+
+@functools.cache
+def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
+    """Build (once per method) the schema and argument model of a ``@tool`` method.
+
+    Raises:
+        ToolDefinitionError: if a parameter has no type hint, a hint cannot be resolved, or
+            a type cannot be expressed as JSON schema.
+    """
+    marker = tool_marker(fn)
+    assert marker is not None, f"{attr} is not marked with @tool"
+    label = f"tool {marker.name} ({fn.__qualname__})"
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"{label}: cannot resolve its type hints ({type(exc).__name__}: {exc}); define "
+            "the types it names at module level, before the tools are described"
+        ) from exc
+    doc = docstring_parser.parse(inspect.getdoc(fn) or "", docstring_parser.DocstringStyle.GOOGLE)
+    documented = {p.arg_name: _unwrap(p.description or "") for p in doc.params}
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    names = tuple(p.name for p in params)
+    stray = sorted(set(documented) - set(names))
+    if stray:
+        raise ToolDefinitionError(
+            f"{label}: its docstring documents {', '.join(map(repr, stray))}, which it does "
+            f"not take (it takes {', '.join(names) or 'nothing'}); fix the Args section"
+        )
+    fields: dict[str, Any] = {}
+    for i, p in enumerate(params):
+        if p.name not in hints:
+            raise ToolDefinitionError(
+                f"{label}: parameter {p.name!r} has no type hint; annotate it so the model "
+                "gets a schema and its arguments can be validated"
+            )
+        extra: dict[str, Any] = {"alias": p.name}
+        if documented.get(p.name):
+            extra["description"] = documented[p.name]
+        if p.default is not inspect.Parameter.empty:
+            extra["default"] = p.default
+        # Fields get neutral names and the parameter's name as alias, so a parameter may be
+        # called anything (``json``, ``model_id``) without clashing with BaseModel.
+        fields[f"a{i}"] = (hints[p.name], pydantic.Field(**extra))
+    try:
+        model = pydantic.create_model(
+            f"{marker.name}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        schema = _strip_titles(model.model_json_schema(by_alias=True))
+    except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+        # pydantic's first sentence names the type; the rest suggests options we do not want.
+        reason = str(exc).splitlines()[0].split(". ")[0].rstrip(".")
+        raise ToolDefinitionError(
+            f"{label}: its parameters cannot be described as JSON schema ({reason}); use JSON "
+            "types (str, int, float, bool, lists, dicts, enums, pydantic models)"
+        ) from exc
+    description = "\n\n".join(d for d in (doc.short_description, doc.long_description) if d)
+    return ToolDef(
+        attr=attr,
+        name=marker.name,
+        description=description,
+        schema=schema,
+        idempotent=marker.idempotent,
+        arguments=model,
+        parameters=names,
+    )
+
+
+def schema_json(tool_def: ToolDef) -> str:
+    """The tool's argument schema as compact JSON text."""
+    return json.dumps(tool_def.schema, ensure_ascii=False, separators=(",", ":"))
+
+
+def _unwrap(text: str) -> str:
+    """Join an argument description's wrapped lines (paragraph breaks are kept)."""
+    return "\n\n".join(" ".join(par.split()) for par in re.split(r"\n\s*\n", text.strip()))
+
+
+def _strip_titles(node: Any) -> Any:
+    """Drop pydantic's generated ``title`` keys: they repeat the names and cost tokens."""
+    if isinstance(node, list):
+        return [_strip_titles(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    cleaned: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_DATA:
+            cleaned[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            cleaned[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+        else:
+            cleaned[key] = _strip_titles(value)
+    return cleaned

@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import quicktok
+
+from livecontext.protocol import Content, LevelText
+from livecontext.runtime._errors import UsageError
+from livecontext.runtime._tokens import (
+    BUNDLED_ENCODINGS,
+    DEFAULT_ENCODING,
+    MESSAGE_OVERHEAD_TOKENS,
+    TOKENIZER_ENV_VAR,
+    TokenCounter,
+)
+
+
+def test_the_default_encoding_is_cl100k_and_counts_hello_world_as_two_tokens() -> None:
+    counter = TokenCounter()
+    assert counter.encoding == DEFAULT_ENCODING == "cl100k_base"
+    assert counter.count("hello world") == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("", 0), ("hello world", 2), ("The quick brown fox", 4), ("你好，世界", 6)],
+)
+def test_known_strings_have_their_known_cl100k_counts(text: str, tokens: int) -> None:
+    assert TokenCounter("cl100k_base").count(text) == tokens
+
+
+@pytest.mark.parametrize("encoding", BUNDLED_ENCODINGS)
+def test_counts_match_the_length_of_quicktoks_encoding_for_every_bundled_encoding(
+    encoding: str,
+) -> None:
+    counter = TokenCounter(encoding)
+    texts = ["hello world", "def f(x):\n    return x * 2\n", "naïve café — 東京", "a" * 500]
+    enc = quicktok.get_encoding(encoding)
+    assert [counter.count(t) for t in texts] == [len(enc.encode(t)) for t in texts]
+
+
+def test_special_token_text_is_counted_as_ordinary_text_instead_of_raising() -> None:
+    assert TokenCounter().count("<|endoftext|>") == 7
+
+
+def test_counting_works_with_the_network_off() -> None:
+    # A fresh interpreter whose sockets all fail: loading the encoding must not need them.
+    script = textwrap.dedent(
+        """
+        import socket
+
+        def refuse(*args, **kwargs):
+            raise OSError("network is off")
+
+        socket.socket.connect = refuse
+        socket.create_connection = refuse
+        socket.getaddrinfo = refuse
+
+        from livecontext.runtime._tokens import TokenCounter
+
+        print(TokenCounter("o200k_base").count("hello world"), TokenCounter().count("hello world"))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "2"]
+
+
+def test_an_unknown_encoding_is_a_usage_error_listing_the_bundled_ones() -> None:
+    with pytest.raises(
+        UsageError,
+        match=(
+            r"^unknown tokenizer encoding 'gpt2': choose one of cl100k_base, o200k_base, "
+            r"o200k_harmony, llama3, qwen3 \(pass encoding=\.\.\. or set LIVECONTEXT_TOKENIZER\)$"
+        ),
+    ):
+        TokenCounter("gpt2")
+
+
+def test_from_env_uses_the_encoding_named_by_the_environment_variable() -> None:
+    assert TokenCounter.from_env({TOKENIZER_ENV_VAR: "o200k_base"}).encoding == "o200k_base"
+
+
+def test_from_env_falls_back_to_the_default_when_the_variable_is_unset_or_blank() -> None:
+    assert TokenCounter.from_env({}).encoding == DEFAULT_ENCODING
+    assert TokenCounter.from_env({TOKENIZER_ENV_VAR: "  "}).encoding == DEFAULT_ENCODING
+
+
+def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TOKENIZER_ENV_VAR, "qwen3")
+    assert TokenCounter.from_env().encoding == "qwen3"
+
+
+def test_from_env_with_an_unknown_encoding_names_the_variable_and_the_choices() -> None:
+    with pytest.raises(
+        UsageError,
+        match=(
+            r"^LIVECONTEXT_TOKENIZER='nope' is not a known tokenizer encoding: set it to one of "
+            r"cl100k_base, o200k_base, o200k_harmony, llama3, qwen3, or unset it to use "
+            r"cl100k_base$"
+        ),
+    ):
+        TokenCounter.from_env({TOKENIZER_ENV_VAR: "nope"})
+
+
+def test_content_holds_each_level_with_its_token_count() -> None:
+    counter = TokenCounter()
+    content = counter.content("hello world", "The quick brown fox", "")
+    assert content == Content(
+        live=LevelText("hello world", 2),
+        recent=LevelText("The quick brown fox", 4),
+        gist=LevelText("", 0),
+    )
+
+
+def test_content_counts_a_text_shared_by_several_levels_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = TokenCounter()
+    counted: list[str] = []
+    real_count = counter.count
+
+    def spy(text: str) -> int:
+        counted.append(text)
+        return real_count(text)
+
+    monkeypatch.setattr(counter, "count", spy)
+    content = counter.content("same text", "same text", "gist")
+    assert counted == ["same text", "gist"]
+    assert content.live == content.recent == LevelText("same text", 2)
+
+
+def test_message_overhead_is_four_tokens_per_message() -> None:
+    assert MESSAGE_OVERHEAD_TOKENS == 4
+
+
+def test_a_counter_shows_its_encoding_in_its_repr() -> None:
+    assert repr(TokenCounter("llama3")) == "TokenCounter(encoding='llama3')"

@@ -1,0 +1,1 @@
+"""Helpers shared by livecontext's tests (a local OpenAI-compatible server, ...)."""
