@@ -1,1 +1,9 @@
-"""x"""
+"""The actors of an agent: engine, history store, app host and apps, input source, CLI."""
+
+from __future__ import annotations
+
+from ._agent import Agent, AgentSettings, check_thread_id, spawn_agent
+from ._host import AppHost
+from ._input import InputSource
+
+__all__ = ["Agent", "AgentSettings", "AppHost", "InputSource", "check_thread_id", "spawn_agent"]

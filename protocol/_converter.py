@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import types
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter as _make_json_converter
@@ -48,21 +50,37 @@ class ProtocolConverter:
     def __init__(self, extra_types: Iterable[type] = ()) -> None:
         self._c = _make_json_converter()
         self._by_tag: dict[str, type] = {}
-        self._unstructure_fns: dict[type, Callable[[Any], dict[str, Any]]] = {}
-        self._structure_fns: dict[type, Callable[[Any, Any], Any]] = {}
+        for cls in (*TAGGED_TYPES, *extra_types):
+            if not attrs.has(cls):
+                raise TypeError(f"{cls!r} is not an attrs class: make it a @frozen class to serialize it")
+            tag = cls.__name__
+            if tag in self._by_tag and self._by_tag[tag] is not cls:
+                raise ValueError(f"two classes share the tag {tag!r}: {self._by_tag[tag]} and {cls}")
+            self._by_tag[tag] = cls
+        self._tagged = frozenset(self._by_tag.values())
+        # Strict scalars: cattrs' defaults call str(v) / int(v), which would turn {"a": 1}
+        # into the text "{'a': 1}" and "12" into 12. Wire data of the wrong type is malformed.
+        self._c.register_structure_hook(str, _strict(str))
+        self._c.register_structure_hook(int, _strict(int))
+        self._c.register_structure_hook(bool, _strict(bool))
+        self._c.register_structure_hook(float, _structure_float)
         self._c.register_unstructure_hook(ActorId, str)
         self._c.register_structure_hook(ActorId, lambda v, _: self._actor_id(v))
         self._c.register_unstructure_hook(Topic, lambda t: f"#{t.name}")
+        self._c.register_structure_hook(Topic, lambda v, _: self._topic(v))
         self._c.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
         self._c.register_structure_hook(dt.datetime, lambda v, _: self._datetime(v))
-        for cls in (*TAGGED_TYPES, *extra_types):
-            self._register_tagged(cls)
-        self._c.register_unstructure_hook(Message, self._unstructure_tagged)
-        self._c.register_structure_hook(Message, self._structure_tagged)
         self._c.register_structure_hook(ActorId | Topic, lambda v, _: self._address(v))
         self._c.register_unstructure_hook(ActorId | Topic, self._unstructure_address)
-        self._c.register_structure_hook(HistoryEntry, self._structure_tagged)
-        self._c.register_unstructure_hook(HistoryEntry, self._unstructure_tagged)
+        # Each tagged class, where its type is known, is a plain object (hooks made lazily, so
+        # classes may refer to each other in any order). Where a field is declared as
+        # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.
+        self._c.register_unstructure_hook_factory(
+            lambda t: t in self._tagged, lambda t: make_dict_unstructure_fn(t, self._c))
+        self._c.register_structure_hook_factory(
+            lambda t: t in self._tagged, lambda t: make_dict_structure_fn(t, self._c))
+        self._c.register_unstructure_hook_factory(self._is_tagged_position, self._tagged_unstructure_hook)
+        self._c.register_structure_hook_factory(self._is_tagged_position, self._tagged_structure_hook)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -71,9 +89,9 @@ class ProtocolConverter:
         """Every tag this converter knows, sorted."""
         return tuple(sorted(self._by_tag))
 
-    def unstructure(self, obj: Any, cls: type | None = None) -> Any:
+    def unstructure(self, obj: Any, cls: Any = None) -> Any:
         """Turn ``obj`` into JSON-safe data (tagged classes carry their ``"type"``)."""
-        if cls is None and type(obj) in self._unstructure_fns:
+        if cls is None and type(obj) in self._tagged:
             return self._unstructure_tagged(obj)
         return self._c.unstructure(obj, cls if cls is not None else type(obj))
 
@@ -136,23 +154,44 @@ class ProtocolConverter:
 
     # -- hooks --------------------------------------------------------------------------------
 
-    def _register_tagged(self, cls: type) -> None:
-        tag = cls.__name__
-        if tag in self._by_tag and self._by_tag[tag] is not cls:
-            raise ValueError(f"two classes share the tag {tag!r}: {self._by_tag[tag]} and {cls}")
-        self._by_tag[tag] = cls
-        self._unstructure_fns[cls] = make_dict_unstructure_fn(cls, self._c)
-        self._structure_fns[cls] = make_dict_structure_fn(cls, self._c)
-        self._c.register_unstructure_hook(cls, self._unstructure_fns[cls])
-        self._c.register_structure_hook(cls, self._structure_fns[cls])
+    def _is_tagged_position(self, t: Any) -> bool:
+        """Whether a field declared as ``t`` holds a tagged object (or ``None``)."""
+        if t is Message:
+            return True
+        args = typing.get_args(t)
+        if typing.get_origin(t) not in (typing.Union, types.UnionType) or not args:
+            return False
+        members = [a for a in args if a is not type(None)]
+        return bool(members) and all(m is Message or m in self._tagged for m in members)
+
+    def _tagged_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
+        def unstructure(obj: Any) -> Any:
+            return None if obj is None else self._unstructure_tagged(obj)
+        return unstructure
+
+    def _tagged_structure_hook(self, t: Any) -> Callable[[Any, Any], Any]:
+        args = typing.get_args(t)
+        optional = type(None) in args
+        allowed = tuple(a for a in args if a is not type(None)) or (t,)
+
+        def structure(data: Any, _: Any) -> Any:
+            if data is None and optional:
+                return None
+            obj = self._structure_tagged(data, t)
+            if not isinstance(obj, allowed):
+                names = " | ".join(a.__name__ for a in allowed)
+                raise MalformedDataError(
+                    names, f"the tag {type(obj).__name__!r} names a class that is not a {names}")
+            return obj
+        return structure
 
     def _unstructure_tagged(self, obj: Any) -> dict[str, Any]:
-        fn = self._unstructure_fns.get(type(obj))
-        if fn is None:
-            raise UnknownMessageTypeError(type(obj).__name__, self.tags)
-        data = fn(obj)
-        data["type"] = type(obj).__name__
-        return data
+        cls = type(obj)
+        if cls not in self._tagged:
+            raise UnknownMessageTypeError(cls.__name__, self.tags)
+        data = self._c.get_unstructure_hook(cls)(obj)
+        data["type"] = cls.__name__
+        return typing.cast(dict[str, Any], data)
 
     def _structure_tagged(self, data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
@@ -163,7 +202,7 @@ class ProtocolConverter:
             raise UnknownMessageTypeError(tag, self.tags)
         body = {k: v for k, v in data.items() if k != "type"}
         try:
-            return self._structure_fns[cls](body, cls)
+            return self._c.get_structure_hook(cls)(body, cls)
         except (UnknownMessageTypeError, UnsupportedSchemaVersionError, MalformedDataError):
             raise
         except Exception as exc:
@@ -180,6 +219,12 @@ class ProtocolConverter:
             return ActorId.parse(value)
         except ValueError as exc:
             raise MalformedDataError("ActorId", str(exc)) from exc
+
+    @staticmethod
+    def _topic(value: Any) -> Topic:
+        if not isinstance(value, str) or not value.startswith("#"):
+            raise MalformedDataError("Topic", f"expected a '#name' string, got {value!r}")
+        return Topic(value[1:])
 
     def _address(self, value: Any) -> ActorId | Topic:
         if isinstance(value, str) and value.startswith("#"):
@@ -205,7 +250,7 @@ class ProtocolConverter:
 
 def check_schema_version(version: object) -> None:
     """Raise :class:`UnsupportedSchemaVersionError` unless ``version`` is readable."""
-    if version not in SUPPORTED_SCHEMA_VERSIONS or isinstance(version, bool):
+    if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:
         raise UnsupportedSchemaVersionError(version, SUPPORTED_SCHEMA_VERSIONS)
 
 
@@ -223,8 +268,32 @@ def _find_specific(exc: BaseException) -> Exception | None:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, cattrs.BaseValidationError):
-        return "; ".join(cattrs.transform_error(exc))
+        return "; ".join(cattrs.transform_error(exc, format_exception=_format_leaf))
     return f"{type(exc).__name__}: {exc}"
+
+
+def _format_leaf(exc: BaseException, cls: type | None) -> str:
+    if isinstance(exc, MalformedDataError):
+        return exc.detail
+    return cattrs.v.format_exception(exc, cls)
+
+
+def _strict(cls: type[T]) -> Callable[[Any, Any], T]:
+    def structure(value: Any, _: Any) -> T:
+        # bool is an int in Python, never on the wire
+        if not isinstance(value, cls) or (cls is int and isinstance(value, bool)):
+            raise MalformedDataError(cls.__name__, f"expected {_JSON_NAMES[cls]}, got {value!r}")
+        return value
+    return structure
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedDataError("float", f"expected a number, got {value!r}")
+    return float(value)
+
+
+_JSON_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "true or false"}
 
 
 def make_converter(extra_types: Iterable[type] = ()) -> ProtocolConverter:

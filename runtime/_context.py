@@ -65,6 +65,24 @@ class ActorRef(Generic[A]):
 Address = ActorRef[Any] | ActorId
 
 
+class PendingReply:
+    """A reply promised by :meth:`Context.defer_reply`; send it once with :meth:`send`."""
+
+    __slots__ = ("_request", "_responder", "_rt", "sent")
+
+    def __init__(self, runtime: Runtime, request: Envelope, responder: ActorId) -> None:
+        self._rt = runtime
+        self._request = request
+        self._responder = responder
+        self.sent = False
+
+    def send(self, message: Message) -> None:
+        """Deliver ``message`` as the reply (later calls are ignored)."""
+        if not self.sent:
+            self.sent = True
+            self._rt._reply(self._request, self._responder, message)
+
+
 class Context:
     """An actor's (or client's) way to send messages; the runtime stamps its id on each one.
 
@@ -127,6 +145,18 @@ class Context:
     async def publish(self, topic: Topic | str, message: Message) -> None:
         """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
         await self._rt._publish(self, topic if isinstance(topic, Topic) else Topic(topic), message)
+
+    def defer_reply(self) -> PendingReply | None:
+        """Answer the ask being handled later, from another task, instead of by returning.
+
+        Call it inside a handler; the handler's return value is then ignored, and the asker
+        waits until :meth:`PendingReply.send` (or its own timeout). Returns ``None`` when the
+        message being handled is a ``tell`` (nobody waits for a reply).
+        """
+        env = current_envelope.get()
+        if env is None:
+            raise RuntimeError("defer_reply() is only valid inside a handler")
+        return self._rt._defer(env, self.self_id)
 
     def subscribe(self, topic: Topic | str) -> None:
         """Deliver what is published on ``topic`` to this actor's mailbox."""

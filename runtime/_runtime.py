@@ -30,7 +30,15 @@ from livecontext.protocol import (
 from ._actor import Actor, find_handler
 from ._asks import ReplySlot, WaitGraph
 from ._audit import AuditEvent, AuditHook, AuditRecord
-from ._context import ActorRef, Address, Context, RestartPolicy, current_envelope, handling_actor
+from ._context import (
+    ActorRef,
+    Address,
+    Context,
+    PendingReply,
+    RestartPolicy,
+    current_envelope,
+    handling_actor,
+)
 from ._kernel_errors import (
     ActorStoppedError,
     AskTimeoutError,
@@ -79,6 +87,8 @@ class _Cell:
         self.instance: Actor | None = None
         self.actor_cls: type[Actor] | None = None
         self.nursery: trio.Nursery | None = None
+        self.task: trio.lowlevel.Task | None = None
+        """The task running the actor's handlers (its background tasks are in ``nursery``)."""
         self.scope = trio.CancelScope()
         self.done = trio.Event()
         self.failures: collections.deque[float] = collections.deque()
@@ -117,10 +127,12 @@ class Runtime:
         self._topics: dict[Topic, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
         self._slots: dict[str, ReplySlot] = {}
         self._ask_ids: set[str] = set()
+        self._deferred: set[str] = set()
         self._graph = WaitGraph()
         self._hooks: list[AuditHook] = []
         self._node = random.getrandbits(16)
         self._counter = 0
+        self._last_ns = 0
         self._stepping = scheduler
         self._drain_timeout = drain_timeout
         self._closing = False
@@ -263,7 +275,9 @@ class Runtime:
     def _envelope(self, sender: ActorId, recipient: ActorId | Topic, payload: Message,
                   correlation_id: str | None = None) -> Envelope:
         self._counter += 1
-        now_ns = time.time_ns()
+        # ids sort by time: never let a wall clock stepped back make an id sort before older ones
+        now_ns = max(time.time_ns(), self._last_ns)
+        self._last_ns = now_ns
         cause = current_envelope.get()
         return Envelope(
             format_message_id(now_ns, self._counter, self._node), sender, recipient,
@@ -326,7 +340,7 @@ class Runtime:
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None) -> Any:
         cell = self._target(to, message)
         env = self._envelope(ctx.self_id, cell.id, message)
-        blocking = handling_actor.get() == ctx.self_id and ctx._cell is not None
+        blocking = ctx._cell is not None and _in_handler(ctx._cell)
         if blocking:
             self._graph.check_and_add(ctx.self_id, cell.id)
         slot = ReplySlot(cell.id)
@@ -334,15 +348,20 @@ class Runtime:
         self._ask_ids.add(env.message_id)
         if blocking:
             self.busy -= 1
+        queued = False
         try:
-            await self._enqueue(cell, env)
+            # the timeout covers the wait for room in a full mailbox too
             with trio.move_on_after(timeout if timeout is not None else float("inf")):
+                await self._enqueue(cell, env)
+                queued = True
                 await slot.event.wait()
         finally:
             if blocking:
                 self.busy += 1
                 self._graph.remove(ctx.self_id, cell.id)
             self._slots.pop(env.message_id, None)
+            if not queued:  # never reaches the actor: nobody will answer it
+                self._ask_ids.discard(env.message_id)
         if slot.reply is None:
             raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
         payload = slot.reply.payload
@@ -354,8 +373,15 @@ class Runtime:
             return None
         return payload
 
+    def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
+        if request.message_id not in self._ask_ids:
+            return None
+        self._deferred.add(request.message_id)
+        return PendingReply(self, request, responder)
+
     def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
         self._ask_ids.discard(request.message_id)
+        self._deferred.discard(request.message_id)
         env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id)
         slot = self._slots.get(request.message_id)
         if slot is None:
@@ -376,7 +402,10 @@ class Runtime:
         for sub in list(subs):
             if isinstance(sub, _Cell):
                 if sub.actor_cls is not None and find_handler(sub.actor_cls, type(message)) is None:
-                    self._drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}")
+                    # a subscriber receives the types it handles: the rest is filtered out,
+                    # audited as a drop but not logged (it is no fault of anyone's)
+                    self._drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}",
+                               quiet=True)
                     continue
                 try:
                     await self._enqueue(sub, env)
@@ -417,9 +446,9 @@ class Runtime:
             except Exception:  # a broken hook must not break delivery
                 log.exception("audit hook %r failed", hook)
 
-    def _drop(self, env: Envelope, reason: str) -> None:
+    def _drop(self, env: Envelope, reason: str, *, quiet: bool = False) -> None:
         self._dropped += 1
-        log.warning("dropped %s from %s to %s: %s", type(env.payload).__name__, env.sender,
+        (log.debug if quiet else log.warning)("dropped %s from %s to %s: %s", type(env.payload).__name__, env.sender,
                     env.recipient, reason)
         if self._hooks:
             self._audit(AuditRecord(AuditEvent.DROPPED, env, reason))
@@ -428,9 +457,11 @@ class Runtime:
 
     async def _cell_main(self, cell: _Cell, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         started = False
+        cell.task = trio.lowlevel.current_task()
         try:
             with cell.scope:
                 while True:
+                    in_on_stop = False
                     try:
                         async with trio.open_nursery() as nursery:
                             cell.nursery = nursery
@@ -444,13 +475,21 @@ class Runtime:
                                 task_status.started()
                             cell.state = _State.RUNNING if cell.state is _State.STARTING else cell.state
                             await self._message_loop(cell, instance)
+                            in_on_stop = True
                             await instance.on_stop()
                             nursery.cancel_scope.cancel()
                         return
                     except BaseException as exc:
                         failure = _failure_of(exc)
-                        if failure is None or not started:
+                        if failure is None:
                             raise
+                        if not started:  # the spawner gets on_start's own error, not a group
+                            raise failure from None
+                        if in_on_stop:  # the mailbox is closed and drained: nothing to restart for
+                            log.warning("actor %s failed in on_stop: %s: %s", cell.id,
+                                        type(failure).__name__, failure)
+                            await self._escalate(cell, failure)
+                            return
                         if not await self._supervise(cell, failure):
                             return
         finally:
@@ -497,15 +536,15 @@ class Runtime:
         self.busy += 1
         try:
             result = await getattr(instance, name)(payload)
-        except Exception as exc:
-            if is_ask:
-                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)))
+        except BaseException as exc:
+            if is_ask:  # the asker must hear of it now, not at its timeout
+                self._reply(env, cell.id, _error_reply(cell, env, exc))
             raise
         finally:
             self.busy -= 1
             handling_actor.reset(t1)
             current_envelope.reset(t2)
-        if is_ask:
+        if is_ask and env.message_id not in self._deferred:
             if result is None:
                 result = Ack()
             elif not isinstance(result, Message):
@@ -578,6 +617,45 @@ class Runtime:
         cell.done.set()
 
 
+def _in_handler(cell: _Cell) -> bool:
+    """Whether the current task is running (part of) one of ``cell``'s handlers.
+
+    A handler blocks its actor's mailbox while it waits; a background task started in
+    ``ctx.nursery`` does not, even though it inherits the handler's context variables.
+    Tasks of a nursery the handler opened itself are part of the handler.
+    """
+    if handling_actor.get() != cell.id:
+        return False
+    task = trio.lowlevel.current_task()
+    while task is not cell.task:
+        nursery = task.parent_nursery
+        if nursery is None or nursery is cell.nursery:
+            return False
+        task = nursery.parent_task
+    return True
+
+
+def _error_reply(cell: _Cell, request: Envelope, exc: BaseException) -> ErrorReply:
+    """The reply to an ask whose handler ended with ``exc`` instead of a result."""
+    if isinstance(exc, trio.Cancelled):
+        if cell.state in (_State.STOPPING, _State.STOPPED):
+            err = ActorStoppedError(cell.id, type(request.payload).__name__)
+            return ErrorReply(type(err).__name__, str(err))
+        return ErrorReply("Cancelled", "the handler was cancelled before it answered "
+                                       "(the actor failed in a background task and is restarting)")
+    if isinstance(exc, BaseExceptionGroup):  # from a nursery in the handler: name what failed
+        leaves = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc))
+        return ErrorReply(type(exc).__name__, f"{exc.message}: {leaves}")
+    return ErrorReply(type(exc).__name__, str(exc))
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for inner in group.exceptions:
+        out.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
+    return out
+
+
 def _failure_of(exc: BaseException) -> BaseException | None:
     """The actor's own failure inside ``exc``, or None if ``exc`` is (or holds) a cancellation."""
     if isinstance(exc, BaseExceptionGroup):
@@ -604,6 +682,8 @@ async def open_runtime(
             every envelope until ``step()`` delivers it.
         drain_timeout: how long an actor may drain its mailbox at shutdown before cancellation.
     """
+    if scheduler is not None:
+        scheduler._check_free()  # raised here, not inside the nursery's exception group
     async with trio.open_nursery() as nursery:
         rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout)
         try:

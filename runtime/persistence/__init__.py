@@ -1,1 +1,87 @@
-"""x"""
+"""The event log: one append-only, checksummed log of records per thread, with one writer.
+
+Open a store with :func:`open_store` (``sqlite:PATH``, ``jsonl:DIR`` or ``memory:``), then a
+thread for writing with :meth:`EventStore.open_thread` (which takes the thread's
+single-writer lock, across processes) or for reading with :meth:`EventStore.open_reader`::
+
+    async with await open_store(default_store_url()) as store:
+        async with await store.open_thread("agent-1", owner="history:agent-1") as log:
+            await log.append([NewRecord(sender, sent_at, mono_ns, "entry", payload_json)])
+            records = await log.read(from_seq=1)
+
+The log stores JSON text and never looks inside it: the layer above serializes payloads and
+snapshot states, and decides when to snapshot. See DESIGN.md, "State, durability and the
+event log".
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    CorruptRecordError,
+    FsyncLevelError,
+    InvalidRecordError,
+    InvalidThreadIdError,
+    LeaseLostError,
+    LogWriteError,
+    PersistenceError,
+    SeqOutOfRangeError,
+    SnapshotOrderError,
+    StoreClosedError,
+    StoreFormatError,
+    StoreOpenError,
+    StoreUrlError,
+    ThreadExistsError,
+    ThreadLockedError,
+    ThreadNotFoundError,
+    TornRecordWarning,
+    TornSnapshotWarning,
+)
+from ._fsync import FSYNC_ENV_VAR, FsyncLevel
+from ._interface import EventStore, ThreadLog, ThreadReader
+from ._lease import LEASE_TTL_S
+from ._records import (
+    NewRecord,
+    Snapshot,
+    StoredRecord,
+    ThreadInfo,
+    record_checksum,
+    snapshot_checksum,
+)
+from ._url import DEFAULT_STORE_PATH, STORE_ENV_VAR, default_store_url, open_store
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "FSYNC_ENV_VAR",
+    "LEASE_TTL_S",
+    "STORE_ENV_VAR",
+    "CorruptRecordError",
+    "EventStore",
+    "FsyncLevel",
+    "FsyncLevelError",
+    "InvalidRecordError",
+    "InvalidThreadIdError",
+    "LeaseLostError",
+    "LogWriteError",
+    "NewRecord",
+    "PersistenceError",
+    "SeqOutOfRangeError",
+    "Snapshot",
+    "SnapshotOrderError",
+    "StoreClosedError",
+    "StoreFormatError",
+    "StoreOpenError",
+    "StoreUrlError",
+    "StoredRecord",
+    "ThreadExistsError",
+    "ThreadInfo",
+    "ThreadLockedError",
+    "ThreadLog",
+    "ThreadNotFoundError",
+    "ThreadReader",
+    "TornRecordWarning",
+    "TornSnapshotWarning",
+    "default_store_url",
+    "open_store",
+    "record_checksum",
+    "snapshot_checksum",
+]

@@ -1,0 +1,90 @@
+"""Wiring one agent thread: history store, app host, input source and engine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from livecontext.protocol import ActorId, ProtocolConverter, Topic
+from livecontext.runtime import ActorRef, Runtime, UsageError
+from livecontext.runtime.models import ModelClient
+from livecontext.runtime.persistence import ThreadLog
+from livecontext.runtime.tokens import TokenCounter
+
+from ._host import AppHost
+from ._input import InputSource
+from .apps import App, Notebook
+from .engine import Engine, EngineWiring, engine_topic
+from .history import HistoryStore, history_topic
+
+_THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,128}$")
+
+
+def check_thread_id(thread_id: str) -> str:
+    """Return ``thread_id`` if usable, else raise :class:`UsageError` saying what is allowed."""
+    if not _THREAD_ID.match(thread_id):
+        raise UsageError(
+            f"invalid thread id {thread_id!r}: use 1-128 letters, digits and _ . : @ + -"
+        )
+    return thread_id
+
+
+@frozen
+class AgentSettings:
+    """How to run one agent thread."""
+
+    thread_id: str = "main"
+    system_prompt: str | None = None
+    """``None`` keeps a resumed thread's prompt (a new thread gets the default one)."""
+    budget: int = 8000
+    """Token budget of each rendered context."""
+    snapshot_every: int = 1000
+    """Write a snapshot of the thread's state every this many log records."""
+
+
+@frozen
+class Agent:
+    """The running actors of one thread."""
+
+    thread_id: str
+    engine: ActorRef[Engine]
+    history: ActorRef[HistoryStore]
+    apps: ActorRef[AppHost]
+    input: ActorRef[InputSource]
+
+    @property
+    def events(self) -> Topic:
+        """Where the engine publishes its events."""
+        return engine_topic(self.thread_id)
+
+    @property
+    def history_events(self) -> Topic:
+        """Where the history store publishes its changes."""
+        return history_topic(self.thread_id)
+
+
+async def spawn_agent(
+    rt: Runtime, log: ThreadLog, model: ModelClient, settings: AgentSettings, *,
+    converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
+    apps: Sequence[App] | None = None, auto: bool = False,
+) -> Agent:
+    """Spawn a thread's history store, app host, input source and engine, in that order."""
+    tid = check_thread_id(settings.thread_id)
+    ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
+    engine_id = ActorId("engine", tid)
+    history = await rt.spawn(
+        lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
+                             snapshot_every=settings.snapshot_every), ids.history)
+    app_list = list(apps) if apps is not None else [Notebook()]
+    host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps)
+    source = await rt.spawn(lambda: InputSource(inputs, notify=engine_id), ids.input)
+    engine = await rt.spawn(
+        lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto), engine_id)
+    return Agent(tid, engine, history, host, source)
+
+
+def _fresh(apps: list[App]) -> list[App]:
+    """New app instances on every (re)start of the host: an app's state is rebuilt from the log."""
+    return [type(app)() for app in apps]

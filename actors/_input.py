@@ -1,0 +1,34 @@
+"""Input sources: actors that buffer input for the engine to pull."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+
+from livecontext.protocol import ActorId, InputAvailable, InputText, ProvideInput, PullInput
+from livecontext.runtime import Actor, handler
+
+
+class InputSource(Actor):
+    """Buffers lines of input; the engine pulls one per ``PullInput`` when it waits for input.
+
+    Input arriving is told to ``notify`` (the engine) as :class:`InputAvailable`, so an engine
+    that found nothing wakes up. Pushing and pulling are decoupled (seed note 002).
+    """
+
+    def __init__(self, lines: Iterable[str] = (), notify: ActorId | None = None) -> None:
+        self.buffer: collections.deque[str] = collections.deque(lines)
+        self.notify = notify
+
+    @handler
+    async def on_provide(self, msg: ProvideInput) -> None:
+        self.buffer.append(msg.text)
+        if self.notify is not None:
+            await self.ctx.tell(self.notify, InputAvailable())
+
+    @handler
+    async def on_pull(self, msg: PullInput) -> InputText:
+        if not self.buffer:
+            return InputText(None, 0)
+        text = self.buffer.popleft()
+        return InputText(text, len(self.buffer))

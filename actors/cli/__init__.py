@@ -1,0 +1,11 @@
+"""The command-line interface (``livecontext``).
+
+It lives in actors/ rather than runtime/ (DESIGN.md lists the CLI under runtime/) because it
+wires actors together, and dependencies point one way: actors -> runtime -> protocol.
+"""
+
+from __future__ import annotations
+
+from ._main import main
+
+__all__ = ["main"]

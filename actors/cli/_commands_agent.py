@@ -1,0 +1,118 @@
+"""``livecontext run``, ``demo`` and ``chat``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+import click
+import trio
+from rich.console import Console
+
+from livecontext.protocol import ProvideInput, Resume
+
+from .._agent import AgentSettings, check_thread_id
+from ._demo import run_demo
+from ._main import main, print_json, run_async, store_option
+from ._session import open_session, run_until_idle
+from ._transcript import Transcript
+
+
+def model_options(fn):  # type: ignore[no-untyped-def]
+    fn = click.option("--api-key", default=None, help="API key (default: $OPENAI_API_KEY).")(fn)
+    fn = click.option("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")(fn)
+    fn = click.option("--model", "model_spec", default="echo", show_default=True, metavar="SPEC",
+                      help="echo, scripted:PATH or openai:MODEL.")(fn)
+    return fn
+
+
+@main.command()
+@model_options
+@store_option
+@click.option("--thread", "thread_id", default="main", show_default=True, help="Thread id (resumed if it exists).")
+@click.option("--input", "inputs", multiple=True, metavar="TEXT", help="Input, fed each time the engine waits for input (repeatable).")
+@click.option("--system", "system_prompt", default=None, help="System prompt.")
+@click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
+@click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
+@click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: thread, state, entries, apps.")
+def run(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
+        inputs: tuple[str, ...], system_prompt: str | None, budget: int, max_steps: int | None,
+        events_path: str | None, as_json: bool) -> None:
+    """Run an agent until it waits for input and none is left (or --max-steps)."""
+    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+    console = Console(stderr=as_json)
+
+    async def go() -> None:
+        async with open_session(store_url, settings, model_spec, inputs=inputs, base_url=base_url,
+                                api_key=api_key) as session:
+            idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
+                                        events_path)
+            summary = await session.summary()
+        if as_json:
+            print_json(summary)
+        else:
+            console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({idle.reason}); "
+                          f"store {store_url}[/dim]")
+        if idle.reason.startswith("failed"):
+            click.echo(f"livecontext: error: {idle.reason}", err=True)
+            sys.exit(1)
+
+    run_async(go)
+
+
+@main.command()
+@store_option
+@click.option("--thread", "thread_id", default=None, help="Thread id (default: demo-<time>).")
+def demo(store_url: str, thread_id: str | None) -> None:
+    """Run the offline demo: a scripted agent, its notebook, an analyzer's notification."""
+    tid = check_thread_id(thread_id or dt.datetime.now().strftime("demo-%Y%m%d-%H%M%S"))
+    run_async(lambda: run_demo(store_url, tid, Console()))
+
+
+@main.command()
+@model_options
+@store_option
+@click.option("--thread", "thread_id", default="chat", show_default=True, help="Thread id (resumed if it exists).")
+@click.option("--system", "system_prompt", default=None, help="System prompt.")
+@click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1))
+def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
+         system_prompt: str | None, budget: int) -> None:
+    """Chat with an agent in the terminal (a real model with --model openai:MODEL)."""
+    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+    console = Console()
+
+    async def go() -> None:
+        from livecontext.protocol import ModelTextDelta
+
+        async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
+            client = session.rt.client("console")
+            transcript = Transcript(console, thread_id, show_transitions=False)
+            console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D ends[/dim]")
+            async with session.rt.open_subscription(session.agent.events) as events:
+                async with trio.open_nursery() as nursery:
+                    async def show() -> None:
+                        async for env in events:
+                            if isinstance(env.payload, ModelTextDelta):
+                                console.print(env.payload.text, end="", style="bold", highlight=False)
+                            else:
+                                transcript(env.payload)
+                    nursery.start_soon(show)
+                    await client.ask(session.agent.engine, Resume())
+                    while True:
+                        line = await trio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
+                        if line is None or not line.strip():
+                            break
+                        await client.tell(session.agent.input, ProvideInput(line))
+                    nursery.cancel_scope.cancel()
+
+    run_async(go)
+
+
+def _read_line() -> str | None:
+    try:
+        return input("> ")
+    except EOFError:
+        return None
+
+

@@ -1,0 +1,203 @@
+"""Looking into a store: ``threads``, ``history``, ``state``, ``audit``, ``render``, ``fork``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import click
+
+from livecontext.protocol import ProtocolConverter, make_converter
+from livecontext.runtime import UsageError
+from livecontext.runtime.persistence import EventStore, ThreadReader, open_store
+from livecontext.runtime.tokens import TokenCounter
+
+from ..apps import Notebook
+from ..history import HistoryState, load_state, render
+from ._format import apps_json, chat_json, entry_json
+from ._main import main, print_json, run_async, store_option
+
+
+class StoreMissingError(UsageError):
+    """An inspection command named a store that does not exist (nothing is created)."""
+
+
+async def open_existing_store(url: str) -> EventStore:
+    """Open a store that must already exist: looking into a store never creates one."""
+    scheme, _, rest = url.partition(":")
+    if scheme in ("sqlite", "jsonl") and rest and not Path(rest).exists():
+        raise StoreMissingError(f"no store at {rest} ({url}); run an agent with --store {url} first")
+    return await open_store(url)
+
+
+class SeqPastEndError(UsageError):
+    """``--at`` names a seq the thread has not reached."""
+
+
+@asynccontextmanager
+async def _reader(store_url: str, thread_id: str) -> AsyncIterator[ThreadReader]:
+    store = await open_existing_store(store_url)
+    async with store:
+        reader = await store.open_reader(thread_id)
+        async with reader:
+            yield reader
+
+
+async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_id: str,
+                    at: int | None) -> HistoryState:
+    last = await reader.last_seq()
+    if at is not None and at > last:
+        raise SeqPastEndError(f"--at {at} is past the end of thread {thread_id}: its last seq is {last}")
+    return await load_state(reader, converter, thread_id, at)
+
+
+def _summary(state: HistoryState) -> dict[str, Any]:
+    return {
+        "state": state.state.value,
+        "entries": len(state.entries),
+        "pending_tool_results": len(state.recorded),
+        "apps": apps_json(tuple(state.app_effects.values())),
+        "seq": state.seq,
+    }
+
+
+thread_option = click.option("--thread", "thread_id", required=True, help="Thread id.")
+at_option = click.option("--at", type=click.IntRange(min=0), default=None, help="As of this seq (default: the end).")
+json_option = click.option("--json", "as_json", is_flag=True, help="JSON output (the default for this command).")
+
+
+@main.command()
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per thread, one per line.")
+def threads(store_url: str, as_json: bool) -> None:
+    """List threads with entry count, state and last activity."""
+    async def go() -> None:
+        converter = make_converter()
+        store = await open_existing_store(store_url)
+        async with store:
+            infos = await store.threads()
+            rows = []
+            for info in infos:
+                reader = await store.open_reader(info.thread_id)
+                async with reader:
+                    state = await load_state(reader, converter, info.thread_id)
+                rows.append({"thread": info.thread_id, "entries": len(state.entries),
+                             "state": state.state.value, "seq": info.last_seq,
+                             "last_activity": info.last_activity.isoformat() if info.last_activity else None,
+                             "forked_from": info.forked_from, "forked_at": info.forked_at})
+        for row in rows:
+            if as_json:
+                print_json(row)
+            else:
+                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
+        if not rows and not as_json:
+            click.echo(f"no threads in {store_url}")
+    run_async(go)
+
+
+@main.command()
+@store_option
+@thread_option
+@at_option
+@json_option
+def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
+    """Print a thread's entries: {"thread": ID, "entries": [...]}."""
+    async def go() -> None:
+        async with _reader(store_url, thread_id) as reader:
+            state = await _state_at(reader, make_converter(), thread_id, at)
+        print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries]})
+    run_async(go)
+
+
+@main.command()
+@store_option
+@thread_option
+@at_option
+@json_option
+def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
+    """Print a thread's state, entry count, pending tool results, apps and last seq."""
+    async def go() -> None:
+        async with _reader(store_url, thread_id) as reader:
+            st = await _state_at(reader, make_converter(), thread_id, at)
+        print_json(_summary(st))
+    run_async(go)
+
+
+@main.command()
+@store_option
+@thread_option
+@json_option
+def audit(store_url: str, thread_id: str, as_json: bool) -> None:
+    """Print one JSON line per log record: seq, sender, sent_at, kind, summary."""
+    async def go() -> None:
+        async with _reader(store_url, thread_id) as reader:
+            records = await reader.read(1)
+        for rec in records:
+            print_json({"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
+                        "kind": rec.kind, "summary": _record_summary(rec.kind, rec.payload)})
+    run_async(go)
+
+
+def _record_summary(kind: str, payload: str) -> str:
+    data = json.loads(payload)
+    if kind == "EntryAppended":
+        entry = data["entry"]
+        return f"{entry['type']} {entry['id']}: {entry['content']['gist']['text']}"
+    if kind == "ToolResultRecorded":
+        result = data["result"]
+        effect = f" + effect {data['effect']['type']}" if data.get("effect") else ""
+        return f"{result['name']} {result['call_id']} {result['status']}: {result['content']['gist']['text']}{effect}"
+    if kind == "ToolStarted":
+        return f"{data['name']} {data['call_id']} started"
+    if kind == "NotificationPosted":
+        n = data["notification"]
+        return f"{n['id']} from {n['sender']}: {n['text'][:80]}"
+    if kind == "SystemPromptSet":
+        return f"system prompt: {data['text'][:80]}"
+    return kind
+
+
+@main.command("render")
+@store_option
+@thread_option
+@click.option("--budget", type=click.IntRange(min=1), default=8000, show_default=True)
+@json_option
+def render_cmd(store_url: str, thread_id: str, budget: int, as_json: bool) -> None:
+    """Print the chat messages that would be sent to the model now, and their token count."""
+    async def go() -> None:
+        async with _reader(store_url, thread_id) as reader:
+            st = await _state_at(reader, make_converter(), thread_id, None)
+        counter = TokenCounter.from_env()
+        notebook = Notebook()
+        for effect in st.app_effects.values():
+            if getattr(effect, "app", None) == notebook.name:
+                notebook.apply(effect)
+        windows = notebook.window()
+        result = render(st.active, st.recaps, budget, system_prompt=st.system_prompt,
+                        system_tokens=counter.count(st.system_prompt), windows=windows,
+                        windows_tokens=counter.count(windows))
+        print_json({"messages": [chat_json(m) for m in result.messages], "tokens": result.tokens})
+    run_async(go)
+
+
+@main.command()
+@store_option
+@thread_option
+@click.option("--at", type=click.IntRange(min=1), required=True, help="Copy records 1..SEQ.")
+@click.option("--new-thread", "new_thread", required=True, help="The new thread's id.")
+@json_option
+def fork(store_url: str, thread_id: str, at: int, new_thread: str, as_json: bool) -> None:
+    """Make a new thread from records 1..SEQ of another."""
+    from .._agent import check_thread_id
+
+    check_thread_id(new_thread)
+
+    async def go() -> None:
+        store = await open_existing_store(store_url)
+        async with store:
+            info = await store.fork(thread_id, at, new_thread)
+        print_json({"thread": info.thread_id, "forked_from": thread_id, "at": at, "seq": info.last_seq})
+    run_async(go)

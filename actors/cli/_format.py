@@ -1,0 +1,74 @@
+"""JSON shapes printed by the CLI (``run --json``, ``history``, ``state``, ``audit``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from livecontext.protocol import (
+    ENTRY_KINDS,
+    ChatMessage,
+    HistoryEntry,
+    Message,
+    ModelOutputEntry,
+    ProtocolConverter,
+    StateTransition,
+    ToolResultsEntry,
+)
+
+
+def entry_json(entry: HistoryEntry) -> dict[str, Any]:
+    """One entry as the CLI prints it."""
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "kind": ENTRY_KINDS[type(entry)],
+        "revision": entry.revision,
+        "author": str(entry.author),
+        "created_at": entry.created_at.isoformat(),
+        "retention": entry.retention.value,
+        "folded": entry.folded,
+        "levels": {"live": entry.content.live.text, "recent": entry.content.recent.text,
+                   "gist": entry.content.gist.text},
+        "tokens": {"live": entry.content.live.tokens, "recent": entry.content.recent.tokens,
+                   "gist": entry.content.gist.tokens},
+    }
+    if isinstance(entry, ModelOutputEntry):
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in entry.tool_calls]
+    if isinstance(entry, ToolResultsEntry):
+        out["results"] = [
+            {"call_id": r.call_id, "name": r.name, "status": r.status.value, "content": r.content.live.text}
+            for r in entry.results
+        ]
+    notes = getattr(entry, "notifications", ())
+    if notes:
+        out["notifications"] = [{"id": n.id, "sender": str(n.sender), "text": n.text} for n in notes]
+    return out
+
+
+def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ("notebook",)) -> dict[str, Any]:
+    """Each app's current state, from its latest committed effect (the notebook: its text)."""
+    apps: dict[str, Any] = {name: "" for name in app_names}
+    for effect in effects:
+        apps[getattr(effect, "app")] = getattr(effect, "text", None)
+    return apps
+
+
+def chat_json(msg: ChatMessage) -> dict[str, Any]:
+    """A rendered message in the OpenAI chat-completions shape."""
+    out: dict[str, Any] = {"role": msg.role.value, "content": msg.content}
+    if msg.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in msg.tool_calls
+        ]
+    if msg.tool_call_id is not None:
+        out["tool_call_id"] = msg.tool_call_id
+    return out
+
+
+def event_json(converter: ProtocolConverter, event: Message) -> dict[str, Any]:
+    """An engine event as a JSON line: ``type`` plus its fields (``from``/``to`` for transitions)."""
+    data = converter.dump_message(event)
+    if isinstance(event, StateTransition):
+        data["from"] = data.pop("from_state")
+        data["to"] = data.pop("to_state")
+    return data

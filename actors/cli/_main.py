@@ -1,0 +1,80 @@
+"""The ``livecontext`` command: demo, chat, run, and looking into a store."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+import trio
+
+from livecontext.protocol import ProtocolError
+from livecontext.runtime import LivecontextError
+
+T = TypeVar("T")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    click.echo(f"livecontext: error: {message}", err=True)
+    sys.exit(code)
+
+
+def run_async(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run ``fn`` under trio; turn our errors into one line on stderr and a non-zero exit."""
+    try:
+        return trio.run(fn)
+    except (LivecontextError, ProtocolError) as exc:
+        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except BaseExceptionGroup as group:
+        inner = _first_ours(group)
+        if inner is None:
+            raise
+        _fail(str(inner).splitlines()[0])
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    raise AssertionError("unreachable")
+
+
+def _first_ours(group: BaseExceptionGroup) -> BaseException | None:
+    for exc in group.exceptions:
+        if isinstance(exc, (LivecontextError, ProtocolError)):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_ours(exc)
+            if found is not None:
+                return found
+    return None
+
+
+def print_json(data: Any) -> None:
+    """Print one JSON object."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+
+
+def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--store URL`` with the default store."""
+    @click.option("--store", "store_url", default=None, metavar="URL",
+                  help="Event store: sqlite:PATH, jsonl:DIR or memory: "
+                       "(default: $LIVECONTEXT_STORE or sqlite:.livecontext/livecontext.db).")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, store_url: str | None, **kwargs: Any) -> Any:
+        from livecontext.runtime.persistence import default_store_url
+
+        return fn(*args, store_url=store_url or default_store_url(), **kwargs)
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="livecontext")
+def main() -> None:
+    """livecontext: an actor runtime for LLM agents whose context is live.
+
+    Start with `livecontext demo` (offline).
+    """
+
+
+from . import _commands_agent as _agent_cmds  # noqa: E402,F401  (registers commands)
+from . import _commands_store as _store_cmds  # noqa: E402,F401

@@ -1,0 +1,68 @@
+"""A readable transcript of what the actors do, for the terminal."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from livecontext.protocol import (
+    AfterModelCall,
+    AfterToolExecute,
+    BeforeModelCall,
+    BeforeToolExecute,
+    HistoryChanged,
+    Message,
+    ModelTextDelta,
+    NotificationPosted,
+    StateTransition,
+    ToolStatus,
+    WaitingInput,
+)
+
+_STATUS_STYLE = {ToolStatus.OK: "green", ToolStatus.FAILED: "red", ToolStatus.SKIPPED: "yellow",
+                 ToolStatus.INTERRUPTED: "magenta"}
+
+
+class Transcript:
+    """Prints engine events as one line each, prefixed by the actor that did it."""
+
+    def __init__(self, console: Console, thread_id: str, *, show_transitions: bool = True) -> None:
+        self.console = console
+        self.thread_id = thread_id
+        self.show_transitions = show_transitions
+
+    def _line(self, actor: str, text: str) -> None:
+        self.console.print(f"[dim]{escape(actor):<22}[/dim] {text}", highlight=False)
+
+    def __call__(self, event: Message) -> None:
+        t = self.thread_id
+        if isinstance(event, StateTransition) and self.show_transitions:
+            self._line(f"engine/{t}", f"[cyan]{event.from_state.value} -> {event.to_state.value}[/cyan]")
+        elif isinstance(event, WaitingInput):
+            self._line(f"engine/{t}", "pulls input from input/" + escape(t))
+        elif isinstance(event, BeforeModelCall):
+            self._line(f"engine/{t}", f"model call #{event.call_index}: {event.messages} messages, "
+                                      f"{event.tokens} tokens rendered by history/{escape(t)}")
+        elif isinstance(event, AfterModelCall):
+            if event.error:
+                self._line(f"engine/{t}", f"[red]model call failed, state unchanged: {escape(event.error)}[/red]")
+            else:
+                calls = f" [yellow]+{event.tool_calls} tool call(s)[/yellow]" if event.tool_calls else ""
+                text = escape(event.text.strip()) or "[dim](no text)[/dim]"
+                self._line("model", f"[bold]{text}[/bold]{calls}")
+        elif isinstance(event, BeforeToolExecute):
+            self._line(f"app/{t}", f"runs {escape(event.name)}({escape(_short(event.arguments))})")
+        elif isinstance(event, AfterToolExecute):
+            style = _STATUS_STYLE[event.status]
+            self._line(f"app/{t}", f"[{style}]{event.status.value}[/{style}]: {escape(event.gist)}")
+        elif isinstance(event, NotificationPosted):
+            n = event.notification
+            self._line(str(n.sender), f"[magenta]notifies ({n.id}): {escape(n.text)}[/magenta]")
+        elif isinstance(event, HistoryChanged):
+            pass
+        elif isinstance(event, ModelTextDelta):
+            pass
+
+
+def _short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

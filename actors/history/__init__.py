@@ -1,0 +1,19 @@
+"""The history store: a thread's journal, its fold, and rendering under a token budget."""
+
+from __future__ import annotations
+
+from ._render import BudgetTooSmallError, RenderResult, render
+from ._state import FoldError, HistoryState
+from ._store import HistoryConflictError, HistoryStore, history_topic, load_state
+
+__all__ = [
+    "BudgetTooSmallError",
+    "FoldError",
+    "HistoryConflictError",
+    "HistoryState",
+    "HistoryStore",
+    "RenderResult",
+    "history_topic",
+    "load_state",
+    "render",
+]

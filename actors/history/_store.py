@@ -1,0 +1,248 @@
+"""The history store actor: a thread's journal, the only writer of its event log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from typing import Any
+
+from livecontext.protocol import (
+    ActorId,
+    AppEffects,
+    AppendInput,
+    AppendOutput,
+    AppendToolResults,
+    EngineState,
+    Entries,
+    EntryAppended,
+    GetAppEffects,
+    GetTail,
+    HistoryChanged,
+    HistorySnapshot,
+    Message,
+    ModelInputEntry,
+    ModelOutputEntry,
+    Notification,
+    NotificationPosted,
+    PostNotification,
+    ProtocolConverter,
+    ReadEntries,
+    RecordToolResult,
+    RecordToolStarted,
+    Render,
+    Rendered,
+    Retention,
+    SystemPromptSet,
+    Tail,
+    ToolResultRecorded,
+    ToolResultsEntry,
+    ToolStarted,
+    Topic,
+)
+from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime.persistence import NewRecord, ThreadLog
+from livecontext.runtime.tokens import TokenCounter
+
+from ._lod import input_content, output_content, results_content
+from ._render import render
+from ._state import HistoryState
+
+log = logging.getLogger("livecontext.history")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful agent. Keep what you must remember in your notebook, "
+    "using its tools; its window shows its current text."
+)
+"""The system prompt of a new thread when none is given."""
+
+
+class HistoryConflictError(UsageError):
+    """A change that does not fit the thread's state (e.g. an output while waiting for input)."""
+
+
+def history_topic(thread_id: str) -> Topic:
+    """The topic where a thread's history store publishes :class:`HistoryChanged`."""
+    return Topic(f"history.{thread_id}")
+
+
+class HistoryStore(Actor):
+    """Owns one thread's history: appends, tool results, notifications, rendering.
+
+    Every accepted change is first written to the thread's event log (one transaction per
+    request, durable when the log's append returns), then folded into the in-memory state.
+    On (re)start the state is rebuilt from the latest snapshot and the log's tail.
+    """
+
+    def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
+                 counter: TokenCounter, *, system_prompt: str | None = None,
+                 snapshot_every: int = 1000) -> None:
+        self.thread_id = thread_id
+        self.log = log
+        self.converter = converter
+        self.counter = counter
+        self.wanted_prompt = system_prompt
+        self.system_tokens = 0
+        self.snapshot_every = snapshot_every
+        self.state = HistoryState(thread_id)
+        self.topic = history_topic(thread_id)
+
+    async def on_start(self) -> None:
+        self.state = await load_state(self.log, self.converter, self.thread_id)
+        wanted = self.wanted_prompt
+        if wanted is None and self.state.seq == 0:
+            wanted = DEFAULT_SYSTEM_PROMPT
+        if wanted is not None and wanted != self.state.system_prompt:
+            await self._commit([SystemPromptSet(wanted)])
+        self.system_tokens = self.counter.count(self.state.system_prompt)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _tail(self) -> Tail:
+        s = self.state
+        return Tail(s.last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries), s.state)
+
+    @handler
+    async def on_get_tail(self, msg: GetTail) -> Tail:
+        return self._tail()
+
+    @handler
+    async def on_read(self, msg: ReadEntries) -> Entries:
+        entries = self.state.entries if msg.include_folded else self.state.active
+        return Entries(tuple(entries[msg.start : msg.stop]), len(entries))
+
+    @handler
+    async def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
+        return AppEffects(tuple(self.state.app_effects.values()))
+
+    @handler
+    async def on_render(self, msg: Render) -> Rendered:
+        windows_tokens = self.counter.count(msg.windows) if msg.windows else 0
+        result = render(self.state.active, self.state.recaps, msg.budget,
+                        system_prompt=self.state.system_prompt, system_tokens=self.system_tokens,
+                        windows=msg.windows, windows_tokens=windows_tokens)
+        return Rendered(result.messages, result.tokens, result.entries)
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _sender(self) -> ActorId:
+        env = self.ctx.current
+        return env.sender if env is not None else self.ctx.self_id
+
+    def _now(self) -> dt.datetime:
+        env = self.ctx.current
+        return env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
+
+    def _next_id(self) -> str:
+        return f"e{self.state.next_entry}"
+
+    def _expect(self, *allowed: Any, what: str) -> None:
+        if self.state.state not in allowed:
+            raise HistoryConflictError(
+                f"cannot {what} in thread {self.thread_id}: its state is "
+                f"{self.state.state.value}, expected {' or '.join(a.value for a in allowed)}"
+            )
+
+    @handler
+    async def on_append_input(self, msg: AppendInput) -> Tail:
+        self._expect(EngineState.WAITING_INPUT, what="append an input")
+        if not msg.text.strip():
+            raise HistoryConflictError("blank input is not recorded; send text with something in it")
+        notes = tuple(self.state.pending_notifications)
+        entry = ModelInputEntry(
+            id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
+            retention=Retention.COMPRESSIBLE, content=input_content(msg.text, notes, self.counter),
+            text=msg.text, notifications=notes,
+        )
+        await self._commit([EntryAppended(entry)])
+        return self._tail()
+
+    @handler
+    async def on_append_output(self, msg: AppendOutput) -> Tail:
+        self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
+        entry = ModelOutputEntry(
+            id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
+            retention=Retention.COMPRESSIBLE,
+            content=output_content(msg.text, msg.tool_calls, self.counter),
+            tool_calls=msg.tool_calls, model=msg.model, usage=msg.usage,
+        )
+        await self._commit([EntryAppended(entry)])
+        return self._tail()
+
+    @handler
+    async def on_tool_started(self, msg: RecordToolStarted) -> None:
+        self._expect(EngineState.WAITING_TOOL_RESULTS, what="start a tool")
+        await self._commit([ToolStarted(msg.call_id, msg.name)])
+
+    @handler
+    async def on_tool_result(self, msg: RecordToolResult) -> Tail:
+        self._expect(EngineState.WAITING_TOOL_RESULTS, what="record a tool result")
+        last = self.state.last
+        assert isinstance(last, ModelOutputEntry)
+        expected = last.tool_calls[len(self.state.recorded)].id
+        if msg.result.call_id != expected:
+            raise HistoryConflictError(
+                f"tool result for {msg.result.call_id} out of order: the next call is {expected}"
+            )
+        await self._commit([ToolResultRecorded(msg.result, msg.effect)])
+        return self._tail()
+
+    @handler
+    async def on_append_results(self, msg: AppendToolResults) -> Tail:
+        self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
+        notes = tuple(self.state.pending_notifications)
+        entry = ToolResultsEntry(
+            id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
+            retention=Retention.COMPRESSIBLE, content=results_content(notes, self.counter),
+            results=tuple(self.state.recorded), notifications=notes,
+        )
+        await self._commit([EntryAppended(entry)])
+        return self._tail()
+
+    @handler
+    async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:
+        if not msg.text.strip():
+            raise HistoryConflictError("a notification needs text")
+        note = Notification(f"n{self.state.next_notification}", self._sender(), msg.text, self._now())
+        posted = NotificationPosted(note)
+        await self._commit([posted])
+        await self.ctx.publish(self.topic, posted)
+        return posted
+
+    async def _commit(self, payloads: list[Message]) -> None:
+        env = self.ctx.current
+        sender = str(env.sender) if env is not None else str(self.ctx.self_id)
+        sent_at = env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
+        mono = env.sent_mono_ns if env is not None else 0
+        records = [
+            NewRecord(sender, sent_at, mono, type(p).__name__,
+                      json.dumps(self.converter.dump_message(p), separators=(",", ":"), ensure_ascii=False))
+            for p in payloads
+        ]
+        stored = await self.log.append(records)
+        for rec, payload in zip(stored, payloads, strict=True):
+            self.state.apply(rec.seq, payload)
+        last = stored[-1]
+        if self.snapshot_every and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every:
+            await self.log.write_snapshot(last.seq, dump_snapshot(self.converter, self.state.snapshot()))
+        await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
+
+
+def dump_snapshot(converter: ProtocolConverter, snap: HistorySnapshot) -> str:
+    """A snapshot as JSON text."""
+    return json.dumps(converter.dump_message(snap), separators=(",", ":"), ensure_ascii=False)
+
+
+async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
+                     at_seq: int | None = None) -> HistoryState:
+    """Rebuild a thread's state from its latest snapshot (at or before ``at_seq``) and the tail."""
+    snap = await log.latest_snapshot(at_seq)
+    state = HistoryState(thread_id)
+    if snap is not None:
+        loaded = converter.load_message(json.loads(snap.state))
+        assert isinstance(loaded, HistorySnapshot)
+        state = HistoryState.from_snapshot(loaded)
+    records = await log.read(state.seq + 1, at_seq)
+    for rec in records:
+        state.apply(rec.seq, converter.load_message(json.loads(rec.payload)))
+    return state

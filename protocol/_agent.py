@@ -1,0 +1,352 @@
+"""Messages of an agent: engine control and events, history store, app host, input source.
+
+One class per intent; requests name their reply type in their docstring.
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from ._chat import ChatMessage
+from ._entries import HistoryEntry, Notification, Usage
+from ._message import Message
+from ._state import EngineState
+from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+
+# -- engine control ------------------------------------------------------------------------------
+
+
+@frozen
+class Pause(Message):
+    """Stop running steps on its own after the current one (ask: ``Ack``)."""
+
+
+@frozen
+class Resume(Message):
+    """Run steps on its own again (ask: ``Ack``)."""
+
+
+@frozen
+class Step(Message):
+    """Do exactly one step (ask: :class:`StepDone`, once the step is over)."""
+
+
+@frozen
+class RunUntilIdle(Message):
+    """Run steps until the engine waits for input and none is left (ask: :class:`Idle`)."""
+
+    max_steps: int | None = None
+    """Stop after this many steps even if not idle."""
+
+
+@frozen
+class Cancel(Message):
+    """Cancel the step in flight (its model call or tool) and pause (ask: ``Ack`` once nothing runs)."""
+
+
+@frozen
+class StepDone(Message):
+    """The reply to :class:`Step`."""
+
+    from_state: EngineState
+    to_state: EngineState
+    progressed: bool
+    """False when the step changed nothing (no input, or a failed model call)."""
+    error: str = ""
+
+
+@frozen
+class Idle(Message):
+    """The reply to :class:`RunUntilIdle`: the engine stopped running."""
+
+    state: EngineState
+    steps: int
+    reason: str
+    """``no_input``, ``max_steps``, ``cancelled`` or ``paused``."""
+
+
+# -- engine events (published on the engine's events topic) -----------------------------------
+
+
+@frozen
+class WaitingInput(Message):
+    """The engine asks its input source for input."""
+
+    thread_id: str
+
+
+@frozen
+class BeforeModelCall(Message):
+    """A model call is about to start."""
+
+    thread_id: str
+    call_index: int
+    messages: int
+    tokens: int
+
+
+@frozen
+class ModelTextDelta(Message):
+    """A piece of streamed model text."""
+
+    thread_id: str
+    text: str
+
+
+@frozen
+class AfterModelCall(Message):
+    """A model call ended: ``entry_id`` is the recorded output, or ``error`` says why not."""
+
+    thread_id: str
+    entry_id: str
+    text: str
+    tool_calls: int
+    error: str = ""
+
+
+@frozen
+class BeforeToolExecute(Message):
+    """A tool call is about to run."""
+
+    thread_id: str
+    call_id: str
+    name: str
+    arguments: str
+
+
+@frozen
+class AfterToolExecute(Message):
+    """A tool call ended and its result was recorded."""
+
+    thread_id: str
+    call_id: str
+    name: str
+    status: ToolStatus
+    gist: str
+
+
+@frozen
+class StateTransition(Message):
+    """The engine's state changed."""
+
+    thread_id: str
+    from_state: EngineState
+    to_state: EngineState
+
+
+# -- history store ------------------------------------------------------------------------------
+
+
+@frozen
+class Tail(Message):
+    """What the engine needs to know to take its next step."""
+
+    last: HistoryEntry | None
+    """The newest entry that is not a recap."""
+    recorded: tuple[ToolResult, ...]
+    """Results recorded for the last output's calls, not yet in a tool-results entry."""
+    started: tuple[str, ...]
+    """Call ids whose tool started (non-idempotent) and has no recorded result."""
+    model_outputs: int
+    """Model outputs the thread ever recorded, folded ones included."""
+    entries: int
+    state: EngineState
+
+
+@frozen
+class GetTail(Message):
+    """Ask for the :class:`Tail`."""
+
+
+@frozen
+class AppendInput(Message):
+    """Append a model input with this text and the pending notifications (ask: :class:`Tail`)."""
+
+    text: str
+
+
+@frozen
+class AppendOutput(Message):
+    """Append a model output (ask: :class:`Tail`)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str = ""
+    usage: Usage = field(factory=Usage)
+
+
+@frozen
+class RecordToolStarted(Message):
+    """A non-idempotent tool is about to run (ask: ``Ack`` once durable)."""
+
+    call_id: str
+    name: str
+
+
+@frozen
+class RecordToolResult(Message):
+    """Record a tool result and, in the same transaction, the app effect it reports (ask: :class:`Tail`)."""
+
+    result: ToolResult
+    effect: Message | None = None
+
+
+@frozen
+class AppendToolResults(Message):
+    """Append the tool-results entry of the recorded results (ask: :class:`Tail`)."""
+
+
+@frozen
+class PostNotification(Message):
+    """Post a notification for the agent (ask: :class:`NotificationPosted`)."""
+
+    text: str
+
+
+@frozen
+class NotificationPosted(Message):
+    """A notification was accepted."""
+
+    notification: Notification
+
+
+@frozen
+class Render(Message):
+    """Render the context for a model call under a token budget (ask: :class:`Rendered`)."""
+
+    budget: int
+    windows: str = ""
+    """The apps' windows, injected into the latest observation alone."""
+
+
+@frozen
+class Rendered(Message):
+    """OpenAI chat messages and their token count."""
+
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    entries: int
+    """How many history entries are represented."""
+
+
+@frozen
+class ReadEntries(Message):
+    """Read entries (ask: :class:`Entries`); ``None`` bounds mean from the start / to the end."""
+
+    start: int | None = None
+    stop: int | None = None
+    include_folded: bool = True
+
+
+@frozen
+class Entries(Message):
+    """A slice of the history."""
+
+    entries: tuple[HistoryEntry, ...]
+    total: int
+
+
+@frozen
+class GetAppEffects(Message):
+    """The latest committed effect of each app (ask: :class:`AppEffects`)."""
+
+
+@frozen
+class AppEffects(Message):
+    """Committed effects, one per app (each carries its app's whole state)."""
+
+    effects: tuple[Message, ...]
+
+
+@frozen
+class HistoryChanged(Message):
+    """Published by the history store after each accepted change."""
+
+    thread_id: str
+    kind: str
+    entries: int
+    seq: int
+
+
+# -- app host -------------------------------------------------------------------------------------
+
+
+@frozen
+class GetWindows(Message):
+    """The apps' windows (ask: :class:`Windows`)."""
+
+
+@frozen
+class Windows(Message):
+    """All apps' windows as one text."""
+
+    text: str
+
+
+@frozen
+class ListTools(Message):
+    """The tools of every app (ask: :class:`Tools`)."""
+
+
+@frozen
+class Tools(Message):
+    """Tool specs."""
+
+    specs: tuple[ToolSpec, ...]
+
+
+@frozen
+class InvokeTool(Message):
+    """Run one tool call; never changes an app (ask: :class:`ToolInvoked`)."""
+
+    call: ToolCall
+
+
+@frozen
+class ToolInvoked(Message):
+    """A tool's result and the effect to commit with it."""
+
+    result: ToolResult
+    effect: Message | None = None
+
+
+@frozen
+class CancelTool(Message):
+    """Cancel a running tool call (ask: ``Ack`` once it no longer runs)."""
+
+    call_id: str
+
+
+@frozen
+class ApplyEffect(Message):
+    """Fold a committed effect into its app (ask: ``Ack``)."""
+
+    effect: Message
+
+
+# -- input source -----------------------------------------------------------------------------------
+
+
+@frozen
+class ProvideInput(Message):
+    """Buffer a line of input for the engine."""
+
+    text: str
+
+
+@frozen
+class PullInput(Message):
+    """Take the next buffered input, if any (ask: :class:`InputText`)."""
+
+
+@frozen
+class InputText(Message):
+    """The next input, or ``None`` when nothing is buffered."""
+
+    text: str | None
+    remaining: int = 0
+
+
+@frozen
+class InputAvailable(Message):
+    """Told to the engine when input arrives, so a waiting engine wakes up."""

@@ -1,0 +1,61 @@
+"""Payloads of the event log: one record per accepted state change of a thread.
+
+A thread's state is a fold of these, in seq order (see ``livecontext.actors.history``).
+The record's ``kind`` is the payload's class name.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from ._entries import HistoryEntry, Notification
+from ._message import Message
+from ._tools import ToolResult
+
+
+@frozen
+class EntryAppended(Message):
+    """An entry was appended (a tool-results entry also consumes the recorded results;
+    an entry carrying notifications delivers them)."""
+
+    entry: HistoryEntry
+
+
+@frozen
+class ToolStarted(Message):
+    """A non-idempotent tool started; without a later result it was interrupted."""
+
+    call_id: str
+    name: str
+
+
+@frozen
+class ToolResultRecorded(Message):
+    """A tool result and the app effect it reports, committed together."""
+
+    result: ToolResult
+    effect: Message | None = None
+
+
+@frozen
+class SystemPromptSet(Message):
+    """The thread's system prompt (recorded when a thread starts or the prompt changes)."""
+
+    text: str
+
+
+@frozen
+class HistorySnapshot(Message):
+    """A thread's whole folded state at ``seq`` (so opening replays only the tail)."""
+
+    thread_id: str
+    seq: int
+    entries: tuple[HistoryEntry, ...]
+    recorded: tuple[ToolResult, ...]
+    started: tuple[tuple[str, str], ...]
+    pending_notifications: tuple[Notification, ...]
+    app_effects: tuple[Message, ...]
+    model_outputs: int
+    next_entry: int
+    next_notification: int
+    system_prompt: str = ""

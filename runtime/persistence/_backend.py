@@ -1,0 +1,84 @@
+"""What a storage backend provides: plain blocking calls, driven by :mod:`._frontend`.
+
+The frontend owns everything the backends share (async, worker-thread hops, seq numbering,
+validation, checksums, closing, warnings); a backend only moves already-sealed records and
+snapshots to and from its medium, and keeps the single-writer lock.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ._records import Snapshot, StoredRecord, ThreadInfo
+
+
+class ThreadHandle(Protocol):
+    """Blocking access to one thread's committed records and snapshots."""
+
+    thread_id: str
+
+    def last_seq(self) -> int:
+        """The seq of the last committed record, ignoring a torn tail."""
+        ...
+
+    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        """Records ``from_seq..to_seq``, checked; ``1 <= from_seq <= to_seq <= last_seq()``."""
+        ...
+
+    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
+        """The snapshot with the highest seq ``<= at_or_before``, checked."""
+        ...
+
+    def close(self) -> None:
+        """Release files; for a writer, also its lock. Idempotent."""
+        ...
+
+
+class WriterHandle(ThreadHandle, Protocol):
+    """A thread opened for writing: holds the lock; ``last_seq()`` is cached."""
+
+    repairs: list[Warning]
+    """What opening dropped (torn records or snapshots), for the frontend to warn about."""
+
+    def latest_snapshot_seq(self) -> int:
+        """The seq of the latest snapshot (0 when there is none)."""
+        ...
+
+    def append(self, records: list[StoredRecord]) -> None:
+        """Commit ``records`` (numbered ``last_seq()+1``, …) as one transaction."""
+        ...
+
+    def write_snapshot(self, snapshot: Snapshot) -> None:
+        """Store ``snapshot`` (its seq is in range and not before the latest)."""
+        ...
+
+
+class Backend(Protocol):
+    """A store's medium."""
+
+    blocking: bool
+    """Whether calls block (then the frontend runs them in a worker thread)."""
+
+    def list_threads(self) -> list[ThreadInfo]:
+        """Every thread, sorted by id."""
+        ...
+
+    def thread_exists(self, thread_id: str) -> bool:
+        """Whether the thread exists."""
+        ...
+
+    def open_writer(self, thread_id: str, create: bool, owner: str) -> WriterHandle:
+        """Take the thread's lock, create it if asked, repair its tail."""
+        ...
+
+    def open_reader(self, thread_id: str) -> ThreadHandle:
+        """Read access without the lock."""
+        ...
+
+    def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        """Copy records ``1..at_seq`` (and the latest snapshot up to there) to a new thread."""
+        ...
+
+    def close(self) -> None:
+        """Release the medium. Idempotent."""
+        ...

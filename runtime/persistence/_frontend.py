@@ -1,0 +1,201 @@
+"""The async side shared by every backend: hops, numbering, validation, closing, warnings."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import trio
+
+from ._backend import Backend, ThreadHandle, WriterHandle
+from ._errors import SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
+from ._interface import EventStore, ThreadLog, ThreadReader
+from ._records import (
+    NewRecord,
+    Snapshot,
+    StoredRecord,
+    ThreadInfo,
+    check_thread_id,
+    seal_records,
+    seal_snapshot,
+)
+
+T = TypeVar("T")
+
+
+class BackendStore(EventStore):
+    """An :class:`EventStore` over a blocking :class:`Backend`."""
+
+    def __init__(self, backend: Backend, url: str) -> None:
+        self._backend = backend
+        self._url = url
+        self._closed = False
+        self._open: set[_Reader] = set()
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
+        """Call ``fn(*args)`` in a worker thread (blocking backends) or here."""
+        if self._backend.blocking:
+            return await trio.to_thread.run_sync(fn, *args)
+        await trio.lowlevel.checkpoint()
+        return fn(*args)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the store {self._url}")
+
+    async def threads(self) -> list[ThreadInfo]:
+        self._check_open()
+        return await self.run(self._backend.list_threads)
+
+    async def exists(self, thread_id: str) -> bool:
+        self._check_open()
+        return await self.run(self._backend.thread_exists, check_thread_id(thread_id))
+
+    async def open_thread(self, thread_id: str, *, create: bool = True, owner: str) -> ThreadLog:
+        self._check_open()
+        check_thread_id(thread_id)
+        if not isinstance(owner, str) or not owner:
+            raise TypeError("owner must be a non-empty str naming the writer (e.g. an actor id)")
+        handle = await self.run(self._backend.open_writer, thread_id, create, owner)
+        log = _Log(self, handle)
+        self._open.add(log)
+        try:
+            for warning in handle.repairs:
+                warnings.warn(warning, stacklevel=2)
+        except BaseException:  # warnings turned into errors: do not keep the lock
+            await log.aclose()
+            raise
+        return log
+
+    async def open_reader(self, thread_id: str) -> ThreadReader:
+        self._check_open()
+        handle = await self.run(self._backend.open_reader, check_thread_id(thread_id))
+        reader = _Reader(self, handle)
+        self._open.add(reader)
+        return reader
+
+    async def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        self._check_open()
+        check_thread_id(src_thread)
+        check_thread_id(new_thread)
+        if isinstance(at_seq, bool) or not isinstance(at_seq, int):
+            raise TypeError(f"at_seq must be an int, got {type(at_seq).__name__}")
+        return await self.run(self._backend.fork, src_thread, at_seq, new_thread)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with trio.CancelScope(shield=True):
+            for resource in list(self._open):
+                await resource.aclose()
+            await self.run(self._backend.close)
+
+    def forget(self, resource: _Reader) -> None:
+        """Called by a closing reader or log."""
+        self._open.discard(resource)
+
+
+class _Reader(ThreadReader):
+    def __init__(self, store: BackendStore, handle: ThreadHandle) -> None:
+        self._store = store
+        self._handle = handle
+        self._closed = False
+        self._lock = trio.Lock()
+
+    @property
+    def thread_id(self) -> str:
+        return self._handle.thread_id
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"the {self._describe()} of thread {self.thread_id!r}")
+
+    def _describe(self) -> str:
+        return "reader"
+
+    async def last_seq(self) -> int:
+        self._check_open()
+        async with self._lock:
+            return await self._store.run(self._handle.last_seq)
+
+    async def read(self, from_seq: int = 1, to_seq: int | None = None) -> list[StoredRecord]:
+        self._check_open()
+        async with self._lock:
+            return await self._store.run(self._read_sync, from_seq, to_seq)
+
+    def _read_sync(self, from_seq: int, to_seq: int | None) -> list[StoredRecord]:
+        last = self._handle.last_seq()
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 1:
+            raise SeqOutOfRangeError(self.thread_id, from_seq, last, "cannot read (from_seq >= 1)")
+        end = last if to_seq is None else min(to_seq, last)
+        if from_seq > end:
+            return []
+        return self._handle.read(from_seq, end)
+
+    async def latest_snapshot(self, at_or_before: int | None = None) -> Snapshot | None:
+        self._check_open()
+        async with self._lock:
+            return await self._store.run(self._snapshot_sync, at_or_before)
+
+    def _snapshot_sync(self, at_or_before: int | None) -> Snapshot | None:
+        last = self._handle.last_seq()
+        bound = last if at_or_before is None else min(at_or_before, last)
+        return self._handle.latest_snapshot(bound) if bound >= 1 else None
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._store.forget(self)
+        with trio.CancelScope(shield=True):
+            # Wait for a call in flight (its worker thread still uses the handle).
+            async with self._lock:
+                await self._store.run(self._handle.close)
+
+
+class _Log(_Reader, ThreadLog):
+    _handle: WriterHandle
+
+    def __init__(self, store: BackendStore, handle: WriterHandle) -> None:
+        super().__init__(store, handle)
+
+    def _describe(self) -> str:
+        return "log"
+
+    async def append(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
+        self._check_open()
+        batch = list(records)
+        if not batch:
+            await trio.lowlevel.checkpoint()
+            return []
+        async with self._lock:
+            self._check_open()
+            return await self._store.run(self._append_sync, batch)
+
+    def _append_sync(self, batch: list[NewRecord]) -> list[StoredRecord]:
+        sealed = seal_records(self.thread_id, self._handle.last_seq() + 1, batch)
+        self._handle.append(sealed)
+        return sealed
+
+    async def write_snapshot(self, seq: int, state: str) -> Snapshot:
+        self._check_open()
+        async with self._lock:
+            self._check_open()
+            return await self._store.run(self._snapshot_write_sync, seq, state)
+
+    def _snapshot_write_sync(self, seq: int, state: str) -> Snapshot:
+        last = self._handle.last_seq()
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= last:
+            raise SeqOutOfRangeError(self.thread_id, seq, last, "cannot write a snapshot")
+        latest = self._handle.latest_snapshot_seq()
+        if seq < latest:
+            raise SnapshotOrderError(self.thread_id, seq, latest)
+        snapshot = seal_snapshot(self.thread_id, seq, state)
+        self._handle.write_snapshot(snapshot)
+        return snapshot

@@ -1,0 +1,391 @@
+"""The JSONL backend: one directory per thread, plain files you can read with ``jq``.
+
+``DIR/<thread>/`` holds ``records.jsonl`` (one record per line, see :mod:`._jsonl_codec`),
+``snapshots.jsonl`` (one snapshot per line, in seq order), ``meta.json`` (written last and
+atomically: a directory without it is no thread) and ``lock``. The directory name is the
+thread id, percent-escaped where needed. The single-writer lock is an ``fcntl.flock`` on
+``lock``, which the kernel releases when its process dies; ``lock`` also names the holder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import urllib.parse
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from livecontext.protocol import check_schema_version
+
+from ._errors import (
+    InvalidThreadIdError,
+    LogWriteError,
+    SeqOutOfRangeError,
+    StoreFormatError,
+    ThreadExistsError,
+    ThreadLockedError,
+    ThreadNotFoundError,
+    TornRecordWarning,
+    TornSnapshotWarning,
+)
+from ._fsync import FsyncLevel
+from ._jsonl_codec import decode_meta, encode_meta, encode_record, encode_snapshot
+from ._jsonl_files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
+from ._lease import current_holder
+from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
+
+RECORDS = "records.jsonl"
+SNAPSHOTS = "snapshots.jsonl"
+META = "meta.json"
+LOCK = "lock"
+_FORK_CHUNK = 512
+
+
+def dir_name(thread_id: str) -> str:
+    """The directory name of a thread: its id, percent-escaped (and never starting with a dot)."""
+    name = urllib.parse.quote(thread_id, safe="")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name.encode()) > 255:
+        raise InvalidThreadIdError(thread_id, "too long for a jsonl store once escaped")
+    return name
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (``os.write`` may write less)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def sync_dir(path: Path) -> None:
+    """Make the directory entries in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class JsonlBackend:
+    """Threads as directories under ``root``; see the module docstring."""
+
+    blocking = True
+
+    def __init__(self, root: Path, fsync: FsyncLevel) -> None:
+        self._root = root
+        self._fsync = fsync
+
+    def _dir(self, thread_id: str) -> Path:
+        return self._root / dir_name(thread_id)
+
+    def _sync_dir(self, path: Path) -> None:
+        if self._fsync is not FsyncLevel.OFF:
+            sync_dir(path)
+
+    def _meta(self, path: Path, thread_id: str | None = None) -> ThreadInfo:
+        """The thread's ``meta.json``, checked to belong to ``thread_id`` if given."""
+        try:
+            meta = decode_meta((path / META).read_bytes(), str(path / META))
+        except ValueError as exc:
+            raise StoreFormatError(str(path / META), f"malformed meta.json ({exc})") from None
+        if thread_id is not None and meta.thread_id != thread_id:
+            raise StoreFormatError(
+                str(path / META),
+                f"it belongs to thread {meta.thread_id!r}, not {thread_id!r} (a file system "
+                "that ignores case?); use thread ids that differ in more than case",
+            )
+        return meta
+
+    def list_threads(self) -> list[ThreadInfo]:
+        infos = []
+        for entry in os.scandir(self._root):
+            path = Path(entry.path)
+            if entry.is_dir() and (path / META).exists():
+                meta = self._meta(path)
+                with _Files(path) as files:
+                    tail = files.tail(meta.thread_id)
+                last = tail.last.sent_at if tail.last else meta.created_at
+                infos.append(
+                    ThreadInfo(
+                        meta.thread_id,
+                        tail.last_seq,
+                        meta.created_at,
+                        max(last, meta.created_at),
+                        meta.forked_from,
+                        meta.forked_at,
+                    )
+                )
+        return sorted(infos, key=lambda info: info.thread_id)
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return (self._dir(thread_id) / META).exists()
+
+    def open_writer(self, thread_id: str, create: bool, owner: str) -> _JsonlWriter:
+        path = self._dir(thread_id)
+        if not create and not (path / META).exists():
+            raise ThreadNotFoundError(thread_id)
+        if create and not path.exists():
+            path.mkdir(exist_ok=True)
+            self._sync_dir(self._root)
+        lock_fd = _lock(path / LOCK, thread_id, owner)
+        try:
+            if not (path / META).exists():
+                if not create:
+                    raise ThreadNotFoundError(thread_id)
+                now = dt.datetime.now(dt.timezone.utc)
+                self._start_thread(path, ThreadInfo(thread_id, 0, now, now), [], None)
+            self._meta(path, thread_id)
+            return _JsonlWriter(path, thread_id, lock_fd, self._fsync)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    def _start_thread(
+        self,
+        path: Path,
+        info: ThreadInfo,
+        records: Iterable[list[StoredRecord]],
+        snapshot: Snapshot | None,
+    ) -> None:
+        """Write a new thread's files (replacing leftovers of an interrupted start), meta last."""
+        sync = self._fsync is not FsyncLevel.OFF
+        with open(path / RECORDS, "wb") as f:
+            for chunk in records:
+                f.write(b"".join(encode_record(r, info.last_seq) for r in chunk))
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        with open(path / SNAPSHOTS, "wb") as f:
+            if snapshot is not None:
+                f.write(encode_snapshot(snapshot))
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        tmp = path / f"{META}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(encode_meta(info))
+            f.flush()
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path / META)
+        self._sync_dir(path)
+
+    def open_reader(self, thread_id: str) -> _JsonlReader:
+        path = self._dir(thread_id)
+        if not (path / META).exists():
+            raise ThreadNotFoundError(thread_id)
+        self._meta(path, thread_id)
+        return _JsonlReader(path, thread_id)
+
+    def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        source = self.open_reader(src_thread)
+        try:
+            last = source.last_seq()
+            if not 0 <= at_seq <= last:
+                raise SeqOutOfRangeError(src_thread, at_seq, last, "cannot fork")
+            path = self._dir(new_thread)
+            if (path / META).exists():
+                raise ThreadExistsError(new_thread)
+            path.mkdir(exist_ok=True)
+            self._sync_dir(self._root)
+            lock_fd = _lock(path / LOCK, new_thread, f"fork of {src_thread!r}")
+            try:
+                if (path / META).exists():
+                    raise ThreadExistsError(new_thread)
+                now = dt.datetime.now(dt.timezone.utc)
+                copied: list[StoredRecord] = []  # the last chunk copied
+                snapshot = source.latest_snapshot(at_seq) if at_seq else None
+                self._start_thread(
+                    path,
+                    ThreadInfo(new_thread, at_seq, now, now, src_thread, at_seq),
+                    _copy(source, at_seq, new_thread, copied),
+                    rehome_snapshot(snapshot, new_thread) if snapshot else None,
+                )
+            finally:
+                os.close(lock_fd)
+        finally:
+            source.close()
+        activity = max(now, copied[-1].sent_at) if copied else now
+        return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
+
+    def close(self) -> None:
+        pass
+
+
+def _copy(
+    source: _JsonlReader, at_seq: int, new_thread: str, last_chunk: list[StoredRecord]
+) -> Iterator[list[StoredRecord]]:
+    """Records ``1..at_seq`` of ``source`` moved to ``new_thread``, in chunks."""
+    for start in range(1, at_seq + 1, _FORK_CHUNK):
+        chunk = [
+            rehome(r, new_thread) for r in source.read(start, min(start + _FORK_CHUNK - 1, at_seq))
+        ]
+        last_chunk[:] = chunk
+        yield chunk
+
+
+def _lock(path: Path, thread_id: str, owner: str) -> int:
+    """Take the thread's flock, write our name into it, and return its descriptor."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        os.close(fd)
+        raise ThreadLockedError(thread_id, holder or "a writer that is just starting") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, current_holder(owner).describe().encode("utf-8"), 0)
+    return fd
+
+
+class _Files:
+    """The open ``records.jsonl`` and ``snapshots.jsonl`` of one thread directory."""
+
+    def __init__(self, path: Path, *, write: bool = False) -> None:
+        flags = (os.O_RDWR | os.O_APPEND) if write else os.O_RDONLY
+        self.records = os.open(path / RECORDS, flags)
+        try:
+            self.snapshots = os.open(path / SNAPSHOTS, flags)
+        except BaseException:
+            os.close(self.records)
+            raise
+
+    def tail(self, thread_id: str) -> RecordTail:
+        return scan_record_tail(self.records, os.fstat(self.records).st_size, thread_id)
+
+    def close(self) -> None:
+        for fd in (self.records, self.snapshots):
+            if fd >= 0:
+                os.close(fd)
+        self.records = self.snapshots = -1
+
+    def __enter__(self) -> _Files:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _JsonlReader:
+    def __init__(self, path: Path, thread_id: str, *, write: bool = False) -> None:
+        self.thread_id = thread_id
+        self._path = path
+        self._files = _Files(path, write=write)
+
+    def last_seq(self) -> int:
+        return self._files.tail(self.thread_id).last_seq
+
+    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        end = self._files.tail(self.thread_id).end
+        return read_records(self._files.records, end, self.thread_id, from_seq, to_seq)
+
+    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
+        fd = self._files.snapshots
+        for _, _, snapshot in iter_snapshots_backward(fd, os.fstat(fd).st_size, self.thread_id):
+            if snapshot is not None and snapshot.seq <= at_or_before:
+                return snapshot
+        return None
+
+    def close(self) -> None:
+        self._files.close()
+
+
+class _JsonlWriter(_JsonlReader):
+    def __init__(self, path: Path, thread_id: str, lock_fd: int, fsync: FsyncLevel) -> None:
+        super().__init__(path, thread_id, write=True)
+        self._lock_fd = lock_fd
+        self._fsync = fsync
+        self._broken = ""
+        self.repairs: list[Warning] = []
+        try:
+            self._repair_records()
+            self._repair_snapshots()
+        except BaseException:
+            self._files.close()
+            raise
+
+    def _repair_records(self) -> None:
+        tail = self._files.tail(self.thread_id)
+        if tail.last is not None:
+            check_schema_version(tail.last.schema_version)  # never append after unknown data
+        if tail.torn_lines:
+            self._truncate(self._files.records, tail.end)
+            self.repairs.append(
+                TornRecordWarning(
+                    self.thread_id, tail.last_seq + 1, tail.torn_lines, tail.torn_reason
+                )
+            )
+        self._end = tail.end
+        self._last = tail.last_seq
+
+    def _repair_snapshots(self) -> None:
+        fd = self._files.snapshots
+        size = os.fstat(fd).st_size
+        cut, dropped, reason, self._snapshot_seq = 0, 0, "", 0
+        for start, stop, snapshot in iter_snapshots_backward(fd, size, self.thread_id):
+            if snapshot is None or snapshot.seq > self._last:
+                cut, dropped = start, dropped + 1
+                reason = reason or (
+                    "damaged last line" if snapshot is None else "past the log's end"
+                )
+                continue
+            cut, self._snapshot_seq = stop, snapshot.seq
+            break
+        if dropped:
+            self._truncate(fd, cut)
+            self.repairs.append(TornSnapshotWarning(self.thread_id, dropped, reason))
+
+    def _truncate(self, fd: int, size: int) -> None:
+        os.ftruncate(fd, size)
+        if self._fsync is not FsyncLevel.OFF:
+            os.fsync(fd)
+
+    def last_seq(self) -> int:
+        return self._last
+
+    def latest_snapshot_seq(self) -> int:
+        return self._snapshot_seq
+
+    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        return read_records(self._files.records, self._end, self.thread_id, from_seq, to_seq)
+
+    def _commit(self, fd: int, start: int, data: bytes) -> None:
+        """Write ``data`` at the end (``start``) of ``fd`` and sync it; undo it on failure."""
+        if self._broken:
+            raise LogWriteError(self.thread_id, self._broken)
+        try:
+            write_all(fd, data)
+            if self._fsync is FsyncLevel.FULL:
+                os.fdatasync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                self._broken = f"an earlier failed write could not be undone ({exc})"
+            raise LogWriteError(self.thread_id, str(exc)) from None
+
+    def append(self, records: list[StoredRecord]) -> None:
+        end = records[-1].seq
+        data = b"".join(encode_record(r, end) for r in records)
+        self._commit(self._files.records, self._end, data)
+        self._end += len(data)
+        self._last = end
+
+    def write_snapshot(self, snapshot: Snapshot) -> None:
+        fd = self._files.snapshots
+        self._commit(fd, os.fstat(fd).st_size, encode_snapshot(snapshot))
+        self._snapshot_seq = snapshot.seq
+
+    def close(self) -> None:
+        super().close()
+        if self._lock_fd >= 0:
+            try:
+                os.ftruncate(self._lock_fd, 0)
+            finally:
+                os.close(self._lock_fd)  # releases the flock
+                self._lock_fd = -1

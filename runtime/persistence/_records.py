@@ -1,0 +1,339 @@
+"""What the event log stores: records, snapshots, thread summaries, and their checksums.
+
+The log is payload-agnostic: a record's ``payload`` and a snapshot's ``state`` are JSON text
+made by the layer above, stored and returned byte for byte.
+
+Checksums are SHA-256 (hex) over a canonical encoding of every other field, so that any
+implementation can recompute them: a domain tag (``b"livecontext-record\\0"`` or
+``b"livecontext-snapshot\\0"``), then each field as ``b"<length>:"`` followed by its UTF-8
+bytes, where integers are written in decimal and times as ISO 8601 UTC with microseconds
+(``2024-05-01T12:00:00.000000+00:00``). Records: schema_version, thread_id, seq, sender,
+sent_at, sent_mono_ns, kind, payload. Snapshots: schema_version, thread_id, seq, state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+
+from attrs import field, frozen
+from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, check_schema_version
+
+from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _to_utc(value: dt.datetime) -> dt.datetime:
+    if not isinstance(value, dt.datetime):
+        raise InvalidRecordError(f"sent_at must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidRecordError(
+            f"sent_at {value.isoformat()} has no time zone; pass an aware UTC datetime "
+            "such as datetime.now(timezone.utc)"
+        )
+    return value.astimezone(dt.timezone.utc)
+
+
+def format_time(value: dt.datetime) -> str:
+    """``value`` as ISO 8601 UTC with microseconds: the form stored and checksummed."""
+    return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(text: str) -> dt.datetime:
+    """The inverse of :func:`format_time` (raises ``ValueError`` on malformed text)."""
+    value = dt.datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        raise ValueError(f"time {text!r} has no time zone")
+    return value.astimezone(dt.timezone.utc)
+
+
+@frozen
+class NewRecord:
+    """A record to append: the log gives it its seq, thread id, schema version and checksum."""
+
+    sender: str
+    """The id of the actor whose state change this is."""
+    sent_at: dt.datetime = field(converter=_to_utc)
+    """UTC wall-clock time of sending (an aware datetime; converted to UTC)."""
+    sent_mono_ns: int
+    """Monotonic clock of sending, in nanoseconds (orders events within one process)."""
+    kind: str
+    """What the payload is, for readers that filter without decoding (e.g. ``"entry"``)."""
+    payload: str
+    """The record itself, as JSON text serialized by the layer above."""
+
+
+@frozen
+class StoredRecord:
+    """A committed record, as :meth:`ThreadReader.read` returns it."""
+
+    seq: int
+    """Position in its thread: 1 for the first record, contiguous."""
+    thread_id: str
+    """The thread the record belongs to."""
+    sender: str
+    """The id of the actor whose state change this is."""
+    sent_at: dt.datetime = field(converter=_to_utc)
+    """UTC wall-clock time of sending."""
+    sent_mono_ns: int
+    """Monotonic clock of sending, in nanoseconds."""
+    kind: str
+    """What the payload is."""
+    payload: str
+    """The record itself, as JSON text."""
+    schema_version: int
+    """The protocol schema version the payload was written with."""
+    checksum: str
+    """SHA-256 hex of the other fields; see :func:`record_checksum`."""
+
+    def verify(self) -> None:
+        """Check the schema version, then the checksum.
+
+        Raises:
+            UnsupportedSchemaVersionError: the record was written by an unknown schema version.
+            CorruptRecordError: the checksum does not match the fields.
+        """
+        check_schema_version(self.schema_version)
+        if not checksum_matches(self):
+            raise CorruptRecordError(self.thread_id, self.seq, "checksum mismatch")
+
+
+@frozen
+class Snapshot:
+    """A thread's folded state as of ``seq``, stored so that replay can start there."""
+
+    thread_id: str
+    """The thread it belongs to."""
+    seq: int
+    """The last record folded into ``state``."""
+    state: str
+    """The state, as JSON text serialized by the layer above."""
+    schema_version: int
+    """The protocol schema version the state was written with."""
+    checksum: str
+    """SHA-256 hex of the other fields; see :func:`snapshot_checksum`."""
+
+    def verify(self) -> None:
+        """Like :meth:`StoredRecord.verify`, for a snapshot."""
+        check_schema_version(self.schema_version)
+        expected = snapshot_checksum(self.thread_id, self.seq, self.state, self.schema_version)
+        if expected != self.checksum:
+            raise CorruptRecordError(self.thread_id, self.seq, "checksum mismatch", what="snapshot")
+
+
+@frozen
+class ThreadInfo:
+    """A summary of one thread, as :meth:`EventStore.threads` lists it."""
+
+    thread_id: str
+    """The thread's id."""
+    last_seq: int
+    """The seq of its last record (0 when it has none)."""
+    created_at: dt.datetime
+    """When the thread was created (UTC)."""
+    last_activity: dt.datetime
+    """The later of ``created_at`` and its last record's ``sent_at``."""
+    forked_from: str | None = None
+    """The thread it was forked from, if any."""
+    forked_at: int | None = None
+    """The seq of ``forked_from`` it was forked at, if any."""
+
+
+def _digest(tag: bytes, parts: Sequence[str]) -> str:
+    h = hashlib.sha256(tag)
+    for part in parts:
+        data = part.encode("utf-8")
+        h.update(b"%d:" % len(data))
+        h.update(data)
+    return h.hexdigest()
+
+
+def record_checksum(
+    *,
+    thread_id: str,
+    seq: int,
+    sender: str,
+    sent_at: dt.datetime,
+    sent_mono_ns: int,
+    kind: str,
+    payload: str,
+    schema_version: int,
+) -> str:
+    """The checksum of a record with these fields (the canonical encoding is in the module doc).
+
+    Raises:
+        UnicodeEncodeError: a text field holds a lone surrogate (not valid UTF-8).
+    """
+    return _digest(
+        b"livecontext-record\0",
+        (
+            str(schema_version),
+            thread_id,
+            str(seq),
+            sender,
+            format_time(sent_at),
+            str(sent_mono_ns),
+            kind,
+            payload,
+        ),
+    )
+
+
+def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
+    """The checksum of a snapshot with these fields (see the module doc)."""
+    return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
+
+
+def checksum_matches(record: StoredRecord) -> bool:
+    """Whether ``record.checksum`` is the checksum of its other fields."""
+    try:
+        expected = record_checksum(
+            thread_id=record.thread_id,
+            seq=record.seq,
+            sender=record.sender,
+            sent_at=record.sent_at,
+            sent_mono_ns=record.sent_mono_ns,
+            kind=record.kind,
+            payload=record.payload,
+            schema_version=record.schema_version,
+        )
+    except UnicodeEncodeError:
+        return False
+    return expected == record.checksum
+
+
+def supported_version(version: object) -> bool:
+    """Whether this build reads schema ``version`` (``check_schema_version`` without raising)."""
+    try:
+        check_schema_version(version)
+    except UnsupportedSchemaVersionError:
+        return False
+    return True
+
+
+def _check_json(text: object, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidRecordError(f"{what} must be JSON text (a str), got {type(text).__name__}")
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        raise InvalidRecordError(f"{what} is not valid JSON text ({exc})") from None
+    return text
+
+
+def seal_records(
+    thread_id: str, first_seq: int, records: Sequence[NewRecord]
+) -> list[StoredRecord]:
+    """Validate ``records`` and number them from ``first_seq``, with checksums.
+
+    Raises:
+        InvalidRecordError: a record is not a :class:`NewRecord`, a text field is not a str
+            or not valid UTF-8, the payload is not JSON text, or ``sent_mono_ns`` is not a
+            64-bit integer. The message names the record's index in the batch.
+    """
+    sealed: list[StoredRecord] = []
+    for index, rec in enumerate(records):
+        what = f"record {index} of the batch"
+        if not isinstance(rec, NewRecord):
+            raise InvalidRecordError(f"{what} is a {type(rec).__name__}, not a NewRecord")
+        for name in ("sender", "kind"):
+            if not isinstance(getattr(rec, name), str):
+                raise InvalidRecordError(f"{what}: {name} must be a str")
+        _check_json(rec.payload, f"{what}: payload")
+        mono = rec.sent_mono_ns
+        if (
+            isinstance(mono, bool)
+            or not isinstance(mono, int)
+            or not _INT64[0] <= mono <= _INT64[1]
+        ):
+            raise InvalidRecordError(f"{what}: sent_mono_ns must be a 64-bit int, got {mono!r}")
+        seq = first_seq + index
+        try:
+            checksum = record_checksum(
+                thread_id=thread_id,
+                seq=seq,
+                sender=rec.sender,
+                sent_at=rec.sent_at,
+                sent_mono_ns=mono,
+                kind=rec.kind,
+                payload=rec.payload,
+                schema_version=SCHEMA_VERSION,
+            )
+        except UnicodeEncodeError:
+            raise InvalidRecordError(f"{what} holds text that is not valid UTF-8") from None
+        sealed.append(
+            StoredRecord(
+                seq=seq,
+                thread_id=thread_id,
+                sender=rec.sender,
+                sent_at=rec.sent_at,
+                sent_mono_ns=mono,
+                kind=rec.kind,
+                payload=rec.payload,
+                schema_version=SCHEMA_VERSION,
+                checksum=checksum,
+            )
+        )
+    return sealed
+
+
+def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
+    """A checksummed snapshot (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
+    _check_json(state, "snapshot state")
+    try:
+        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION)
+    except UnicodeEncodeError:
+        raise InvalidRecordError("snapshot state holds text that is not valid UTF-8") from None
+    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
+
+
+def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
+    """``record`` moved to another thread (same seq), with its checksum recomputed."""
+    return StoredRecord(
+        seq=record.seq,
+        thread_id=thread_id,
+        sender=record.sender,
+        sent_at=record.sent_at,
+        sent_mono_ns=record.sent_mono_ns,
+        kind=record.kind,
+        payload=record.payload,
+        schema_version=record.schema_version,
+        checksum=record_checksum(
+            thread_id=thread_id,
+            seq=record.seq,
+            sender=record.sender,
+            sent_at=record.sent_at,
+            sent_mono_ns=record.sent_mono_ns,
+            kind=record.kind,
+            payload=record.payload,
+            schema_version=record.schema_version,
+        ),
+    )
+
+
+def rehome_snapshot(snapshot: Snapshot, thread_id: str) -> Snapshot:
+    """``snapshot`` moved to another thread, with its checksum recomputed."""
+    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version)
+    return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum)
+
+
+def check_thread_id(thread_id: object) -> str:
+    """``thread_id`` if it is a usable thread id (1-200 characters, no control characters).
+
+    Raises:
+        InvalidThreadIdError: it is not.
+    """
+    if not isinstance(thread_id, str):
+        raise InvalidThreadIdError(thread_id, f"expected a str, got {type(thread_id).__name__}")
+    if not 1 <= len(thread_id) <= 200:
+        raise InvalidThreadIdError(thread_id, "use 1 to 200 characters")
+    if any(ch < " " or ch == "\x7f" for ch in thread_id):
+        raise InvalidThreadIdError(thread_id, "control characters are not allowed")
+    try:
+        thread_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidThreadIdError(thread_id, "it is not valid UTF-8") from None
+    return thread_id

@@ -1,0 +1,437 @@
+"""The SQLite backend: every thread in one database file, WAL mode, one connection per store.
+
+The connection is shared by the store's readers and writers (``check_same_thread=False``)
+and used by one worker thread at a time, under a lock. Each append is one ``BEGIN
+IMMEDIATE`` transaction: it renews the writer's lease (and so checks it still holds it) and
+inserts the batch. The single-writer lock is a row in ``leases``; it is stale when its
+holder's process is gone (same host) or it was not renewed for
+:data:`~._lease.LEASE_TTL_S` (another host). Last seqs come from the primary-key index, so
+no call reads more than it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+
+from livecontext.protocol import check_schema_version
+
+from ._errors import (
+    CorruptRecordError,
+    LeaseLostError,
+    LogWriteError,
+    SeqOutOfRangeError,
+    StoreClosedError,
+    ThreadExistsError,
+    ThreadLockedError,
+    ThreadNotFoundError,
+    TornRecordWarning,
+    TornSnapshotWarning,
+)
+from ._fsync import FsyncLevel
+from ._lease import Holder, current_holder, holder_alive
+from ._records import (
+    Snapshot,
+    StoredRecord,
+    ThreadInfo,
+    checksum_matches,
+    format_time,
+    parse_time,
+    rehome,
+    rehome_snapshot,
+    supported_version,
+)
+from ._sqlite_schema import (
+    INSERT_RECORD,
+    RECORD_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    UPSERT_SNAPSHOT,
+    record_from_row,
+    record_to_row,
+    snapshot_from_row,
+    snapshot_to_row,
+)
+
+_SELECT_RECORDS = f"SELECT {RECORD_COLUMNS} FROM records WHERE thread_id = ?"
+_LAST_RECORD = f"{_SELECT_RECORDS} ORDER BY seq DESC LIMIT 1"
+_FORK_CHUNK = 512
+
+
+def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
+    """A connection to ``path`` in WAL mode with the ``synchronous`` level of ``fsync``."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {fsync.name}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _decode(thread_id: str, row: tuple[object, ...]) -> StoredRecord:
+    """The checked record in ``row``; raises CorruptRecordError or UnsupportedSchemaVersionError."""
+    try:
+        record = record_from_row(row)
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecordError(thread_id, _row_seq(row), f"undecodable row: {exc}") from None
+    record.verify()
+    return record
+
+
+def _row_seq(row: tuple[object, ...]) -> int:
+    return row[0] if isinstance(row[0], int) else -1
+
+
+def _torn_reason(row: tuple[object, ...]) -> str | None:
+    """Why the last row counts as torn, or None if it is sound.
+
+    The checksum of a row of an unknown schema version is not checked (a newer version may
+    compute it differently): such a row is reported when it is read or written after.
+    """
+    try:
+        record = record_from_row(row)
+    except (ValueError, TypeError):
+        return "undecodable last row"
+    if not supported_version(record.schema_version) or checksum_matches(record):
+        return None
+    return "checksum mismatch on the last row"
+
+
+class SqliteBackend:
+    """One database file; see the module docstring."""
+
+    blocking = True
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self._path = path
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError(f"the store sqlite:{self._path}")
+            yield self._conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the body raises."""
+        with self._using() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    # -- store level -------------------------------------------------------------------
+
+    def list_threads(self) -> list[ThreadInfo]:
+        infos = []
+        with self._using() as conn:
+            threads = conn.execute(
+                "SELECT thread_id, created_at, forked_from, forked_at FROM threads"
+                " ORDER BY thread_id"
+            ).fetchall()
+            for thread_id, created, forked_from, forked_at in threads:
+                created_at = parse_time(created)
+                last_seq, last_sent = _committed_tail(conn, thread_id)
+                activity = max(last_sent, created_at) if last_sent else created_at
+                infos.append(
+                    ThreadInfo(thread_id, last_seq, created_at, activity, forked_from, forked_at)
+                )
+        return infos
+
+    def thread_exists(self, thread_id: str) -> bool:
+        with self._using() as conn:
+            return _exists(conn, thread_id)
+
+    def open_writer(self, thread_id: str, create: bool, owner: str) -> _SqliteWriter:
+        me = current_holder(owner)
+        token = secrets.token_hex(16)
+        now = time.time()
+        with self.transaction() as conn:
+            if not _exists(conn, thread_id):
+                if not create:
+                    raise ThreadNotFoundError(thread_id)
+                conn.execute(
+                    "INSERT INTO threads (thread_id, created_at) VALUES (?, ?)",
+                    (thread_id, format_time(dt.datetime.now(dt.timezone.utc))),
+                )
+            row = conn.execute(
+                "SELECT owner, host, pid, start, renewed_at FROM leases WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is not None:
+                holder = Holder(row[0], row[1], row[2], row[3])
+                if holder_alive(holder, row[4], now):
+                    raise ThreadLockedError(thread_id, holder.describe())
+            conn.execute(
+                "INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, token, me.owner, me.host, me.pid, me.start, now, now),
+            )
+        writer = _SqliteWriter(self, thread_id, token)
+        try:
+            writer.repair()
+        except BaseException:
+            writer.close()
+            raise
+        return writer
+
+    def open_reader(self, thread_id: str) -> _SqliteReader:
+        if not self.thread_exists(thread_id):
+            raise ThreadNotFoundError(thread_id)
+        return _SqliteReader(self, thread_id)
+
+    def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        now = dt.datetime.now(dt.timezone.utc)
+        with self.transaction() as conn:
+            if not _exists(conn, src_thread):
+                raise ThreadNotFoundError(src_thread)
+            last = _committed_last(conn, src_thread)
+            if not 0 <= at_seq <= last:
+                raise SeqOutOfRangeError(src_thread, at_seq, last, "cannot fork")
+            if _exists(conn, new_thread):
+                raise ThreadExistsError(new_thread)
+            conn.execute(
+                "INSERT INTO threads VALUES (?, ?, ?, ?)",
+                (new_thread, format_time(now), src_thread, at_seq),
+            )
+            last_sent = now
+            for start in range(1, at_seq + 1, _FORK_CHUNK):
+                end = min(start + _FORK_CHUNK - 1, at_seq)
+                records = _read_range(conn, src_thread, start, end)
+                conn.executemany(
+                    INSERT_RECORD, [record_to_row(rehome(r, new_thread)) for r in records]
+                )
+                last_sent = records[-1].sent_at
+            snapshot = _latest_snapshot(conn, src_thread, at_seq)
+            if snapshot is not None:
+                conn.execute(
+                    UPSERT_SNAPSHOT, snapshot_to_row(rehome_snapshot(snapshot, new_thread))
+                )
+        activity = max(now, last_sent)
+        return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    # -- used by the handles -------------------------------------------------------------
+
+    def read(self, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        with self._using() as conn:
+            return _read_range(conn, thread_id, from_seq, to_seq)
+
+    def committed_last(self, thread_id: str) -> int:
+        with self._using() as conn:
+            return _committed_last(conn, thread_id)
+
+    def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
+        with self._using() as conn:
+            return _latest_snapshot(conn, thread_id, at_or_before)
+
+
+def _exists(conn: sqlite3.Connection, thread_id: str) -> bool:
+    row = conn.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+    return row is not None
+
+
+def _committed_tail(conn: sqlite3.Connection, thread_id: str) -> tuple[int, dt.datetime | None]:
+    """The last seq and its ``sent_at``, not counting a torn last row (readers ignore it)."""
+    rows = conn.execute(f"{_SELECT_RECORDS} ORDER BY seq DESC LIMIT 2", (thread_id,)).fetchall()
+    if not rows:
+        return 0, None
+    torn = _torn_reason(rows[0]) is not None
+    last = rows[1] if torn and len(rows) > 1 else None if torn else rows[0]
+    try:
+        sent = parse_time(last[3]) if last is not None else None
+    except (ValueError, TypeError):
+        sent = None  # damage before the tail: reported when read
+    return _row_seq(rows[0]) - torn, sent
+
+
+def _committed_last(conn: sqlite3.Connection, thread_id: str) -> int:
+    """The last seq, not counting a torn last row (readers ignore it; writers drop it)."""
+    return _committed_tail(conn, thread_id)[0]
+
+
+def _read_range(
+    conn: sqlite3.Connection, thread_id: str, from_seq: int, to_seq: int
+) -> list[StoredRecord]:
+    rows = conn.execute(
+        f"{_SELECT_RECORDS} AND seq BETWEEN ? AND ? ORDER BY seq", (thread_id, from_seq, to_seq)
+    ).fetchall()
+    records = []
+    expected = from_seq
+    for row in rows:
+        record = _decode(thread_id, row)
+        if record.seq != expected:
+            raise CorruptRecordError(thread_id, expected, "the record is missing")
+        records.append(record)
+        expected += 1
+    if expected != to_seq + 1:
+        raise CorruptRecordError(thread_id, expected, "the record is missing")
+    return records
+
+
+def _latest_snapshot(
+    conn: sqlite3.Connection, thread_id: str, at_or_before: int
+) -> Snapshot | None:
+    row = conn.execute(
+        f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND seq <= ?"
+        " ORDER BY seq DESC LIMIT 1",
+        (thread_id, at_or_before),
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        snapshot = snapshot_from_row(row)
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecordError(thread_id, _snapshot_seq(row), str(exc), what="snapshot") from None
+    snapshot.verify()
+    return snapshot
+
+
+def _snapshot_seq(row: tuple[object, ...]) -> int:
+    return row[1] if isinstance(row[1], int) else -1
+
+
+class _SqliteReader:
+    def __init__(self, backend: SqliteBackend, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self._backend = backend
+
+    def last_seq(self) -> int:
+        return self._backend.committed_last(self.thread_id)
+
+    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        return self._backend.read(self.thread_id, from_seq, to_seq)
+
+    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
+        return self._backend.latest_snapshot(self.thread_id, at_or_before)
+
+    def close(self) -> None:
+        pass
+
+
+class _SqliteWriter(_SqliteReader):
+    def __init__(self, backend: SqliteBackend, thread_id: str, token: str) -> None:
+        super().__init__(backend, thread_id)
+        self._token = token
+        self._last = 0
+        self._snapshot_seq = 0
+        self._closed = False
+        self.repairs: list[Warning] = []
+
+    def repair(self) -> None:
+        """Drop a torn last row and snapshots past the end; learn the last seqs."""
+        with self._backend.transaction() as conn:
+            self._last = self._repair_records(conn)
+            self._snapshot_seq = self._repair_snapshots(conn)
+
+    def _repair_records(self, conn: sqlite3.Connection) -> int:
+        thread_id = self.thread_id
+        row = conn.execute(_LAST_RECORD, (thread_id,)).fetchone()
+        if row is None:
+            return 0
+        last = _row_seq(row)
+        reason = _torn_reason(row)
+        if reason is None:
+            check_schema_version(row[7])  # never append after records of an unknown version
+            return last
+        conn.execute("DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, last))
+        self.repairs.append(TornRecordWarning(thread_id, last, 1, reason))
+        before = conn.execute(_LAST_RECORD, (thread_id,)).fetchone()
+        if before is not None:
+            _decode(thread_id, before)  # damage before the tail is not ours to drop
+        return last - 1
+
+    def _repair_snapshots(self, conn: sqlite3.Connection) -> int:
+        thread_id = self.thread_id
+        dropped = conn.execute(
+            "DELETE FROM snapshots WHERE thread_id = ? AND seq > ?", (thread_id, self._last)
+        ).rowcount
+        if dropped:
+            self.repairs.append(TornSnapshotWarning(thread_id, dropped, "past the log's end"))
+        row = conn.execute(
+            f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (thread_id,),
+        ).fetchone()
+        if row is not None and not _snapshot_sound(row):
+            conn.execute(
+                "DELETE FROM snapshots WHERE thread_id = ? AND seq = ?", (thread_id, row[1])
+            )
+            self.repairs.append(TornSnapshotWarning(thread_id, 1, "checksum mismatch"))
+        latest = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM snapshots WHERE thread_id = ?", (thread_id,)
+        ).fetchone()[0]
+        return int(latest)
+
+    def last_seq(self) -> int:
+        return self._last
+
+    def latest_snapshot_seq(self) -> int:
+        return self._snapshot_seq
+
+    def append(self, records: list[StoredRecord]) -> None:
+        try:
+            with self._backend.transaction() as conn:
+                self._renew(conn)
+                conn.executemany(INSERT_RECORD, [record_to_row(r) for r in records])
+        except sqlite3.IntegrityError:
+            raise LeaseLostError(self.thread_id) from None
+        except sqlite3.Error as exc:
+            raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
+        self._last = records[-1].seq
+
+    def write_snapshot(self, snapshot: Snapshot) -> None:
+        try:
+            with self._backend.transaction() as conn:
+                self._renew(conn)
+                conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
+        except sqlite3.Error as exc:
+            raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
+        self._snapshot_seq = snapshot.seq
+
+    def _renew(self, conn: sqlite3.Connection) -> None:
+        renewed = conn.execute(
+            "UPDATE leases SET renewed_at = ? WHERE thread_id = ? AND token = ?",
+            (time.time(), self.thread_id, self._token),
+        ).rowcount
+        if renewed != 1:
+            raise LeaseLostError(self.thread_id)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(StoreClosedError, sqlite3.Error):
+            with self._backend.transaction() as conn:
+                conn.execute(
+                    "DELETE FROM leases WHERE thread_id = ? AND token = ?",
+                    (self.thread_id, self._token),
+                )
+
+
+def _snapshot_sound(row: tuple[object, ...]) -> bool:
+    try:
+        snapshot_from_row(row).verify()
+    except CorruptRecordError:
+        return False
+    except (ValueError, TypeError):
+        return False
+    return True

@@ -1,0 +1,150 @@
+"""Opening a store from a URL, and where the default store lives."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+
+import trio
+
+from ._errors import StoreFormatError, StoreOpenError, StoreUrlError
+from ._frontend import BackendStore
+from ._fsync import FsyncLevel, resolve_fsync
+from ._interface import EventStore
+from ._jsonl import JsonlBackend
+from ._memory import MemoryBackend
+from ._sqlite import SqliteBackend, connect
+from ._sqlite_schema import ensure_schema
+
+STORE_ENV_VAR = "LIVECONTEXT_STORE"
+"""The environment variable that overrides :func:`default_store_url`."""
+DEFAULT_STORE_PATH = Path(".livecontext") / "livecontext.db"
+"""Where the default SQLite store lives, relative to the current (project) directory."""
+
+
+def default_store_url(environ: Mapping[str, str] | None = None) -> str:
+    """The store to use when none is named: ``$LIVECONTEXT_STORE`` if set, else per project.
+
+    The per-project default is an SQLite file, ``./.livecontext/livecontext.db`` under the
+    current directory (returned as an absolute ``sqlite:`` URL), so that each project keeps its
+    own threads next to its code, like ``.git``.
+    """
+    env = os.environ if environ is None else environ
+    url = env.get(STORE_ENV_VAR, "").strip()
+    if url:
+        return url
+    return f"sqlite:{Path.cwd() / DEFAULT_STORE_PATH}"
+
+
+async def open_store(url: str, *, fsync: FsyncLevel | None = None) -> EventStore:
+    """Open (creating if needed) the store at ``url``.
+
+    Use it as ``async with await open_store(url) as store:``, or close it with ``aclose()``.
+
+    Args:
+        url: ``sqlite:PATH`` (one database file for every thread; ``sqlite:///abs/path`` works
+            too), ``jsonl:DIR`` (a directory per thread) or ``memory:`` (a new, private
+            in-process store each time). Relative paths are taken from the current directory;
+            missing parent directories are created.
+        fsync: how durable an append is when it returns (see :class:`FsyncLevel`); by
+            default ``$LIVECONTEXT_FSYNC``, else ``FULL``.
+
+    Raises:
+        StoreUrlError: the scheme is unknown, or a path is missing or given to ``memory:``.
+        StoreOpenError: the path cannot be created or written; nothing was written.
+        StoreFormatError: the path holds something that is not a store this build reads.
+        FsyncLevelError: ``$LIVECONTEXT_FSYNC`` names no level.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"the store URL must be a str, got {type(url).__name__}")
+    scheme, sep, rest = url.partition(":")
+    scheme = scheme.strip().lower()
+    if not sep or not scheme:
+        raise StoreUrlError("the store URL has no scheme")
+    level = resolve_fsync(fsync)
+    if scheme == "memory":
+        if rest:
+            raise StoreUrlError("memory: takes no path (each memory: store is new and private)")
+        return BackendStore(MemoryBackend(), "memory:")
+    if scheme not in ("sqlite", "jsonl"):
+        raise StoreUrlError(f"unknown store URL scheme {scheme!r}")
+    if rest.startswith("//"):
+        rest = rest[2:]
+    if not rest.strip():
+        raise StoreUrlError(f"{scheme}: needs a path")
+    path = Path(rest).expanduser().absolute()
+    if scheme == "sqlite":
+        sqlite_backend = await trio.to_thread.run_sync(_open_sqlite, path, level)
+        return BackendStore(sqlite_backend, f"sqlite:{path}")
+    jsonl_backend = await trio.to_thread.run_sync(_open_jsonl, path, level)
+    return BackendStore(jsonl_backend, f"jsonl:{path}")
+
+
+def _make_dirs(path: Path) -> list[Path]:
+    """Create ``path`` and its missing parents; return those created (outermost first)."""
+    missing = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    created: list[Path] = []
+    try:
+        for directory in reversed(missing):
+            directory.mkdir()
+            created.append(directory)
+    except OSError:
+        _remove_dirs(created)
+        raise
+    return created
+
+
+def _remove_dirs(created: list[Path]) -> None:
+    for directory in reversed(created):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
+
+def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
+    try:
+        created = _make_dirs(path.parent)
+    except OSError as exc:
+        raise StoreOpenError(str(path), exc.strerror or str(exc)) from None
+    existed = path.exists()
+    try:
+        if path.is_dir():
+            raise StoreOpenError(str(path), "it is a directory")
+        conn = connect(str(path), level)
+        try:
+            ensure_schema(conn, str(path))
+        except BaseException:
+            conn.close()
+            raise
+    except BaseException as exc:
+        if not existed:
+            for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                leftover.unlink(missing_ok=True)
+        _remove_dirs(created)
+        if isinstance(exc, sqlite3.OperationalError):
+            raise StoreOpenError(str(path), f"sqlite: {exc}") from None
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise StoreFormatError(
+                str(path), f"it is not a livecontext store (sqlite: {exc})"
+            ) from None
+        raise
+    return SqliteBackend(conn, str(path))
+
+
+def _open_jsonl(path: Path, level: FsyncLevel) -> JsonlBackend:
+    try:
+        created = _make_dirs(path)
+    except OSError as exc:
+        raise StoreOpenError(str(path), exc.strerror or str(exc)) from None
+    if not path.is_dir():
+        raise StoreOpenError(str(path), "it is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        _remove_dirs(created)
+        raise StoreOpenError(str(path), "the directory is not writable")
+    return JsonlBackend(path, level)

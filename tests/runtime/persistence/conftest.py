@@ -1,0 +1,142 @@
+"""Fixtures for the event-log tests: a store URL per backend, records, and a way to damage them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from livecontext.runtime.persistence import NewRecord, record_checksum
+
+T0 = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)
+
+MakeRecords = Callable[..., list[NewRecord]]
+
+
+def url_for(backend: str, tmp_path: Path) -> str:
+    """A fresh store URL of ``backend`` under ``tmp_path``."""
+    if backend == "memory":
+        return "memory:"
+    if backend == "sqlite":
+        return f"sqlite:{tmp_path / 'store.db'}"
+    return f"jsonl:{tmp_path / 'store'}"
+
+
+@pytest.fixture(params=["memory", "sqlite", "jsonl"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every backend."""
+    return url_for(request.param, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "jsonl"])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The backends that keep data across opens."""
+    return url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def make_records() -> MakeRecords:
+    """``make_records(n, start=0)``: n distinct records whose payloads count from ``start``."""
+
+    def make(n: int, start: int = 0, *, kind: str = "entry") -> list[NewRecord]:
+        return [
+            NewRecord(
+                sender=f"actor-{i % 3}",
+                sent_at=T0 + dt.timedelta(seconds=i),
+                sent_mono_ns=1_000_000 + i,
+                kind=kind,
+                payload=json.dumps({"i": i, "text": f"record {i} ✓"}),
+            )
+            for i in range(start, start + n)
+        ]
+
+    return make
+
+
+class Tamper:
+    """Damages a durable store's files the way crashes and bit rot do."""
+
+    def __init__(self, url: str) -> None:
+        self.backend, _, path = url.partition(":")
+        self.path = Path(path)
+
+    def records_file(self, thread_id: str) -> Path:
+        return self.path / thread_id / "records.jsonl"
+
+    def _rewrite_line(
+        self, thread_id: str, seq: int, edit: Callable[[dict], None], fix: bool
+    ) -> None:
+        file = self.records_file(thread_id)
+        lines = file.read_bytes().split(b"\n")
+        data = json.loads(lines[seq - 1])
+        edit(data)
+        if fix:
+            data["checksum"] = _checksum(data, thread_id)
+        lines[seq - 1] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        file.write_bytes(b"\n".join(lines))
+
+    def corrupt_payload(self, thread_id: str, seq: int) -> None:
+        """Change a record's payload without fixing its checksum."""
+        if self.backend == "sqlite":
+            with sqlite3.connect(self.path) as conn:
+                conn.execute(
+                    "UPDATE records SET payload = '{\"evil\":1}' WHERE thread_id = ? AND seq = ?",
+                    (thread_id, seq),
+                )
+            return
+        self._rewrite_line(thread_id, seq, lambda d: d.update(payload='{"evil":1}'), fix=False)
+
+    def set_schema_version(self, thread_id: str, seq: int, version: int) -> None:
+        """Give a record another schema version, with a matching checksum."""
+        if self.backend == "sqlite":
+            with sqlite3.connect(self.path) as conn:
+                row = conn.execute(
+                    "SELECT seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload"
+                    " FROM records WHERE thread_id = ? AND seq = ?",
+                    (thread_id, seq),
+                ).fetchone()
+                names = ["seq", "thread_id", "sender", "sent_at", "sent_mono_ns", "kind", "payload"]
+                data = dict(zip(names, row, strict=True))
+                data["schema_version"] = version
+                conn.execute(
+                    "UPDATE records SET schema_version = ?, checksum = ?"
+                    " WHERE thread_id = ? AND seq = ?",
+                    (version, _checksum(data, thread_id), thread_id, seq),
+                )
+            return
+        self._rewrite_line(thread_id, seq, lambda d: d.update(schema_version=version), fix=True)
+
+    def delete_record(self, thread_id: str, seq: int) -> None:
+        """Remove a record."""
+        if self.backend == "sqlite":
+            with sqlite3.connect(self.path) as conn:
+                conn.execute(
+                    "DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, seq)
+                )
+            return
+        file = self.records_file(thread_id)
+        lines = file.read_bytes().split(b"\n")
+        del lines[seq - 1]
+        file.write_bytes(b"\n".join(lines))
+
+
+def _checksum(data: dict, thread_id: str) -> str:
+    return record_checksum(
+        thread_id=thread_id,
+        seq=data["seq"],
+        sender=data["sender"],
+        sent_at=dt.datetime.fromisoformat(data["sent_at"]),
+        sent_mono_ns=data["sent_mono_ns"],
+        kind=data["kind"],
+        payload=data["payload"],
+        schema_version=data["schema_version"],
+    )
+
+
+@pytest.fixture
+def tamper(durable_url: str) -> Tamper:
+    """A :class:`Tamper` for ``durable_url``."""
+    return Tamper(durable_url)

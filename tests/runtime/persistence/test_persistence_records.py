@@ -1,0 +1,148 @@
+"""Records, checksums, and their JSONL and SQLite encodings (round-trips with hypothesis)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.runtime.persistence import (
+    CorruptRecordError,
+    NewRecord,
+    StoredRecord,
+    record_checksum,
+)
+from livecontext.runtime.persistence._jsonl_codec import (
+    decode_record,
+    decode_snapshot,
+    encode_record,
+    encode_snapshot,
+    prefix_seq,
+)
+from livecontext.runtime.persistence._records import seal_records, seal_snapshot
+from livecontext.runtime.persistence._sqlite_schema import (
+    _TABLES,
+    INSERT_RECORD,
+    RECORD_COLUMNS,
+    record_from_row,
+    record_to_row,
+)
+
+# Any text that can be stored: no lone surrogates (they are not UTF-8).
+text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+json_text = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+    max_leaves=10,
+).map(lambda value: json.dumps(value, ensure_ascii=False))
+times = st.datetimes(
+    min_value=dt.datetime(1, 1, 2),
+    max_value=dt.datetime(9999, 12, 30),
+    timezones=st.just(dt.timezone.utc),
+)
+new_records = st.builds(
+    NewRecord,
+    sender=text,
+    sent_at=times,
+    sent_mono_ns=st.integers(-(2**63), 2**63 - 1),
+    kind=text,
+    payload=json_text,
+)
+thread_ids = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(thread_ids, st.integers(1, 10**12), st.lists(new_records, min_size=1, max_size=4))
+def test_records_round_trip_through_jsonl_lines(
+    thread_id: str, first: int, batch: list[NewRecord]
+) -> None:
+    sealed = seal_records(thread_id, first, batch)
+    end = sealed[-1].seq
+    for record in sealed:
+        line = encode_record(record, end)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert prefix_seq(line[:32]) == record.seq
+        assert decode_record(line[:-1]) == (record, end)
+        record.verify()
+
+
+@settings(max_examples=150, deadline=None)
+@given(thread_ids, st.lists(new_records, min_size=1, max_size=4))
+def test_records_round_trip_through_sqlite_rows(thread_id: str, batch: list[NewRecord]) -> None:
+    sealed = seal_records(thread_id, 1, batch)
+    conn = sqlite3.connect(":memory:")
+    for statement in _TABLES.split(";"):
+        conn.execute(statement)
+    conn.executemany(INSERT_RECORD, [record_to_row(r) for r in sealed])
+    rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM records ORDER BY seq").fetchall()
+    assert [record_from_row(row) for row in rows] == sealed
+
+
+@settings(max_examples=50, deadline=None)
+@given(thread_ids, st.integers(1, 10**6), json_text)
+def test_snapshots_round_trip_through_jsonl_lines(thread_id: str, seq: int, state: str) -> None:
+    snapshot = seal_snapshot(thread_id, seq, state)
+    assert decode_snapshot(encode_snapshot(snapshot)[:-1]) == snapshot
+    snapshot.verify()
+
+
+def test_the_checksum_covers_every_field() -> None:
+    fields = dict(
+        thread_id="t",
+        seq=1,
+        sender="s",
+        sent_at=dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc),
+        sent_mono_ns=5,
+        kind="k",
+        payload="{}",
+        schema_version=1,
+    )
+    base = record_checksum(**fields)
+    assert len(base) == 64 and int(base, 16) >= 0
+    changes = dict(
+        thread_id="u",
+        seq=2,
+        sender="S",
+        sent_at=dt.datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=dt.timezone.utc),
+        sent_mono_ns=6,
+        kind="K",
+        payload="[]",
+        schema_version=2,
+    )
+    for name, value in changes.items():
+        assert record_checksum(**{**fields, name: value}) != base, name
+    # Field boundaries are part of the encoding: moving text between fields changes it.
+    assert record_checksum(**{**fields, "sender": "sk", "kind": ""}) != record_checksum(
+        **{**fields, "sender": "s", "kind": "k"}
+    )
+
+
+def test_verify_names_the_seq_of_a_damaged_record() -> None:
+    (record,) = seal_records(
+        "t", 7, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")]
+    )
+    record.verify()
+    with pytest.raises(
+        CorruptRecordError,
+        match=r"thread 't': the record at seq 7 is corrupt \(checksum mismatch\)",
+    ):
+        attrs.evolve(record, payload='{"x":1}').verify()
+    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 3"):
+        attrs.evolve(record, schema_version=3).verify()
+
+
+def test_times_are_kept_in_utc_to_the_microsecond() -> None:
+    plus_two = dt.timezone(dt.timedelta(hours=2))
+    record = NewRecord(
+        "s", dt.datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=plus_two), 1, "k", "{}"
+    )
+    assert record.sent_at == dt.datetime(2025, 1, 1, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    assert record.sent_at.tzinfo is dt.timezone.utc
+    (stored,) = seal_records("t", 1, [record])
+    assert isinstance(stored, StoredRecord)
+    assert decode_record(encode_record(stored, 1)[:-1])[0].sent_at == record.sent_at
