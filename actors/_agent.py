@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import ActorId, ProtocolConverter, Topic
+from livecontext.protocol import ActorId, Capability, ProtocolConverter, Topic
 from livecontext.runtime import ActorRef, Runtime, UsageError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import ThreadLog
@@ -17,7 +17,17 @@ from ._host import AppHost
 from ._input import InputSource
 from .apps import App, Notebook
 from .engine import Engine, EngineWiring, engine_topic
-from .history import HistoryStore, history_topic
+from .history import HistoryLimits, HistoryStore, history_topic
+
+ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
+"""The engine appends and reads its history."""
+APP_HOST_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
+"""Apps read committed effects and may notify the agent."""
+HISTORY_CAPABILITIES = frozenset({Capability.READ})
+RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
+"""The recap maintainer reads and folds."""
+ANALYZER_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
+"""Analyzers read and notify."""
 
 _THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,128}$")
 
@@ -42,6 +52,8 @@ class AgentSettings:
     """Token budget of each rendered context."""
     snapshot_every: int = 1000
     """Write a snapshot of the thread's state every this many log records."""
+    limits: HistoryLimits = HistoryLimits()
+    """Limits of the unfolded history (none by default)."""
 
 
 @frozen
@@ -76,12 +88,15 @@ async def spawn_agent(
     engine_id = ActorId("engine", tid)
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
-                             snapshot_every=settings.snapshot_every), ids.history)
+                             snapshot_every=settings.snapshot_every, limits=settings.limits),
+        ids.history, capabilities=HISTORY_CAPABILITIES)
     app_list = list(apps) if apps is not None else [Notebook()]
-    host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps)
+    host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
+                          capabilities=APP_HOST_CAPABILITIES)
     source = await rt.spawn(lambda: InputSource(inputs, notify=engine_id), ids.input)
     engine = await rt.spawn(
-        lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto), engine_id)
+        lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto), engine_id,
+        capabilities=ENGINE_CAPABILITIES)
     return Agent(tid, engine, history, host, source)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from ._chat import ChatMessage
+from ._context_mgmt import LimitLevel
 from ._entries import HistoryEntry, Notification, Usage
 from ._message import Message
 from ._state import EngineState
@@ -151,6 +152,8 @@ class Tail(Message):
     """Model outputs the thread ever recorded, folded ones included."""
     entries: int
     state: EngineState
+    limit: LimitLevel = LimitLevel.OK
+    """How full the history is; at TRUNCATE the engine has it folded before a model call."""
 
 
 @frozen

@@ -46,6 +46,24 @@ from ._agent import (
     WaitingInput,
     Windows,
 )
+from ._context_mgmt import (
+    AccessDenied,
+    EditApplied,
+    EditConflict,
+    EditHistory,
+    EntriesFolded,
+    FoldDone,
+    FoldIntoRecap,
+    FoldNow,
+    HistoryEdited,
+    HistorySlice,
+    HistoryUsage,
+    MarkFolded,
+    ReadHistory,
+    RemoveEntries,
+    ReplaceContent,
+    SetRetention,
+)
 from ._apps import NotebookEdited
 from ._records import (
     EntryAppended,
@@ -106,6 +124,23 @@ TAGGED_TYPES: tuple[type, ...] = (
     PullInput,
     InputText,
     InputAvailable,
+    # context management
+    ReadHistory,
+    HistorySlice,
+    ReplaceContent,
+    SetRetention,
+    MarkFolded,
+    RemoveEntries,
+    EditHistory,
+    FoldIntoRecap,
+    EditApplied,
+    EditConflict,
+    AccessDenied,
+    HistoryEdited,
+    EntriesFolded,
+    HistoryUsage,
+    FoldNow,
+    FoldDone,
     # event log records
     EntryAppended,
     ToolStarted,

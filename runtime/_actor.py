@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from livecontext.protocol import Message
@@ -56,9 +56,17 @@ class Actor:
         table: dict[type, str] = {}
         for base in reversed(cls.__mro__[1:]):
             table.update(getattr(base, "_handlers", {}))
+        own: dict[type, str] = {}
         for name, fn in vars(cls).items():
             if getattr(fn, _HANDLER_MARK, False):
-                table[_message_type_of(cls, name, fn)] = name
+                msg_type = _message_type_of(cls, name, fn)
+                if msg_type in own:
+                    raise TypeError(
+                        f"{cls.__name__}.{own[msg_type]} and {cls.__name__}.{name} both handle "
+                        f"{msg_type.__name__}: keep one handler per message type"
+                    )
+                own[msg_type] = name
+        table.update(own)
         cls._handlers = table
 
     async def on_start(self) -> None:
@@ -66,6 +74,21 @@ class Actor:
 
     async def on_stop(self) -> None:
         """Called once the mailbox is drained at an orderly stop."""
+
+    def capability_for(self, message_type: type) -> Hashable | None:
+        """The capability a sender needs for ``message_type`` (``None``: anyone may send it).
+
+        The runtime checks it against what the sender was granted at spawn, before the
+        handler runs; a sender without it gets :meth:`on_denied`'s reply instead.
+        """
+        return None
+
+    async def on_denied(self, message: Message, capability: Hashable) -> Message | None:
+        """Called instead of the handler when the sender lacks ``capability``; returns the reply.
+
+        The default raises :class:`PermissionError`, which reaches an asker as an error.
+        """
+        raise PermissionError(f"{self.ctx.self_id} refuses {type(message).__name__}: the sender lacks {capability!r}")
 
     @classmethod
     def handled_types(cls) -> tuple[type, ...]:

@@ -8,7 +8,7 @@ import enum
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -124,6 +124,7 @@ class Runtime:
         self._cells: dict[ActorId, _Cell] = {}
         self._order: list[ActorId] = []
         self._clients: set[ActorId] = set()
+        self._capabilities: dict[ActorId, frozenset[Hashable] | None] = {}
         self._topics: dict[Topic, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
         self._slots: dict[str, ReplySlot] = {}
         self._ask_ids: set[str] = set()
@@ -152,6 +153,7 @@ class Runtime:
     async def spawn(
         self, factory: Callable[[], A], actor_id: ActorId | str, *, mailbox_size: int = 128,
         restart: RestartPolicy | None = RestartPolicy(), parent: ActorId | None = None,
+        capabilities: Iterable[Hashable] = (),
     ) -> ActorRef[A]:
         """Start an actor and return once its :meth:`Actor.on_start` has finished.
 
@@ -161,6 +163,8 @@ class Runtime:
             mailbox_size: the bounded mailbox's capacity (senders wait when it is full).
             restart: the supervision policy; ``None`` never restarts.
             parent: the actor that receives :class:`ActorEscalated` if this one fails for good.
+            capabilities: what the actor may do (e.g. ``Capability.FOLD``); actors that guard
+                a resource check them with :meth:`has_capability`. Fixed at spawn.
 
         Raises:
             DuplicateActorError: an actor with this id is running.
@@ -174,18 +178,33 @@ class Runtime:
             raise ValueError(f"mailbox_size must be >= 1 (bounded), got {mailbox_size}")
         cell = _Cell(self, aid, factory, mailbox_size, restart, parent)
         self._cells[aid] = cell
+        self._capabilities[aid] = frozenset(capabilities)
         if old is None:
             self._order.append(aid)
         await self._nursery.start(self._cell_main, cell)
         return ActorRef(aid, cell)
 
-    def client(self, name: str) -> Context:
-        """A context for code outside actors (tests, the CLI): its id is ``client/<name>``."""
+    def client(self, name: str, *, capabilities: Iterable[Hashable] | None = None) -> Context:
+        """A context for code outside actors (tests, the CLI): its id is ``client/<name>``.
+
+        ``capabilities=None`` (the default) grants every capability: the code holding the
+        runtime is the root of trust. Pass a set to act as a restricted client.
+        """
         aid = ActorId("client", name)
         if aid in self._cells or aid in self._clients:
             raise DuplicateActorError(aid)
         self._clients.add(aid)
+        self._capabilities[aid] = None if capabilities is None else frozenset(capabilities)
         return Context(self, aid, None)
+
+    def has_capability(self, actor: ActorId, capability: Hashable) -> bool:
+        """Whether ``actor`` was granted ``capability`` when it was spawned (or made a client)."""
+        granted = self._capabilities.get(actor, frozenset())
+        return granted is None or capability in granted
+
+    def capabilities(self, actor: ActorId) -> frozenset[Hashable] | None:
+        """What ``actor`` was granted (``None``: everything, for an unrestricted client)."""
+        return self._capabilities.get(actor, frozenset())
 
     def ref(self, actor_id: ActorId | str) -> ActorRef[Any]:
         """The ref of a spawned actor, by id."""
@@ -273,16 +292,18 @@ class Runtime:
     # -- sending ----------------------------------------------------------------------------------
 
     def _envelope(self, sender: ActorId, recipient: ActorId | Topic, payload: Message,
-                  correlation_id: str | None = None) -> Envelope:
+                  correlation_id: str | None = None, causation_id: str | None = None) -> Envelope:
         self._counter += 1
         # ids sort by time: never let a wall clock stepped back make an id sort before older ones
         now_ns = max(time.time_ns(), self._last_ns)
         self._last_ns = now_ns
-        cause = current_envelope.get()
+        if causation_id is None:
+            cause = current_envelope.get()
+            causation_id = cause.message_id if cause is not None else None
         return Envelope(
             format_message_id(now_ns, self._counter, self._node), sender, recipient,
             dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
-            payload, correlation_id, cause.message_id if cause is not None else None,
+            payload, correlation_id, causation_id,
         )
 
     def _cell(self, to: Address) -> _Cell:
@@ -382,7 +403,9 @@ class Runtime:
     def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
         self._ask_ids.discard(request.message_id)
         self._deferred.discard(request.message_id)
-        env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id)
+        # a reply answers (correlation) and is caused by (causation) its request
+        env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id,
+                             causation_id=request.message_id)
         slot = self._slots.get(request.message_id)
         if slot is None:
             self._drop(env, f"no caller waits for correlation id {request.message_id} "
@@ -535,7 +558,17 @@ class Runtime:
         t2 = current_envelope.set(env)
         self.busy += 1
         try:
-            result = await getattr(instance, name)(payload)
+            needed = instance.capability_for(type(payload))
+            if needed is not None and not self.has_capability(env.sender, needed):
+                # a denial is an answer, not a failure of the actor: no restart
+                try:
+                    result = await instance.on_denied(payload, needed)
+                except PermissionError as denied:
+                    result = ErrorReply(type(denied).__name__, str(denied))
+                    if not is_ask:
+                        self._drop(env, str(denied))
+            else:
+                result = await getattr(instance, name)(payload)
         except BaseException as exc:
             if is_ask:  # the asker must hear of it now, not at its timeout
                 self._reply(env, cell.id, _error_reply(cell, env, exc))

@@ -10,7 +10,7 @@ from livecontext.runtime import Actor, handler
 
 from ._session import open_session, run_until_idle
 from ._transcript import Transcript
-from .._agent import AgentSettings
+from .._agent import ANALYZER_CAPABILITIES, AgentSettings
 
 DEMO_INPUTS = (
     "Plan a picnic for Saturday and keep the plan in your notebook.",
@@ -68,7 +68,8 @@ async def run_demo(store_url: str, thread_id: str, console: Console) -> None:
     model = RetryingModel(ScriptedModel.from_turns(DEMO_TURNS, name="demo"))
     async with open_session(store_url, settings, "echo", inputs=DEMO_INPUTS, model=model) as session:
         agent = session.agent
-        await session.rt.spawn(lambda: DemoWatcher(agent.history.id, agent.events), f"analyzer/{thread_id}")
+        await session.rt.spawn(lambda: DemoWatcher(agent.history.id, agent.events), f"analyzer/{thread_id}",
+                               capabilities=ANALYZER_CAPABILITIES)
         idle = await run_until_idle(session, 40, Transcript(console, thread_id))
         summary = await session.summary()
     console.print(Panel(summary["apps"]["notebook"], title="notebook (committed state)"))

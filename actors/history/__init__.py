@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from ._manage import CAPABILITY_OF, ContextManagement, HistoryLimits
 from ._render import BudgetTooSmallError, RenderResult, render
 from ._state import FoldError, HistoryState
 from ._store import HistoryConflictError, HistoryStore, history_topic, load_state
 
 __all__ = [
+    "CAPABILITY_OF",
+    "ContextManagement",
+    "HistoryLimits",
     "BudgetTooSmallError",
     "FoldError",
     "HistoryConflictError",

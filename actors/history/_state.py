@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import attrs
+
 from livecontext.protocol import (
+    AccessDenied,
+    EntriesFolded,
+    HistoryEdited,
     EngineState,
     EntryAppended,
     HistoryEntry,
@@ -38,6 +43,12 @@ class HistoryState:
         self.seq = 0
         self.entries: list[HistoryEntry] = []
         self.active: list[HistoryEntry] = []
+        self.pos: dict[str, int] = {}
+        """Position of each entry id in :attr:`entries`."""
+        self.active_tokens = 0
+        """Tokens of the active entries at RECENT (kept up to date, never recounted)."""
+        self.active_bytes = 0
+        """UTF-8 bytes of the active entries' LIVE text."""
         """Entries that are rendered (not folded, not recaps), oldest first."""
         self.recaps: list[RecapEntry] = []
         self.recorded: list[ToolResult] = []
@@ -89,6 +100,12 @@ class HistoryState:
             self._record(payload)
         elif isinstance(payload, SystemPromptSet):
             self.system_prompt = payload.text
+        elif isinstance(payload, HistoryEdited):
+            self._edited(payload)
+        elif isinstance(payload, EntriesFolded):
+            self._folded(payload)
+        elif isinstance(payload, AccessDenied):
+            pass  # an audit record: the attempt changed nothing
         elif isinstance(payload, NotificationPosted):
             self.pending_notifications.append(payload.notification)
             self.next_notification = max(self.next_notification, _number(payload.notification.id) + 1)
@@ -96,12 +113,77 @@ class HistoryState:
             raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
         self.seq = seq
 
-    def _append(self, entry: HistoryEntry) -> None:
+    def _index(self, entry: HistoryEntry) -> None:
+        self.pos[entry.id] = len(self.entries)
         self.entries.append(entry)
+        if entry.folded:
+            return
         if isinstance(entry, RecapEntry):
             self.recaps.append(entry)
-        elif not entry.folded:
-            self.active.append(entry)
+        else:
+            self._activate(entry)
+
+    def _activate(self, entry: HistoryEntry) -> None:
+        self.active.append(entry)
+        self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
+        self.active_bytes += _bytes(entry)
+
+    def _deactivate_ids(self, ids: set[str]) -> None:
+        kept = []
+        for entry in self.active:
+            if entry.id in ids:
+                self.active_tokens -= entry.content.recent.tokens + _results_tokens(entry)
+                self.active_bytes -= _bytes(entry)
+            else:
+                kept.append(entry)
+        self.active = kept
+        self.recaps = [r for r in self.recaps if r.id not in ids]
+
+    def entry(self, entry_id: str) -> HistoryEntry | None:
+        """The entry with this id, or ``None``."""
+        at = self.pos.get(entry_id)
+        return self.entries[at] if at is not None else None
+
+    def _replace(self, new: HistoryEntry) -> None:
+        at = self.pos.get(new.id)
+        if at is None:
+            raise FoldError(f"edit of unknown entry {new.id} in {self.thread_id}")
+        old = self.entries[at]
+        self.entries[at] = new
+        if not old.folded and not isinstance(old, RecapEntry):
+            self._deactivate_ids({old.id})
+            if not new.folded:
+                # keep the active list in order: re-insert at the entry's place
+                index = next((i for i, e in enumerate(self.active) if self.pos[e.id] > at), len(self.active))
+                self.active.insert(index, new)
+                self.active_tokens += new.content.recent.tokens + _results_tokens(new)
+                self.active_bytes += _bytes(new)
+        elif isinstance(old, RecapEntry):
+            self.recaps = [new if r.id == new.id else r for r in self.recaps if not new.folded or r.id != new.id]
+
+    def _edited(self, rec: HistoryEdited) -> None:
+        for new in rec.entries:
+            self._replace(new)
+        if rec.removed:
+            gone = set(rec.removed)
+            self._deactivate_ids(gone)
+            self.entries = [e for e in self.entries if e.id not in gone]
+            self.pos = {e.id: i for i, e in enumerate(self.entries)}
+
+    def _folded(self, rec: EntriesFolded) -> None:
+        ids = set(rec.folded)
+        for entry_id in rec.folded:
+            at = self.pos.get(entry_id)
+            if at is None:
+                raise FoldError(f"fold of unknown entry {entry_id} in {self.thread_id}")
+            old = self.entries[at]
+            self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
+        self._deactivate_ids(ids)
+        self._index(rec.recap)
+        self.next_entry = max(self.next_entry, _number(rec.recap.id) + 1)
+
+    def _append(self, entry: HistoryEntry) -> None:
+        self._index(entry)
         if isinstance(entry, ModelOutputEntry):
             self.model_outputs += 1
         if isinstance(entry, ToolResultsEntry):
@@ -143,11 +225,7 @@ class HistoryState:
         state = cls(snap.thread_id)
         state.seq = snap.seq
         for entry in snap.entries:
-            state.entries.append(entry)
-            if isinstance(entry, RecapEntry):
-                state.recaps.append(entry)
-            elif not entry.folded:
-                state.active.append(entry)
+            state._index(entry)
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
@@ -166,6 +244,19 @@ class HistoryState:
         for seq, payload in records:
             state.apply(seq, payload)
         return state
+
+
+def _results_tokens(entry: HistoryEntry) -> int:
+    if isinstance(entry, ToolResultsEntry):
+        return sum(r.content.recent.tokens for r in entry.results)
+    return 0
+
+
+def _bytes(entry: HistoryEntry) -> int:
+    size = len(entry.content.live.text.encode("utf-8"))
+    if isinstance(entry, ToolResultsEntry):
+        size += sum(len(r.content.live.text.encode("utf-8")) for r in entry.results)
+    return size
 
 
 def _number(ident: str) -> int:

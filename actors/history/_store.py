@@ -44,6 +44,7 @@ from livecontext.runtime import Actor, UsageError, handler
 from livecontext.runtime.persistence import NewRecord, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
+from ._manage import ContextManagement, HistoryLimits
 from ._lod import input_content, output_content, results_content
 from ._render import render
 from ._state import HistoryState
@@ -66,7 +67,7 @@ def history_topic(thread_id: str) -> Topic:
     return Topic(f"history.{thread_id}")
 
 
-class HistoryStore(Actor):
+class HistoryStore(ContextManagement):
     """Owns one thread's history: appends, tool results, notifications, rendering.
 
     Every accepted change is first written to the thread's event log (one transaction per
@@ -76,7 +77,7 @@ class HistoryStore(Actor):
 
     def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
                  counter: TokenCounter, *, system_prompt: str | None = None,
-                 snapshot_every: int = 1000) -> None:
+                 snapshot_every: int = 1000, limits: HistoryLimits | None = None) -> None:
         self.thread_id = thread_id
         self.log = log
         self.converter = converter
@@ -84,6 +85,7 @@ class HistoryStore(Actor):
         self.wanted_prompt = system_prompt
         self.system_tokens = 0
         self.snapshot_every = snapshot_every
+        self.limits = limits if limits is not None else HistoryLimits()
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
 
@@ -100,7 +102,8 @@ class HistoryStore(Actor):
 
     def _tail(self) -> Tail:
         s = self.state
-        return Tail(s.last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries), s.state)
+        return Tail(s.last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries),
+                    s.state, self.limit_level())
 
     @handler
     async def on_get_tail(self, msg: GetTail) -> Tail:
@@ -226,6 +229,8 @@ class HistoryStore(Actor):
         if self.snapshot_every and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every:
             await self.log.write_snapshot(last.seq, dump_snapshot(self.converter, self.state.snapshot()))
         await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
+        if any(isinstance(p, EntryAppended) for p in payloads):
+            await self.check_limits()
 
 
 def dump_snapshot(converter: ProtocolConverter, snap: HistorySnapshot) -> str:

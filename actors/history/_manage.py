@@ -1,0 +1,325 @@
+"""Context management in the history store: permissions, reflection, CAS edits, folds, limits.
+
+:class:`ContextManagement` is mixed into :class:`HistoryStore`; it keeps the edit rules in
+one place: every edit names the entries and the revisions it expects, and is refused whole
+(:class:`EditConflict`) if any changed, if it would split a model output from its tool
+results, fold a CRITICAL entry, or touch the newest entry (the engine's state stands on it).
+"""
+
+from __future__ import annotations
+
+import attrs
+from attrs import frozen
+
+from livecontext.protocol import (
+    AccessDenied,
+    AppendInput,
+    AppendOutput,
+    AppendToolResults,
+    Capability,
+    Conflict,
+    EditApplied,
+    EditConflict,
+    EditHistory,
+    EntriesFolded,
+    EntryRef,
+    ENTRY_KINDS,
+    GetAppEffects,
+    GetTail,
+    HistoryEdited,
+    HistoryEntry,
+    HistorySlice,
+    HistoryUsage,
+    Level,
+    LevelText,
+    LimitLevel,
+    MarkFolded,
+    Message,
+    ModelOutputEntry,
+    PostNotification,
+    ReadEntries,
+    ReadHistory,
+    RecapEntry,
+    RecordToolResult,
+    RecordToolStarted,
+    RemoveEntries,
+    Render,
+    ReplaceContent,
+    Retention,
+    SetRetention,
+    ToolResultsEntry,
+    FoldIntoRecap,
+)
+from livecontext.runtime import Actor, UsageError, handler
+
+from ._state import HistoryState
+
+CAPABILITY_OF: dict[type, Capability] = {
+    GetTail: Capability.READ,
+    ReadEntries: Capability.READ,
+    ReadHistory: Capability.READ,
+    Render: Capability.READ,
+    GetAppEffects: Capability.READ,
+    AppendInput: Capability.APPEND,
+    AppendOutput: Capability.APPEND,
+    RecordToolStarted: Capability.APPEND,
+    RecordToolResult: Capability.APPEND,
+    AppendToolResults: Capability.APPEND,
+    PostNotification: Capability.NOTIFY,
+    EditHistory: Capability.EDIT,
+    FoldIntoRecap: Capability.FOLD,
+}
+"""What a sender needs for each request to the history store."""
+
+
+@frozen
+class HistoryLimits:
+    """Limits of a thread's unfolded history, and the thresholds, as fractions of each limit.
+
+    At ``soft`` a recap is suggested, at ``hard`` it is due now, at ``truncate`` the store
+    drops the oldest DISPOSABLE entries and the engine has the recap maintainer fold before
+    its next model call.
+    """
+
+    max_entries: int | None = None
+    max_tokens: int | None = None
+    max_bytes: int | None = None
+    soft: float = 0.6
+    hard: float = 0.8
+    truncate: float = 1.0
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("max_entries", "max_tokens", "max_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UsageError(f"limits.{name} must be >= 1, got {value}")
+        if not 0 < self.soft <= self.hard <= self.truncate:
+            raise UsageError(
+                f"limit thresholds must satisfy 0 < soft <= hard <= truncate, got "
+                f"soft={self.soft}, hard={self.hard}, truncate={self.truncate}"
+            )
+
+    def fraction(self, entries: int, tokens: int, size: int) -> float:
+        """How full the history is: the largest of the three ratios."""
+        parts = [0.0]
+        if self.max_entries:
+            parts.append(entries / self.max_entries)
+        if self.max_tokens:
+            parts.append(tokens / self.max_tokens)
+        if self.max_bytes:
+            parts.append(size / self.max_bytes)
+        return max(parts)
+
+    def level(self, entries: int, tokens: int, size: int) -> LimitLevel:
+        """The threshold crossed by this usage."""
+        f = self.fraction(entries, tokens, size)
+        if f >= self.truncate:
+            return LimitLevel.TRUNCATE
+        if f >= self.hard:
+            return LimitLevel.HARD
+        if f >= self.soft:
+            return LimitLevel.SOFT
+        return LimitLevel.OK
+
+
+def matches(entry: HistoryEntry, msg: ReadHistory, position: int, start_pos: int | None, end_pos: int | None) -> bool:
+    """Whether ``entry`` at ``position`` passes every filter of ``msg``."""
+    if not msg.include_folded and entry.folded:
+        return False
+    if msg.kinds and ENTRY_KINDS[type(entry)] not in msg.kinds:
+        return False
+    if start_pos is not None and position < start_pos:
+        return False
+    if end_pos is not None and position > end_pos:
+        return False
+    if msg.since is not None and entry.created_at < msg.since:
+        return False
+    return not (msg.until is not None and entry.created_at > msg.until)
+
+
+class ContextManagement(Actor):
+    """Handlers for reflection, edits and folds; mixed into the history store."""
+
+    state: HistoryState
+    limits: HistoryLimits
+    thread_id: str
+
+    async def _commit(self, payloads: list[Message]) -> None:  # provided by HistoryStore
+        raise NotImplementedError
+
+    def capability_for(self, message_type: type) -> Capability | None:
+        return CAPABILITY_OF.get(message_type)
+
+    async def on_denied(self, message: Message, capability: object) -> Message:
+        env = self.ctx.current
+        assert env is not None and isinstance(capability, Capability)
+        denied = AccessDenied(env.sender, capability, type(message).__name__)
+        await self._commit([denied])  # the attempt is audited in the log; nothing changes
+        return denied
+
+    # -- reflection -----------------------------------------------------------------------------
+
+    @handler
+    async def on_read_history(self, msg: ReadHistory) -> HistorySlice:
+        s = self.state
+        start = msg.start if msg.start is not None else 0
+        stop = msg.stop if msg.stop is not None else len(s.entries)
+        start_pos = s.pos.get(msg.start_id) if msg.start_id is not None else None
+        end_pos = s.pos.get(msg.end_id) if msg.end_id is not None else None
+        out = []
+        for i in range(max(start, 0), min(stop, len(s.entries))):
+            entry = s.entries[i]
+            if matches(entry, msg, i, start_pos, end_pos):
+                out.append(entry)
+                if msg.limit is not None and len(out) >= msg.limit:
+                    break
+        return HistorySlice(tuple(out), len(s.entries), s.active_tokens, s.seq)
+
+    # -- edits ------------------------------------------------------------------------------------
+
+    def _check(self, refs: tuple[EntryRef, ...] | list[EntryRef]) -> list[Conflict]:
+        conflicts = []
+        newest = self.state.last
+        for ref in refs:
+            entry = self.state.entry(ref.id)
+            if entry is None:
+                conflicts.append(Conflict(ref.id, ref.revision, None, "no such entry"))
+            elif entry.revision != ref.revision:
+                conflicts.append(Conflict(ref.id, ref.revision, entry.revision))
+            elif newest is not None and entry.id == newest.id:
+                conflicts.append(Conflict(ref.id, ref.revision, entry.revision,
+                                          "the newest entry cannot be edited away: the engine's state stands on it"))
+        return conflicts
+
+    def _unit_conflicts(self, ids: set[str]) -> list[Conflict]:
+        """Conflicts for ids that would split a model output from its tool results."""
+        out = []
+        entries = self.state.entries
+        for entry_id in ids:
+            at = self.state.pos[entry_id]
+            entry = entries[at]
+            partner: HistoryEntry | None = None
+            if isinstance(entry, ModelOutputEntry) and entry.tool_calls:
+                partner = next((e for e in entries[at + 1:] if not isinstance(e, RecapEntry)), None)
+            elif isinstance(entry, ToolResultsEntry):
+                partner = next((e for e in reversed(entries[:at]) if not isinstance(e, RecapEntry)), None)
+            if partner is not None and partner.id not in ids and not partner.folded:
+                out.append(Conflict(entry.id, entry.revision, entry.revision,
+                                    f"would split a model output from its tool results ({partner.id} not included)"))
+        return out
+
+    @handler
+    async def on_edit_history(self, msg: EditHistory) -> Message:
+        changed: dict[str, HistoryEntry] = {}
+        removed: list[str] = []
+        refs: list[EntryRef] = []
+        conflicts: list[Conflict] = []
+        for edit in msg.edits:
+            if isinstance(edit, (ReplaceContent, SetRetention, MarkFolded)):
+                refs.append(edit.entry)
+            elif isinstance(edit, RemoveEntries):
+                refs.extend(edit.entries)
+            else:
+                raise UsageError(f"EditHistory cannot apply {type(edit).__name__}; use ReplaceContent, "
+                                 "SetRetention, MarkFolded or RemoveEntries")
+        conflicts += self._check(refs)
+        if conflicts:
+            return EditConflict(tuple(conflicts))
+        for edit in msg.edits:
+            if isinstance(edit, RemoveEntries):
+                for ref in edit.entries:
+                    entry = self.state.entry(ref.id)
+                    assert entry is not None
+                    if entry.retention is not Retention.DISPOSABLE:
+                        conflicts.append(Conflict(ref.id, ref.revision, entry.revision,
+                                                  f"only DISPOSABLE entries can be removed; it is {entry.retention.value}"))
+                    removed.append(ref.id)
+                continue
+            entry = changed.get(edit.entry.id) or self.state.entry(edit.entry.id)
+            assert entry is not None
+            if isinstance(edit, ReplaceContent):
+                text = LevelText(edit.text, self.counter.count(edit.text))  # type: ignore[attr-defined]
+                content = attrs.evolve(entry.content, **{edit.level.value: text})
+                changed[entry.id] = attrs.evolve(entry, content=content)
+            elif isinstance(edit, SetRetention):
+                changed[entry.id] = attrs.evolve(entry, retention=edit.retention)
+            elif isinstance(edit, MarkFolded):
+                if entry.retention is Retention.CRITICAL:
+                    conflicts.append(Conflict(entry.id, edit.entry.revision, entry.revision, "CRITICAL entries are never folded"))
+                changed[entry.id] = attrs.evolve(entry, folded=True)
+        hidden = {e.id for e in changed.values() if e.folded} | set(removed)
+        conflicts += self._unit_conflicts(hidden)
+        if conflicts:
+            return EditConflict(tuple(conflicts))
+        new_versions = tuple(attrs.evolve(e, revision=e.revision + 1) for e in changed.values() if e.id not in removed)
+        await self._commit([HistoryEdited(new_versions, tuple(removed))])
+        return EditApplied(tuple(EntryRef(e.id, e.revision) for e in new_versions), None, self.state.seq)
+
+    @handler
+    async def on_fold(self, msg: FoldIntoRecap) -> Message:
+        if not msg.entries:
+            raise UsageError("FoldIntoRecap needs at least one entry")
+        refs = list(msg.entries) + ([msg.previous_recap] if msg.previous_recap else [])
+        conflicts = self._check(refs)
+        if conflicts:
+            return EditConflict(tuple(conflicts))
+        ids = [r.id for r in msg.entries]
+        active_ids = [e.id for e in self.state.active]
+        try:
+            first = active_ids.index(ids[0])
+        except ValueError:
+            return EditConflict((Conflict(ids[0], msg.entries[0].revision, msg.entries[0].revision,
+                                          "already folded or not foldable"),))
+        if active_ids[first:first + len(ids)] != ids:
+            return EditConflict((Conflict(ids[0], msg.entries[0].revision, msg.entries[0].revision,
+                                          "the entries are not contiguous among the unfolded entries"),))
+        for ref in msg.entries:
+            entry = self.state.entry(ref.id)
+            assert entry is not None
+            if entry.retention is Retention.CRITICAL:
+                conflicts.append(Conflict(ref.id, ref.revision, entry.revision, "CRITICAL entries are never folded"))
+        conflicts += self._unit_conflicts(set(ids))
+        previous = self.state.entry(msg.previous_recap.id) if msg.previous_recap else None
+        if previous is not None and not isinstance(previous, RecapEntry):
+            conflicts.append(Conflict(previous.id, previous.revision, previous.revision, "previous_recap is not a recap"))
+        if conflicts:
+            return EditConflict(tuple(conflicts))
+        covers = (previous.covers if isinstance(previous, RecapEntry) else ()) + tuple(ids)
+        env = self.ctx.current
+        assert env is not None
+        recap = RecapEntry(
+            id=f"e{self.state.next_entry}", revision=1, author=env.sender, created_at=env.sent_at,
+            retention=Retention.CRITICAL, content=self.counter.content(msg.live, msg.live, msg.gist),  # type: ignore[attr-defined]
+            covers=covers, strategy=msg.strategy,
+        )
+        folded = tuple(ids) + ((previous.id,) if previous is not None else ())
+        await self._commit([EntriesFolded(recap, folded)])
+        new_refs = tuple(EntryRef(i, self.state.entry(i).revision) for i in folded)  # type: ignore[union-attr]
+        return EditApplied(new_refs, recap, self.state.seq)
+
+    # -- limits -----------------------------------------------------------------------------------
+
+    def limit_level(self) -> LimitLevel:
+        s = self.state
+        return self.limits.level(len(s.active), s.active_tokens, s.active_bytes)
+
+    async def check_limits(self) -> None:
+        """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""
+        level = self.limit_level()
+        if level is LimitLevel.TRUNCATE:
+            newest = self.state.last
+            disposable = [e for e in self.state.active
+                          if e.retention is Retention.DISPOSABLE and (newest is None or e.id != newest.id)]
+            drop: list[str] = []
+            for entry in disposable:
+                if not self._unit_conflicts({entry.id, *drop}):
+                    drop.append(entry.id)
+                if len(self.state.active) - len(drop) <= (self.limits.max_entries or 0) * self.limits.hard:
+                    break
+            if drop and not self._unit_conflicts(set(drop)):
+                await self._commit([HistoryEdited((), tuple(drop))])
+                level = self.limit_level()
+        if level is not LimitLevel.OK:
+            s = self.state
+            await self.ctx.publish(self.topic, HistoryUsage(  # type: ignore[attr-defined]
+                self.thread_id, level, len(s.active), s.active_tokens, s.active_bytes))

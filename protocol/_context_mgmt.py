@@ -1,0 +1,232 @@
+"""Context management: capabilities, reflection, compare-and-swap edits, folds, limits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+
+from attrs import frozen
+
+from ._content import Level, Retention
+from ._entries import HistoryEntry, RecapEntry
+from ._ids import ActorId
+from ._message import Message
+
+
+class Capability(enum.Enum):
+    """What an actor may do to a thread's history; granted when the actor is spawned."""
+
+    APPEND = "append"
+    READ = "read"
+    EDIT = "edit"
+    FOLD = "fold"
+    NOTIFY = "notify"
+
+
+class LimitLevel(enum.Enum):
+    """How close a history is to its limits (DESIGN.md, "Limits")."""
+
+    OK = "ok"
+    SOFT = "soft"
+    """Past the soft threshold: a recap is suggested."""
+    HARD = "hard"
+    """Past the hard threshold: recap now."""
+    TRUNCATE = "truncate"
+    """Past the truncate threshold: fold before the next model call."""
+
+
+@frozen
+class EntryRef:
+    """An entry and the revision an edit expects it to have (compare and swap)."""
+
+    id: str
+    revision: int
+
+
+# -- reflection -------------------------------------------------------------------------------------
+
+
+@frozen
+class ReadHistory(Message):
+    """Read entries (ask: :class:`HistorySlice`). Every given filter must hold.
+
+    Positions count all entries (folded ones included) from 0; ``stop`` is exclusive.
+    """
+
+    start_id: str | None = None
+    """From this entry id (inclusive)."""
+    end_id: str | None = None
+    """Up to this entry id (inclusive)."""
+    start: int | None = None
+    stop: int | None = None
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    kinds: tuple[str, ...] = ()
+    """Entry kinds: model_input, model_output, tool_results, recap."""
+    include_folded: bool = False
+    limit: int | None = None
+    """At most this many entries, the oldest first."""
+
+
+@frozen
+class HistorySlice(Message):
+    """Entries with their levels, token counts, retention and fold marks."""
+
+    entries: tuple[HistoryEntry, ...]
+    total: int
+    """Entries in the thread, folded ones included."""
+    active_tokens: int
+    """Tokens of the thread's unfolded entries at RECENT."""
+    seq: int
+    """The log seq the slice was read at."""
+
+
+# -- edits ---------------------------------------------------------------------------------------
+
+
+@frozen
+class ReplaceContent(Message):
+    """Replace one level of an entry's text (its token count is recomputed)."""
+
+    entry: EntryRef
+    level: Level
+    text: str
+
+
+@frozen
+class SetRetention(Message):
+    """Change an entry's retention class."""
+
+    entry: EntryRef
+    retention: Retention
+
+
+@frozen
+class MarkFolded(Message):
+    """Mark an entry folded: kept in the log, no longer rendered."""
+
+    entry: EntryRef
+
+
+@frozen
+class RemoveEntries(Message):
+    """Remove DISPOSABLE entries (others are refused)."""
+
+    entries: tuple[EntryRef, ...]
+
+
+@frozen
+class EditHistory(Message):
+    """Apply edits all together or not at all (ask: EditApplied / EditConflict / AccessDenied)."""
+
+    edits: tuple[Message, ...]
+    """ReplaceContent, SetRetention, MarkFolded, RemoveEntries."""
+
+
+@frozen
+class FoldIntoRecap(Message):
+    """Fold a contiguous range of entries (and the previous recap) into one new recap.
+
+    Ask: :class:`EditApplied`, :class:`EditConflict` or :class:`AccessDenied`.
+    """
+
+    entries: tuple[EntryRef, ...]
+    """The entries folded, oldest first: contiguous among the unfolded entries."""
+    live: str
+    """The recap's text."""
+    gist: str
+    """Its one-line gist."""
+    strategy: str
+    previous_recap: EntryRef | None = None
+    """The recap this one replaces (its text should be included in ``live``)."""
+
+
+@frozen
+class Conflict:
+    """One entry whose revision is not the expected one (or that cannot be edited)."""
+
+    id: str
+    expected: int
+    actual: int | None
+    """``None`` when the entry does not exist."""
+    reason: str = "stale revision"
+
+
+@frozen
+class EditApplied(Message):
+    """The edit was applied."""
+
+    entries: tuple[EntryRef, ...]
+    """The edited entries with their new revisions."""
+    recap: RecapEntry | None
+    seq: int
+
+
+@frozen
+class EditConflict(Message):
+    """The edit was refused as a whole; nothing changed."""
+
+    conflicts: tuple[Conflict, ...]
+
+
+@frozen
+class AccessDenied(Message):
+    """The sender lacks the capability; nothing changed. Also written to the log (audit)."""
+
+    sender: ActorId
+    capability: Capability
+    action: str
+
+
+EditDenied = AccessDenied
+"""The denial of an edit or fold (the same message as any other denial)."""
+
+
+# -- log records of context management --------------------------------------------------------------
+
+
+@frozen
+class HistoryEdited(Message):
+    """Record: edits applied (the entries after the edit)."""
+
+    entries: tuple[HistoryEntry, ...]
+    """The new versions of the edited entries."""
+    removed: tuple[str, ...] = ()
+
+
+@frozen
+class EntriesFolded(Message):
+    """Record: entries folded into a recap."""
+
+    recap: RecapEntry
+    folded: tuple[str, ...]
+    """Ids of the entries (and previous recap) now folded."""
+
+
+# -- limits -------------------------------------------------------------------------------------------
+
+
+@frozen
+class HistoryUsage(Message):
+    """Published by the history store when its limit level changes or is above OK after a change."""
+
+    thread_id: str
+    level: LimitLevel
+    entries: int
+    tokens: int
+    bytes: int
+
+
+@frozen
+class FoldNow(Message):
+    """Ask the recap maintainer to fold until the history is under its hard limit (ask: :class:`FoldDone`)."""
+
+
+@frozen
+class FoldDone(Message):
+    """The reply to :class:`FoldNow` (and published after each fold)."""
+
+    thread_id: str
+    folds: int
+    entries: int
+    tokens: int
