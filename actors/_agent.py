@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+
+import attrs
+from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
@@ -15,9 +18,11 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
+from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook
 from .engine import Engine, EngineWiring, engine_topic
 from .history import HistoryLimits, HistoryStore, history_topic
+from .recap import RecapMaintainer, RecapSettings
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
 """The engine appends and reads its history."""
@@ -54,6 +59,10 @@ class AgentSettings:
     """Write a snapshot of the thread's state every this many log records."""
     limits: HistoryLimits = HistoryLimits()
     """Limits of the unfolded history (none by default)."""
+    recap: RecapSettings | None = None
+    """Run a recap maintainer with these settings (``None``: no recap)."""
+    analyzers: tuple[AnalyzerSettings, ...] = ()
+    """Analyzers to run beside the engine."""
 
 
 @frozen
@@ -65,6 +74,8 @@ class Agent:
     history: ActorRef[HistoryStore]
     apps: ActorRef[AppHost]
     input: ActorRef[InputSource]
+    recap: ActorRef[RecapMaintainer] | None = None
+    analyzers: tuple[ActorRef[Analyzer], ...] = ()
 
     @property
     def events(self) -> Topic:
@@ -80,12 +91,15 @@ class Agent:
 async def spawn_agent(
     rt: Runtime, log: ThreadLog, model: ModelClient, settings: AgentSettings, *,
     converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
-    apps: Sequence[App] | None = None, auto: bool = False,
+    apps: Sequence[App] | None = None, auto: bool = False, recap_model: ModelClient | None = None,
+    analyzer_models: Mapping[str, ModelClient] | None = None,
 ) -> Agent:
     """Spawn a thread's history store, app host, input source and engine, in that order."""
     tid = check_thread_id(settings.thread_id)
     ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
     engine_id = ActorId("engine", tid)
+    if settings.recap is not None:
+        ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
                              snapshot_every=settings.snapshot_every, limits=settings.limits),
@@ -94,10 +108,23 @@ async def spawn_agent(
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)
     source = await rt.spawn(lambda: InputSource(inputs, notify=engine_id), ids.input)
+    recap: ActorRef[RecapMaintainer] | None = None
+    if settings.recap is not None and ids.recap is not None:
+        recap_settings = settings.recap
+        recap = await rt.spawn(
+            lambda: RecapMaintainer(tid, ids.history, recap_settings, counter, recap_model),
+            ids.recap, capabilities=RECAP_CAPABILITIES)
     engine = await rt.spawn(
         lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto), engine_id,
         capabilities=ENGINE_CAPABILITIES)
-    return Agent(tid, engine, history, host, source)
+    analyzers = []
+    for a in settings.analyzers:
+        caps = frozenset(Capability(c) for c in a.capabilities)
+        model_for = (analyzer_models or {}).get(a.name)
+        analyzers.append(await rt.spawn(
+            functools.partial(make_analyzer, tid, ids.history, a, model_for),
+            ActorId("analyzer", f"{tid}.{a.name}"), capabilities=caps))
+    return Agent(tid, engine, history, host, source, recap, tuple(analyzers))
 
 
 def _fresh(apps: list[App]) -> list[App]:

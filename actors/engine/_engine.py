@@ -28,12 +28,14 @@ from livecontext.protocol import (
     Cancel,
     CancelTool,
     EngineState,
+    FoldNow,
     GetTail,
     GetWindows,
     Idle,
     InputAvailable,
     InputText,
     InvokeTool,
+    LimitLevel,
     ListTools,
     Message,
     ModelOutputEntry,
@@ -83,6 +85,8 @@ class EngineWiring:
     history: ActorId
     apps: ActorId
     input: ActorId
+    recap: ActorId | None = None
+    """The recap maintainer, asked to fold at the truncate threshold (if there is one)."""
 
 
 @frozen
@@ -276,6 +280,9 @@ class Engine(Actor):
                 return tail
 
     async def _step_model(self, tail: Tail) -> Tail:
+        if tail.limit is LimitLevel.TRUNCATE and self.wiring.recap is not None:
+            # the one place the engine waits for the recap maintainer: the context must not overflow
+            await self.ctx.ask(self.wiring.recap, FoldNow(), timeout=self.tool_timeout_s)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)

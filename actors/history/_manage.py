@@ -167,7 +167,11 @@ class ContextManagement(Actor):
         start_pos = s.pos.get(msg.start_id) if msg.start_id is not None else None
         end_pos = s.pos.get(msg.end_id) if msg.end_id is not None else None
         out = []
-        for i in range(max(start, 0), min(stop, len(s.entries))):
+        if msg.include_folded or msg.start is not None or msg.stop is not None:
+            positions = range(max(start, 0), min(stop, len(s.entries)))
+        else:  # only unfolded entries: walk those, not the whole (mostly folded) history
+            positions = sorted(s.pos[e.id] for e in (*s.recaps, *s.active))
+        for i in positions:
             entry = s.entries[i]
             if matches(entry, msg, i, start_pos, end_pos):
                 out.append(entry)

@@ -1,0 +1,204 @@
+"""The recap maintainer: folds the oldest steps into a bounded recap, concurrently with the engine."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from livecontext.protocol import (
+    AccessDenied,
+    ActorId,
+    EditApplied,
+    EditConflict,
+    EntryRef,
+    FoldDone,
+    FoldIntoRecap,
+    FoldNow,
+    GetTail,
+    HistoryEntry,
+    HistorySlice,
+    HistoryUsage,
+    LimitLevel,
+    ModelOutputEntry,
+    ReadHistory,
+    RecapEntry,
+    Retention,
+    Tail,
+    ToolResultsEntry,
+    Topic,
+)
+from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime.models import ModelClient
+from livecontext.runtime.tokens import TokenCounter
+
+from ._strategies import STRATEGIES, model_summary, simple_extract, structured
+
+log = logging.getLogger("livecontext.recap")
+
+
+def recap_topic(thread_id: str) -> Topic:
+    """Where a thread's recap maintainer publishes :class:`FoldDone` after each fold."""
+    return Topic(f"recap.{thread_id}")
+
+
+@frozen
+class RecapSettings:
+    """How the recap maintainer folds (seed note 004)."""
+
+    strategy: str = "simple_extract"
+    window: int = 4
+    """Steps (an input, or a model output with its tool results) always kept in full."""
+    batch: int = 4
+    """Steps folded at a time."""
+    max_summary_chars: int = 2000
+    """The recap's longest text; older recap text is re-summarised past it."""
+    budget: int = 2000
+    """Tokens of history the ``model_summary`` strategy may send to its model."""
+    max_retries: int = 8
+    """Re-reads after an :class:`EditConflict` before giving up on one fold."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise UsageError(f"recap.strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        for name in ("window", "batch", "max_summary_chars", "budget", "max_retries"):
+            if getattr(self, name) < (0 if name == "window" else 1):
+                raise UsageError(f"recap.{name} must be >= {0 if name == 'window' else 1}, got {getattr(self, name)}")
+
+
+def steps_of(entries: Sequence[HistoryEntry]) -> list[list[HistoryEntry]]:
+    """Group unfolded entries into steps: a model output and the tool results after it are one."""
+    steps: list[list[HistoryEntry]] = []
+    for e in entries:
+        if isinstance(e, RecapEntry):
+            continue
+        if isinstance(e, ToolResultsEntry) and steps and isinstance(steps[-1][-1], ModelOutputEntry):
+            steps[-1].append(e)
+        else:
+            steps.append([e])
+    return steps
+
+
+def pick_batch(entries: Sequence[HistoryEntry], window: int, batch: int) -> list[HistoryEntry]:
+    """The oldest foldable run of at most ``batch`` steps, outside the last ``window`` steps."""
+    steps = steps_of(entries)
+    candidates = steps[: max(0, len(steps) - max(window, 1))]
+    run: list[list[HistoryEntry]] = []
+    for step in candidates:
+        if any(e.retention is Retention.CRITICAL for e in step):
+            if run:
+                break
+            continue
+        run.append(step)
+        if len(run) >= batch:
+            break
+    return [e for step in run for e in step]
+
+
+class RecapMaintainer(Actor):
+    """Folds a thread's oldest steps into one recap when its history passes the soft limit.
+
+    It reads through reflection and folds with compare-and-swap edits, so it runs while the
+    engine runs: on a conflict it re-reads and tries again. The engine only waits for it at
+    the truncate threshold (``FoldNow``).
+    """
+
+    def __init__(self, thread_id: str, history: ActorId, settings: RecapSettings,
+                 counter: TokenCounter, model: ModelClient | None = None) -> None:
+        if settings.strategy == "model_summary" and model is None:
+            raise UsageError("recap strategy model_summary needs a model (recap.model)")
+        self.thread_id = thread_id
+        self.history = history
+        self.settings = settings
+        self.counter = counter
+        self.model = model
+        self.folds = 0
+        self.level = LimitLevel.OK
+
+    async def on_start(self) -> None:
+        self.ctx.subscribe(Topic(f"history.{self.thread_id}"))
+
+    @handler
+    async def on_usage(self, msg: HistoryUsage) -> None:
+        self.level = msg.level
+        if msg.level is LimitLevel.SOFT:
+            await self.fold_once()
+        elif msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+            await self.fold_until_below_hard()
+
+    @handler
+    async def on_fold_now(self, msg: FoldNow) -> FoldDone:
+        return await self.fold_until_below_hard()
+
+    async def fold_until_below_hard(self) -> FoldDone:
+        """Fold batch after batch until the history is under its hard limit or nothing is foldable."""
+        done = 0
+        while True:
+            level, folded = await self._fold()
+            done += folded
+            if not folded or level in (LimitLevel.OK, LimitLevel.SOFT):
+                break
+        return await self._done(done)
+
+    async def fold_once(self) -> FoldDone:
+        """Fold one batch, if one is foldable."""
+        _, folded = await self._fold()
+        return await self._done(folded)
+
+    async def _done(self, folds: int) -> FoldDone:
+        view = await self._read()
+        active = [e for e in view.entries if not isinstance(e, RecapEntry)]
+        done = FoldDone(self.thread_id, folds, len(active), view.active_tokens)
+        if folds:
+            await self.ctx.publish(recap_topic(self.thread_id), done)
+        return done
+
+    async def _read(self) -> HistorySlice:
+        view = await self.ctx.ask(self.history, ReadHistory())
+        if isinstance(view, AccessDenied):
+            raise UsageError(f"{self.ctx.self_id} may not read history: grant it Capability.READ")
+        assert isinstance(view, HistorySlice)
+        return view
+
+    async def _fold(self) -> tuple[LimitLevel, int]:
+        """One fold with retries on conflict; returns the level after it and 1 or 0."""
+        for _attempt in range(self.settings.max_retries):
+            view = await self._read()
+            recaps = [e for e in view.entries if isinstance(e, RecapEntry)]
+            previous = recaps[-1] if recaps else None
+            batch = pick_batch(view.entries, self.settings.window, self.settings.batch)
+            if not batch:
+                return self.level, 0
+            text = await self._summarise(previous.content.live.text if previous else "", batch)
+            gist = f"recap of {len(batch) + (len(previous.covers) if previous else 0)} entries ({self.settings.strategy})"
+            reply = await self.ctx.ask(self.history, FoldIntoRecap(
+                tuple(EntryRef(e.id, e.revision) for e in batch), text, gist, self.settings.strategy,
+                EntryRef(previous.id, previous.revision) if previous else None))
+            if isinstance(reply, EditApplied):
+                self.folds += 1
+                return await self._level(), 1
+            if isinstance(reply, AccessDenied):
+                log.error("%s may not fold history of %s: grant it Capability.FOLD", self.ctx.self_id, self.thread_id)
+                return self.level, 0
+            assert isinstance(reply, EditConflict)
+            log.info("fold conflict in %s, re-reading: %s", self.thread_id, reply.conflicts)
+        log.warning("gave up folding %s after %d conflicts", self.thread_id, self.settings.max_retries)
+        return self.level, 0
+
+    async def _level(self) -> LimitLevel:
+        tail = await self.ctx.ask(self.history, GetTail())
+        assert isinstance(tail, Tail)
+        self.level = tail.limit
+        return tail.limit
+
+    async def _summarise(self, previous: str, batch: list[HistoryEntry]) -> str:
+        s = self.settings
+        if s.strategy == "simple_extract":
+            return simple_extract(previous, batch, s.max_summary_chars)
+        if s.strategy == "structured":
+            return structured(previous, batch, s.max_summary_chars)
+        assert self.model is not None
+        return await model_summary(previous, batch, s.max_summary_chars, model=self.model,
+                                   counter=self.counter, budget=s.budget, call_index=self.folds,
+                                   thread_id=self.thread_id)

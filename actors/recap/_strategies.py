@@ -1,0 +1,114 @@
+"""How a batch of entries becomes recap text (seed note 004): three strategies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from livecontext.protocol import (
+    ChatMessage,
+    HistoryEntry,
+    ModelInputEntry,
+    ModelOutputEntry,
+    ModelRequest,
+    Role,
+    ToolResultsEntry,
+    ToolStatus,
+)
+from livecontext.runtime.models import ModelClient
+from livecontext.runtime.tokens import TokenCounter
+
+STRATEGIES = ("simple_extract", "model_summary", "structured")
+"""The recap strategies."""
+
+
+def _lines(entries: Sequence[HistoryEntry]) -> list[str]:
+    out = []
+    for e in entries:
+        if isinstance(e, ModelInputEntry):
+            out.append(f"- {e.id} input: {e.content.gist.text}")
+        elif isinstance(e, ModelOutputEntry):
+            calls = ", ".join(c.name for c in e.tool_calls)
+            suffix = f" [called {calls}]" if calls else ""
+            out.append(f"- {e.id} agent: {e.content.gist.text}{suffix}")
+        elif isinstance(e, ToolResultsEntry):
+            for r in e.results:
+                out.append(f"- {e.id} {r.name} {r.status.value}: {r.content.gist.text}")
+    return out
+
+
+def bound_lines(lines: list[str], max_chars: int) -> str:
+    """Join ``lines``, dropping the oldest into a count line until the text fits ``max_chars``."""
+    dropped = 0
+    while lines:
+        head = [f"- ({dropped} earlier steps summarised away)"] if dropped else []
+        text = "\n".join(head + lines)
+        if len(text) <= max_chars:
+            return text
+        lines = lines[1:]
+        dropped += 1
+    return f"- ({dropped} earlier steps summarised away)"[:max_chars]
+
+
+def simple_extract(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
+    """The gist line of each entry, appended to the previous recap; no model."""
+    lines = [line for line in previous.splitlines() if line.strip()] + _lines(entries)
+    return bound_lines(lines, max_chars)
+
+
+def structured(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
+    """A JSON recap: task state, progress, key results, open questions; no model."""
+    try:
+        data = json.loads(previous) if previous.strip() else {}
+    except ValueError:
+        data = {}
+    fields = {k: list(data.get(k, [])) for k in ("progress", "key_results", "open_questions")}
+    task = str(data.get("task_state", ""))
+    for e in entries:
+        if isinstance(e, ModelInputEntry) and e.text:
+            task = e.content.gist.text
+        elif isinstance(e, ModelOutputEntry):
+            fields["progress"].append(e.content.gist.text or ", ".join(c.name for c in e.tool_calls))
+            fields["open_questions"] += [ln.strip() for ln in e.content.live.text.splitlines() if ln.strip().endswith("?")]
+        elif isinstance(e, ToolResultsEntry):
+            for r in e.results:
+                target = "key_results" if r.status is ToolStatus.OK else "open_questions"
+                fields[target].append(f"{r.name} {r.status.value}: {r.content.gist.text}")
+    while True:
+        text = json.dumps({"task_state": task, **fields}, ensure_ascii=False)
+        if len(text) <= max_chars:
+            return text
+        longest = max(fields, key=lambda k: len(fields[k]))
+        if not fields[longest]:
+            return json.dumps({"task_state": task[: max(0, max_chars - 80)], "progress": [],
+                               "key_results": [], "open_questions": []}, ensure_ascii=False)
+        fields[longest].pop(0)
+
+
+async def model_summary(previous: str, entries: Sequence[HistoryEntry], max_chars: int, *,
+                        model: ModelClient, counter: TokenCounter, budget: int, call_index: int,
+                        thread_id: str) -> str:
+    """A model call that summarises the previous recap and the entries within ``budget`` tokens."""
+    texts = []
+    used = counter.count(previous)
+    for e in reversed(entries):  # newest first, so the budget keeps the most recent detail
+        text = f"[{e.id}] {e.content.recent.text}"
+        if isinstance(e, ToolResultsEntry):
+            text += "\n" + "\n".join(f"{r.name} {r.status.value}: {r.content.recent.text}" for r in e.results)
+        tokens = counter.count(text)
+        if used + tokens > budget:
+            break
+        texts.insert(0, text)
+        used += tokens
+    prompt = (
+        f"Summarise the agent's earlier steps for its own future reference, in at most {max_chars} "
+        "characters. Keep decisions, results and open questions; drop chatter."
+    )
+    body = (f"Previous recap:\n{previous}\n\n" if previous else "") + "Steps:\n" + "\n\n".join(texts)
+    request = ModelRequest((ChatMessage(Role.SYSTEM, prompt), ChatMessage(Role.USER, body)), (),
+                           call_index, thread_id)
+    reply = await model.complete(request)
+    text = reply.text.strip()
+    if len(text) > max_chars:  # the model overshot: keep the newest part, at a line boundary
+        text = bound_lines(text.splitlines(), max_chars)
+    return text
