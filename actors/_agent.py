@@ -129,4 +129,4 @@ async def spawn_agent(
 
 def _fresh(apps: list[App]) -> list[App]:
     """New app instances on every (re)start of the host: an app's state is rebuilt from the log."""
-    return [type(app)() for app in apps]
+    return [app.fresh() for app in apps]

@@ -46,6 +46,8 @@ class AppHost(Actor):
         self._running: dict[str, tuple[trio.CancelScope, trio.Event]] = {}
 
     async def on_start(self) -> None:
+        for app in self.apps.values():
+            app.bind(self.ctx)
         effects = await self.ctx.ask(self.history, GetAppEffects())
         assert isinstance(effects, AppEffects)
         for effect in effects.effects:

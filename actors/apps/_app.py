@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import abc
 import re
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from livecontext.protocol import Message
+
+if TYPE_CHECKING:
+    from livecontext.runtime import Context
 
 from ._errors import AppDefinitionError, UnknownEffectError
 
@@ -38,6 +41,21 @@ class App(abc.ABC):
                 f"{cls.__qualname__}.name = {name!r} is not a valid app name: use letters, "
                 "digits and _ . : @ + - (no '/', no spaces, not empty)"
             )
+
+    def fresh(self) -> App:
+        """A new instance with this one's configuration and an empty state (for a restart).
+
+        The host rebuilds the state from committed effects. Apps whose constructor takes
+        arguments override this.
+        """
+        return type(self)()
+
+    def bind(self, ctx: Context) -> None:
+        """Called by the app host with its context before any tool runs.
+
+        Most apps need nothing; an app whose tools talk to other actors (such as the one
+        that spawns sub-agents) keeps ``ctx`` to send through it.
+        """
 
     def window(self) -> str:
         """The app's ``[Window]`` snapshot: a heading naming the app, then :meth:`view`."""
