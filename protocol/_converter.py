@@ -3,11 +3,16 @@
 Wire decisions (schema version 1):
 
 - Tagged classes (every :class:`Message` subclass, every history entry, every log record
-  payload) carry a ``"type"`` key holding their class name. A field declared as ``Message``,
-  as a union of tagged classes, or as :data:`HistoryEntry` is structured by that tag.
+  payload) carry a ``"type"`` key holding their class name wherever the declared type does
+  not name the class: a field declared as ``Message``, as a union of tagged classes (such as
+  :data:`HistoryEntry`), optionally ``| None``, or a tuple of those, is structured by that
+  tag, and a ``Message`` field only accepts a ``Message``. A field declared as one concrete
+  class is a plain object.
 - :class:`ActorId` is the string ``"kind/name"``; :class:`Topic` is ``"#name"``.
-- Datetimes are ISO 8601 strings with their UTC offset; enums are their values; tuples are
-  lists.
+- Datetimes are ISO 8601 strings with their UTC offset (a naive one is malformed); enums are
+  their values; tuples are lists.
+- Scalars are strict: a string field takes only a string, an integer field only an integer
+  (not ``true``, not ``"12"``), a float field a number.
 - A serialized envelope is an object with ``"schema": 1`` and the envelope's fields.
 - Unknown tags raise :class:`UnknownMessageTypeError`, unknown schema versions
   :class:`UnsupportedSchemaVersionError`, anything else malformed :class:`MalformedDataError`.

@@ -674,8 +674,8 @@ def _error_reply(cell: _Cell, request: Envelope, exc: BaseException) -> ErrorRep
         if cell.state in (_State.STOPPING, _State.STOPPED):
             err = ActorStoppedError(cell.id, type(request.payload).__name__)
             return ErrorReply(type(err).__name__, str(err))
-        return ErrorReply("Cancelled", "the handler was cancelled before it answered "
-                                       "(the actor failed in a background task and is restarting)")
+        return ErrorReply("Cancelled", "the handler was cancelled before it answered: the actor "
+                                       "failed in a background task (it restarts) or is being stopped")
     if isinstance(exc, BaseExceptionGroup):  # from a nursery in the handler: name what failed
         leaves = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc))
         return ErrorReply(type(exc).__name__, f"{exc.message}: {leaves}")

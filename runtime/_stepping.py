@@ -22,15 +22,21 @@ if TYPE_CHECKING:
 class Delivery:
     """One delivery made by :meth:`SteppingScheduler.step`, in a form that compares across runs.
 
-    Message ids hold wall-clock time, so a trace names each envelope by its sender and the
-    sender's own count of held envelopes instead.
+    Message ids hold wall-clock time, so a trace names each envelope by its sender, its
+    recipient and its rank among the envelopes held from that sender to that recipient instead
+    (a per-pair count does not depend on how trio happened to order the sender's own tasks).
     """
 
     step: int
+    """1 for the first delivery of the run."""
     sender: str
+    """The sender's id, ``kind/name``."""
     recipient: str
+    """The recipient actor's id, ``kind/name``."""
     sender_seq: int
+    """1 for the first envelope held from this sender to this recipient, 2 for the next, ..."""
     message_type: str
+    """The payload's class name."""
 
 
 class SteppingScheduler:
@@ -51,7 +57,7 @@ class SteppingScheduler:
         self._rng = random.Random(seed)
         self._max_held = max_held
         self._held: dict[tuple[str, str], collections.deque[tuple[_Cell, Envelope, int]]] = {}
-        self._sender_seq: collections.Counter[str] = collections.Counter()
+        self._sender_seq: collections.Counter[tuple[str, str]] = collections.Counter()
         self._rt: Runtime | None = None
         self.trace: list[Delivery] = []
         """Every delivery so far, in order."""
@@ -61,9 +67,12 @@ class SteppingScheduler:
         """How many envelopes wait for a step."""
         return sum(len(q) for q in self._held.values())
 
-    def _attach(self, runtime: Runtime) -> None:
+    def _check_free(self) -> None:
         if self._rt is not None:
             raise RuntimeError("a SteppingScheduler drives one runtime; make a new one per runtime")
+
+    def _attach(self, runtime: Runtime) -> None:
+        self._check_free()
         self._rt = runtime
 
     def _hold(self, cell: _Cell, env: Envelope) -> None:
@@ -72,11 +81,9 @@ class SteppingScheduler:
                 f"the stepping scheduler holds {self._max_held} envelopes: call step() "
                 "(or run_until_idle()) to deliver them"
             )
-        sender = str(env.sender)
-        self._sender_seq[sender] += 1
-        self._held.setdefault((sender, str(cell.id)), collections.deque()).append(
-            (cell, env, self._sender_seq[sender])
-        )
+        key = (str(env.sender), str(cell.id))
+        self._sender_seq[key] += 1
+        self._held.setdefault(key, collections.deque()).append((cell, env, self._sender_seq[key]))
 
     def _deliverable(self) -> list[tuple[tuple[str, str], int]]:
         out = []

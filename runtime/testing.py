@@ -19,7 +19,7 @@ names the first failing seed; :func:`run_seed` replays it exactly.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
 
@@ -31,6 +31,7 @@ from ._stepping import Delivery, SteppingScheduler
 
 T = TypeVar("T")
 Scenario = Callable[[Runtime], Awaitable[T]]
+"""A test scenario: an async function that drives a runtime and returns what a check inspects."""
 
 
 class StallError(Exception):
@@ -80,8 +81,14 @@ class Exploration(Generic[T]):
 
 
 @asynccontextmanager
-async def open_stepping_runtime(seed: int, **kwargs: Any):  # type: ignore[no-untyped-def]
-    """A runtime driven by a new :class:`SteppingScheduler`; yields ``(runtime, scheduler)``."""
+async def open_stepping_runtime(
+    seed: int, **kwargs: Any
+) -> AsyncIterator[tuple[Runtime, SteppingScheduler]]:
+    """A runtime driven by a new :class:`SteppingScheduler`; yields ``(runtime, scheduler)``.
+
+    Nothing is delivered until you call ``scheduler.step()`` (or ``run_until_idle()``);
+    ``kwargs`` go to :func:`open_runtime`.
+    """
     scheduler = SteppingScheduler(seed)
     async with open_runtime(scheduler=scheduler, **kwargs) as rt:
         yield rt, scheduler
@@ -92,8 +99,8 @@ async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000
     """Run ``scenario`` once under ``seed``, stepping until it returns.
 
     Errors raised by the scenario are caught and returned in :attr:`SeedRun.error`; a
-    scenario that waits while nothing is deliverable for ``stall_timeout`` seconds fails with
-    :class:`StallError`.
+    scenario that waits while nothing is deliverable for ``stall_timeout`` seconds (or whose
+    handler runs that long without finishing) fails with :class:`StallError`.
     """
     result: list[T] = []
     errors: list[BaseException] = []
@@ -110,14 +117,26 @@ async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000
                 finally:
                     done.set()
 
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(body)
-                await _drive(scheduler, done, max_steps, stall_timeout)
-                nursery.cancel_scope.cancel()
-            trace = tuple(scheduler.trace)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(body)
+                    try:
+                        await _drive(scheduler, done, max_steps, stall_timeout)
+                    except (StallError, RuntimeError) as exc:
+                        errors.append(exc)  # kept out of the nursery: no exception group
+                    nursery.cancel_scope.cancel()
+            finally:
+                trace = tuple(scheduler.trace)
     except Exception as exc:
-        errors.append(exc)
+        errors.append(_unwrap(exc))
     return SeedRun(seed, trace, result[0] if result else None, errors[0] if errors else None)
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The single error inside (nested) exception groups of one error, else ``exc`` itself."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
@@ -125,7 +144,14 @@ async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
     steps = 0
     idle_since: float | None = None
     while not done.is_set():
-        delivered = await scheduler.step()
+        with trio.move_on_after(stall_timeout) as step_scope:
+            delivered = await scheduler.step()
+        if step_scope.cancelled_caught:
+            raise StallError(
+                f"a handler has run for {stall_timeout:g} s without finishing while the scenario "
+                "waits: a deadlock (does an actor wait for a message it can only handle after the "
+                f"current one?), or it waits for something outside the runtime ({scheduler.held} held)"
+            )
         if delivered is not None:
             idle_since = None
             steps += 1
@@ -146,15 +172,17 @@ async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
 
 async def explore(scenario: Scenario[T], seeds: Iterable[int], *,
                   check: Callable[[T], bool] | None = None, max_steps: int = 100_000,
+                  stall_timeout: float = 2.0,
                   stop_at_first_failure: bool = True) -> Exploration[T]:
     """Run ``scenario`` under each seed; report the runs and the first failing seed.
 
-    A seed fails if the scenario raises, stalls, or ``check(result)`` is false.
+    A seed fails if the scenario raises, stalls (see :func:`run_seed`), or ``check(result)``
+    is false.
     """
     runs: list[SeedRun[T]] = []
     failure: SeedFailedError | None = None
     for seed in seeds:
-        run = await run_seed(scenario, seed, max_steps=max_steps)
+        run = await run_seed(scenario, seed, max_steps=max_steps, stall_timeout=stall_timeout)
         runs.append(run)
         reason = None
         if run.error is not None:
@@ -172,6 +200,7 @@ __all__ = [
     "Delivery",
     "Exploration",
     "SeedFailedError",
+    "Scenario",
     "SeedRun",
     "StallError",
     "SteppingScheduler",

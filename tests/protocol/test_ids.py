@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from livecontext.protocol import ActorId, Topic, format_message_id, message_id_time_ns
+
+_PART = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:@+-", min_size=1,
+                max_size=20)
+_NS = st.integers(min_value=0, max_value=2**64 - 1)
+_COUNTER = st.integers(min_value=0, max_value=2**32 - 1)
+_NODE = st.integers(min_value=0, max_value=2**16 - 1)
+
+
+def test_an_actor_id_is_written_kind_slash_name() -> None:
+    assert str(ActorId("engine", "main")) == "engine/main"
+
+
+@given(_PART, _PART)
+def test_an_actor_id_parses_back_from_its_text(kind: str, name: str) -> None:
+    aid = ActorId(kind, name)
+    assert ActorId.parse(str(aid)) == aid
+
+
+def test_parsing_text_without_a_slash_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"invalid ActorId 'engine': expected 'kind/name'"):
+        ActorId.parse("engine")
+
+
+@pytest.mark.parametrize("kind,name", [("", "main"), ("engine", ""), ("a b", "main"), ("engine", "x/y")])
+def test_an_actor_id_part_that_is_empty_or_has_a_slash_or_space_is_refused(kind: str, name: str) -> None:
+    with pytest.raises(ValueError, match=r"invalid ActorId (kind|name) .*no '/', no spaces, not empty"):
+        ActorId(kind, name)
+
+
+def test_actor_ids_compare_by_kind_then_name() -> None:
+    assert sorted([ActorId("b", "a"), ActorId("a", "z"), ActorId("a", "b")]) == [
+        ActorId("a", "b"), ActorId("a", "z"), ActorId("b", "a"),
+    ]
+
+
+def test_a_topic_is_written_with_a_hash() -> None:
+    assert str(Topic("history.changes")) == "#history.changes"
+
+
+@given(_NS, _COUNTER, _NODE)
+def test_a_message_id_keeps_the_time_it_was_made_at(ns: int, counter: int, node: int) -> None:
+    assert message_id_time_ns(format_message_id(ns, counter, node)) == ns
+
+
+@given(_NS, _NS, _COUNTER, _COUNTER, _NODE, _NODE)
+def test_message_ids_sort_by_time(t1: int, t2: int, c1: int, c2: int, n1: int, n2: int) -> None:
+    a, b = format_message_id(t1, c1, n1), format_message_id(t2, c2, n2)
+    if t1 < t2:
+        assert a < b
+    elif t1 > t2:
+        assert a > b
+
+
+@given(_NS, _COUNTER, _COUNTER, _NODE)
+def test_message_ids_made_in_the_same_nanosecond_by_one_runtime_sort_by_counter(
+    ns: int, c1: int, c2: int, node: int
+) -> None:
+    a, b = format_message_id(ns, c1, node), format_message_id(ns, c2, node)
+    assert (a < b) == (c1 < c2)
+    assert (a == b) == (c1 == c2)
+
+
+def test_message_ids_of_two_runtimes_differ_even_at_the_same_time_and_count() -> None:
+    assert format_message_id(123, 1, 1) != format_message_id(123, 1, 2)

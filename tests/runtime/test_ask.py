@@ -1,0 +1,307 @@
+"""ask: replies correlated by id, timeouts, late replies, remote errors, stopped actors."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from attrs import frozen
+
+from livecontext.protocol import Message
+from livecontext.runtime import (
+    Actor,
+    ActorStoppedError,
+    AskTimeoutError,
+    AuditEvent,
+    AuditRecord,
+    RemoteActorError,
+    RestartPolicy,
+    UnknownActorError,
+    handler,
+    open_runtime,
+)
+
+
+@frozen
+class Double(Message):
+    n: int
+
+
+@frozen
+class Doubled(Message):
+    n: int
+
+
+@frozen
+class Slow(Message):
+    seconds: float
+
+
+@frozen
+class Fail(Message):
+    text: str
+
+
+@frozen
+class Note(Message):
+    text: str
+
+
+@frozen
+class Hits(Message):
+    pass
+
+
+@frozen
+class HitCount(Message):
+    n: int
+
+
+@frozen
+class Hang(Message):
+    pass
+
+
+@frozen
+class Explode(Message):
+    pass
+
+
+class Worker(Actor):
+    starts = 0
+
+    def __init__(self) -> None:
+        self.hits = 0
+
+    async def on_start(self) -> None:
+        Worker.starts += 1
+
+    @handler
+    async def on_double(self, msg: Double) -> Doubled:
+        self.hits += 1
+        await trio.sleep(0)
+        return Doubled(msg.n * 2)
+
+    @handler
+    async def on_slow(self, msg: Slow) -> Doubled:
+        await trio.sleep(msg.seconds)
+        return Doubled(0)
+
+    @handler
+    async def on_fail(self, msg: Fail) -> None:
+        raise ValueError(msg.text)
+
+    @handler
+    async def on_note(self, msg: Note) -> None:
+        self.hits += 1
+
+    @handler
+    async def on_hits(self, msg: Hits) -> HitCount:
+        return HitCount(self.hits)
+
+    @handler
+    async def on_hang(self, msg: Hang) -> None:
+        await trio.sleep_forever()
+
+    @handler
+    async def on_explode(self, msg: Explode) -> None:
+        async def boom() -> None:
+            await trio.sleep(1)
+            raise RuntimeError("background task failed")
+
+        self.ctx.nursery.start_soon(boom)
+        await trio.sleep_forever()
+
+
+async def test_ask_returns_the_handlers_reply() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        assert await rt.client("t").ask(ref, Double(21)) == Doubled(42)
+
+
+async def test_concurrent_asks_each_get_the_reply_to_their_own_request() -> None:
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await rt.spawn(Worker, "worker/w")
+        results: dict[int, object] = {}
+
+        async def ask(n: int) -> None:
+            results[n] = await rt.client(f"c{n}").ask(ref, Double(n))
+
+        async with trio.open_nursery() as nursery:
+            for n in range(20):
+                nursery.start_soon(ask, n)
+    assert results == {n: Doubled(2 * n) for n in range(20)}
+    requests = {r.envelope.message_id: r.envelope for r in records if r.event is AuditEvent.DELIVERED}
+    replies = [r.envelope for r in records if r.event is AuditEvent.REPLIED]
+    assert len(replies) == 20
+    for reply in replies:
+        request = requests[reply.correlation_id]  # type: ignore[index]
+        assert reply.recipient == request.sender
+        assert isinstance(reply.payload, Doubled) and isinstance(request.payload, Double)
+        assert reply.payload.n == 2 * request.payload.n
+
+
+async def test_an_ask_without_a_reply_in_time_raises_ask_timeout_error(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        start = trio.current_time()
+        with pytest.raises(AskTimeoutError,
+                           match=r"^ask Slow to worker/w got no reply within 1.5 s; the actor may be slow "
+                                 r"or blocked: raise the timeout or check what it waits for$") as info:
+            await rt.client("t").ask(ref, Slow(10), timeout=1.5)
+        assert trio.current_time() - start == pytest.approx(1.5)
+        assert info.value.timeout == 1.5
+        assert info.value.message_type == "Slow"
+
+
+async def test_a_late_reply_is_an_audited_drop_naming_its_correlation_id(autojump_clock: trio.testing.MockClock) -> None:
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await rt.spawn(Worker, "worker/w")
+        client = rt.client("t")
+        with pytest.raises(AskTimeoutError):
+            await client.ask(ref, Slow(5), timeout=1)
+        await trio.sleep(10)  # the handler finishes and answers nobody
+        assert await client.ask(ref, Double(1)) == Doubled(2)  # still serving
+        assert rt.statistics().pending_asks == 0
+    request = next(r.envelope for r in records if isinstance(r.envelope.payload, Slow))
+    drops = [r for r in records if r.event is AuditEvent.DROPPED]
+    assert len(drops) == 1
+    assert drops[0].envelope.correlation_id == request.message_id
+    assert drops[0].reason == (f"no caller waits for correlation id {request.message_id} "
+                               "(the ask timed out or was cancelled)")
+
+
+async def test_the_timeout_also_covers_waiting_for_room_in_a_full_mailbox(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w", mailbox_size=1)
+        client = rt.client("t")
+        await client.tell(ref, Hang())
+        await client.tell(ref, Note("fills the mailbox"))
+        start = trio.current_time()
+        with pytest.raises(AskTimeoutError, match="ask Double to worker/w got no reply within 2 s"):
+            await client.ask(ref, Double(1), timeout=2)
+        assert trio.current_time() - start == pytest.approx(2)
+        assert rt.statistics().pending_asks == 0
+
+
+async def test_a_handler_error_reaches_the_asker_as_remote_actor_error_and_the_actor_restarts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    Worker.starts = 0
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        client = rt.client("t")
+        await client.tell(ref, Note("state before the crash"))
+        with pytest.raises(RemoteActorError,
+                           match=r"^worker/w failed handling the request: ValueError: no such file$") as info:
+            await client.ask(ref, Fail("no such file"))
+        assert info.value.error_type == "ValueError"
+        assert info.value.error == "no such file"
+        assert await client.ask(ref, Hits()) == HitCount(0)  # a fresh instance
+        assert Worker.starts == 2
+
+
+async def test_an_ask_whose_handler_is_cancelled_by_a_failing_background_task_fails_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        start = trio.current_time()
+        with pytest.raises(RemoteActorError, match=r"worker/w failed handling the request: Cancelled: "
+                                                   r"the handler was cancelled before it answered"):
+            await rt.client("t").ask(ref, Explode(), timeout=30)
+        assert trio.current_time() - start < 2  # not the ask's timeout
+        await trio.testing.wait_all_tasks_blocked()
+        assert rt.statistics().restarts == 1
+
+
+async def test_ask_to_a_stopped_actor_raises_actor_stopped_error() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        await rt.stop(ref)
+        client = rt.client("t")
+        with pytest.raises(ActorStoppedError, match=r"^actor worker/w is stopped: the Double was not delivered; "
+                                                    r"spawn it again or send to a running actor$"):
+            await client.ask(ref, Double(1))
+        with pytest.raises(ActorStoppedError, match="the Note was not delivered"):
+            await client.tell(ref, Note("x"))
+        with pytest.raises(ActorStoppedError, match="the Note was not delivered"):
+            client.tell_nowait(ref, Note("x"))
+
+
+async def test_sending_to_an_id_never_spawned_raises_unknown_actor_error() -> None:
+    async with open_runtime() as rt:
+        with pytest.raises(UnknownActorError, match="no actor worker/ghost in this runtime; spawn it before sending to it"):
+            await rt.client("t").ask(rt.ref("worker/ghost"), Double(1))
+
+
+async def test_unknown_ref_lookup_raises_unknown_actor_error() -> None:
+    async with open_runtime() as rt:
+        with pytest.raises(UnknownActorError, match="no actor worker/ghost"):
+            rt.ref("worker/ghost")
+
+
+async def test_asks_left_in_a_stopped_actors_mailbox_get_actor_stopped_error_and_tells_are_audited_drops(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await rt.spawn(Worker, "worker/w")
+        client = rt.client("t")
+        errors: list[BaseException] = []
+
+        async def ask(message: Message) -> None:
+            try:
+                await client.ask(ref, message, timeout=60)
+            except Exception as exc:
+                errors.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, Hang())  # in the handler when the actor is stopped
+            await trio.testing.wait_all_tasks_blocked()
+            await client.tell(ref, Note("queued"))
+            nursery.start_soon(ask, Double(1))  # queued
+            await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            await rt.stop(ref, drain_timeout=1)
+            assert trio.current_time() - start == pytest.approx(1)
+        assert [type(e) for e in errors] == [ActorStoppedError, ActorStoppedError]
+        assert {str(e) for e in errors} == {
+            "actor worker/w is stopped: the Hang was not delivered; spawn it again or send to a running actor",
+            "actor worker/w is stopped: the Double was not delivered; spawn it again or send to a running actor",
+        }
+    drops = [r for r in records if r.event is AuditEvent.DROPPED]
+    assert [type(r.envelope.payload) for r in drops] == [Note]
+    assert drops[0].reason == "worker/w stopped before handling it"
+
+
+async def test_asks_left_in_the_mailbox_of_an_actor_stopped_by_its_failures_get_actor_stopped_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await rt.spawn(Worker, "worker/w", restart=RestartPolicy(max_restarts=0))
+        client = rt.client("t")
+        outcomes: list[object] = []
+
+        async def ask(message: Message) -> None:
+            try:
+                outcomes.append(await client.ask(ref, message))
+            except Exception as exc:
+                outcomes.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            await client.tell(ref, Slow(1))  # keeps the actor busy while the rest queues up
+            await client.tell(ref, Fail("fatal"))
+            await client.tell(ref, Note("after the failure"))
+            nursery.start_soon(ask, Double(3))
+        assert len(outcomes) == 1 and isinstance(outcomes[0], ActorStoppedError)
+        assert not rt.is_running(ref)
+        assert len(rt.failures) == 1
+    assert [type(r.envelope.payload) for r in records if r.event is AuditEvent.DROPPED] == [Note]
