@@ -11,7 +11,10 @@ from rich.console import Console
 
 from livecontext.protocol import ProvideInput, Resume
 
+from livecontext.runtime import UsageError
+
 from .._agent import AgentSettings, check_thread_id
+from ..blueprint import Blueprint, load_blueprint, open_blueprint_models
 from ._demo import run_demo
 from ._main import main, print_json, run_async, store_option
 from ._session import open_session, run_until_idle
@@ -36,16 +39,39 @@ def model_options(fn):  # type: ignore[no-untyped-def]
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
 @click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: thread, state, entries, apps.")
-def run(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
+@click.argument("blueprint_path", metavar="[BLUEPRINT.toml]", required=False)
+@click.pass_context
+def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
+        api_key: str | None, store_url: str, thread_id: str,
         inputs: tuple[str, ...], system_prompt: str | None, budget: int, max_steps: int | None,
         events_path: str | None, as_json: bool) -> None:
-    """Run an agent until it waits for input and none is left (or --max-steps)."""
-    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+    """Run an agent until it waits for input and none is left (or --max-steps).
+
+    BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
+    command line override its values (--input replaces its inputs).
+    """
+    bp: Blueprint | None = None
+    try:
+        settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+        if blueprint_path is not None:
+            given = {name: value for name, value in ctx.params.items()
+                     if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+            bp = load_blueprint(blueprint_path).override(
+                model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
+                inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
+                budget=given.get("budget"), max_steps=given.get("max_steps"))
+            settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
+            inputs, max_steps, store_url = bp.inputs, bp.max_steps, bp.store or store_url
+    except UsageError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
+        sys.exit(1)
     console = Console(stderr=as_json)
 
     async def go() -> None:
-        async with open_session(store_url, settings, model_spec, inputs=inputs, base_url=base_url,
-                                api_key=api_key) as session:
+        async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
+                open_session(store_url, settings, model_spec, inputs=inputs, base_url=base_url,
+                             api_key=api_key, apps=None if bp is None else bp.make_apps(),
+                             recap_model=side.recap, analyzer_models=side.analyzers) as session:
             idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
                                         events_path)
             summary = await session.summary()

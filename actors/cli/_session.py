@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import click
 import trio
 from attrs import frozen
 
 from livecontext.protocol import (
     AppEffects,
+    EngineState,
     Entries,
     GetAppEffects,
+    GetTail,
     Idle,
     Message,
     NotificationPosted,
     ProtocolConverter,
+    ProvideInput,
     ReadEntries,
     RunUntilIdle,
     Tail,
-    GetTail,
     make_converter,
 )
-from livecontext.runtime import Runtime, open_runtime
+from livecontext.runtime import Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
-from livecontext.runtime.persistence import EventStore, ThreadLog, open_store
+from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store
 from livecontext.runtime.tokens import TokenCounter
 
 from .._agent import Agent, AgentSettings, spawn_agent
@@ -36,9 +37,22 @@ from ..apps import App
 from ._format import apps_json, entry_json, event_json
 
 
-def owner_string() -> str:
-    """Who holds a thread's writer lease: this process on this host."""
-    return f"pid {os.getpid()} on {socket.gethostname()}"
+def owner_string(thread_id: str) -> str:
+    """Who writes a thread: its history store (the lock also records this process and host)."""
+    return f"history/{thread_id}"
+
+
+class ThreadBusyError(UsageError):
+    """Another process (or session) is running the thread: one writer per thread."""
+
+    def __init__(self, thread_id: str, holder: str) -> None:
+        self.thread_id = thread_id
+        self.holder = holder
+        super().__init__(
+            f"thread {thread_id!r} is being run by another writer: {holder}; wait for it to "
+            f"finish (or stop it) and run again; `livecontext state --thread {thread_id}` "
+            "reads it meanwhile"
+        )
 
 
 @frozen
@@ -50,6 +64,11 @@ class Session:
     store: EventStore
     log: ThreadLog
     converter: ProtocolConverter
+    resumed_state: EngineState
+    """The thread's state when the session opened (``WaitingInput`` for a new thread)."""
+    held_inputs: tuple[str, ...] = ()
+    """Inputs not fed because the thread was resumed in the middle of a step (see
+    :func:`open_session`)."""
 
     async def summary(self) -> dict[str, Any]:
         """The ``run --json`` object: thread, state, entries, apps."""
@@ -71,19 +90,60 @@ async def open_session(
     store_url: str, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
+    on_note: Callable[[str], None] | None = None,
+    recap_model: ModelClient | None = None, analyzer_models: Mapping[str, ModelClient] | None = None,
 ) -> AsyncIterator[Session]:
-    """Everything needed to run one thread, closed in order on exit."""
+    """Everything needed to run one thread, closed in order on exit.
+
+    The model is opened before the store, so that a bad ``model_spec`` writes nothing.
+
+    ``inputs`` are fed only if the thread waits for input when the session opens (a new
+    thread, or one whose last step ended with an answer). A thread stopped in the middle of
+    a step (a crash, ``kill -9``, ``--max-steps``) is resumed as it was: its interrupted work
+    is finished first, and ``inputs`` are held back (see :attr:`Session.held_inputs`;
+    ``on_note`` is told; by default a note goes to stderr), because the command that is re-run to resume it is usually the one
+    that started it: feeding its input again would do that input twice.
+
+    Raises:
+        ThreadBusyError: another writer holds the thread.
+    """
     converter = make_converter()
     counter = TokenCounter.from_env()
-    store = await open_store(store_url)
-    async with store:
-        log = await store.open_thread(settings.thread_id, create=True, owner=owner_string())
-        async with log:
-            async with _model(model, model_spec, base_url, api_key) as client:
+    async with _model(model, model_spec, base_url, api_key) as client:
+        store = await open_store(store_url)
+        async with store:
+            try:
+                log = await store.open_thread(settings.thread_id, create=True,
+                                              owner=owner_string(settings.thread_id))
+            except ThreadLockedError as exc:
+                raise ThreadBusyError(exc.thread_id, exc.holder) from None
+            async with log:
                 async with open_runtime() as rt:
                     agent = await spawn_agent(rt, log, client, settings, converter=converter,
-                                              counter=counter, inputs=inputs, apps=apps, auto=auto)
-                    yield Session(rt, agent, store, log, converter)
+                                              counter=counter, apps=apps, auto=auto,
+                                              recap_model=recap_model, analyzer_models=analyzer_models)
+                    state, held = await _feed(rt, agent, inputs)
+                    if held:
+                        (on_note or _note)(f"thread {settings.thread_id} was stopped in the middle of a step "
+                                f"({state.value}); it resumes where it stopped and the given input "
+                                "is not fed (it was probably fed before); run again to give new input")
+                    yield Session(rt, agent, store, log, converter, state, held)
+
+
+def _note(text: str) -> None:
+    click.echo(f"livecontext: note: {text}", err=True)
+
+
+async def _feed(rt: Runtime, agent: Agent, inputs: Sequence[str]) -> tuple[EngineState, tuple[str, ...]]:
+    """Feed ``inputs`` if the thread waits for input; return its state and what was held back."""
+    client = rt.client(f"feed-{agent.thread_id}")
+    tail = await client.ask(agent.history, GetTail())
+    assert isinstance(tail, Tail)
+    if tail.state is not EngineState.WAITING_INPUT:
+        return tail.state, tuple(inputs)
+    for text in inputs:
+        await client.ask(agent.input, ProvideInput(text))
+    return tail.state, ()
 
 
 @asynccontextmanager

@@ -1,0 +1,90 @@
+"""A loaded blueprint: the agent's settings, its models' specs, and what ``run`` should feed it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import attrs
+from attrs import field, frozen
+
+from livecontext.runtime import UsageError
+
+from .._agent import AgentSettings, check_thread_id
+from ..apps import App, Notebook
+
+BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook})
+"""The apps a blueprint can switch on under ``[apps]``, by name."""
+
+
+def _readonly(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class Blueprint:
+    """Everything a blueprint file describes, ready for :func:`~livecontext.actors.spawn_agent`.
+
+    Model specs are strings (``echo``, ``scripted:PATH``, ``openai:MODEL``): a blueprint
+    describes a system and opens nothing; :func:`open_blueprint_models` opens the recap's and
+    the analyzers' clients. Relative paths in the file (a ``scripted:`` script, a ``sqlite:``
+    or ``jsonl:`` store) are already resolved against the blueprint's folder.
+    """
+
+    path: str
+    """The file it was loaded from, as it was given."""
+    settings: AgentSettings
+    """The thread id, system prompt, budget, snapshots, limits, recap and analyzers."""
+    model: str = "echo"
+    """The agent's model spec."""
+    recap_model: str | None = None
+    """The recap's model spec (only for the ``model_summary`` strategy)."""
+    analyzer_models: Mapping[str, str] = field(factory=dict, converter=_readonly, hash=False)
+    """The model spec of each ``model`` analyzer, by analyzer name."""
+    store: str | None = None
+    """The event store URL; ``None``: the default store."""
+    inputs: tuple[str, ...] = ()
+    """Inputs fed, in order, each time the engine waits for input."""
+    max_steps: int | None = None
+    """Stop after this many engine steps; ``None``: run until idle."""
+    apps: tuple[str, ...] = ("notebook",)
+    """The names of the built-in apps the agent has (see :data:`BUILTIN_APPS`)."""
+
+    def make_apps(self) -> list[App]:
+        """New instances of the blueprint's apps, for ``spawn_agent(apps=...)``."""
+        return [BUILTIN_APPS[name]() for name in self.apps]
+
+    def override(
+        self, *, model: str | None = None, store: str | None = None, thread: str | None = None,
+        inputs: Sequence[str] | None = None, system_prompt: str | None = None,
+        budget: int | None = None, max_steps: int | None = None,
+    ) -> Blueprint:
+        """A copy with the given values in place of the file's; ``None`` keeps the file's value.
+
+        This is what ``livecontext run BLUEPRINT.toml`` does with the flags given on its
+        command line. ``inputs`` replaces the file's inputs as a whole. Paths in ``model`` and
+        ``store`` are taken as they are (from the current directory, like any flag).
+
+        Raises:
+            UsageError: ``thread`` is not a usable thread id, or ``budget`` / ``max_steps``
+                is below 1.
+        """
+        settings = self.settings
+        if thread is not None:
+            settings = attrs.evolve(settings, thread_id=check_thread_id(thread))
+        if system_prompt is not None:
+            settings = attrs.evolve(settings, system_prompt=system_prompt)
+        if budget is not None:
+            if budget < 1:
+                raise UsageError(f"budget must be >= 1, got {budget}")
+            settings = attrs.evolve(settings, budget=budget)
+        if max_steps is not None and max_steps < 1:
+            raise UsageError(f"max_steps must be >= 1, got {max_steps}")
+        return attrs.evolve(
+            self,
+            settings=settings,
+            model=self.model if model is None else model,
+            store=self.store if store is None else store,
+            inputs=self.inputs if inputs is None else tuple(inputs),
+            max_steps=self.max_steps if max_steps is None else max_steps,
+        )

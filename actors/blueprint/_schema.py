@@ -1,0 +1,247 @@
+"""The shape of a blueprint file, checked by pydantic, and pydantic's errors in the file's terms.
+
+Every table forbids unknown keys and nothing is coerced (``budget = "8000"`` is an error, not
+8000). Rules that tie two keys together (``soft <= hard``, a ``model_summary`` recap needs a
+``model``) are checked afterwards, by :mod:`._load`, where the key to blame is known.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import ErrorDetails
+
+from livecontext.protocol import Capability
+
+from .._agent import AgentSettings
+from ..analyzers import ANALYZER_KINDS, TRIGGERS, AnalyzerSettings
+from ..history import HistoryLimits
+from ..recap import STRATEGIES, RecapSettings
+from ._lines import Where
+
+# Defaults come from the settings classes, so a blueprint that leaves a key out gets exactly
+# what code that leaves the argument out gets.
+_AGENT = AgentSettings()
+_LIMITS = HistoryLimits()
+_RECAP = RecapSettings()
+_ANALYZER = AnalyzerSettings("default")
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class AppsTable(_Table):
+    """``[apps]``: which built-in apps the agent has."""
+
+    notebook: bool = True
+
+
+class LimitsTable(_Table):
+    """``[limits]``: :class:`~livecontext.actors.history.HistoryLimits`."""
+
+    max_entries: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_bytes: int | None = Field(default=None, ge=1)
+    soft: float = Field(default=_LIMITS.soft, gt=0, allow_inf_nan=False)
+    hard: float = Field(default=_LIMITS.hard, gt=0, allow_inf_nan=False)
+    truncate: float = Field(default=_LIMITS.truncate, gt=0, allow_inf_nan=False)
+
+
+class RecapTable(_Table):
+    """``[recap]``: :class:`~livecontext.actors.recap.RecapSettings` and the recap's model."""
+
+    strategy: str = _RECAP.strategy
+    window: int = Field(default=_RECAP.window, ge=0)
+    batch: int = Field(default=_RECAP.batch, ge=1)
+    max_summary_chars: int = Field(default=_RECAP.max_summary_chars, ge=1)
+    budget: int = Field(default=_RECAP.budget, ge=1)
+    max_retries: int = Field(default=_RECAP.max_retries, ge=1)
+    model: str | None = None
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, value: str) -> str:
+        return _one_of(value, STRATEGIES)
+
+
+class AnalyzerTable(_Table):
+    """One ``[[analyzers]]`` element: :class:`~livecontext.actors.analyzers.AnalyzerSettings`."""
+
+    name: str
+    kind: str = _ANALYZER.kind
+    trigger: str = _ANALYZER.trigger
+    period_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """``None``: not given (the settings' default applies; only ``trigger = "period"`` uses it)."""
+    model: str | None = None
+    prompt: str | None = None
+    threshold: int | None = Field(default=None, ge=2)
+    """``None``: not given (only ``repeated_failures`` uses it)."""
+    window: int = Field(default=_ANALYZER.window, ge=1)
+    capabilities: list[str] = Field(default_factory=lambda: list(_ANALYZER.capabilities))
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        return _one_of(value, ANALYZER_KINDS)
+
+    @field_validator("trigger")
+    @classmethod
+    def _trigger(cls, value: str) -> str:
+        return _one_of(value, TRIGGERS)
+
+    @field_validator("capabilities")
+    @classmethod
+    def _capabilities(cls, value: list[str]) -> list[str]:
+        known = tuple(c.value for c in Capability)
+        for item in value:
+            if item not in known:
+                raise ValueError(f"may list only {', '.join(known)}; got {item!r}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a capability twice: {value}")
+        return value
+
+
+class BlueprintFile(_Table):
+    """The whole file."""
+
+    thread: str = _AGENT.thread_id
+    system_prompt: str | None = None
+    model: str = "echo"
+    budget: int = Field(default=_AGENT.budget, ge=1)
+    snapshot_every: int = Field(default=_AGENT.snapshot_every, ge=1)
+    store: str | None = None
+    inputs: list[str] = Field(default_factory=list)
+    max_steps: int | None = Field(default=None, ge=1)
+    apps: AppsTable = Field(default_factory=AppsTable)
+    limits: LimitsTable = Field(default_factory=LimitsTable)
+    recap: RecapTable | None = None
+    analyzers: list[AnalyzerTable] = Field(default_factory=list)
+
+
+TABLES: dict[str, type[_Table]] = {"apps": AppsTable, "limits": LimitsTable, "recap": RecapTable,
+                                   "analyzers": AnalyzerTable}
+"""The tables of a blueprint, by name (``analyzers`` is an array of tables)."""
+
+
+def label(where: Where) -> str:
+    """How a message names the table of ``where``: ``[limits] ``, ``[[analyzers]] #2 ``, or ``""``."""
+    if where.table is None:
+        return ""
+    if where.index is None:
+        return f"[{where.table}] "
+    return f"[[{where.table}]] #{where.index + 1} "
+
+
+def key_name(where: Where) -> str:
+    """The key of ``where`` as a message names it: ``inputs[2]``, ``strategy``."""
+    if where.key is None:
+        return ""
+    return where.key if where.item is None else f"{where.key}[{where.item}]"
+
+
+def where_of(loc: tuple[int | str, ...]) -> Where:
+    """The place a pydantic error location points at."""
+    head, rest = str(loc[0]), loc[1:]
+    if head in TABLES and head != "analyzers" and rest:
+        return Where(head, None, str(rest[0]), _int_or_none(rest[1:]))
+    if head == "analyzers" and rest and isinstance(rest[0], int):
+        if len(rest) == 1:
+            return Where("analyzers", rest[0])
+        return Where("analyzers", rest[0], str(rest[1]), _int_or_none(rest[2:]))
+    return Where(None, None, head, _int_or_none(rest))
+
+
+def _int_or_none(rest: tuple[int | str, ...]) -> int | None:
+    return rest[0] if rest and isinstance(rest[0], int) else None
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "float_type": "a number",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+
+
+def describe(error: ErrorDetails) -> tuple[Where, str]:
+    """One pydantic error as the place it is about and one line in the blueprint's terms."""
+    loc = tuple(error["loc"])
+    where = where_of(loc)
+    kind = error["type"]
+    got = error.get("input")
+    ctx: dict[str, Any] = dict(error.get("ctx") or {})
+    name = f"{label(where)}{key_name(where)}"
+    if kind == "extra_forbidden":
+        return where, _unknown_key(where)
+    if kind == "missing":
+        return where, f"{label(where)}needs a {where.key} (it is required)"
+    if kind == "value_error":
+        return where, f"{name} {ctx.get('error', error['msg'])}"
+    if kind in ("greater_than_equal", "greater_than"):
+        op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
+        return where, f"{name} must be {op} {bound}, got {got!r}"
+    if kind == "finite_number":
+        return where, f"{name} must be a finite number, got {got!r}"
+    if kind in _EXPECTED:
+        return where, f"{name} must be {_EXPECTED[kind]}, got {_toml_type(got)} {_short(got)}"
+    return where, f"{name}: {error['msg']}"
+
+
+def _unknown_key(where: Where) -> str:
+    key = where.key or ""
+    if where.table is None:
+        known = [k if k not in TABLES else (f"[[{k}]]" if k == "analyzers" else f"[{k}]")
+                 for k in BlueprintFile.model_fields]
+        place = "at the top level"
+        candidates = list(BlueprintFile.model_fields)
+    else:
+        known = list(TABLES[where.table].model_fields)
+        place = f"in {label(where).strip()}"
+        candidates = known
+    close = difflib.get_close_matches(key, candidates, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key {key!r} {place}{hint}; known keys: {', '.join(known)}"
+
+
+def _toml_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
