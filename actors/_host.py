@@ -18,7 +18,9 @@ from livecontext.protocol import (
     ListTools,
     ToolCall,
     ToolInvoked,
+    ToolResult,
     Tools,
+    ToolStatus,
     Windows,
 )
 from livecontext.runtime import Actor, UsageError, handler
@@ -49,7 +51,11 @@ class AppHost(Actor):
         for app in self.apps.values():
             app.bind(self.ctx)
         effects = await self.ctx.ask(self.history, GetAppEffects())
-        assert isinstance(effects, AppEffects)
+        if not isinstance(effects, AppEffects):
+            raise UsageError(
+                f"{self.ctx.self_id} cannot rebuild its apps: {self.history} answered GetAppEffects "
+                f"with {type(effects).__name__}; spawn the host with the read capability"
+            )
         for effect in effects.effects:
             self._app_of(effect).apply(effect)
 
@@ -81,13 +87,17 @@ class AppHost(Actor):
         async def run() -> None:
             try:
                 with scope:
-                    invoked = await self._invoke(msg.call)
+                    try:
+                        invoked = await self._invoke(msg.call)
+                    except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
+                        invoked = self._crashed(msg.call, exc)
                     if pending is not None:
                         pending.send(invoked)
                 if scope.cancelled_caught and pending is not None:
                     pending.send(ErrorReply("Cancelled", f"tool call {msg.call.id} was cancelled"))
             finally:
-                self._running.pop(msg.call.id, None)
+                if self._running.get(msg.call.id) == (scope, done):
+                    del self._running[msg.call.id]
                 done.set()
 
         self.ctx.nursery.start_soon(run)
@@ -96,6 +106,11 @@ class AppHost(Actor):
     async def _invoke(self, call: ToolCall) -> ToolInvoked:
         outcome = await invoke_tool(list(self.apps.values()), call)
         return ToolInvoked(outcome.to_result(call, self.counter), outcome.effect)
+
+    def _crashed(self, call: ToolCall, exc: Exception) -> ToolInvoked:
+        text = f"{call.name} could not be run: {type(exc).__name__}: {exc}"
+        return ToolInvoked(ToolResult(call.id, call.name, ToolStatus.FAILED,
+                                      self.counter.content(text, text, f"{call.name} could not be run")))
 
     @handler
     async def on_cancel_tool(self, msg: CancelTool) -> None:

@@ -6,7 +6,7 @@ import collections
 from collections.abc import Iterable
 
 from livecontext.protocol import ActorId, InputAvailable, InputText, ProvideInput, PullInput
-from livecontext.runtime import Actor, handler
+from livecontext.runtime import Actor, ActorStoppedError, handler
 
 
 class InputSource(Actor):
@@ -24,7 +24,10 @@ class InputSource(Actor):
     async def on_provide(self, msg: ProvideInput) -> None:
         self.buffer.append(msg.text)
         if self.notify is not None:
-            await self.ctx.tell(self.notify, InputAvailable())
+            try:
+                await self.ctx.tell(self.notify, InputAvailable())
+            except ActorStoppedError:  # the input stays buffered for the engine's next start
+                pass
 
     @handler
     async def on_pull(self, msg: PullInput) -> InputText:

@@ -20,6 +20,7 @@ from livecontext.protocol import (
     PostNotification,
     ReadHistory,
     Role,
+    ToolResult,
     ToolResultsEntry,
     ToolStatus,
     Topic,
@@ -28,6 +29,8 @@ from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
 
 log = logging.getLogger("livecontext.analyzers")
+
+_RANK = [LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE]
 
 TRIGGERS = ("history", "period")
 """When an analyzer runs: after history changes, or every ``period_s`` seconds."""
@@ -71,6 +74,12 @@ class Analyzer(Actor):
 
     Subclasses implement :meth:`analyze`, which returns the text to post or ``None``. The
     same text is never posted twice in a row.
+
+    Handlers only note that something happened and wake one worker task, which reads,
+    analyzes and posts. An analysis may take long (a model call); meanwhile the mailbox keeps
+    draining, so the history store never blocks publishing to a slow analyzer (it would then
+    never answer the analyzer's own read), and the changes seen during one analysis make
+    one more analysis, not one each.
     """
 
     def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
@@ -78,30 +87,61 @@ class Analyzer(Actor):
         self.history = history
         self.settings = settings
         self.last_posted: str | None = None
-        self.last_seq = -1
+        self.last_seen: tuple[tuple[str, int], ...] | None = None
+        """The entries (ids and revisions) of the last analysis."""
         self.posted = 0
+        self._dirty = False
+        self._usage: HistoryUsage | None = None
+        self._wake = trio.Event()
 
     async def on_start(self) -> None:
         self.ctx.subscribe(Topic(f"history.{self.thread_id}"))
+        self.ctx.nursery.start_soon(self._worker)
         if self.settings.trigger == "period":
             self.ctx.nursery.start_soon(self._periodic)
 
     async def _periodic(self) -> None:
         while True:
             await trio.sleep(self.settings.period_s)
-            await self.run_once()
+            self._dirty = True
+            self._wake.set()
+
+    async def _worker(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            usage, self._usage = self._usage, None
+            if usage is not None:
+                await self.on_usage_level(usage)
+            if self._dirty:
+                self._dirty = False
+                await self.run_once()
 
     @handler
     async def on_changed(self, msg: HistoryChanged) -> None:
         if self.settings.trigger == "history" and msg.kind == "EntryAppended":
-            await self.run_once()
+            self._dirty = True
+            self._wake.set()
 
     @handler
     async def on_usage(self, msg: HistoryUsage) -> None:
-        await self.on_usage_level(msg)
+        self._usage = msg  # the latest report is the one that matters
+        self._wake.set()
 
     async def on_usage_level(self, msg: HistoryUsage) -> None:
-        """Hook for analyzers that watch the limits."""
+        """Hook for analyzers that watch the limits (run by the worker, never concurrently)."""
+
+    async def post(self, text: str) -> bool:
+        """Post ``text`` to the agent unless it was the last text posted; whether it was posted."""
+        if not text or text == self.last_posted:
+            return False
+        reply = await self.ctx.ask(self.history, PostNotification(text))
+        if isinstance(reply, AccessDenied):
+            log.error("%s may not notify %s: grant it Capability.NOTIFY", self.ctx.self_id, self.thread_id)
+            return False
+        self.last_posted = text
+        self.posted += 1
+        return True
 
     async def read_recent(self) -> HistorySlice:
         """The newest unfolded entries (at most ``settings.window``)."""
@@ -114,17 +154,13 @@ class Analyzer(Actor):
     async def run_once(self) -> None:
         """Read, analyze, and post what the analysis found (unless it was just posted)."""
         view = await self.read_recent()
-        if view.seq == self.last_seq:
+        seen = tuple((e.id, e.revision) for e in view.entries)
+        if seen == self.last_seen:  # nothing new to read (a notification posted is no entry)
             return
-        self.last_seq = view.seq
+        self.last_seen = seen
         text = await self.analyze(view)
-        if text and text != self.last_posted:
-            reply = await self.ctx.ask(self.history, PostNotification(text))
-            if isinstance(reply, AccessDenied):
-                log.error("%s may not notify %s: grant it Capability.NOTIFY", self.ctx.self_id, self.thread_id)
-                return
-            self.last_posted = text
-            self.posted += 1
+        if text:
+            await self.post(text)
 
     async def analyze(self, view: HistorySlice) -> str | None:
         """What to tell the agent about ``view``, or ``None``."""
@@ -132,32 +168,59 @@ class Analyzer(Actor):
 
 
 class RepeatedFailures(Analyzer):
-    """Notices when the last ``threshold`` tool calls failed the same way."""
+    """Notices when the last ``threshold`` tool calls failed the same way.
+
+    It speaks once per streak of such failures: a streak that goes on is not news, a new
+    streak is (even if it reads the same as an earlier one).
+    """
+
+    def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
+        super().__init__(thread_id, history, settings)
+        self.reported: set[str] = set()
+        """Call ids of the streak last reported (grown as that streak goes on)."""
 
     async def analyze(self, view: HistorySlice) -> str | None:
         results = [r for e in view.entries if isinstance(e, ToolResultsEntry) for r in e.results]
-        n = self.settings.threshold
-        last = results[-n:]
-        if len(last) < n or any(r.status is not ToolStatus.FAILED for r in last):
+        streak: list[ToolResult] = []
+        for r in reversed(results):  # the trailing failures that read the same
+            if r.status is not ToolStatus.FAILED or (streak and _reason(r) != _reason(streak[0])):
+                break
+            streak.append(r)
+        ids = {r.call_id for r in streak}
+        if ids & self.reported:  # the streak already reported, going on
+            self.reported |= ids
             return None
-        reasons = {r.content.gist.text.split(":")[0] for r in last}
-        if len(reasons) != 1:
+        if len(streak) < self.settings.threshold:
             return None
-        return (f"the last {n} tool calls failed the same way ({last[-1].name}: "
-                f"{last[-1].content.gist.text}); try something different")
+        self.reported = ids
+        last = streak[0]
+        self.last_posted = None  # a new streak is news even if it reads like the last one
+        return (f"the last {len(streak)} tool calls failed the same way ({last.name}: "
+                f"{last.content.gist.text}); try something different")
+
+
+def _reason(result: ToolResult) -> str:
+    return f"{result.name}: {result.content.gist.text.split(':')[0]}"
 
 
 class UsageWatcher(Analyzer):
-    """Tells the agent when its history passes the hard limit, so it can be brief."""
+    """Tells the agent when its history passes the hard limit, so it can be brief.
+
+    It speaks when the level rises to HARD or TRUNCATE, not at every change while it stays
+    there (each notification would itself add to the history).
+    """
+
+    def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
+        super().__init__(thread_id, history, settings)
+        self.level = LimitLevel.OK
 
     async def on_usage_level(self, msg: HistoryUsage) -> None:
-        if msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
-            text = (f"your history is at its {msg.level.value} limit ({msg.entries} entries, "
-                    f"{msg.tokens} tokens): older steps are being folded into a recap")
-            if text != self.last_posted:
-                await self.ctx.ask(self.history, PostNotification(text))
-                self.last_posted = text
-                self.posted += 1
+        rank = _RANK.index
+        rose = rank(msg.level) > rank(self.level)
+        self.level = msg.level
+        if rose and msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+            await self.post(f"your history is at its {msg.level.value} limit ({msg.entries} entries, "
+                            f"{msg.tokens} tokens): older steps are being folded into a recap")
 
     async def analyze(self, view: HistorySlice) -> str | None:
         return None

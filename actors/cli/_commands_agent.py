@@ -9,7 +9,7 @@ import click
 import trio
 from rich.console import Console
 
-from livecontext.protocol import ProvideInput, Resume
+from livecontext.protocol import ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import UsageError
 
@@ -18,7 +18,7 @@ from ..blueprint import Blueprint, load_blueprint, open_blueprint_models
 from ._demo import run_demo
 from ._main import main, print_json, run_async, store_option
 from ._session import open_session, run_until_idle
-from ._transcript import Transcript
+from ._transcript import ChatView, Transcript
 
 
 def model_options(fn):  # type: ignore[no-untyped-def]
@@ -109,20 +109,15 @@ def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: 
     console = Console()
 
     async def go() -> None:
-        from livecontext.protocol import ModelTextDelta
-
         async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
             client = session.rt.client("console")
-            transcript = Transcript(console, thread_id, show_transitions=False)
+            view = ChatView(console, Transcript(console, thread_id, show_transitions=False))
             console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D ends[/dim]")
-            async with session.rt.open_subscription(session.agent.events) as events:
+            async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
                 async with trio.open_nursery() as nursery:
                     async def show() -> None:
                         async for env in events:
-                            if isinstance(env.payload, ModelTextDelta):
-                                console.print(env.payload.text, end="", style="bold", highlight=False)
-                            else:
-                                transcript(env.payload)
+                            view(env.payload)
                     nursery.start_soon(show)
                     await client.ask(session.agent.engine, Resume())
                     while True:
@@ -130,7 +125,15 @@ def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: 
                         if line is None or not line.strip():
                             break
                         await client.tell(session.agent.input, ProvideInput(line))
+                    # answer what was typed before leaving: piped input arrives all at once
+                    await client.ask(session.agent.engine, RunUntilIdle(), timeout=None)
                     nursery.cancel_scope.cancel()
+                while True:  # every event was published before the reply: show the rest
+                    try:
+                        view(events.receive_nowait().payload)
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+            view.end_line()
 
     run_async(go)
 

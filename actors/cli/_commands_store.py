@@ -12,7 +12,12 @@ import click
 
 from livecontext.protocol import ProtocolConverter, make_converter
 from livecontext.runtime import UsageError
-from livecontext.runtime.persistence import EventStore, ThreadReader, open_store
+from livecontext.runtime.persistence import (
+    EventStore,
+    ThreadNotFoundError,
+    ThreadReader,
+    open_store,
+)
 from livecontext.runtime.tokens import TokenCounter
 
 from ..apps import Notebook
@@ -28,8 +33,12 @@ class StoreMissingError(UsageError):
 async def open_existing_store(url: str) -> EventStore:
     """Open a store that must already exist: looking into a store never creates one."""
     scheme, _, rest = url.partition(":")
-    if scheme in ("sqlite", "jsonl") and rest and not Path(rest).exists():
-        raise StoreMissingError(f"no store at {rest} ({url}); run an agent with --store {url} first")
+    scheme = scheme.strip().lower()
+    if scheme in ("sqlite", "jsonl") and rest.strip():
+        path = Path(rest[2:] if rest.startswith("//") else rest).expanduser()
+        # an empty file is no store either (SQLite would make it one)
+        if not path.exists() or (scheme == "sqlite" and path.is_file() and path.stat().st_size == 0):
+            raise StoreMissingError(f"no store at {path} ({url}); run an agent with --store {url} first")
     return await open_store(url)
 
 
@@ -37,11 +46,30 @@ class SeqPastEndError(UsageError):
     """``--at`` names a seq the thread has not reached."""
 
 
+class ThreadMissingError(UsageError):
+    """An inspection command named a thread the store does not hold (nothing is created)."""
+
+    def __init__(self, thread_id: str, store_url: str) -> None:
+        self.thread_id = thread_id
+        self.store_url = store_url
+        super().__init__(
+            f"thread {thread_id!r} does not exist in {store_url}; "
+            f"`livecontext threads --store {store_url}` lists its threads"
+        )
+
+
+async def _open_reader(store: EventStore, thread_id: str) -> ThreadReader:
+    try:
+        return await store.open_reader(thread_id)
+    except ThreadNotFoundError:
+        raise ThreadMissingError(thread_id, store.url) from None
+
+
 @asynccontextmanager
 async def _reader(store_url: str, thread_id: str) -> AsyncIterator[ThreadReader]:
     store = await open_existing_store(store_url)
     async with store:
-        reader = await store.open_reader(thread_id)
+        reader = await _open_reader(store, thread_id)
         async with reader:
             yield reader
 
@@ -142,7 +170,14 @@ def audit(store_url: str, thread_id: str, as_json: bool) -> None:
 
 
 def _record_summary(kind: str, payload: str) -> str:
-    data = json.loads(payload)
+    """A short summary of a record; its kind alone when the payload has an unexpected shape."""
+    try:
+        return _summarize(kind, json.loads(payload))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return kind
+
+
+def _summarize(kind: str, data: Any) -> str:
     if kind == "EntryAppended":
         entry = data["entry"]
         return f"{entry['type']} {entry['id']}: {entry['content']['gist']['text']}"
@@ -157,6 +192,15 @@ def _record_summary(kind: str, payload: str) -> str:
         return f"{n['id']} from {n['sender']}: {n['text'][:80]}"
     if kind == "SystemPromptSet":
         return f"system prompt: {data['text'][:80]}"
+    if kind == "HistoryEdited":
+        edited = ", ".join(f"{e['id']} r{e['revision']}" for e in data.get("entries", ()))
+        removed = ", ".join(data.get("removed", ()))
+        return "; ".join(p for p in (f"edited {edited}" if edited else "",
+                                     f"removed {removed}" if removed else "") if p) or kind
+    if kind == "EntriesFolded":
+        return f"folded {', '.join(data['folded'])} into {data['recap']['id']}"
+    if kind == "AccessDenied":
+        return f"denied {data['action']} to {data['sender']} (needs {data['capability']})"
     return kind
 
 
@@ -186,7 +230,8 @@ def render_cmd(store_url: str, thread_id: str, budget: int, as_json: bool) -> No
 @main.command()
 @store_option
 @thread_option
-@click.option("--at", type=click.IntRange(min=1), required=True, help="Copy records 1..SEQ.")
+@click.option("--at", type=click.IntRange(min=0), required=True,
+              help="Copy records 1..SEQ (0: an empty thread that remembers its origin).")
 @click.option("--new-thread", "new_thread", required=True, help="The new thread's id.")
 @json_option
 def fork(store_url: str, thread_id: str, at: int, new_thread: str, as_json: bool) -> None:
@@ -198,6 +243,9 @@ def fork(store_url: str, thread_id: str, at: int, new_thread: str, as_json: bool
     async def go() -> None:
         store = await open_existing_store(store_url)
         async with store:
-            info = await store.fork(thread_id, at, new_thread)
+            try:
+                info = await store.fork(thread_id, at, new_thread)
+            except ThreadNotFoundError:
+                raise ThreadMissingError(thread_id, store.url) from None
         print_json({"thread": info.thread_id, "forked_from": thread_id, "at": at, "seq": info.last_seq})
     run_async(go)

@@ -101,8 +101,9 @@ async def open_session(
     thread, or one whose last step ended with an answer). A thread stopped in the middle of
     a step (a crash, ``kill -9``, ``--max-steps``) is resumed as it was: its interrupted work
     is finished first, and ``inputs`` are held back (see :attr:`Session.held_inputs`;
-    ``on_note`` is told; by default a note goes to stderr), because the command that is re-run to resume it is usually the one
-    that started it: feeding its input again would do that input twice.
+    ``on_note`` is told, by default with a note on stderr), because the command re-run to
+    resume a thread is usually the one that started it: feeding its input again would do
+    that input twice.
 
     Raises:
         ThreadBusyError: another writer holds the thread.
@@ -124,9 +125,10 @@ async def open_session(
                                               recap_model=recap_model, analyzer_models=analyzer_models)
                     state, held = await _feed(rt, agent, inputs)
                     if held:
-                        (on_note or _note)(f"thread {settings.thread_id} was stopped in the middle of a step "
-                                f"({state.value}); it resumes where it stopped and the given input "
-                                "is not fed (it was probably fed before); run again to give new input")
+                        (on_note or _note)(
+                            f"thread {settings.thread_id} was stopped in the middle of a step "
+                            f"({state.value}); it resumes where it stopped and the given input "
+                            "is not fed (it was probably fed before); run again to give new input")
                     yield Session(rt, agent, store, log, converter, state, held)
 
 

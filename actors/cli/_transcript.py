@@ -66,3 +66,35 @@ class Transcript:
 
 def _short(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ChatView:
+    """The chat's view of engine events: the model's text streamed as it comes, the rest as
+    transcript lines (an answer is shown once, as it streams, not again when it ends)."""
+
+    def __init__(self, console: Console, transcript: Transcript) -> None:
+        self.console = console
+        self.transcript = transcript
+        self.streaming = False
+
+    def end_line(self) -> None:
+        """Finish a streamed answer's line, if one is open."""
+        if self.streaming:
+            self.console.print()
+            self.streaming = False
+
+    def __call__(self, event: Message) -> None:
+        if isinstance(event, ModelTextDelta):
+            if not self.streaming:
+                self.console.print("[dim]model:[/dim] ", end="")
+                self.streaming = True
+            self.console.print(event.text, end="", style="bold", highlight=False, markup=False)
+            return
+        if isinstance(event, WaitingInput):  # the prompt shows that already
+            return
+        self.end_line()
+        if isinstance(event, AfterModelCall) and not event.error:
+            if event.tool_calls:
+                self.transcript._line("model", f"[yellow]+{event.tool_calls} tool call(s)[/yellow]")
+            return
+        self.transcript(event)

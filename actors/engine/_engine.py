@@ -5,12 +5,19 @@ asking the history store for the tail, derives the state from it, and does that 
 piece of work. Steps run in a background task owned by the engine (so control messages are
 handled while a model call or tool runs); the mailbox takes ``Pause``, ``Resume``, ``Step``,
 ``RunUntilIdle`` and ``Cancel``.
+
+Only the slow parts of a step, the model call and the tool call, can be cancelled. What comes
+after them (recording the output or the result, applying the app effect, publishing the
+events) runs shielded: a cancel never leaves an effect committed but not applied, an input
+pulled but not recorded, or a recorded change without its events.
 """
 
 from __future__ import annotations
 
 import collections
-from typing import Any
+import logging
+from collections.abc import Awaitable
+from typing import Any, TypeVar, assert_never
 
 import trio
 from attrs import define, frozen
@@ -63,9 +70,15 @@ from livecontext.protocol import (
     WaitingInput,
     Windows,
 )
-from livecontext.runtime import Actor, LivecontextError, ModelError, handler
+from livecontext.runtime import Actor, ActorError, LivecontextError, ModelError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
+
+log = logging.getLogger("livecontext.engine")
+T = TypeVar("T")
+
+CANCELLED = "cancelled"
+"""The ``error`` of a step that a :class:`Cancel` (or the engine stopping) cut short."""
 
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
@@ -98,6 +111,12 @@ class StepOutcome:
     progressed: bool
     waiting_for_input: bool = False
     error: str = ""
+    """Why the step failed: a model error, :data:`CANCELLED`, or an unexpected error."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether a cancel cut the step short."""
+        return self.error == CANCELLED
 
 
 @define
@@ -106,6 +125,8 @@ class _Job:
     reply: Any
     max_steps: int | None = None
     steps: int = 0
+    paused: bool = False
+    """A ``Pause`` arrived: an idle job ends after its current step."""
 
 
 class Engine(Actor):
@@ -125,10 +146,15 @@ class Engine(Actor):
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
         self._step_scope: trio.CancelScope | None = None
+        self._current: _Job | None = None
+        self._last_state = EngineState.WAITING_INPUT
         self._step_done = trio.Event()
         self._step_done.set()
         self._tool_in_flight: str | None = None
         self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
+        self._deltas_unpublished = 0
+        self._deltas_published = trio.Event()
+        self._deltas_published.set()
 
     async def on_start(self) -> None:
         self.ctx.nursery.start_soon(self._runner)
@@ -141,7 +167,11 @@ class Engine(Actor):
 
     @handler
     async def on_pause(self, msg: Pause) -> None:
+        """Stop running on its own; a ``RunUntilIdle`` in progress ends after its current step."""
         self.auto = False
+        for job in self._jobs:
+            if job.kind == "idle":
+                job.paused = True
 
     @handler
     async def on_resume(self, msg: Resume) -> None:
@@ -167,14 +197,25 @@ class Engine(Actor):
     @handler
     async def on_cancel(self, msg: Cancel) -> None:
         """Cancel the step in flight and pause; reply once nothing of it runs any more."""
+        await self._cancel_all()
+
+    async def on_stop(self) -> None:
+        # answer every waiting asker rather than leave it to its timeout
+        await self._cancel_all()
+
+    async def _cancel_all(self) -> None:
         self.auto = False
+        # take the queued jobs first, so that the runner cannot start one of them
+        queued = [job for job in self._jobs if job is not self._current]
+        for job in queued:
+            self._jobs.remove(job)
         if self._step_scope is not None:
             self._step_scope.cancel()
         await self._step_done.wait()
-        tail = await self._tail()
-        while self._jobs:
-            job = self._jobs.popleft()
-            self._answer(job, tail.state, tail.state, "cancelled", progressed=False)
+        if queued:
+            state = await self._state_now()
+            for job in queued:
+                self._answer(job, state, state, CANCELLED, progressed=False, error=CANCELLED)
 
     # -- the runner -------------------------------------------------------------------------------
 
@@ -185,7 +226,15 @@ class Engine(Actor):
                 await self._wake.wait()
                 continue
             job = self._jobs[0] if self._jobs else None
-            outcome = await self._guarded_step()
+            if job is not None and job.paused:  # paused before it took a step
+                state = await self._state_now()
+                self._finish(job, StepOutcome(state, state, False), "paused")
+                continue
+            self._current = job
+            try:
+                outcome = await self._guarded_step()
+            finally:
+                self._current = None
             if job is None:  # free running
                 if outcome.waiting_for_input or outcome.error:
                     self._wake = trio.Event()
@@ -195,12 +244,16 @@ class Engine(Actor):
                 self._finish(job, outcome, "step")
                 continue
             job.steps += 1 if outcome.progressed else 0
-            if outcome.waiting_for_input:
+            if outcome.cancelled:
+                self._finish(job, outcome, CANCELLED)
+            elif outcome.waiting_for_input:
                 self._finish(job, outcome, "no_input")
             elif outcome.error:
                 self._finish(job, outcome, f"failed: {outcome.error}")
             elif job.max_steps is not None and job.steps >= job.max_steps:
                 self._finish(job, outcome, "max_steps")
+            elif job.paused:
+                self._finish(job, outcome, "paused")
 
     def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
         if self._jobs and self._jobs[0] is job:
@@ -218,15 +271,28 @@ class Engine(Actor):
             job.reply.send(Idle(to_state, job.steps, reason))
 
     async def _guarded_step(self) -> StepOutcome:
+        """One step; a cancel or an unexpected error becomes the outcome, never a crash.
+
+        Crashing would restart the engine and lose the askers waiting for their replies (a
+        ``livecontext run`` would hang): the step fails instead, with the error's text, and
+        the state is whatever the history says.
+        """
         self._step_done = trio.Event()
+        error = ""
         try:
             with trio.CancelScope() as scope:
                 self._step_scope = scope
-                return await self.do_step()
-            tail = await self._tail()
-            if self._tool_in_flight is not None:
-                await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
-            return StepOutcome(tail.state, tail.state, False, error="cancelled")
+                try:
+                    return await self.do_step()
+                except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
+                    error = _describe(exc)
+                    log.info("engine %s: step failed: %s", self.thread_id, error)
+            if scope.cancelled_caught:
+                if self._tool_in_flight is not None:
+                    await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
+                error = CANCELLED
+            state = await self._state_now()
+            return StepOutcome(state, state, False, error=error)
         finally:
             self._tool_in_flight = None
             self._step_scope = None
@@ -235,42 +301,60 @@ class Engine(Actor):
     # -- one step ---------------------------------------------------------------------------------
 
     async def _tail(self) -> Tail:
-        tail = await self.ctx.ask(self.wiring.history, GetTail())
-        assert isinstance(tail, Tail)
+        tail: Tail = await self._ask(self.wiring.history, GetTail(), Tail)
+        self._last_state = tail.state
         return tail
 
-    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float = 60.0) -> Any:
+    async def _state_now(self) -> EngineState:
+        """The state from the history, or the last one seen if the history store cannot say."""
+        try:
+            return (await self._tail()).state
+        except ActorError as exc:
+            log.warning("engine %s: cannot read the state: %s", self.thread_id, exc)
+            return self._last_state
+
+    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float | None = 60.0) -> Any:
         reply = await self.ctx.ask(to, msg, timeout=timeout)
         if not isinstance(reply, expected):
             raise LivecontextError(f"{to} answered {type(msg).__name__} with {type(reply).__name__}, expected {expected.__name__}")
         return reply
+
+    @staticmethod
+    async def _shielded(work: Awaitable[T]) -> T:
+        """Finish ``work`` even if the step is cancelled meanwhile (each ask has its own timeout)."""
+        with trio.CancelScope(shield=True):
+            return await work
 
     async def do_step(self) -> StepOutcome:
         """Do the one piece of work of the current state (see DESIGN.md's table)."""
         tail = await self._tail()
         state = tail.state
         if state is EngineState.WAITING_INPUT:
-            after = await self._step_input()
+            await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
+            # shielded: an input pulled from the source must be recorded, not lost
+            after = await self._shielded(self._step_input())
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
         elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
                 after = await self._step_model(tail)
-            except ModelError as exc:
-                await self.ctx.publish(self.topic, AfterModelCall(self.thread_id, "", "", 0, str(exc)))
-                return StepOutcome(state, state, False, error=str(exc))
+            except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
+                error = _describe(exc)
+                if not isinstance(exc, ModelError):
+                    log.info("engine %s: model step failed: %s", self.thread_id, error)
+                await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
+                return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
         elif state is EngineState.TOOL_RESULTS_READY:
-            after = await self._ask(self.wiring.history, AppendToolResults(), Tail)
+            after = await self._shielded(self._ask(self.wiring.history, AppendToolResults(), Tail))
         else:  # pragma: no cover - exhaustive
-            raise AssertionError(state)
+            assert_never(state)
         if after.state is not state:
-            await self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state))
+            await self._shielded(self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state)))
         return StepOutcome(state, after.state, True)
 
     async def _step_input(self) -> Tail | None:
-        await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
         while True:
             got = await self._ask(self.wiring.input, PullInput(), InputText)
             if got.text is None:
@@ -282,7 +366,10 @@ class Engine(Actor):
     async def _step_model(self, tail: Tail) -> Tail:
         if tail.limit is LimitLevel.TRUNCATE and self.wiring.recap is not None:
             # the one place the engine waits for the recap maintainer: the context must not overflow
-            await self.ctx.ask(self.wiring.recap, FoldNow(), timeout=self.tool_timeout_s)
+            try:
+                await self.ctx.ask(self.wiring.recap, FoldNow(), timeout=self.tool_timeout_s)
+            except ActorError as exc:  # a maintainer gone must not halt the agent: render still cuts to budget
+                log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
@@ -290,10 +377,13 @@ class Engine(Actor):
             self.thread_id, tail.model_outputs, len(rendered.messages), rendered.tokens))
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         reply: ModelReply = await self.model.complete(request, self._on_text)
+        return await self._shielded(self._record_output(reply))
+
+    async def _record_output(self, reply: ModelReply) -> Tail:
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
             reply.text, reply.tool_calls, reply.model, reply.usage), Tail)
         entry_id = after.last.id if after.last is not None else ""
-        await self.ctx.publish(self.topic, AfterModelCall(
+        await self._after_model_call(AfterModelCall(
             self.thread_id, entry_id, reply.text, len(reply.tool_calls)))
         return after
 
@@ -301,11 +391,24 @@ class Engine(Actor):
         try:
             self._deltas_send.send_nowait(text)
         except trio.WouldBlock:  # a slow listener loses deltas, never the recorded output
-            pass
+            return
+        self._deltas_unpublished += 1
+        if self._deltas_published.is_set():
+            self._deltas_published = trio.Event()
 
     async def _forward_deltas(self) -> None:
         async for text in self._deltas_receive:
-            await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
+            try:
+                await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
+            finally:
+                self._deltas_unpublished -= 1
+                if not self._deltas_unpublished:
+                    self._deltas_published.set()
+
+    async def _after_model_call(self, event: AfterModelCall) -> None:
+        """Publish ``event`` once the call's text deltas are out: listeners see them first."""
+        await self._deltas_published.wait()
+        await self.ctx.publish(self.topic, event)
 
     async def _step_tool(self, tail: Tail) -> Tail:
         last = tail.last
@@ -315,21 +418,28 @@ class Engine(Actor):
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
         if call.id in tail.started and not idempotent:
-            result = self._interrupted(call)
-            after: Tail = await self._ask(self.wiring.history, RecordToolResult(result), Tail)
-            await self.ctx.publish(self.topic, AfterToolExecute(
-                self.thread_id, call.id, call.name, result.status, result.content.gist.text))
-            return after
+            return await self._shielded(self._record_result(call, ToolInvoked(self._interrupted(call))))
         if not idempotent:
-            await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name))
+            await self._shielded(self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name)))
         await self.ctx.publish(self.topic, BeforeToolExecute(self.thread_id, call.id, call.name, call.arguments))
         self._tool_in_flight = call.id
-        invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked,
-                                               timeout=self.tool_timeout_s)
+        with trio.move_on_after(self.tool_timeout_s) as timer:
+            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked, timeout=None)
+        if timer.cancelled_caught:
+            await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
+            invoked = ToolInvoked(self._timed_out(call))
         self._tool_in_flight = None
-        after = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail)
+        return await self._shielded(self._record_result(call, invoked))
+
+    async def _record_result(self, call: ToolCall, invoked: ToolInvoked) -> Tail:
+        """Commit a result with its effect, then apply the effect: both or (on failure) neither."""
+        after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail)
         if invoked.effect is not None:
-            await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect))
+            try:
+                await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect))
+            except ActorError as exc:  # the host restarts and rebuilds its apps from the log
+                log.warning("engine %s: applying %s failed: %s", self.thread_id,
+                            type(invoked.effect).__name__, exc)
         await self.ctx.publish(self.topic, AfterToolExecute(
             self.thread_id, call.id, call.name, invoked.result.status, invoked.result.content.gist.text))
         return after
@@ -338,4 +448,16 @@ class Engine(Actor):
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
                           self.counter.content(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "interrupted: outcome unknown"))
 
+    def _timed_out(self, call: ToolCall) -> ToolResult:
+        text = (f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
+                "its effect, if any, was not applied")
+        return ToolResult(call.id, call.name, ToolStatus.FAILED,
+                          self.counter.content(text, text, f"{call.name} timed out"))
 
+
+def _describe(exc: Exception) -> str:
+    """One line saying what failed: our errors speak for themselves, others get their type."""
+    text = str(exc).strip()
+    if isinstance(exc, LivecontextError) and text:
+        return text.splitlines()[0]
+    return f"{type(exc).__name__}: {text}".rstrip(": ").splitlines()[0]

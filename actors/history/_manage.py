@@ -30,7 +30,6 @@ from livecontext.protocol import (
     HistoryEntry,
     HistorySlice,
     HistoryUsage,
-    Level,
     LevelText,
     LimitLevel,
     MarkFolded,
@@ -122,15 +121,24 @@ class HistoryLimits:
         return LimitLevel.OK
 
 
-def matches(entry: HistoryEntry, msg: ReadHistory, position: int, start_pos: int | None, end_pos: int | None) -> bool:
-    """Whether ``entry`` at ``position`` passes every filter of ``msg``."""
+def entry_number(entry_id: str) -> int:
+    """The number in an entry id (``e12`` -> 12): ids are given in increasing order."""
+    digits = "".join(ch for ch in entry_id if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def matches(entry: HistoryEntry, msg: ReadHistory) -> bool:
+    """Whether ``entry`` passes the id, kind, time and fold filters of ``msg``.
+
+    Id bounds compare id numbers, so a bound naming an entry since removed still works.
+    """
     if not msg.include_folded and entry.folded:
         return False
     if msg.kinds and ENTRY_KINDS[type(entry)] not in msg.kinds:
         return False
-    if start_pos is not None and position < start_pos:
+    if msg.start_id is not None and entry_number(entry.id) < entry_number(msg.start_id):
         return False
-    if end_pos is not None and position > end_pos:
+    if msg.end_id is not None and entry_number(entry.id) > entry_number(msg.end_id):
         return False
     if msg.since is not None and entry.created_at < msg.since:
         return False
@@ -143,6 +151,8 @@ class ContextManagement(Actor):
     state: HistoryState
     limits: HistoryLimits
     thread_id: str
+    published_level: LimitLevel = LimitLevel.OK
+    """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
     async def _commit(self, payloads: list[Message]) -> None:  # provided by HistoryStore
         raise NotImplementedError
@@ -164,8 +174,6 @@ class ContextManagement(Actor):
         s = self.state
         start = msg.start if msg.start is not None else 0
         stop = msg.stop if msg.stop is not None else len(s.entries)
-        start_pos = s.pos.get(msg.start_id) if msg.start_id is not None else None
-        end_pos = s.pos.get(msg.end_id) if msg.end_id is not None else None
         out = []
         if msg.include_folded or msg.start is not None or msg.stop is not None:
             positions = range(max(start, 0), min(stop, len(s.entries)))
@@ -173,7 +181,7 @@ class ContextManagement(Actor):
             positions = sorted(s.pos[e.id] for e in (*s.recaps, *s.active))
         for i in positions:
             entry = s.entries[i]
-            if matches(entry, msg, i, start_pos, end_pos):
+            if matches(entry, msg):
                 out.append(entry)
                 if msg.limit is not None and len(out) >= msg.limit:
                     break
@@ -199,14 +207,14 @@ class ContextManagement(Actor):
         """Conflicts for ids that would split a model output from its tool results."""
         out = []
         entries = self.state.entries
-        for entry_id in ids:
+        for entry_id in sorted(ids, key=entry_number):
             at = self.state.pos[entry_id]
             entry = entries[at]
             partner: HistoryEntry | None = None
             if isinstance(entry, ModelOutputEntry) and entry.tool_calls:
-                partner = next((e for e in entries[at + 1:] if not isinstance(e, RecapEntry)), None)
+                partner = _neighbour(entries, at, +1)
             elif isinstance(entry, ToolResultsEntry):
-                partner = next((e for e in reversed(entries[:at]) if not isinstance(e, RecapEntry)), None)
+                partner = _neighbour(entries, at, -1)
             if partner is not None and partner.id not in ids and not partner.folded:
                 out.append(Conflict(entry.id, entry.revision, entry.revision,
                                     f"would split a model output from its tool results ({partner.id} not included)"))
@@ -218,6 +226,8 @@ class ContextManagement(Actor):
         removed: list[str] = []
         refs: list[EntryRef] = []
         conflicts: list[Conflict] = []
+        if not msg.edits:
+            raise UsageError("EditHistory needs at least one edit")
         for edit in msg.edits:
             if isinstance(edit, (ReplaceContent, SetRetention, MarkFolded)):
                 refs.append(edit.entry)
@@ -242,7 +252,10 @@ class ContextManagement(Actor):
             entry = changed.get(edit.entry.id) or self.state.entry(edit.entry.id)
             assert entry is not None
             if isinstance(edit, ReplaceContent):
-                text = LevelText(edit.text, self.counter.count(edit.text))  # type: ignore[attr-defined]
+                tokens = self.counter.count(edit.text)  # type: ignore[attr-defined]
+                if isinstance(entry, ModelOutputEntry):  # an output's counts include its calls
+                    tokens += entry.content.live.tokens - self.counter.count(entry.content.live.text)  # type: ignore[attr-defined]
+                text = LevelText(edit.text, tokens)
                 content = attrs.evolve(entry.content, **{edit.level.value: text})
                 changed[entry.id] = attrs.evolve(entry, content=content)
             elif isinstance(edit, SetRetention):
@@ -311,19 +324,64 @@ class ContextManagement(Actor):
         """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""
         level = self.limit_level()
         if level is LimitLevel.TRUNCATE:
-            newest = self.state.last
-            disposable = [e for e in self.state.active
-                          if e.retention is Retention.DISPOSABLE and (newest is None or e.id != newest.id)]
-            drop: list[str] = []
-            for entry in disposable:
-                if not self._unit_conflicts({entry.id, *drop}):
-                    drop.append(entry.id)
-                if len(self.state.active) - len(drop) <= (self.limits.max_entries or 0) * self.limits.hard:
-                    break
-            if drop and not self._unit_conflicts(set(drop)):
+            drop = self._disposable_to_drop()
+            if drop:
                 await self._commit([HistoryEdited((), tuple(drop))])
                 level = self.limit_level()
-        if level is not LimitLevel.OK:
+        if level is not LimitLevel.OK or level is not self.published_level:
+            self.published_level = level
             s = self.state
             await self.ctx.publish(self.topic, HistoryUsage(  # type: ignore[attr-defined]
                 self.thread_id, level, len(s.active), s.active_tokens, s.active_bytes))
+
+    def _disposable_to_drop(self) -> list[str]:
+        """The oldest DISPOSABLE entries whose removal brings the history under its hard limit.
+
+        A model output and its tool results go together (both DISPOSABLE) or not at all; the
+        newest entry stays (the engine's state stands on it).
+        """
+        s = self.state
+        if Retention.DISPOSABLE not in {e.retention for e in s.active}:
+            return []  # the common case, checked at every append past the threshold: keep it cheap
+        newest = s.last
+        entries, tokens, size = len(s.active), s.active_tokens, s.active_bytes
+        drop: list[str] = []
+        units: list[list[HistoryEntry]] = []
+        for entry in s.active:  # group into steps: an output with the results after it
+            if isinstance(entry, ToolResultsEntry) and units and isinstance(units[-1][-1], ModelOutputEntry):
+                units[-1].append(entry)
+            else:
+                units.append([entry])
+        for unit in units:
+            if any(e.retention is not Retention.DISPOSABLE or (newest is not None and e.id == newest.id)
+                   for e in unit):
+                continue
+            if self._unit_conflicts({e.id for e in unit} | set(drop)):
+                continue
+            drop += [e.id for e in unit]
+            entries -= len(unit)
+            tokens -= sum(_tokens(e) for e in unit)
+            size -= sum(_size(e) for e in unit)
+            if self.limits.level(entries, tokens, size) not in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+                break
+        return drop
+
+
+def _neighbour(entries: list[HistoryEntry], at: int, step: int) -> HistoryEntry | None:
+    """The nearest entry before (``step=-1``) or after (``+1``) position ``at`` that is no recap."""
+    i = at + step
+    while 0 <= i < len(entries):
+        if not isinstance(entries[i], RecapEntry):
+            return entries[i]
+        i += step
+    return None
+
+
+def _tokens(entry: HistoryEntry) -> int:
+    results = entry.results if isinstance(entry, ToolResultsEntry) else ()
+    return entry.content.recent.tokens + sum(r.content.recent.tokens for r in results)
+
+
+def _size(entry: HistoryEntry) -> int:
+    results = entry.results if isinstance(entry, ToolResultsEntry) else ()
+    return len(entry.content.live.text.encode("utf-8")) + sum(len(r.content.live.text.encode("utf-8")) for r in results)

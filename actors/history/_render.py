@@ -5,6 +5,11 @@ the recap, then older entries newest first at RECENT while they fit and at GIST 
 stopping at the first that does not fit even at GIST. A model output and its tool results are
 one unit, rendered together or not at all. The work done is proportional to what is rendered,
 not to the history's length.
+
+Token counts are added up from the counts cached in the entries, never recounted. What
+rendering adds around the cached texts (a tool result's ``[status]`` prefix, the blank line
+before the windows, the recap's heading) is charged at a fixed cost no smaller than what any
+bundled encoding spends on it, so the total is an upper bound of the tokens sent.
 """
 
 from __future__ import annotations
@@ -26,6 +31,16 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 
+JOIN_TOKENS = 1
+"""The blank line joining two texts in one message: its own token. No token spans it, because
+every bundled encoding splits text at runs of newlines before merging."""
+STATUS_PREFIX_TOKENS = 7
+"""``[interrupted] `` and its neighbours before a tool result's text (at most 6 tokens in any
+bundled encoding, the boundary with the text included), plus one to spare."""
+RECAP_PREFIX = "[Recap of earlier steps]\n"
+RECAP_PREFIX_TOKENS = 8
+""":data:`RECAP_PREFIX` (7 tokens in every bundled encoding), plus one to spare."""
+
 
 class BudgetTooSmallError(UsageError):
     """Not even the system prompt and the latest observation at GIST fit in the budget."""
@@ -45,45 +60,94 @@ class RenderResult:
 
     messages: tuple[ChatMessage, ...]
     tokens: int
+    """An upper bound of the tokens the messages cost (cached counts plus fixed overheads)."""
     entries: int
+    """How many history entries the messages represent."""
 
 
 _Piece = tuple[list[ChatMessage], int]
 
 
-def _entry_messages(entry: HistoryEntry, level: Level, windows: str | None,
-                    windows_tokens: int) -> _Piece:
-    """The messages of one entry at ``level`` (``windows`` injected if given) and their tokens."""
+def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
+    """Whether ``results`` holds the results of exactly ``output``'s tool calls, in order."""
+    return (isinstance(output, ModelOutputEntry) and isinstance(results, ToolResultsEntry)
+            and bool(output.tool_calls)
+            and [c.id for c in output.tool_calls] == [r.call_id for r in results.results])
+
+
+def _with_windows(text: str, tokens: int, windows: str | None, windows_tokens: int) -> tuple[str, int]:
+    if not windows:
+        return text, tokens
+    if not text:
+        return windows, windows_tokens
+    return f"{text}\n\n{windows}", tokens + JOIN_TOKENS + windows_tokens
+
+
+def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool, windows: str | None,
+                      windows_tokens: int) -> _Piece:
+    """Tool messages answering the calls (``paired``), or, for results whose output is not
+    rendered, one user message: a tool message without its call is refused by chat APIs."""
+    msgs: list[ChatMessage] = []
+    tokens = 0
+    texts: list[str] = []
+    for result in entry.results:
+        rt = result.content.at(level)
+        text = f"[{result.status.value}] {rt.text}"
+        if paired:
+            msgs.append(ChatMessage(Role.TOOL, text, tool_call_id=result.call_id))
+            tokens += rt.tokens + STATUS_PREFIX_TOKENS + OVERHEAD
+        else:
+            texts.append(text)
+            tokens += rt.tokens + STATUS_PREFIX_TOKENS + JOIN_TOKENS
+    note = entry.content.at(level)
+    extra, extra_tokens = note.text, note.tokens
+    if texts:
+        extra, extra_tokens = "\n\n".join([*texts, extra] if extra else texts), extra_tokens
+    extra, extra_tokens = _with_windows(extra, extra_tokens, windows, windows_tokens)
+    if extra:
+        msgs.append(ChatMessage(Role.USER, extra))
+        tokens += extra_tokens + OVERHEAD
+    return msgs, tokens
+
+
+def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = None,
+                    windows_tokens: int = 0, paired: bool = True) -> _Piece:
+    """The messages of one entry at ``level`` (``windows`` injected if given) and their tokens.
+
+    ``paired``: a model output's calls are answered by the results rendered after it (else
+    they are left out), and tool results follow their calls (else they become user text).
+    """
     if isinstance(entry, ModelInputEntry):
         lt = entry.content.at(level)
-        text, tokens = lt.text, lt.tokens
-        if windows:
-            text, tokens = f"{text}\n\n{windows}" if text else windows, tokens + windows_tokens
+        text, tokens = _with_windows(lt.text, lt.tokens, windows, windows_tokens)
         return [ChatMessage(Role.USER, text)], tokens + OVERHEAD
     if isinstance(entry, ModelOutputEntry):
-        lt = entry.content.at(level)
-        return [ChatMessage(Role.ASSISTANT, lt.text, entry.tool_calls)], lt.tokens + OVERHEAD
+        lt = entry.content.at(level)  # its tokens include the tool calls'
+        calls = entry.tool_calls if paired else ()
+        return [ChatMessage(Role.ASSISTANT, lt.text, calls)], lt.tokens + OVERHEAD
     if isinstance(entry, ToolResultsEntry):
-        msgs: list[ChatMessage] = []
-        tokens = 0
-        for result in entry.results:
-            rt = result.content.at(level)
-            msgs.append(ChatMessage(Role.TOOL, f"[{result.status.value}] {rt.text}", tool_call_id=result.call_id))
-            tokens += rt.tokens + OVERHEAD + 2
-        note = entry.content.at(level)
-        extra = "\n\n".join(p for p in (note.text, windows or "") if p)
-        if extra:
-            msgs.append(ChatMessage(Role.USER, extra))
-            tokens += note.tokens + (windows_tokens if windows else 0) + OVERHEAD
-        return msgs, tokens
+        return _results_messages(entry, level, paired, windows, windows_tokens)
     raise TypeError(f"cannot render a {type(entry).__name__} as an entry")
 
 
-def _unit_messages(unit: Sequence[HistoryEntry], level: Level) -> _Piece:
+def _unit(active: Sequence[HistoryEntry], i: int) -> int:
+    """Where the unit ending at ``active[i]`` starts: a model output and its results are one."""
+    if i > 0 and answers(active[i - 1], active[i]):
+        return i - 1
+    return i
+
+
+def _unit_messages(active: Sequence[HistoryEntry], start: int, stop: int, level: Level, *,
+                   windows: str | None = None, windows_tokens: int = 0) -> _Piece:
+    """The messages of ``active[start:stop]`` (one unit), the windows on its last entry."""
+    entries = [active[k] for k in range(start, stop)]
+    paired = len(entries) == 2
     msgs: list[ChatMessage] = []
     tokens = 0
-    for entry in unit:
-        m, t = _entry_messages(entry, level, None, 0)
+    for k, entry in enumerate(entries):
+        last = k == len(entries) - 1
+        m, t = _entry_messages(entry, level, windows=windows if last else None,
+                               windows_tokens=windows_tokens, paired=paired)
         msgs += m
         tokens += t
     return msgs, tokens
@@ -108,53 +172,51 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
     i = len(active) - 1
     # The latest observation, at LIVE with the windows (falling back level by level).
     if i >= 0 and not isinstance(active[i], ModelOutputEntry):
-        latest = active[i]
-        unit_start = i - 1 if isinstance(latest, ToolResultsEntry) and i > 0 else i
-        prefix = list(active[unit_start:i])
+        start = _unit(active, i)
         chosen: _Piece | None = None
-        for level, with_windows in ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True), (Level.GIST, False)):
-            pm, pt = _unit_messages(prefix, level)
-            lm, lt = _entry_messages(latest, level, windows if with_windows else None, windows_tokens)
-            if used + pt + lt <= budget:
-                chosen = (pm + lm, pt + lt)
+        needed = 0
+        for level, with_windows in ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True),
+                                    (Level.GIST, False)):
+            msgs, tokens = _unit_messages(active, start, i + 1, level,
+                                          windows=windows if with_windows else None,
+                                          windows_tokens=windows_tokens)
+            needed = used + tokens
+            if needed <= budget:
+                chosen = (msgs, tokens)
                 break
         if chosen is None:
-            pm, pt = _unit_messages(prefix, Level.GIST)
-            _, lt = _entry_messages(latest, Level.GIST, None, 0)
-            raise BudgetTooSmallError(budget, used + pt + lt)
+            raise BudgetTooSmallError(budget, needed)
         tail.append(chosen[0])
         used += chosen[1]
-        count += len(prefix) + 1
-        i = unit_start - 1
-    # The recap, if it fits (newest recaps first).
+        count += i + 1 - start
+        i = start - 1
+    # The recaps, newest first, while they fit.
     recap_msgs: list[ChatMessage] = []
     for recap in reversed(recaps):
+        fitted = False
         for level in (Level.LIVE, Level.GIST):
             lt = recap.content.at(level)
-            if used + lt.tokens + OVERHEAD <= budget:
-                recap_msgs.insert(0, ChatMessage(Role.SYSTEM, f"[Recap of earlier steps]\n{lt.text}"))
-                used += lt.tokens + OVERHEAD
+            cost = lt.tokens + RECAP_PREFIX_TOKENS + OVERHEAD
+            if used + cost <= budget:
+                recap_msgs.insert(0, ChatMessage(Role.SYSTEM, f"{RECAP_PREFIX}{lt.text}"))
+                used += cost
+                fitted = True
                 break
+        if not fitted:
+            break
     # Older units, newest first: RECENT while they fit, then GIST; stop at the first misfit.
     level = Level.RECENT
     while i >= 0:
-        entry = active[i]
-        start = i - 1 if isinstance(entry, ToolResultsEntry) and i > 0 and isinstance(active[i - 1], ModelOutputEntry) else i
-        unit = active[start : i + 1]
-        if isinstance(entry, ModelOutputEntry) and entry.tool_calls:
-            # an output whose results are not in an entry yet: its calls would be orphans
-            unit_msgs, unit_tokens = _unit_messages(unit, level)
-            unit_msgs = [ChatMessage(Role.ASSISTANT, unit_msgs[0].content)]
-        else:
-            unit_msgs, unit_tokens = _unit_messages(unit, level)
-        if used + unit_tokens > budget and level is Level.RECENT:
-            level = Level.GIST
-            continue
-        if used + unit_tokens > budget:
+        start = _unit(active, i)
+        msgs, tokens = _unit_messages(active, start, i + 1, level)
+        if used + tokens > budget:
+            if level is Level.RECENT:
+                level = Level.GIST
+                continue
             break
-        tail.append(unit_msgs)
-        used += unit_tokens
-        count += len(unit)
+        tail.append(msgs)
+        used += tokens
+        count += i + 1 - start
         i = start - 1
     messages = head + recap_msgs
     for unit_msgs in reversed(tail):

@@ -41,13 +41,13 @@ from livecontext.protocol import (
     Topic,
 )
 from livecontext.runtime import Actor, UsageError, handler
-from livecontext.runtime.persistence import NewRecord, ThreadLog
+from livecontext.runtime.persistence import NewRecord, PersistenceError, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import ContextManagement, HistoryLimits
 from ._lod import input_content, output_content, results_content
 from ._render import render
-from ._state import HistoryState
+from ._state import FoldError, HistoryState
 
 log = logging.getLogger("livecontext.history")
 
@@ -227,10 +227,20 @@ class HistoryStore(ContextManagement):
             self.state.apply(rec.seq, payload)
         last = stored[-1]
         if self.snapshot_every and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every:
-            await self.log.write_snapshot(last.seq, dump_snapshot(self.converter, self.state.snapshot()))
+            await self._snapshot()
         await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
         if any(isinstance(p, EntryAppended) for p in payloads):
             await self.check_limits()
+
+
+    async def _snapshot(self) -> None:
+        """Write a snapshot of the state. The records are committed already: a snapshot only
+        shortens replay, so failing to write one is logged, never reported as the request's
+        failure (the request succeeded)."""
+        try:
+            await self.log.write_snapshot(self.state.seq, dump_snapshot(self.converter, self.state.snapshot()))
+        except PersistenceError as exc:
+            log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, self.state.seq, exc)
 
 
 def dump_snapshot(converter: ProtocolConverter, snap: HistorySnapshot) -> str:
@@ -245,8 +255,13 @@ async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
     state = HistoryState(thread_id)
     if snap is not None:
         loaded = converter.load_message(json.loads(snap.state))
-        assert isinstance(loaded, HistorySnapshot)
+        if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
+            raise FoldError(
+                f"the snapshot of thread {thread_id} at seq {snap.seq} holds "
+                f"{type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, not that state"
+            )
         state = HistoryState.from_snapshot(loaded)
+        state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
     records = await log.read(state.seq + 1, at_seq)
     for rec in records:
         state.apply(rec.seq, converter.load_message(json.loads(rec.payload)))

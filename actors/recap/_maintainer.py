@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+import trio
 from attrs import frozen
 
 from livecontext.protocol import (
@@ -29,13 +31,19 @@ from livecontext.protocol import (
     ToolResultsEntry,
     Topic,
 )
-from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
 from ._strategies import STRATEGIES, model_summary, simple_extract, structured
 
+if TYPE_CHECKING:
+    from livecontext.runtime._context import PendingReply
+
 log = logging.getLogger("livecontext.recap")
+
+
+_RANK = [LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE]
 
 
 def recap_topic(thread_id: str) -> Topic:
@@ -102,6 +110,11 @@ class RecapMaintainer(Actor):
     It reads through reflection and folds with compare-and-swap edits, so it runs while the
     engine runs: on a conflict it re-reads and tries again. The engine only waits for it at
     the truncate threshold (``FoldNow``).
+
+    Its handlers only note what is due and wake one worker task, which does the folding. So
+    its mailbox never backs up while a fold (perhaps a slow model call) runs: a full mailbox
+    would block the history store's publishing, and with it the history store's answer to
+    the fold itself. Many usage reports during one fold make one more fold, not many.
     """
 
     def __init__(self, thread_id: str, history: ActorId, settings: RecapSettings,
@@ -114,22 +127,62 @@ class RecapMaintainer(Actor):
         self.counter = counter
         self.model = model
         self.folds = 0
+        """Folds this instance made."""
+        self.recaps_made: int | None = None
+        """Recaps the thread ever recorded (the ``call_index`` of the recap model's next call)."""
         self.level = LimitLevel.OK
+        self._due: LimitLevel | None = None
+        """The strongest level reported since the worker last looked (``None``: nothing due)."""
+        self._waiting: list[PendingReply] = []
+        """``FoldNow`` asks to answer once the history is under its hard limit."""
+        self._wake = trio.Event()
+        self._last = FoldDone(thread_id, 0, 0, 0)
 
     async def on_start(self) -> None:
         self.ctx.subscribe(Topic(f"history.{self.thread_id}"))
+        self.ctx.nursery.start_soon(self._worker)
+
+    async def on_stop(self) -> None:
+        self._answer(self._waiting, self._last)
 
     @handler
     async def on_usage(self, msg: HistoryUsage) -> None:
         self.level = msg.level
-        if msg.level is LimitLevel.SOFT:
-            await self.fold_once()
-        elif msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
-            await self.fold_until_below_hard()
+        if msg.level is not LimitLevel.OK:
+            self._due = msg.level if self._due is None else max(self._due, msg.level, key=_RANK.index)
+            self._wake.set()
 
     @handler
-    async def on_fold_now(self, msg: FoldNow) -> FoldDone:
-        return await self.fold_until_below_hard()
+    async def on_fold_now(self, msg: FoldNow) -> FoldDone | None:
+        reply = self.ctx.defer_reply()
+        if reply is not None:
+            self._waiting.append(reply)
+        self._due = LimitLevel.HARD if self._due is None else max(self._due, LimitLevel.HARD, key=_RANK.index)
+        self._wake.set()
+        return None
+
+    async def _worker(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            due, self._due = self._due, None
+            waiting, self._waiting = self._waiting, []
+            try:
+                if due in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+                    done = await self.fold_until_below_hard()
+                elif due is LimitLevel.SOFT:
+                    done = await self.fold_once()
+                else:
+                    continue
+            except BaseException:  # failing or cancelled: nobody is left waiting (the engine may be)
+                self._answer([*waiting, *self._waiting], self._last)
+                raise
+            self._answer(waiting, done)
+
+    @staticmethod
+    def _answer(waiting: list[PendingReply], done: FoldDone) -> None:
+        for reply in waiting:
+            reply.send(done)  # a second send is ignored
 
     async def fold_until_below_hard(self) -> FoldDone:
         """Fold batch after batch until the history is under its hard limit or nothing is foldable."""
@@ -150,6 +203,7 @@ class RecapMaintainer(Actor):
         view = await self._read()
         active = [e for e in view.entries if not isinstance(e, RecapEntry)]
         done = FoldDone(self.thread_id, folds, len(active), view.active_tokens)
+        self._last = FoldDone(self.thread_id, 0, done.entries, done.tokens)
         if folds:
             await self.ctx.publish(recap_topic(self.thread_id), done)
         return done
@@ -177,6 +231,8 @@ class RecapMaintainer(Actor):
                 EntryRef(previous.id, previous.revision) if previous else None))
             if isinstance(reply, EditApplied):
                 self.folds += 1
+                if self.recaps_made is not None:
+                    self.recaps_made += 1
                 return await self._level(), 1
             if isinstance(reply, AccessDenied):
                 log.error("%s may not fold history of %s: grant it Capability.FOLD", self.ctx.self_id, self.thread_id)
@@ -199,6 +255,13 @@ class RecapMaintainer(Actor):
         if s.strategy == "structured":
             return structured(previous, batch, s.max_summary_chars)
         assert self.model is not None
-        return await model_summary(previous, batch, s.max_summary_chars, model=self.model,
-                                   counter=self.counter, budget=s.budget, call_index=self.folds,
-                                   thread_id=self.thread_id)
+        if self.recaps_made is None:  # counted once from the log: the same after a restart
+            made = await self.ctx.ask(self.history, ReadHistory(kinds=("recap",), include_folded=True))
+            self.recaps_made = len(made.entries)
+        try:
+            return await model_summary(previous, batch, s.max_summary_chars, model=self.model,
+                                       counter=self.counter, budget=s.budget, call_index=self.recaps_made,
+                                       thread_id=self.thread_id)
+        except ModelError as exc:  # the fold must still happen: the engine may be waiting for it
+            log.warning("recap model failed in %s, extracting instead: %s", self.thread_id, exc)
+            return simple_extract(previous, batch, s.max_summary_chars)

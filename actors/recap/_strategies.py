@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
+    Level,
     ModelInputEntry,
     ModelOutputEntry,
     ModelRequest,
@@ -37,17 +39,25 @@ def _lines(entries: Sequence[HistoryEntry]) -> list[str]:
     return out
 
 
+_DROPPED = re.compile(r"^- \((\d+) earlier items summarised away\)$")
+
+
 def bound_lines(lines: list[str], max_chars: int) -> str:
-    """Join ``lines``, dropping the oldest into a count line until the text fits ``max_chars``."""
+    """Join ``lines``, dropping the oldest into a count line until the text fits ``max_chars``.
+
+    A count line at the head of ``lines`` (from an earlier call) is carried over, so the count
+    says how many items were ever dropped, not only this time.
+    """
     dropped = 0
-    while lines:
-        head = [f"- ({dropped} earlier steps summarised away)"] if dropped else []
-        text = "\n".join(head + lines)
-        if len(text) <= max_chars:
-            return text
+    if lines and (head := _DROPPED.match(lines[0])):
+        dropped, lines = int(head.group(1)), lines[1:]
+    while True:
+        count = [f"- ({dropped} earlier items summarised away)"] if dropped else []
+        text = "\n".join(count + lines)
+        if len(text) <= max_chars or not lines:
+            return text[:max_chars]
         lines = lines[1:]
         dropped += 1
-    return f"- ({dropped} earlier steps summarised away)"[:max_chars]
 
 
 def simple_extract(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
@@ -57,12 +67,19 @@ def simple_extract(previous: str, entries: Sequence[HistoryEntry], max_chars: in
 
 
 def structured(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
-    """A JSON recap: task state, progress, key results, open questions; no model."""
+    """A JSON recap: task state, progress, key results, open questions; no model.
+
+    Past ``max_chars`` the oldest items of the longest list go first, then the task state is
+    shortened; the text is always valid JSON of at most ``max_chars`` characters (``{}`` when
+    not even the empty fields fit).
+    """
     try:
         data = json.loads(previous) if previous.strip() else {}
     except ValueError:
         data = {}
-    fields = {k: list(data.get(k, [])) for k in ("progress", "key_results", "open_questions")}
+    if not isinstance(data, dict):
+        data = {}
+    fields = {k: _strings(data.get(k)) for k in ("progress", "key_results", "open_questions")}
     task = str(data.get("task_state", ""))
     for e in entries:
         if isinstance(e, ModelInputEntry) and e.text:
@@ -75,14 +92,36 @@ def structured(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -
                 target = "key_results" if r.status is ToolStatus.OK else "open_questions"
                 fields[target].append(f"{r.name} {r.status.value}: {r.content.gist.text}")
     while True:
-        text = json.dumps({"task_state": task, **fields}, ensure_ascii=False)
+        text = _structured_text(task, fields)
         if len(text) <= max_chars:
             return text
         longest = max(fields, key=lambda k: len(fields[k]))
         if not fields[longest]:
-            return json.dumps({"task_state": task[: max(0, max_chars - 80)], "progress": [],
-                               "key_results": [], "open_questions": []}, ensure_ascii=False)
+            return _shortened_task(task, fields, max_chars)
         fields[longest].pop(0)
+
+
+def _strings(value: object) -> list[str]:
+    """The strings of a list read back from an earlier recap (anything else is dropped)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _structured_text(task: str, fields: dict[str, list[str]]) -> str:
+    return json.dumps({"task_state": task, **fields}, ensure_ascii=False)
+
+
+def _shortened_task(task: str, fields: dict[str, list[str]], max_chars: int) -> str:
+    """The longest prefix of ``task`` whose JSON fits (escapes make the JSON longer than it)."""
+    if len(_structured_text("", fields)) > max_chars:
+        return "{}" if max_chars >= 2 else ""
+    lo, hi = 0, len(task)
+    while lo < hi:  # the largest n whose text fits
+        mid = (lo + hi + 1) // 2
+        if len(_structured_text(task[:mid], fields)) <= max_chars:
+            lo = mid
+        else:
+            hi = mid - 1
+    return _structured_text(task[:lo], fields)
 
 
 async def model_summary(previous: str, entries: Sequence[HistoryEntry], max_chars: int, *,
@@ -91,13 +130,18 @@ async def model_summary(previous: str, entries: Sequence[HistoryEntry], max_char
     """A model call that summarises the previous recap and the entries within ``budget`` tokens."""
     texts = []
     used = counter.count(previous)
+    detailed = True
     for e in reversed(entries):  # newest first, so the budget keeps the most recent detail
-        text = f"[{e.id}] {e.content.recent.text}"
-        if isinstance(e, ToolResultsEntry):
-            text += "\n" + "\n".join(f"{r.name} {r.status.value}: {r.content.recent.text}" for r in e.results)
-        tokens = counter.count(text)
-        if used + tokens > budget:
-            break
+        for level in ((Level.RECENT, Level.GIST) if detailed else (Level.GIST,)):
+            text = f"[{e.id}] {e.content.at(level).text}"
+            if isinstance(e, ToolResultsEntry):
+                text += "\n" + "\n".join(f"{r.name} {r.status.value}: {r.content.at(level).text}" for r in e.results)
+            tokens = counter.count(text)
+            if used + tokens <= budget:
+                break
+            detailed = False  # older entries get their gist only
+        else:
+            break  # not even the gist fits: the older entries are summarised by their absence
         texts.insert(0, text)
         used += tokens
     prompt = (

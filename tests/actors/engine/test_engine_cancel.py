@@ -1,0 +1,229 @@
+"""Cancelling an agent's step (or its whole runtime): prompt, consistent, nothing left running."""
+
+from __future__ import annotations
+
+import trio
+
+from livecontext.protocol import (
+    AfterModelCall,
+    AfterToolExecute,
+    EngineState,
+    Pause,
+    Step,
+    StepDone,
+    ToolResultsEntry,
+    ToolStatus,
+)
+from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
+
+S = EngineState
+SLOW = 30.0
+"""Longer than any test waits: a cancel must cut it short."""
+
+
+def slow_tool(name: str = "slow") -> dict[str, object]:
+    return {"tool_calls": [{"name": name, "arguments": {"seconds": SLOW}}]}
+
+
+async def _start_step(h: AgentHarness, nursery: trio.Nursery) -> list[StepDone]:
+    replies: list[StepDone] = []
+
+    async def ask() -> None:
+        replies.append(await h.step(timeout=SLOW))
+
+    nursery.start_soon(ask)
+    return replies
+
+
+async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pending_input() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    async with open_agent(model=model, inputs=["hello"]) as h:
+        await h.step()
+        entries = await h.entries()
+        async with trio.open_nursery() as nursery:
+            replies = await _start_step(h, nursery)
+            await model.started.wait()
+            with trio.fail_after(2):
+                await h.cancel()
+        (done,) = replies
+        assert (done.from_state, done.to_state, done.progressed, done.error) == (
+            S.PENDING_INPUT, S.PENDING_INPUT, False, "cancelled")
+        assert model.cancelled == 1
+        await trio.sleep(0.2)  # nothing may finish the call behind our back
+        assert model.finished == 0
+        assert await h.entries() == entries
+        assert (await h.tail()).state is S.PENDING_INPUT
+        await h.settle()
+        assert h.of_type(AfterModelCall) == []
+        assert h.transitions() == [("WaitingInput", "PendingInput")]
+
+
+async def test_steps_queued_behind_a_cancelled_one_are_answered_and_never_run() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    async with open_agent(model=model, inputs=["hello"]) as h:
+        await h.step()
+        async with trio.open_nursery() as nursery:
+            first = await _start_step(h, nursery)
+            await model.started.wait()
+            second = await _start_step(h, nursery)
+            third = await _start_step(h, nursery)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(2):
+                await h.cancel()
+        assert [d.error for d in first + second + third] == ["cancelled"] * 3
+        await trio.sleep(0.2)
+        assert len(model.requests) == 1  # the queued steps never called the model again
+        assert (await h.tail()).state is S.PENDING_INPUT
+
+
+async def test_cancel_answers_run_until_idle_with_the_reason_cancelled() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    async with open_agent(model=model, inputs=["hello"]) as h:
+        async with trio.open_nursery() as nursery:
+            idles = []
+
+            async def run() -> None:
+                idles.append(await h.run_until_idle(timeout=SLOW))
+
+            nursery.start_soon(run)
+            await model.started.wait()
+            with trio.fail_after(2):
+                await h.cancel()
+        (idle,) = idles
+        assert (idle.state, idle.steps, idle.reason) == (S.PENDING_INPUT, 1, "cancelled")
+
+
+async def test_pause_ends_run_until_idle_after_the_current_step() -> None:
+    model = ProbeModel(scripted([{"text": "one"}, {"text": "two"}]))
+    model.gate = trio.Event()
+    async with open_agent(model=model, inputs=["a", "b"]) as h:
+        async with trio.open_nursery() as nursery:
+            idles = []
+
+            async def run() -> None:
+                idles.append(await h.run_until_idle(timeout=SLOW))
+
+            nursery.start_soon(run)
+            await model.started.wait()
+            await h.client.ask(h.agent.engine, Pause())
+            model.gate.set()
+        (idle,) = idles
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "paused")
+        assert len(await h.entries()) == 2
+
+
+async def test_cancel_during_a_slow_tool_cancels_the_tool_and_keeps_the_state_consistent() -> None:
+    probe = Probe()
+    turns = [slow_tool(), {"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)]) as h:
+        await h.step()
+        await h.step()
+        async with trio.open_nursery() as nursery:
+            replies = await _start_step(h, nursery)
+            await probe.started.wait()
+            with trio.fail_after(2):
+                await h.cancel()
+        assert probe.cancelled == ["slow"]
+        (done,) = replies
+        assert (done.to_state, done.progressed, done.error) == (S.WAITING_TOOL_RESULTS, False, "cancelled")
+        tail = await h.tail()
+        assert (tail.state, tail.recorded, tail.started) == (S.WAITING_TOOL_RESULTS, (), ())
+        await trio.sleep(0.2)
+        assert probe.finished == []
+        await h.settle()
+        assert h.of_type(AfterToolExecute) == []
+        # the tool is idempotent: the next step runs it again (this time it returns at once)
+        done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        assert probe.calls == ["slow", "slow"]
+
+
+async def test_a_cancelled_tool_that_is_not_idempotent_is_recorded_as_interrupted_not_rerun() -> None:
+    probe = Probe()
+    turns = [slow_tool("slow_once"), {"text": "I will check"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)]) as h:
+        await h.step()
+        await h.step()
+        async with trio.open_nursery() as nursery:
+            await _start_step(h, nursery)
+            await probe.started.wait()
+            with trio.fail_after(2):
+                await h.cancel()
+        assert probe.cancelled == ["slow_once"]
+        assert (await h.tail()).started == ("call_0_0",)
+        done = await h.step()
+        assert done.to_state is S.TOOL_RESULTS_READY
+        assert probe.calls == ["slow_once"]  # not run again
+        await h.step()
+        results = (await h.entries())[-1]
+        assert isinstance(results, ToolResultsEntry)
+        assert results.results[0].status is ToolStatus.INTERRUPTED
+        assert "outcome was never recorded" in results.results[0].content.live.text
+
+
+async def test_a_tool_running_past_the_tool_timeout_is_cancelled_and_fails() -> None:
+    probe = Probe()
+    turns = [slow_tool(), {"text": "too slow"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)], tool_timeout_s=0.2) as h:
+        await h.step()
+        await h.step()
+        with trio.fail_after(2):
+            done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        assert probe.cancelled == ["slow"]
+        (result,) = (await h.tail()).recorded
+        assert result.status is ToolStatus.FAILED
+        assert result.content.live.text.startswith("slow timed out after 0.2 s")
+
+
+async def test_closing_the_runtime_during_a_slow_model_call_finishes_promptly() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    with trio.fail_after(3):
+        with trio.CancelScope() as scope:
+            async with open_agent(model=model, inputs=["hello"]) as h:
+                await h.step()
+                h.client.tell_nowait(h.agent.engine, Step())
+                await model.started.wait()
+                scope.cancel()
+                await trio.sleep(SLOW)
+    assert model.cancelled == 1
+    assert model.finished == 0
+
+
+async def test_leaving_the_runtime_block_during_a_slow_model_call_finishes_promptly() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    with trio.fail_after(3):
+        async with open_agent(model=model, inputs=["hello"]) as h:
+            await h.step()
+            h.client.tell_nowait(h.agent.engine, Step())
+            await model.started.wait()
+    assert model.cancelled == 1
+    assert model.finished == 0
+
+
+async def test_stopping_the_engine_answers_the_steps_it_was_asked_for() -> None:
+    model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
+    async with open_agent(model=model, inputs=["hello"]) as h:
+        await h.step()
+        async with trio.open_nursery() as nursery:
+            running = await _start_step(h, nursery)
+            await model.started.wait()
+            queued = await _start_step(h, nursery)
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(2):
+                await h.rt.stop(h.agent.engine)
+        assert [d.error for d in running + queued] == ["cancelled", "cancelled"]
+        assert model.cancelled == 1
+        assert (await h.tail()).state is S.PENDING_INPUT
+
+
+async def test_leaving_the_runtime_block_while_a_slow_tool_runs_cancels_the_tool_promptly() -> None:
+    probe = Probe()
+    with trio.fail_after(3):
+        async with open_agent([slow_tool(), {"text": "never"}], inputs=["go"], apps=[ProbeApp(probe)]) as h:
+            await h.step()
+            await h.step()
+            h.client.tell_nowait(h.agent.engine, Step())
+            await probe.started.wait()
+    assert probe.cancelled == ["slow"]
+    assert probe.finished == []

@@ -1,0 +1,365 @@
+"""Rendering a history under a token budget (DESIGN.md, "Rendering")."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from typing import Any, overload
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from livecontext.actors.history import BudgetTooSmallError, RenderResult, render
+from livecontext.actors.history._lod import output_content
+from livecontext.protocol import (
+    ActorId,
+    ChatMessage,
+    Content,
+    HistoryEntry,
+    ModelInputEntry,
+    ModelOutputEntry,
+    RecapEntry,
+    Retention,
+    Role,
+    ToolCall,
+    ToolResult,
+    ToolResultsEntry,
+    ToolStatus,
+)
+from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS
+from tests.actors.agent_harness import ProbeApp, counter, open_agent
+
+T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+AUTHOR = ActorId("engine", "t")
+WINDOW = "[Window: probe]\nWINDOW-MARK"
+"""No random text can contain it (the random alphabet has no capitals)."""
+SYSTEM = "You are a test agent."
+
+
+# -- building entries -------------------------------------------------------------------------
+
+
+def levels(live: str, recent: str, gist: str) -> Content:
+    return counter().content(live, recent, gist)
+
+
+def inp(n: int, text: str | None = None) -> ModelInputEntry:
+    detail = f"recent {n}" + " with its detail" * 8  # RECENT costs more than GIST
+    content = levels(f"live {n}", detail, f"gist {n}") if text is None else levels(text, text, text[:20])
+    return ModelInputEntry(id=f"e{n}", revision=1, author=AUTHOR, created_at=T0,
+                           retention=Retention.COMPRESSIBLE, content=content, text=content.live.text)
+
+
+def out(n: int, text: str | None = None, calls: int = 0, args: str = '{"label": "x"}') -> ModelOutputEntry:
+    tool_calls = tuple(ToolCall(f"c{n}_{k}", "record", args) for k in range(calls))
+    content = output_content(f"answer {n}" if text is None else text, tool_calls, counter())
+    return ModelOutputEntry(id=f"e{n}", revision=1, author=AUTHOR, created_at=T0,
+                            retention=Retention.COMPRESSIBLE, content=content, tool_calls=tool_calls)
+
+
+def results(n: int, output: ModelOutputEntry, text: str | None = None,
+            status: ToolStatus = ToolStatus.OK) -> ToolResultsEntry:
+    made = tuple(
+        ToolResult(c.id, c.name, status,
+                   levels(f"result live {n}", f"result recent {n}", f"result gist {n}") if text is None
+                   else levels(text, text[: len(text) // 2], text[:10]))
+        for c in output.tool_calls)
+    return ToolResultsEntry(id=f"e{n}", revision=1, author=AUTHOR, created_at=T0,
+                            retention=Retention.COMPRESSIBLE, content=levels("", "", ""), results=made)
+
+
+def recap(n: int, text: str) -> RecapEntry:
+    return RecapEntry(id=f"e{n}", revision=1, author=AUTHOR, created_at=T0,
+                      retention=Retention.CRITICAL, content=levels(text, text, text[:30]))
+
+
+def do_render(active: Sequence[HistoryEntry], budget: int, *, windows: str = WINDOW,
+              system: str = SYSTEM, recaps: Sequence[RecapEntry] = ()) -> RenderResult:
+    c = counter()
+    return render(active, recaps, budget, system_prompt=system, system_tokens=c.count(system),
+                  windows=windows, windows_tokens=c.count(windows) if windows else 0)
+
+
+# -- checking what was rendered ---------------------------------------------------------------
+
+
+def recount(messages: Sequence[ChatMessage]) -> int:
+    """The tokens of the messages as sent, counted afresh (tool calls as the history counts them)."""
+    c = counter()
+    total = 0
+    for m in messages:
+        total += c.count(m.content) + MESSAGE_OVERHEAD_TOKENS
+        total += sum(c.count(call.name) + c.count(call.arguments) + 3 for call in m.tool_calls)
+    return total
+
+
+def assert_no_orphans(messages: Sequence[ChatMessage]) -> None:
+    """Every assistant tool call is answered right after it, and every tool message answers one."""
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        assert m.role is not Role.TOOL, f"orphan tool message at {i}: {m}"
+        if m.role is Role.ASSISTANT and m.tool_calls:
+            answers = messages[i + 1 : i + 1 + len(m.tool_calls)]
+            assert [a.role for a in answers] == [Role.TOOL] * len(m.tool_calls), f"call without result at {i}"
+            assert [a.tool_call_id for a in answers] == [c.id for c in m.tool_calls]
+            i += len(m.tool_calls)
+        i += 1
+
+
+def assert_window_only_in_latest_observation(messages: Sequence[ChatMessage], latest: HistoryEntry) -> None:
+    holders = [i for i, m in enumerate(messages) if "WINDOW-MARK" in m.content]
+    if isinstance(latest, ModelOutputEntry):
+        assert holders == []
+    elif holders:
+        assert holders == [len(messages) - 1]
+        assert messages[-1].role is Role.USER
+    # (a budget too tight even for the latest observation's gist drops the window)
+
+
+# -- examples ---------------------------------------------------------------------------------
+
+
+def conversation(turns: int) -> list[HistoryEntry]:
+    """``turns`` x (input, output with a call, its results, answer), then a last input."""
+    entries: list[HistoryEntry] = []
+    n = 0
+    for _ in range(turns):
+        o = out(n + 1, calls=1)
+        entries += [inp(n), o, results(n + 2, o), out(n + 3)]
+        n += 4
+    entries.append(inp(n))
+    return entries
+
+
+def level_of(message: ChatMessage) -> str:
+    text = message.content.removeprefix("[ok] ")
+    for level in ("live", "recent", "gist"):
+        if text.startswith((f"{level} ", f"result {level} ")):
+            return level
+    return "-"
+
+
+async def test_the_latest_observation_is_live_then_older_entries_recent_then_gist_then_none() -> None:
+    history = [e for n in range(0, 40, 2) for e in (inp(n), out(n + 1, text=f"gist {n + 1}"))]
+    history.append(inp(40))
+    full = do_render(history, 100_000)
+    assert len(full.messages) == 42  # the system prompt and every entry
+    tight = do_render(history, full.tokens // 2)
+    inputs = [m for m in tight.messages if m.role is Role.USER]
+    seen = [level_of(m) for m in reversed(inputs)]
+    assert seen[0] == "live"
+    assert "recent" in seen and "gist" in seen
+    first_gist = seen.index("gist")
+    assert set(seen[1:first_gist]) == {"recent"}
+    assert set(seen[first_gist:]) == {"gist"}
+    assert len(inputs) < 21  # the oldest ones did not fit even as gists
+    assert tight.messages[0] == ChatMessage(Role.SYSTEM, SYSTEM)
+    assert recount(tight.messages) <= tight.tokens <= full.tokens // 2
+
+
+async def test_the_window_is_injected_into_the_latest_observation_alone() -> None:
+    history = conversation(3)
+    result = do_render(history, 100_000)
+    assert_window_only_in_latest_observation(result.messages, history[-1])
+    assert result.messages[-1].content == f"live 12\n\n{WINDOW}"
+    assert result.entries == len(history)
+
+
+async def test_after_tool_results_the_window_follows_the_tool_messages() -> None:
+    o = out(1, calls=2)
+    history: list[HistoryEntry] = [inp(0), o, results(2, o)]
+    result = do_render(history, 100_000)
+    assert [m.role for m in result.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.USER]
+    assert result.messages[-1].content == WINDOW
+    assert result.messages[3].content == "[ok] result live 2"  # the latest results are LIVE
+    assert_no_orphans(result.messages)
+
+
+async def test_a_model_output_and_its_results_are_dropped_together() -> None:
+    history = conversation(6)
+    full = do_render(history, 100_000)
+    for budget in range(60, full.tokens + 1, 7):
+        try:
+            result = do_render(history, budget)
+        except BudgetTooSmallError:
+            continue
+        assert_no_orphans(result.messages)
+        assert recount(result.messages) <= result.tokens <= budget
+
+
+async def test_tool_results_whose_model_output_is_not_rendered_never_become_orphans() -> None:
+    o = out(1, calls=1)
+    # the output was folded away (not active) but its results entry was not
+    history: list[HistoryEntry] = [results(2, o), out(3), inp(4)]
+    result = do_render(history, 100_000)
+    assert_no_orphans(result.messages)
+    latest_only: list[HistoryEntry] = [inp(0), results(2, o)]
+    result = do_render(latest_only, 100_000)
+    assert_no_orphans(result.messages)
+
+
+async def test_a_pending_model_output_is_rendered_without_its_unanswered_calls() -> None:
+    history: list[HistoryEntry] = [inp(0), out(1, text="let me look", calls=2)]
+    result = do_render(history, 100_000)
+    assert result.messages[-1] == ChatMessage(Role.ASSISTANT, "let me look")
+    assert_window_only_in_latest_observation(result.messages, history[-1])
+
+
+async def test_failed_and_interrupted_results_are_counted_with_their_status() -> None:
+    o = out(1, calls=3)
+    history: list[HistoryEntry] = [inp(0), o, results(2, o, text="x", status=ToolStatus.INTERRUPTED)]
+    result = do_render(history, 100_000)
+    assert result.messages[3].content == "[interrupted] x"
+    assert recount(result.messages) <= result.tokens
+
+
+async def test_a_budget_too_small_for_the_latest_observation_raises_and_says_what_to_do() -> None:
+    history = [inp(0, "a long observation " * 50)]
+    with pytest.raises(BudgetTooSmallError, match=r"token budget 12 is too small: .* need at least \d+ tokens; raise --budget"):
+        do_render(history, 12)
+    with pytest.raises(BudgetTooSmallError, match="token budget 3 is too small"):
+        do_render([], 3)
+
+
+async def test_the_latest_observation_falls_back_to_gist_and_drops_the_window_before_failing() -> None:
+    history = [inp(0, "word " * 400)]
+    window_heavy = WINDOW + " filler" * 300
+    c = counter()
+    needed = c.count(SYSTEM) + c.count(history[0].content.gist.text) + 2 * MESSAGE_OVERHEAD_TOKENS
+    result = do_render(history, needed + 5, windows=window_heavy)
+    assert result.messages[-1].content == history[0].content.gist.text
+    assert result.tokens <= needed + 5
+
+
+async def test_recaps_are_rendered_after_the_system_prompt_within_the_budget() -> None:
+    history = conversation(2)
+    summary = recap(100, "earlier: the user asked for a plan " * 3)
+    result = do_render(history, 100_000, recaps=[summary])
+    assert result.messages[1].role is Role.SYSTEM
+    assert result.messages[1].content.startswith("[Recap of earlier steps]\n")
+    assert recount(result.messages) <= result.tokens
+    big = recap(101, "a very long recap " * 2000)
+    result = do_render(history, 2_000, recaps=[big])
+    assert result.messages[1].content == f"[Recap of earlier steps]\n{big.content.gist.text}"  # too big at LIVE
+    assert result.tokens <= 2_000
+
+
+# -- the property: any history, any budget ------------------------------------------------------
+
+TEXT = st.text(alphabet=st.sampled_from("abcdefghij klmnop\n.,:;'\"{}[]-_0123é漢🙂 "), max_size=120)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[HistoryEntry]:
+    entries: list[HistoryEntry] = []
+    n = 0
+    for _ in range(draw(st.integers(0, 6))):
+        entries.append(inp(n, draw(TEXT) or "hi"))
+        n += 1
+        for _ in range(draw(st.integers(0, 2))):
+            calls = draw(st.integers(1, 3))
+            o = out(n, draw(TEXT), calls=calls, args=draw(TEXT))
+            entries.append(o)
+            status = draw(st.sampled_from(list(ToolStatus)))
+            entries.append(results(n + 1, o, draw(TEXT) or "r", status))
+            n += 2
+        entries.append(out(n, draw(TEXT)))
+        n += 1
+    cut = draw(st.integers(0, len(entries)))
+    return entries[:cut] if draw(st.booleans()) else entries
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(), budget=st.integers(1, 1500), windows=TEXT, system=TEXT)
+def test_any_history_renders_within_any_budget_without_orphans(
+    history: list[HistoryEntry], budget: int, windows: str, system: str
+) -> None:
+    window = f"{WINDOW}\n{windows}"
+    try:
+        result = do_render(history, budget, windows=window, system=system)
+    except BudgetTooSmallError as exc:
+        assert exc.budget == budget and exc.needed > budget
+        return
+    assert recount(result.messages) <= result.tokens <= budget
+    assert_no_orphans(result.messages)
+    if history:
+        assert_window_only_in_latest_observation(result.messages, history[-1])
+        if not isinstance(history[-1], ModelOutputEntry):  # the latest observation always fits
+            assert result.entries >= 1
+    if system:
+        assert result.messages[0] == ChatMessage(Role.SYSTEM, system)
+
+
+# -- cost ---------------------------------------------------------------------------------------
+
+
+class CountingHistory(Sequence[HistoryEntry]):
+    """A long history made on demand from a repeating turn; counts the entries read."""
+
+    def __init__(self, length: int) -> None:
+        o = out(1, calls=1)
+        self.turn: list[HistoryEntry] = [inp(0), o, results(2, o), out(3)]
+        self.length = length
+        self.reads = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _at(self, i: int) -> HistoryEntry:
+        self.reads += 1
+        # the last entry is an input, so that the history ends with an observation
+        return self.turn[0] if i == self.length - 1 else self.turn[i % 4]
+
+    @overload
+    def __getitem__(self, i: int) -> HistoryEntry: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[HistoryEntry]: ...
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._at(k) for k in range(*i.indices(self.length))]
+        if i < 0:
+            i += self.length
+        if not 0 <= i < self.length:
+            raise IndexError(i)
+        return self._at(i)
+
+    def __iter__(self) -> Any:
+        raise AssertionError("render must not walk the whole history")
+
+
+async def test_render_reads_only_what_it_renders_however_long_the_history() -> None:
+    reads = []
+    for length in (1_001, 100_001):
+        history = CountingHistory(length)
+        started = time.perf_counter()
+        result = do_render(history, 2_000)
+        elapsed = time.perf_counter() - started
+        assert elapsed < 1.0
+        assert result.entries < 200
+        assert history.reads <= 3 * result.entries + 10
+        reads.append(history.reads)
+    assert reads[0] == reads[1]
+
+
+# -- through the history store ----------------------------------------------------------------
+
+
+async def test_the_history_store_renders_a_real_thread_within_budget_and_without_orphans() -> None:
+    record = {"name": "record", "arguments": {"label": "a label that takes some tokens"}}
+    turns = [{"text": f"step {k}", "tool_calls": [record, record]} for k in range(8)] + [{"text": "done"}]
+    async with open_agent(turns, inputs=["please record things"], apps=[ProbeApp()]) as h:
+        await h.run_until_idle()
+        await h.provide("and now?")
+        await h.step()
+        entries = await h.entries()
+        full = await h.render(100_000, WINDOW)
+        assert full.entries == len(entries)
+        for budget in (120, 200, 400, full.tokens):
+            rendered = await h.render(budget, WINDOW)
+            assert recount(rendered.messages) <= rendered.tokens <= budget
+            assert_no_orphans(rendered.messages)
+            assert_window_only_in_latest_observation(rendered.messages, entries[-1])
+            assert rendered.messages[-1].content.startswith("and now?")

@@ -1,0 +1,237 @@
+"""The recap maintainer: folds beside the engine, retries on conflict, never leaves it waiting."""
+
+from __future__ import annotations
+
+import trio
+
+from livecontext.actors import AgentSettings, spawn_agent
+from livecontext.actors._agent import RECAP_CAPABILITIES
+from livecontext.actors.analyzers import AnalyzerSettings
+from livecontext.actors.history import HistoryLimits
+from livecontext.actors.recap import RecapMaintainer, RecapSettings
+from livecontext.protocol import (
+    ActorId,
+    EditHistory,
+    EntriesFolded,
+    FoldDone,
+    FoldNow,
+    HistoryEdited,
+    Idle,
+    Level,
+    ModelReply,
+    ModelRequest,
+    ReplaceContent,
+    RunUntilIdle,
+)
+from livecontext.runtime import AuditEvent, AuditRecord, open_runtime
+from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
+from livecontext.runtime.persistence import open_store
+
+from tests.context._world import (
+    CONVERTER,
+    COUNTER,
+    HistoryWorld,
+    agent_turns,
+    check_folds,
+    check_no_lost_entry,
+    decode,
+    open_history,
+    scripted,
+)
+
+
+async def spawn_maintainer(world: HistoryWorld, settings: RecapSettings,
+                           model: ModelClient | None = None) -> ActorId:
+    maintainer = ActorId("recap", "h")
+    await world.rt.spawn(lambda: RecapMaintainer("h", world.history.id, settings, COUNTER, model),
+                         maintainer, capabilities=RECAP_CAPABILITIES)
+    return maintainer
+
+
+class EditsOnFirstCall(ModelClient):
+    """A recap model that, on its first call, edits the oldest entry behind the maintainer's back."""
+
+    name = "meddling"
+
+    def __init__(self, world: HistoryWorld) -> None:
+        self.world = world
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        self.requests.append(request)
+        if len(self.requests) == 1:  # between the maintainer's read and its fold
+            oldest = await self.world.ref("e1")
+            await self.world.rt.client("editor").ask(self.world.history, EditHistory((
+                ReplaceContent(oldest, Level.RECENT, "edited while summarising"),)))
+        return ModelReply(text=f"summary {len(self.requests)}")
+
+
+async def test_the_maintainer_retries_a_fold_after_an_edit_conflict() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        model = EditsOnFirstCall(world)
+        maintainer = await spawn_maintainer(world, RecapSettings("model_summary", window=2, batch=2), model)
+
+        done = await world.root.ask(maintainer, FoldNow())
+
+        assert done == FoldDone("h", 1, 16 - 3, done.tokens)  # e1 and e2+e3 folded, at the second try
+        assert len(model.requests) == 2
+        assert "edited while summarising" not in model.requests[0].messages[1].content
+        assert "edited while summarising" in model.requests[1].messages[1].content  # re-read
+        records = await world.records()
+        kinds = [(s, type(p).__name__) for _, s, p in records[-2:]]
+        assert kinds == [("client/editor", "HistoryEdited"), ("recap/h", "EntriesFolded")]
+        fold = records[-1][2]
+        assert isinstance(fold, EntriesFolded)
+        assert fold.folded == ("e1", "e2", "e3") and fold.recap.content.live.text == "summary 2"
+        assert (await world.entry("e1")).revision == 3  # edited, then folded
+        assert check_folds("h", records, folder="recap/h") == 1
+
+
+async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
+    async with open_history() as world:
+        for n in range(3):
+            await world.step(n)
+        broken = ScriptedModel.from_turns([{"text": "never", "fail": {"error": "server", "times": 99}}])
+        maintainer = await spawn_maintainer(world, RecapSettings("model_summary", window=2, batch=2), broken)
+
+        done = await world.root.ask(maintainer, FoldNow())
+
+        assert done.folds == 1
+        fold = (await world.records())[-1][2]
+        assert isinstance(fold, EntriesFolded)
+        assert fold.recap.content.live.text.startswith("- e1 input: user: input 0")
+
+
+async def test_fold_now_is_answered_when_nothing_can_be_folded() -> None:
+    async with open_history(limits=HistoryLimits(max_entries=4)) as world:
+        await world.step(0)
+        maintainer = await spawn_maintainer(world, RecapSettings(window=8))
+        with trio.fail_after(2):
+            done = await world.root.ask(maintainer, FoldNow())
+        assert done == FoldDone("h", 0, 4, done.tokens)
+
+
+async def test_a_model_summary_recap_holds_what_the_recap_model_wrote() -> None:
+    inputs = [f"task {i}" for i in range(12)]
+    recap_model = ScriptedModel.from_turns([{"text": f"summary number {k}"} for k in range(60)])
+    store = await open_store("memory:")
+    async with store:
+        log = await store.open_thread("m", owner="test")
+        settings = AgentSettings(thread_id="m", limits=HistoryLimits(max_entries=12),
+                                 recap=RecapSettings("model_summary", window=2, batch=2, max_summary_chars=300))
+        async with open_runtime() as rt:
+            agent = await spawn_agent(rt, log, scripted(agent_turns(len(inputs))), settings, converter=CONVERTER,
+                                      counter=COUNTER, inputs=inputs, recap_model=recap_model)
+            await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
+            await trio.sleep(0.05)
+        records = decode(await log.read(1))
+    recaps = [p.recap for _, _, p in records if isinstance(p, EntriesFolded)]
+    assert len(recaps) > 5
+    # fold k was summarised by turn k of the recap model's script, in order
+    assert [r.content.live.text for r in recaps] == [f"summary number {k}" for k in range(len(recaps))]
+    assert {r.strategy for r in recaps} == {"model_summary"}
+    assert check_folds("m", records, folder="recap/m") == len(recaps)
+
+
+class SlowSummaries(ModelClient):
+    """A recap (or analyzer) model that takes its time."""
+
+    name = "slow"
+
+    def __init__(self, delay: float, text: str = "OK") -> None:
+        self.delay = delay
+        self.text = text
+        self.calls = 0
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        self.calls += 1
+        await trio.sleep(self.delay)
+        return ModelReply(text=f"{self.text} {self.calls}" if self.text != "OK" else "OK")
+
+
+async def test_a_slow_recap_makes_the_engine_wait_at_the_truncate_threshold_and_only_there() -> None:
+    inputs = [f"task {i}" for i in range(25)]
+    model = scripted(agent_turns(len(inputs), words=10))
+    fold_asks: list[AuditRecord] = []
+    store = await open_store("memory:")
+    async with store:
+        log = await store.open_thread("s", owner="test")
+        model.watch(log, "s")
+        settings = AgentSettings(thread_id="s", limits=HistoryLimits(max_entries=16),
+                                 recap=RecapSettings("model_summary", window=2, batch=2, max_summary_chars=400))
+        with trio.fail_after(30):
+            async with open_runtime() as rt:
+                rt.add_audit_hook(lambda r: fold_asks.append(r) if (
+                    r.event is AuditEvent.DELIVERED and isinstance(r.envelope.payload, FoldNow)) else None)
+                agent = await spawn_agent(rt, log, model, settings, converter=CONVERTER, counter=COUNTER,
+                                          inputs=inputs, recap_model=SlowSummaries(0.01, "slow summary"))
+                idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
+        records = decode(await log.read(1))
+    assert isinstance(idle, Idle) and idle.reason == "no_input"
+    check_no_lost_entry("s", records, model, inputs)
+    assert fold_asks, "the recap never fell behind: the test shows nothing"
+    assert all(str(r.envelope.sender) == "engine/s" for r in fold_asks)
+    # every model call saw the history within its limit
+    assert max(entries for entries, _ in model.sizes) <= 16, model.sizes
+    check_folds("s", records, folder="recap/s")
+
+
+async def test_slow_analyzers_and_recap_never_block_the_history_store() -> None:
+    # a subscriber that asks the history store while its mailbox fills up would deadlock it;
+    # here the engine outpaces a slow model analyzer and a slow recap by far
+    inputs = [f"task {i}" for i in range(60)]
+    store = await open_store("memory:")
+    async with store:
+        log = await store.open_thread("d", owner="test")
+        settings = AgentSettings(thread_id="d", limits=HistoryLimits(max_entries=50),
+                                 recap=RecapSettings("model_summary", window=4, batch=4),
+                                 analyzers=(AnalyzerSettings("judge", kind="model", prompt="anything odd?"),))
+        analyzer_model = SlowSummaries(0.05)
+        with trio.fail_after(30):
+            async with open_runtime() as rt:
+                agent = await spawn_agent(rt, log, ScriptedModel.from_turns(agent_turns(len(inputs))), settings,
+                                          converter=CONVERTER, counter=COUNTER, inputs=inputs,
+                                          recap_model=SlowSummaries(0.02, "summary"),
+                                          analyzer_models={"judge": analyzer_model})
+                idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
+        appended = sum(1 for r in await log.read(1) if r.kind == "EntryAppended")
+    assert idle.reason == "no_input" and idle.steps == 9 * len(inputs)
+    # the analyzer ran, but once per burst of changes, not once per change
+    assert 0 < analyzer_model.calls < appended / 2
+
+
+async def test_the_engine_goes_on_when_its_recap_maintainer_is_gone() -> None:
+    inputs = [f"task {i}" for i in range(6)]
+    store = await open_store("memory:")
+    async with store:
+        log = await store.open_thread("g", owner="test")
+        settings = AgentSettings(thread_id="g", limits=HistoryLimits(max_entries=8, soft=1.0, hard=1.0),
+                                 recap=RecapSettings(window=2, batch=2))
+        async with open_runtime() as rt:
+            agent = await spawn_agent(rt, log, scripted(agent_turns(len(inputs))), settings, converter=CONVERTER,
+                                      counter=COUNTER, inputs=inputs)
+            assert agent.recap is not None
+            await rt.stop(agent.recap)
+            with trio.fail_after(5):
+                idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
+        records = decode(await log.read(1))
+    assert idle.reason == "no_input"
+    assert not [p for _, _, p in records if isinstance(p, (EntriesFolded, HistoryEdited))]
+
+
+async def test_a_restarted_maintainer_asks_its_recap_model_for_the_next_turn_not_the_first() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        script = ScriptedModel.from_turns([{"text": "first summary"}, {"text": "second summary"}])
+        settings = RecapSettings("model_summary", window=2, batch=2)
+        maintainer = await spawn_maintainer(world, settings, script)
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        await world.rt.stop(maintainer)
+        maintainer = await spawn_maintainer(world, settings, script)  # a new instance, as after a crash
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        recaps = [p.recap.content.live.text for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert recaps == ["first summary", "second summary"]
+        script.check_all_used()
