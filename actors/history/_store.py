@@ -232,7 +232,6 @@ class HistoryStore(ContextManagement):
         if any(isinstance(p, EntryAppended) for p in payloads):
             await self.check_limits()
 
-
     async def _snapshot(self) -> None:
         """Write a snapshot of the state. The records are committed already: a snapshot only
         shortens replay, so failing to write one is logged, never reported as the request's

@@ -18,21 +18,22 @@ from livecontext.protocol import (
     ActorId,
     AppendInput,
     EngineState,
+    GetTail,
     GetWindows,
     Message,
+    ModelInputEntry,
     ModelOutputEntry,
     NotebookEdited,
     RecordToolResult,
     RecordToolStarted,
-    GetTail,
     Tail,
     ToolResult,
     ToolStatus,
     Windows,
     make_converter,
 )
-from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime import open_runtime
+from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LogWriteError, open_store
 from livecontext.runtime.tokens import TokenCounter
 
@@ -125,8 +126,7 @@ async def test_a_resumed_thread_continues_from_the_step_where_it_stopped(tmp_pat
     async with session(url, turns) as (s, first):
         idle = await run_until_idle(s, 7)
     assert idle.reason == "max_steps" and idle.state is not EngineState.WAITING_INPUT
-    notes: list[str] = []
-    async with session(url, turns, notes=notes) as (s, second):
+    async with session(url, turns) as (s, second):
         assert s.resumed_state is idle.state
         idle2 = await run_until_idle(s, None)
     assert idle2.state is EngineState.WAITING_INPUT
@@ -146,7 +146,7 @@ async def test_input_given_to_a_thread_stopped_mid_step_is_held_back_not_fed_twi
         assert s.held_inputs == ("go",)
         await run_until_idle(s, None)
     assert len(notes) == 1 and "in the middle of a step" in notes[0]
-    inputs = [e for e in (await committed(url)).entries if type(e).__name__ == "ModelInputEntry"]
+    inputs = [e for e in (await committed(url)).entries if isinstance(e, ModelInputEntry)]
     assert [e.text for e in inputs] == ["go"]
 
 
