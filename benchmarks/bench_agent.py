@@ -556,7 +556,7 @@ async def bench_fleet(n: int, reps: int, sample: int) -> None:
           f"{med('turn_p99_s') * 1e3:.0f} ms (5 agent turns queue behind each other on one CPU)")
     print(f"  {'runtime shutdown':<34}{med('close_s'):>8.2f} s wall {med('close_cpu_s'):>8.2f} s CPU")
     print(f"  {'memory per agent, RSS delta':<34}{med('rss_delta') / n / 1024:>8.1f} KiB "
-          f"(process RSS growth / {n:,}, agents alive, after {FLEET_TURNS} turns)")
+          f"(process RSS growth / {n:,}, agents alive; coarse: reuses memory freed earlier)")
     # What the cyclic GC costs: the same run with the collector tuned (not the default figure).
     gc_time = gc_seconds()
     thresholds = gc.get_threshold()

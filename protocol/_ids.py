@@ -17,7 +17,7 @@ def _check_part(what: str, value: str) -> None:
         )
 
 
-@frozen(order=True)
+@frozen(order=True, cache_hash=True)
 class ActorId:
     """The identity of an actor: a *kind* (what it is) and a *name* (which one).
 

@@ -123,6 +123,8 @@ class Runtime:
         self._nursery = nursery
         self._cells: dict[ActorId, _Cell] = {}
         self._order: list[ActorId] = []
+        self._children: dict[ActorId, dict[ActorId, None]] = {}
+        """Each parent's children, in spawn order (so stopping one needs no scan of every cell)."""
         self._clients: set[ActorId] = set()
         self._capabilities: dict[ActorId, frozenset[Hashable] | None] = {}
         self._topics: dict[Topic, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
@@ -181,6 +183,8 @@ class Runtime:
         self._capabilities[aid] = frozenset(capabilities)
         if old is None:
             self._order.append(aid)
+        if parent is not None:
+            self._children.setdefault(parent, {})[aid] = None
         await self._nursery.start(self._cell_main, cell)
         return ActorRef(aid, cell)
 
@@ -227,8 +231,10 @@ class Runtime:
         cell = self._cell(actor)
         if cell.state is _State.STOPPED:
             return
-        for child in [c for c in self._cells.values() if c.parent == cell.id]:
-            await self.stop(ActorRef(child.id, child), drain_timeout=drain_timeout)
+        for child_id in list(self._children.get(cell.id, ())):
+            child = self._cells[child_id]
+            if child.parent == cell.id:
+                await self.stop(ActorRef(child.id, child), drain_timeout=drain_timeout)
         for topic in list(cell.topics):
             self._unsubscribe(cell.ctx, topic)
         cell.state = _State.STOPPING

@@ -7,6 +7,8 @@ import json
 import logging
 from typing import Any
 
+import trio
+
 from livecontext.protocol import (
     ActorId,
     AppEffects,
@@ -40,7 +42,7 @@ from livecontext.protocol import (
     ToolStarted,
     Topic,
 )
-from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime import UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
@@ -85,6 +87,7 @@ class HistoryStore(ContextManagement):
         self.wanted_prompt = system_prompt
         self.system_tokens = 0
         self.snapshot_every = snapshot_every
+        self._snapshotting = False
         self.limits = limits if limits is not None else HistoryLimits()
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
@@ -226,20 +229,27 @@ class HistoryStore(ContextManagement):
         for rec, payload in zip(stored, payloads, strict=True):
             self.state.apply(rec.seq, payload)
         last = stored[-1]
-        if self.snapshot_every and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every:
-            await self._snapshot()
+        if (self.snapshot_every and not self._snapshotting
+                and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every):
+            # taken now (immutable entries: a cheap copy), serialized and written in the
+            # background, so a large snapshot never stalls this actor or the runtime
+            self._snapshotting = True
+            self.ctx.nursery.start_soon(self._snapshot, self.state.snapshot())
         await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
         if any(isinstance(p, EntryAppended) for p in payloads):
             await self.check_limits()
 
-    async def _snapshot(self) -> None:
+    async def _snapshot(self, snap: HistorySnapshot) -> None:
         """Write a snapshot of the state. The records are committed already: a snapshot only
         shortens replay, so failing to write one is logged, never reported as the request's
         failure (the request succeeded)."""
         try:
-            await self.log.write_snapshot(self.state.seq, dump_snapshot(self.converter, self.state.snapshot()))
+            text = await trio.to_thread.run_sync(dump_snapshot, self.converter, snap)
+            await self.log.write_snapshot(snap.seq, text)
         except PersistenceError as exc:
-            log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, self.state.seq, exc)
+            log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
+        finally:
+            self._snapshotting = False
 
 
 def dump_snapshot(converter: ProtocolConverter, snap: HistorySnapshot) -> str:
