@@ -222,6 +222,9 @@ class UsageWatcher(Analyzer):
             await self.post(f"your history is at its {msg.level.value} limit ({msg.entries} entries, "
                             f"{msg.tokens} tokens): older steps are being folded into a recap")
 
+    async def run_once(self) -> None:
+        """Nothing to read: the usage reports say all it needs."""
+
     async def analyze(self, view: HistorySlice) -> str | None:
         return None
 
