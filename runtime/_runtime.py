@@ -39,6 +39,7 @@ from ._context import (
     current_envelope,
     handling_actor,
 )
+from ._errors import UsageError
 from ._kernel_errors import (
     ActorStoppedError,
     AskTimeoutError,
@@ -575,6 +576,13 @@ class Runtime:
                         self._drop(env, str(denied))
             else:
                 result = await getattr(instance, name)(payload)
+        except UsageError as exc:
+            # the sender's mistake, not the actor's failure: answer it, do not restart
+            if is_ask:
+                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)))
+            else:
+                self._drop(env, f"{type(exc).__name__}: {exc}")
+            return
         except BaseException as exc:
             if is_ask:  # the asker must hear of it now, not at its timeout
                 self._reply(env, cell.id, _error_reply(cell, env, exc))

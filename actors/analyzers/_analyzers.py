@@ -91,7 +91,6 @@ class Analyzer(Actor):
         """The entries (ids and revisions) of the last analysis."""
         self.posted = 0
         self._dirty = False
-        self._usage: HistoryUsage | None = None
         self._wake = trio.Event()
 
     async def on_start(self) -> None:
@@ -103,33 +102,33 @@ class Analyzer(Actor):
     async def _periodic(self) -> None:
         while True:
             await trio.sleep(self.settings.period_s)
-            self._dirty = True
-            self._wake.set()
+            self.request_analysis()
 
     async def _worker(self) -> None:
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
-            usage, self._usage = self._usage, None
-            if usage is not None:
-                await self.on_usage_level(usage)
-            if self._dirty:
-                self._dirty = False
-                await self.run_once()
+            await self.work()
+
+    def request_analysis(self) -> None:
+        """Have the worker analyze (once, however many requests come before it gets to it)."""
+        self._dirty = True
+        self._wake.set()
+
+    async def work(self) -> None:
+        """What the worker does when woken (never two at once): the analysis requested."""
+        if self._dirty:
+            self._dirty = False
+            await self.run_once()
 
     @handler
     async def on_changed(self, msg: HistoryChanged) -> None:
-        if self.settings.trigger == "history" and msg.kind == "EntryAppended":
-            self._dirty = True
-            self._wake.set()
+        if self.settings.trigger == "history" and self.wants(msg):
+            self.request_analysis()
 
-    @handler
-    async def on_usage(self, msg: HistoryUsage) -> None:
-        self._usage = msg  # the latest report is the one that matters
-        self._wake.set()
-
-    async def on_usage_level(self, msg: HistoryUsage) -> None:
-        """Hook for analyzers that watch the limits (run by the worker, never concurrently)."""
+    def wants(self, msg: HistoryChanged) -> bool:
+        """Whether this change calls for an analysis (by default: an entry was appended)."""
+        return msg.kind == "EntryAppended"
 
     async def post(self, text: str) -> bool:
         """Post ``text`` to the agent unless it was the last text posted; whether it was posted."""
@@ -178,6 +177,17 @@ class RepeatedFailures(Analyzer):
         super().__init__(thread_id, history, settings)
         self.reported: set[str] = set()
         """Call ids of the streak last reported (grown as that streak goes on)."""
+        self._results_recorded = False
+
+    def wants(self, msg: HistoryChanged) -> bool:
+        # only a tool-results entry is news, and it is the entry appended after results were
+        # recorded: the other entries (inputs, outputs) need no read at all
+        if msg.kind == "ToolResultRecorded":
+            self._results_recorded = True
+        elif msg.kind == "EntryAppended" and self._results_recorded:
+            self._results_recorded = False
+            return True
+        return False
 
     async def analyze(self, view: HistorySlice) -> str | None:
         results = [r for e in view.entries if isinstance(e, ToolResultsEntry) for r in e.results]
@@ -207,23 +217,32 @@ class UsageWatcher(Analyzer):
     """Tells the agent when its history passes the hard limit, so it can be brief.
 
     It speaks when the level rises to HARD or TRUNCATE, not at every change while it stays
-    there (each notification would itself add to the history).
+    there (each notification would itself add to the history). The history store's usage
+    reports say all it needs: it reads nothing.
     """
 
     def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
         super().__init__(thread_id, history, settings)
         self.level = LimitLevel.OK
+        self._usage: HistoryUsage | None = None
 
-    async def on_usage_level(self, msg: HistoryUsage) -> None:
-        rank = _RANK.index
-        rose = rank(msg.level) > rank(self.level)
-        self.level = msg.level
-        if rose and msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
-            await self.post(f"your history is at its {msg.level.value} limit ({msg.entries} entries, "
-                            f"{msg.tokens} tokens): older steps are being folded into a recap")
+    def wants(self, msg: HistoryChanged) -> bool:
+        return False
 
-    async def run_once(self) -> None:
-        """Nothing to read: the usage reports say all it needs."""
+    @handler
+    async def on_usage(self, msg: HistoryUsage) -> None:
+        self._usage = msg  # the latest report is the one that matters
+        self._wake.set()
+
+    async def work(self) -> None:
+        usage, self._usage = self._usage, None
+        if usage is None:
+            return
+        rose = _RANK.index(usage.level) > _RANK.index(self.level)
+        self.level = usage.level
+        if rose and usage.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+            await self.post(f"your history is at its {usage.level.value} limit ({usage.entries} entries, "
+                            f"{usage.tokens} tokens): older steps are being folded into a recap")
 
     async def analyze(self, view: HistorySlice) -> str | None:
         return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import gc
 import json
 import sys
@@ -87,6 +89,9 @@ def main() -> None:
     Start with `livecontext demo` (offline).
     """
     tune_gc()
+    # the CLI reports failures itself in one line; the runtime's own log says more only on request
+    logging.basicConfig(level=os.environ.get("LIVECONTEXT_LOG", "ERROR").upper(),
+                        format="livecontext: %(levelname)s: %(name)s: %(message)s")
 
 
 from . import _commands_agent as _agent_cmds  # noqa: E402,F401  (registers commands)

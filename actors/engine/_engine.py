@@ -147,6 +147,10 @@ class Engine(Actor):
         self._wake = trio.Event()
         self._step_scope: trio.CancelScope | None = None
         self._current: _Job | None = None
+        self._tool_specs: Tools | None = None
+        """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
+        self._known_tail: Tail | None = None
+        """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
         self._step_done = trio.Event()
         self._step_done.set()
@@ -235,6 +239,8 @@ class Engine(Actor):
                 outcome = await self._guarded_step()
             finally:
                 self._current = None
+            if not outcome.progressed or outcome.error:
+                self._known_tail = None
             if job is None:  # free running
                 if outcome.waiting_for_input or outcome.error:
                     self._wake = trio.Event()
@@ -256,6 +262,7 @@ class Engine(Actor):
                 self._finish(job, outcome, "paused")
 
     def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
+        self._known_tail = None
         if self._jobs and self._jobs[0] is job:
             self._jobs.popleft()
         self._answer(job, outcome.from_state, outcome.to_state, reason, outcome.progressed, outcome.error)
@@ -325,9 +332,16 @@ class Engine(Actor):
         with trio.CancelScope(shield=True):
             return await work
 
+    async def _tools(self) -> Tools:
+        if self._tool_specs is None:
+            self._tool_specs = await self._ask(self.wiring.apps, ListTools(), Tools)
+        return self._tool_specs
+
     async def do_step(self) -> StepOutcome:
         """Do the one piece of work of the current state (see DESIGN.md's table)."""
-        tail = await self._tail()
+        tail, self._known_tail = self._known_tail, None
+        if tail is None:
+            tail = await self._tail()
         state = tail.state
         if state is EngineState.WAITING_INPUT:
             await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
@@ -352,6 +366,7 @@ class Engine(Actor):
             assert_never(state)
         if after.state is not state:
             await self._shielded(self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state)))
+        self._known_tail = after  # the store's own answer to this step's write
         return StepOutcome(state, after.state, True)
 
     async def _step_input(self) -> Tail | None:
@@ -371,7 +386,7 @@ class Engine(Actor):
             except ActorError as exc:  # a maintainer gone must not halt the agent: render still cuts to budget
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
-        tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
+        tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
         await self.ctx.publish(self.topic, BeforeModelCall(
             self.thread_id, tail.model_outputs, len(rendered.messages), rendered.tokens))
@@ -414,7 +429,7 @@ class Engine(Actor):
         last = tail.last
         assert isinstance(last, ModelOutputEntry)
         call = last.tool_calls[len(tail.recorded)]
-        tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
+        tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
         if call.id in tail.started and not idempotent:

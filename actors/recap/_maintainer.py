@@ -169,37 +169,38 @@ class RecapMaintainer(Actor):
             waiting, self._waiting = self._waiting, []
             try:
                 if due in (LimitLevel.HARD, LimitLevel.TRUNCATE):
-                    done = await self.fold_until_below_hard()
+                    folds = await self.fold_until_below_hard()
                 elif due is LimitLevel.SOFT:
-                    done = await self.fold_once()
+                    folds = await self.fold_once()
                 else:
-                    continue
+                    folds = 0
+                if waiting or folds:  # nobody needs the counts of a fold that did not happen
+                    self._answer(waiting, await self._done(folds))
             except BaseException:  # failing or cancelled: nobody is left waiting (the engine may be)
                 self._answer([*waiting, *self._waiting], self._last)
                 raise
-            self._answer(waiting, done)
 
     @staticmethod
     def _answer(waiting: list[PendingReply], done: FoldDone) -> None:
         for reply in waiting:
             reply.send(done)  # a second send is ignored
 
-    async def fold_until_below_hard(self) -> FoldDone:
-        """Fold batch after batch until the history is under its hard limit or nothing is foldable."""
+    async def fold_until_below_hard(self) -> int:
+        """Fold batch after batch until the history is under its hard limit or nothing is
+        foldable; returns how many folds were made."""
         done = 0
         while True:
-            level, folded = await self._fold()
+            folded = await self._fold()
             done += folded
-            if not folded or level in (LimitLevel.OK, LimitLevel.SOFT):
-                break
-        return await self._done(done)
+            if not folded or await self._level() in (LimitLevel.OK, LimitLevel.SOFT):
+                return done
 
-    async def fold_once(self) -> FoldDone:
-        """Fold one batch, if one is foldable."""
-        _, folded = await self._fold()
-        return await self._done(folded)
+    async def fold_once(self) -> int:
+        """Fold one batch, if one is foldable; returns 1 or 0."""
+        return await self._fold()
 
     async def _done(self, folds: int) -> FoldDone:
+        """The history's size after ``folds`` folds (published if there were any)."""
         view = await self._read()
         active = [e for e in view.entries if not isinstance(e, RecapEntry)]
         done = FoldDone(self.thread_id, folds, len(active), view.active_tokens)
@@ -215,15 +216,15 @@ class RecapMaintainer(Actor):
         assert isinstance(view, HistorySlice)
         return view
 
-    async def _fold(self) -> tuple[LimitLevel, int]:
-        """One fold with retries on conflict; returns the level after it and 1 or 0."""
+    async def _fold(self) -> int:
+        """One fold, re-reading and retrying on conflict; returns 1, or 0 if nothing was folded."""
         for _attempt in range(self.settings.max_retries):
             view = await self._read()
             recaps = [e for e in view.entries if isinstance(e, RecapEntry)]
             previous = recaps[-1] if recaps else None
             batch = pick_batch(view.entries, self.settings.window, self.settings.batch)
             if not batch:
-                return self.level, 0
+                return 0
             text = await self._summarise(previous.content.live.text if previous else "", batch)
             gist = f"recap of {len(batch) + (len(previous.covers) if previous else 0)} entries ({self.settings.strategy})"
             reply = await self.ctx.ask(self.history, FoldIntoRecap(
@@ -233,14 +234,14 @@ class RecapMaintainer(Actor):
                 self.folds += 1
                 if self.recaps_made is not None:
                     self.recaps_made += 1
-                return await self._level(), 1
+                return 1
             if isinstance(reply, AccessDenied):
                 log.error("%s may not fold history of %s: grant it Capability.FOLD", self.ctx.self_id, self.thread_id)
-                return self.level, 0
+                return 0
             assert isinstance(reply, EditConflict)
             log.info("fold conflict in %s, re-reading: %s", self.thread_id, reply.conflicts)
         log.warning("gave up folding %s after %d conflicts", self.thread_id, self.settings.max_retries)
-        return self.level, 0
+        return 0
 
     async def _level(self) -> LimitLevel:
         tail = await self.ctx.ask(self.history, GetTail())

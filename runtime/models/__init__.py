@@ -26,7 +26,6 @@ from ._errors import (
 )
 from ._faults import FaultInjectingModel
 from ._open import SPEC_FORMS, make_model_client, open_model_client
-from ._openai import OpenAIModel
 from ._retry import RetryCallback, RetryingModel, RetryPolicy
 from ._scripted import ScriptedModel
 
@@ -52,3 +51,12 @@ __all__ = [
     "make_model_client",
     "open_model_client",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `openai` takes about a second to import: load it only when OpenAIModel is used.
+    if name == "OpenAIModel":
+        from ._openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,6 +23,7 @@ class EchoModel(ModelClient):
             (m.content for m in reversed(request.messages) if m.role in (Role.USER, Role.TOOL)),
             "(nothing to echo)",
         )
+        said = said.split("\n\n[Window: ", 1)[0]  # echo the input, not the apps' windows
         text = f"echo: {said}"
         await stream_in_pieces(text, on_text)
         return ModelReply(text=text, model="echo")

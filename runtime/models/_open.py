@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from .._errors import UsageError
 from ._client import ModelClient
 from ._echo import EchoModel
-from ._openai import OpenAIModel
 from ._retry import RetryingModel, RetryPolicy
 from ._scripted import ScriptedModel
 
@@ -31,6 +30,8 @@ def make_model_client(spec: str, *, base_url: str | None = None, api_key: str | 
     if kind == "scripted" and colon and rest:
         return ScriptedModel.from_file(rest)
     if kind == "openai" and colon and rest:
+        from ._openai import OpenAIModel  # openai takes a second to import: only when asked for
+
         return OpenAIModel(rest, base_url=base_url, api_key=api_key)
     raise UsageError(
         f"unknown model spec {spec!r}: use one of {', '.join(SPEC_FORMS)} "
