@@ -1,79 +1,87 @@
-"""``livecontext demo``: a scripted agent at work, offline."""
+"""``livecontext demo``: a scripted agent at work, offline, with every kind of actor."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.panel import Panel
 
-from livecontext.protocol import ActorId, AfterToolExecute, PostNotification, ToolStatus, Topic
-from livecontext.runtime import Actor, handler
-
+from .._agent import AgentSettings
+from ..analyzers import AnalyzerSettings
+from ..history import HistoryLimits
+from ..recap import RecapSettings
 from ._session import open_session, run_until_idle
 from ._transcript import Transcript
-from .._agent import ANALYZER_CAPABILITIES, AgentSettings
 
 DEMO_INPUTS = (
     "Plan a picnic for Saturday and keep the plan in your notebook.",
+    "Add what we need for games.",
     "What is in the plan now?",
 )
 
+_PLAN = "# Picnic plan\n- sandwiches\n- lemonade\n- when: Saturday noon"
+
+
+def _edit(text: str, name: str, **arguments: str) -> dict[str, object]:
+    return {"text": text, "tool_calls": [{"name": name, "arguments": arguments}], "delay_s": 0.05}
+
+
 DEMO_TURNS = [
-    {"text": "I'll start a plan in my notebook.",
-     "tool_calls": [{"name": "notebook_replace", "arguments": {
-         "old_text": "", "new_text": "# Picnic plan\n- sandwiches\n- lemonade\n- when: Saturday noon"}}],
-     "delay_s": 0.05},
-    {"text": "Adding a blanket after the drinks.",
-     "tool_calls": [{"name": "notebook_replace", "arguments": {
-         "old_text": "- lemonade", "new_text": "- lemonade\n- a blanket"}}],
-     "delay_s": 0.05},
-    {"text": "Following the analyzer's note, I'm fixing the time in one edit.",
-     "tool_calls": [{"name": "notebook_replace_span", "arguments": {
-         "start_anchor": "- when:", "end_anchor": "noon", "new_text": "- when: Saturday 12:30, at the lake"}}],
-     "delay_s": 0.05},
+    _edit("I'll start a plan in my notebook.", "notebook_replace", old_text="", new_text=_PLAN),
+    _edit("Adding a blanket after the drinks.", "notebook_replace",
+          old_text="- lemonade", new_text="- lemonade\n- a blanket"),
+    _edit("Fixing the time and place in one edit.", "notebook_replace_span",
+          start_anchor="- when:", end_anchor="noon", new_text="- when: Saturday 12:30, at the lake"),
     {"text": "The plan is in my notebook: sandwiches, lemonade, a blanket, Saturday 12:30 at the lake.",
      "delay_s": 0.05},
-    {"text": "The plan holds sandwiches, lemonade and a blanket, for Saturday 12:30 at the lake.",
+    _edit("Adding games under the games heading.", "notebook_replace",
+          old_text="## Games", new_text="## Games\n- frisbee"),
+    _edit("Trying the games heading again.", "notebook_replace",
+          old_text="## Games", new_text="## Games\n- frisbee"),
+    _edit("Once more.", "notebook_replace", old_text="## Games", new_text="## Games\n- frisbee"),
+    _edit("There is no games heading: I'll add a games section after the blanket instead.",
+          "notebook_replace", old_text="- a blanket", new_text="- a blanket\n## Games\n- frisbee\n- a ball"),
+    {"text": "Thanks for the note about the repeated failures. Games are in: a frisbee and a ball.",
+     "delay_s": 0.05},
+    {"text": "The plan: sandwiches, lemonade, a blanket, a frisbee and a ball; Saturday 12:30 at the lake.",
      "delay_s": 0.05},
 ]
+"""The scripted model's answers, one per model call."""
 
-
-class DemoWatcher(Actor):
-    """A tiny analyzer: after the first successful notebook edit, it posts a notification."""
-
-    def __init__(self, history: ActorId, events: Topic) -> None:
-        self.history = history
-        self.events = events
-        self.posted = False
-
-    async def on_start(self) -> None:
-        self.ctx.subscribe(self.events)
-
-    @handler
-    async def on_tool(self, event: AfterToolExecute) -> None:
-        if event.status is ToolStatus.OK and not self.posted:
-            self.posted = True
-            await self.ctx.ask(self.history, PostNotification(
-                "The plan has no place yet; add one when you next edit the time."))
+DEMO_BUDGET = 1500
+"""Tokens per rendered context: small, so the budget visibly matters."""
 
 
 async def run_demo(store_url: str, thread_id: str, console: Console) -> None:
     """Run the demo thread and print what each actor does."""
     from livecontext.runtime.models import RetryingModel, ScriptedModel
 
-    console.print(Panel.fit(
-        "An agent (engine, history store, app host with a notebook, input source) and an analyzer,\n"
-        "all actors exchanging typed messages. The model is scripted, so this runs offline.",
+    console.print(Panel(
+        "Actors exchanging typed messages: an engine, its history store (the only writer of the "
+        "event log), an app host with a notebook, an input source, a recap maintainer folding old "
+        "steps, and two analyzers posting notes. The model is scripted, so this runs offline.",
         title="livecontext demo"))
-    settings = AgentSettings(thread_id=thread_id, budget=2000)
+    settings = AgentSettings(
+        thread_id=thread_id, budget=DEMO_BUDGET,
+        limits=HistoryLimits(max_entries=10, max_tokens=1200, soft=0.6, hard=0.8),
+        recap=RecapSettings(strategy="simple_extract", window=2, batch=2, max_summary_chars=900),
+        analyzers=(AnalyzerSettings("failures", kind="repeated_failures", threshold=3),
+                   AnalyzerSettings("usage", kind="usage")),
+    )
     model = RetryingModel(ScriptedModel.from_turns(DEMO_TURNS, name="demo"))
+    transcript = Transcript(console, thread_id, budget=DEMO_BUDGET)
     async with open_session(store_url, settings, "echo", inputs=DEMO_INPUTS, model=model) as session:
-        agent = session.agent
-        await session.rt.spawn(lambda: DemoWatcher(agent.history.id, agent.events), f"analyzer/{thread_id}",
-                               capabilities=ANALYZER_CAPABILITIES)
-        idle = await run_until_idle(session, 40, Transcript(console, thread_id))
+        idle = await run_until_idle(session, 80, transcript)
         summary = await session.summary()
+    entries = summary["entries"]
+    folded = sum(1 for e in entries if e["folded"])
+    recaps = [e for e in entries if e["kind"] == "recap" and not e["folded"]]
     console.print(Panel(summary["apps"]["notebook"], title="notebook (committed state)"))
-    console.print(f"{len(summary['entries'])} history entries; thread [bold]{thread_id}[/bold] is "
-                  f"{idle.state.value}. The event log lives in [bold]{store_url}[/bold].")
-    console.print(f"Look into it: livecontext history --thread {thread_id} --store {store_url}")
-    console.print(f"              livecontext audit --thread {thread_id} --store {store_url}")
+    if recaps:
+        console.print(Panel(recaps[-1]["levels"]["live"], title="the recap standing for the folded steps"))
+    console.print(
+        f"{len(entries)} entries in the log ({folded} folded into the recap); the largest context sent "
+        f"to the model was {transcript.max_tokens} tokens of the {DEMO_BUDGET}-token budget.")
+    console.print(f"Thread [bold]{thread_id}[/bold] is {idle.state.value}. "
+                  f"The event log lives in [bold]{store_url}[/bold]. Look into it:")
+    for command in ("history", "audit", "state"):
+        console.print(f"  livecontext {command} --thread {thread_id} --store {store_url}")

@@ -19,6 +19,7 @@ from livecontext.protocol import (
     GetTail,
     Idle,
     Message,
+    HistoryUsage,
     NotificationPosted,
     ProtocolConverter,
     ProvideInput,
@@ -32,6 +33,7 @@ from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store
 from livecontext.runtime.tokens import TokenCounter
 
+from ..recap import recap_topic
 from .._agent import Agent, AgentSettings, spawn_agent
 from ..apps import App
 from ._format import apps_json, entry_json, event_json
@@ -176,7 +178,8 @@ async def run_until_idle(session: Session, max_steps: int | None,
 
     try:
         async with session.rt.open_subscription(session.agent.events, buffer=1024) as events, \
-                session.rt.open_subscription(session.agent.history_events, buffer=1024) as changes:
+                session.rt.open_subscription(session.agent.history_events, buffer=1024) as changes, \
+                session.rt.open_subscription(recap_topic(session.agent.thread_id), buffer=256) as recap_events:
             async with trio.open_nursery() as nursery:
                 async def pump() -> None:
                     async for env in events:
@@ -184,11 +187,17 @@ async def run_until_idle(session: Session, max_steps: int | None,
 
                 async def notes() -> None:
                     async for env in changes:
-                        if on_event is not None and isinstance(env.payload, NotificationPosted):
+                        if on_event is not None and isinstance(env.payload, (NotificationPosted, HistoryUsage)):
+                            on_event(env.payload)
+
+                async def folds() -> None:
+                    async for env in recap_events:
+                        if on_event is not None:
                             on_event(env.payload)
 
                 nursery.start_soon(pump)
                 nursery.start_soon(notes)
+                nursery.start_soon(folds)
                 idle = await client.ask(session.agent.engine, RunUntilIdle(max_steps), timeout=None)
                 nursery.cancel_scope.cancel()
             # every event was published before the reply: take what the pump had not yet read

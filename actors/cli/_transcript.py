@@ -10,7 +10,10 @@ from livecontext.protocol import (
     AfterToolExecute,
     BeforeModelCall,
     BeforeToolExecute,
+    FoldDone,
     HistoryChanged,
+    HistoryUsage,
+    LimitLevel,
     Message,
     ModelTextDelta,
     NotificationPosted,
@@ -26,10 +29,15 @@ _STATUS_STYLE = {ToolStatus.OK: "green", ToolStatus.FAILED: "red", ToolStatus.SK
 class Transcript:
     """Prints engine events as one line each, prefixed by the actor that did it."""
 
-    def __init__(self, console: Console, thread_id: str, *, show_transitions: bool = True) -> None:
+    def __init__(self, console: Console, thread_id: str, *, show_transitions: bool = True,
+                 budget: int | None = None) -> None:
         self.console = console
         self.thread_id = thread_id
         self.show_transitions = show_transitions
+        self.budget = budget
+        self.max_tokens = 0
+        """The largest rendered context seen so far."""
+        self._usage: LimitLevel | None = None
 
     def _line(self, actor: str, text: str) -> None:
         self.console.print(f"[dim]{escape(actor):<22}[/dim] {text}", highlight=False)
@@ -41,8 +49,10 @@ class Transcript:
         elif isinstance(event, WaitingInput):
             self._line(f"engine/{t}", "pulls input from input/" + escape(t))
         elif isinstance(event, BeforeModelCall):
+            self.max_tokens = max(self.max_tokens, event.tokens)
+            budget = f" (budget {self.budget})" if self.budget else ""
             self._line(f"engine/{t}", f"model call #{event.call_index}: {event.messages} messages, "
-                                      f"{event.tokens} tokens rendered by history/{escape(t)}")
+                                      f"{event.tokens} tokens{budget} rendered by history/{escape(t)}")
         elif isinstance(event, AfterModelCall):
             if event.error:
                 self._line(f"engine/{t}", f"[red]model call failed, state unchanged: {escape(event.error)}[/red]")
@@ -58,6 +68,16 @@ class Transcript:
         elif isinstance(event, NotificationPosted):
             n = event.notification
             self._line(str(n.sender), f"[magenta]notifies ({n.id}): {escape(n.text)}[/magenta]")
+        elif isinstance(event, FoldDone):
+            self._line(f"recap/{t}", f"[blue]folded old steps into the recap ({event.folds} fold(s)); "
+                                     f"{event.entries} entries, {event.tokens} tokens left unfolded[/blue]")
+        elif isinstance(event, HistoryUsage):
+            if event.level is not self._usage:
+                self._usage = event.level
+                where = ("back under its limits" if event.level is LimitLevel.OK
+                         else f"at its {event.level.value} limit")
+                self._line(f"history/{t}", f"[blue]history {where}: "
+                                           f"{event.entries} entries, {event.tokens} tokens[/blue]")
         elif isinstance(event, HistoryChanged):
             pass
         elif isinstance(event, ModelTextDelta):

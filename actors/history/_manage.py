@@ -301,7 +301,9 @@ class ContextManagement(Actor):
             conflicts.append(Conflict(previous.id, previous.revision, previous.revision, "previous_recap is not a recap"))
         if conflicts:
             return EditConflict(tuple(conflicts))
-        covers = (previous.covers if isinstance(previous, RecapEntry) else ()) + tuple(ids)
+        # the previous recap stands for the older entries: naming it (not copying its list)
+        # keeps each fold record's size independent of how long the thread has run
+        covers = ((previous.id,) if previous is not None else ()) + tuple(ids)
         env = self.ctx.current
         assert env is not None
         recap = RecapEntry(

@@ -226,7 +226,7 @@ class RecapMaintainer(Actor):
             if not batch:
                 return 0
             text = await self._summarise(previous.content.live.text if previous else "", batch)
-            gist = f"recap of {len(batch) + (len(previous.covers) if previous else 0)} entries ({self.settings.strategy})"
+            gist = f"recap of the steps up to {batch[-1].id} ({self.settings.strategy})"
             reply = await self.ctx.ask(self.history, FoldIntoRecap(
                 tuple(EntryRef(e.id, e.revision) for e in batch), text, gist, self.settings.strategy,
                 EntryRef(previous.id, previous.revision) if previous else None))

@@ -188,13 +188,16 @@ def test_a_second_run_resumes_the_thread_from_a_sqlite_store(ran: dict[str, Ran]
     assert resumed["apps"] == {"notebook": "- milk"}
 
 
-def test_demo_runs_offline_and_shows_a_notification_and_the_notebook(ran: dict[str, Ran]) -> None:
+def test_demo_runs_offline_and_shows_a_notification_a_fold_and_the_notebook(ran: dict[str, Ran]) -> None:
     run = ran["demo"]
+    out = " ".join(run.out.split())  # the console wraps long lines
     assert run.code == 0, run.err
-    assert "notifies (n1)" in run.out
-    assert "notebook (committed state)" in run.out
-    assert "- when: Saturday 12:30, at the lake" in run.out
-    assert "thread demo-test is WaitingInput" in run.out
+    assert "notifies (n1): the last 3 tool calls failed the same way" in out
+    assert "folded old steps into the recap" in out
+    assert "notebook (committed state)" in out
+    assert "- when: Saturday 12:30, at the lake" in out
+    assert "the recap standing for the folded steps" in out
+    assert "Thread demo-test is WaitingInput" in out
 
 
 def test_chat_answers_every_piped_line_before_it_ends(ran: dict[str, Ran]) -> None:
@@ -203,3 +206,14 @@ def test_chat_answers_every_piped_line_before_it_ends(ran: dict[str, Ran]) -> No
     assert "model: echo: first words" in run.out
     assert "model: echo: second words" in run.out
     assert run.out.index("first words") < run.out.index("second words")
+
+
+def test_demo_keeps_every_context_it_sends_under_its_budget(ran: dict[str, Ran]) -> None:
+    import re
+
+    out = " ".join(ran["demo"].out.split())
+    sent = [int(n) for n in re.findall(r"(\d+) tokens \(budget 1500\)", out)]
+    assert len(sent) == 10  # one per scripted turn
+    assert max(sent) <= 1500
+    largest = re.search(r"largest context sent to the model was (\d+) tokens of the 1500-token budget", out)
+    assert largest is not None and int(largest.group(1)) == max(sent)
