@@ -145,26 +145,32 @@ def pct(xs: Sequence[float], q: float) -> float:
 
 
 async def throughput(inputs: int, repeats: int) -> None:
-    print(f"1. engine turns per second ({inputs * TURNS_PER_INPUT} turns a run, median of {repeats} runs)")
+    print(f"1. engine turns per second ({inputs * TURNS_PER_INPUT} turns a run, median of {repeats} runs;"
+          " wall clock, and per second of the process's CPU time)")
     configs = {"alone": settings(False), "alone, small budget": settings(False, budget=SMALL_BUDGET),
                "beside": settings(True)}
-    rates: dict[str, list[float]] = {name: [] for name in configs}
+    wall: dict[str, list[float]] = {name: [] for name in configs}
+    cpu: dict[str, list[float]] = {name: [] for name in configs}
     left: dict[str, int] = {}
     for _ in range(repeats):
         for name, config in configs.items():  # interleaved, so drift hits all alike
+            started = time.process_time()
             elapsed, turns, left[name] = await run_agent(inputs, config)
-            rates[name].append(turns / elapsed)
-    rate = {name: statistics.median(xs) for name, xs in rates.items()}
-    print(f"   engine alone                          {rate['alone']:8.0f} turns/s  "
-          f"({left['alone']} unfolded entries at the end, each call renders up to 8,000 tokens of them)")
-    print(f"   engine alone, {SMALL_BUDGET:,}-token budget     {rate['alone, small budget']:8.0f} turns/s  "
-          "(a context as small as folding keeps it)")
-    print(f"   with recap maintainer + 2 analyzers   {rate['beside']:8.0f} turns/s  "
+            wall[name].append(turns / elapsed)
+            cpu[name].append(turns / (time.process_time() - started))
+    w = {name: statistics.median(xs) for name, xs in wall.items()}
+    c = {name: statistics.median(xs) for name, xs in cpu.items()}
+    print(f"   engine alone                          {w['alone']:6.0f} /s  {c['alone']:6.0f} /s cpu  "
+          f"({left['alone']} unfolded entries at the end: calls render up to 8,000 tokens)")
+    print(f"   engine alone, {SMALL_BUDGET:,}-token budget     {w['alone, small budget']:6.0f} /s  "
+          f"{c['alone, small budget']:6.0f} /s cpu  (a context as small as folding keeps it)")
+    print(f"   with recap maintainer + 2 analyzers   {w['beside']:6.0f} /s  {c['beside']:6.0f} /s cpu  "
           f"({left['beside']} unfolded entries at the end)")
     for name in ("alone", "alone, small budget"):
-        ratio = rate["beside"] / rate[name]
-        verdict = "meets" if ratio >= 0.8 else "MISSES"
-        print(f"   ratio, beside / {name + ':':21s} {ratio:.2f}x ({verdict} the >= 0.8x target)")
+        ratios = (w["beside"] / w[name], c["beside"] / c[name])
+        verdict = "meets" if min(ratios) >= 0.8 else "MISSES"
+        print(f"   beside / {name + ':':21s} {ratios[0]:.2f}x wall, {ratios[1]:.2f}x cpu "
+              f"({verdict} the >= 0.8x target)")
 
 
 async def latency(inputs: int) -> None:
@@ -178,8 +184,8 @@ async def latency(inputs: int) -> None:
                 ("engine waits at truncate (FoldNow)", times.engine_wait))
         print(f"   {strategy}" + (f", recap model taking {delay * 1000:g} ms a call" if delay else ""))
         for label, xs in rows:
-            print(f"     {label:36s} {statistics.median(xs) if xs else float('nan'):7.3f} "
-                  f"{pct(xs, 0.95):7.3f} {len(xs):7d}")
+            figures = f"{statistics.median(xs):7.3f} {pct(xs, 0.95):7.3f}" if xs else f"{'-':>7s} {'-':>7s}"
+            print(f"     {label:36s} {figures} {len(xs):7d}")
 
 
 async def main(quick: bool) -> None:

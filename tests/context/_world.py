@@ -240,7 +240,7 @@ def _check_one_fold(state: HistoryState, rec: EntriesFolded, sender: str, folder
         if isinstance(entry, ToolResultsEntry):
             partner = next(e for e in reversed(state.entries[:at]) if not isinstance(e, RecapEntry))
             assert partner.id in folded or partner.folded, f"seq {seq}: folds results {i} without output {partner.id}"
-    covers = (previous.covers if previous is not None else ()) + tuple(ids)
+    covers = ((previous.id,) if previous is not None else ()) + tuple(ids)
     assert rec.recap.covers == covers, f"seq {seq}: recap covers {rec.recap.covers}, expected {covers}"
 
 

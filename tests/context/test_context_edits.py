@@ -165,7 +165,8 @@ async def test_a_fold_replaces_the_previous_recap_and_the_new_one_covers_both() 
             previous_recap=EntryRef(first.recap.id, first.recap.revision)))
 
         assert isinstance(second, EditApplied) and second.recap is not None
-        assert second.recap.covers == tuple(ids[:4])
+        assert second.recap.covers == (first.recap.id, *ids[1:4])  # the first recap stands for ids[0]
+        assert first.recap.covers == (ids[0],)
         view = await world.read()
         recaps = [e for e in view.entries if isinstance(e, RecapEntry)]
         assert [r.id for r in recaps] == [second.recap.id]

@@ -57,7 +57,8 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
                     await trio.sleep(0.05)  # the maintainer's last fold, if one is under way
                     model_calls = [e.payload for e in _drain(events) if isinstance(e.payload, BeforeModelCall)]
                     changes = [e.payload for e in _drain(history) if isinstance(e.payload, HistoryChanged)]
-            records = decode(await log.read(1))
+            raw = await log.read(1)
+            records = decode(raw)
 
     assert isinstance(idle, Idle) and idle.reason == "no_input", idle
     model.inner.check_all_used()  # type: ignore[attr-defined]
@@ -89,6 +90,10 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
     assert recap_sizes[0] < recap_sizes[5] < max(recap_sizes)
     assert min(recap_sizes[len(recap_sizes) // 2:]) > MAX_SUMMARY * 0.8  # full, and kept full
     assert len(state.active) < MAX_ENTRIES
+    # a fold record names the recap it replaces instead of copying what that one covered:
+    # its size does not grow with the thread (the log stays linear in the run's length)
+    fold_sizes = [len(r.payload) for r in raw if r.kind == "EntriesFolded"]
+    assert max(fold_sizes) < 2 * MAX_SUMMARY + 1500, max(fold_sizes)
 
 
 def _drain(channel: trio.MemoryReceiveChannel) -> list:  # type: ignore[type-arg]

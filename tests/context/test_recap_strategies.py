@@ -11,12 +11,9 @@ from hypothesis import strategies as st
 from livecontext.actors.recap import model_summary, pick_batch, simple_extract, steps_of, structured
 from livecontext.protocol import (
     ActorId,
-    ChatMessage,
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
-    ModelReply,
-    ModelRequest,
     Retention,
     Role,
     ToolCall,
@@ -159,9 +156,3 @@ def test_a_batch_is_the_oldest_steps_outside_the_window_never_split_never_critic
     after = [*step(ids, "keep2", retention=Retention.CRITICAL), *entries]
     assert [e.id for e in pick_batch(after, window=10, batch=1)] == ["e1"]
 
-
-def test_the_message_types_of_a_recap_request_are_plain_chat() -> None:
-    # model_summary sends plain system/user messages: any chat model can answer them
-    request = ModelRequest((ChatMessage(Role.SYSTEM, "s"), ChatMessage(Role.USER, "u")))
-    assert all(not m.tool_calls for m in request.messages)
-    assert ModelReply(text="x").tool_calls == ()
