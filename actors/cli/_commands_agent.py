@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
+import attrs
 import click
 import trio
 from rich.console import Console
@@ -37,6 +38,8 @@ def model_options(fn):  # type: ignore[no-untyped-def]
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
+@click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=0), metavar="N",
+              help="Snapshot the thread's state every N log records (0: never); opening replays at most N.")
 @click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: thread, state, entries, apps.")
 @click.argument("blueprint_path", metavar="[BLUEPRINT.toml]", required=False)
@@ -44,7 +47,7 @@ def model_options(fn):  # type: ignore[no-untyped-def]
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
         inputs: tuple[str, ...], system_prompt: str | None, budget: int, max_steps: int | None,
-        events_path: str | None, as_json: bool) -> None:
+        snapshot_every: int, events_path: str | None, as_json: bool) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
 
     BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
@@ -52,7 +55,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     """
     bp: Blueprint | None = None
     try:
-        settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+        settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
+                                 snapshot_every=snapshot_every)
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
@@ -62,6 +66,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 budget=given.get("budget"), max_steps=given.get("max_steps"))
             settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
             inputs, max_steps, store_url = bp.inputs, bp.max_steps, bp.store or store_url
+            if "snapshot_every" in given:
+                settings = attrs.evolve(settings, snapshot_every=snapshot_every)
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
@@ -140,7 +146,9 @@ def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: 
 
 def _read_line() -> str | None:
     try:
-        return input("> ")
+        # piped input needs no prompt, and a prompt printed from this thread would cut into
+        # the answer streaming on the other
+        return input("> " if sys.stdin.isatty() else "")
     except EOFError:
         return None
 

@@ -21,6 +21,7 @@ from livecontext.protocol import (
     GetAppEffects,
     GetTail,
     HistoryChanged,
+    HistoryEdited,
     HistorySnapshot,
     Message,
     ModelInputEntry,
@@ -100,6 +101,18 @@ class HistoryStore(ContextManagement):
         if wanted is not None and wanted != self.state.system_prompt:
             await self._commit([SystemPromptSet(wanted)])
         self.system_tokens = self.counter.count(self.state.system_prompt)
+        await self._end_ephemeral()
+
+    async def _end_ephemeral(self) -> None:
+        """EPHEMERAL entries are gone when the session that wrote them ends: a new session
+        (this start) removes them, as a logged edit, unless that would split a model output
+        from its tool results or remove the newest entry (the engine's state stands on it)."""
+        newest = self.state.last
+        gone = [e.id for e in self.state.active
+                if e.retention is Retention.EPHEMERAL and (newest is None or e.id != newest.id)]
+        gone = [i for i in gone if not self._unit_conflicts({i} | set(gone))]
+        if gone:
+            await self._commit([HistoryEdited((), tuple(gone))])
 
     # -- reading ------------------------------------------------------------------------------
 
