@@ -24,6 +24,7 @@ from livecontext.protocol import (
     RemoveEntries,
     ReplaceContent,
     Retention,
+    ReadHistory,
     SetRetention,
 )
 from livecontext.runtime import RemoteActorError
@@ -238,3 +239,25 @@ def drain(channel: trio.MemoryReceiveChannel[Envelope]) -> list[Envelope]:
             out.append(channel.receive_nowait())
         except trio.WouldBlock:
             return out
+
+
+async def test_ephemeral_entries_are_gone_when_a_new_session_opens_the_thread() -> None:
+    from livecontext.actors.history import HistoryStore
+    from livecontext.protocol import ActorId
+
+    from tests.context._world import CONVERTER
+
+    async with open_history() as world:
+        ids = await two_steps(world)
+        first = await world.ref(ids[0])
+        await world.root.ask(world.history, EditHistory((SetRetention(first, Retention.EPHEMERAL),)))
+        assert ids[0] in [e.id for e in (await world.read()).entries]  # alive in this session
+
+        await world.rt.stop(world.history)  # the session ends; a new one opens the same log
+        again = await world.rt.spawn(lambda: HistoryStore("h", world.log, CONVERTER, COUNTER),
+                                     ActorId("history", "h"))
+        view = await world.root.ask(again, ReadHistory(include_folded=True))
+
+        assert ids[0] not in [e.id for e in view.entries]
+        assert [e.id for e in view.entries] == ids[1:]
+        assert (await world.records())[-1][2] == HistoryEdited((), (ids[0],))
