@@ -23,6 +23,7 @@ There is no process-global converter: call :func:`make_converter` and keep the r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import types
 import typing
@@ -221,7 +222,7 @@ class ProtocolConverter:
         if not isinstance(value, str):
             raise MalformedDataError("ActorId", f"expected a 'kind/name' string, got {value!r}")
         try:
-            return ActorId.parse(value)
+            return _parse_actor_id(value)
         except ValueError as exc:
             raise MalformedDataError("ActorId", str(exc)) from exc
 
@@ -251,6 +252,13 @@ class ProtocolConverter:
         if parsed.tzinfo is None:
             raise MalformedDataError("datetime", f"{value!r} has no UTC offset")
         return parsed
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_actor_id(text: str) -> ActorId:
+    # a thread's records name a handful of senders over and over: validate each once
+    # (ActorId is frozen, so sharing one instance is safe)
+    return ActorId.parse(text)
 
 
 def check_schema_version(version: object) -> None:
