@@ -17,7 +17,7 @@ from ._errors import (
     ThreadNotFoundError,
 )
 from ._lease import Holder, current_holder
-from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
+from ._records import KEEP_SNAPSHOTS, Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
 
 
 @attrs.define
@@ -132,6 +132,7 @@ class _MemoryWriter(_MemoryReader):
             snapshots[-1] = snapshot
         else:
             snapshots.append(snapshot)
+        del snapshots[:-KEEP_SNAPSHOTS]  # as SQLite: only the newest few are kept
 
     def close(self) -> None:
         if not self._closed:

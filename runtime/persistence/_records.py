@@ -280,6 +280,14 @@ def seal_records(
     return sealed
 
 
+KEEP_SNAPSHOTS = 2
+"""Snapshots kept per thread by the SQLite and memory backends (the newest ones).
+
+Each snapshot holds a thread's whole state, so keeping them all would grow storage with the
+square of the thread's length. The JSONL backend's snapshot file is append-only and keeps all.
+"""
+
+
 def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
     """A checksummed snapshot (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
     _check_json(state, "snapshot state")

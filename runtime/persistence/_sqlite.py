@@ -36,6 +36,7 @@ from ._errors import (
 from ._fsync import FsyncLevel
 from ._lease import Holder, current_holder, holder_alive
 from ._records import (
+    KEEP_SNAPSHOTS,
     Snapshot,
     StoredRecord,
     ThreadInfo,
@@ -403,6 +404,13 @@ class _SqliteWriter(_SqliteReader):
             with self._backend.transaction() as conn:
                 self._renew(conn)
                 conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
+                # a snapshot holds the whole state: keeping every one would make storage grow
+                # with the square of the thread; older seqs replay from an older kept one or seq 1
+                conn.execute(
+                    "DELETE FROM snapshots WHERE thread_id = ? AND seq NOT IN "
+                    "(SELECT seq FROM snapshots WHERE thread_id = ? ORDER BY seq DESC LIMIT ?)",
+                    (self.thread_id, self.thread_id, KEEP_SNAPSHOTS),
+                )
         except sqlite3.Error as exc:
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._snapshot_seq = snapshot.seq

@@ -317,3 +317,19 @@ async def test_snapshots_must_be_in_range_and_in_order(
                 SnapshotOrderError, match="at seq 2: its latest snapshot is at seq 4"
             ):
                 await log.write_snapshot(2, "{}")
+
+
+async def test_sqlite_and_memory_keep_only_the_newest_snapshots(
+    store_url: str, make_records: MakeRecords
+) -> None:
+    from livecontext.runtime.persistence._records import KEEP_SNAPSHOTS
+
+    if store_url.startswith("jsonl:"):
+        pytest.skip("the JSONL snapshot file is append-only and keeps every snapshot")
+    async with await open_store(store_url) as store:
+        async with await store.open_thread("t", owner="history") as log:
+            await log.append(make_records(10))
+            for seq in range(1, 11):
+                await log.write_snapshot(seq, f'{{"v": {seq}}}')
+            kept = [s for s in [await log.latest_snapshot(at) for at in range(1, 11)] if s is not None]
+            assert sorted({s.seq for s in kept}) == list(range(11 - KEEP_SNAPSHOTS, 11))
