@@ -50,7 +50,9 @@ class HistorySnapshot(Message):
 
     thread_id: str
     seq: int
-    entries: tuple[HistoryEntry, ...]
+    entries: tuple[str, ...]
+    """Each entry as its own JSON text (as the converter writes it): decoded only when used,
+    so opening a long thread from a snapshot does not build every entry."""
     recorded: tuple[ToolResult, ...]
     started: tuple[tuple[str, str], ...]
     pending_notifications: tuple[Notification, ...]
@@ -59,3 +61,6 @@ class HistorySnapshot(Message):
     next_entry: int
     next_notification: int
     system_prompt: str = ""
+    index: str = "[]"
+    """JSON array with one ``[id, kind, folded, recent_tokens, bytes]`` row per entry: what
+    opening needs to know of an entry without decoding it."""

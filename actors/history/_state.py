@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 
 from livecontext.protocol import (
+    ENTRY_KINDS,
     AccessDenied,
     EntriesFolded,
     HistoryEdited,
@@ -26,6 +29,9 @@ from livecontext.protocol import (
     ToolStarted,
     derive_state,
 )
+
+
+from ._lazy import Decoder, LazyEntries, Raw
 
 
 class FoldError(Exception):
@@ -210,22 +216,41 @@ class HistoryState:
 
     # -- snapshots --------------------------------------------------------------------------------
 
-    def snapshot(self) -> HistorySnapshot:
-        """The whole state as one record-like value."""
-        return HistorySnapshot(
-            self.thread_id, self.seq, tuple(self.entries), tuple(self.recorded),
+    def snapshot(self) -> SnapshotDraft:
+        """The whole state, cheaply: entries are encoded later, by :meth:`SnapshotDraft.finish`
+        (in a worker thread), and entries never decoded since opening are not re-encoded."""
+        stored = (self.entries.items_as_stored() if isinstance(self.entries, LazyEntries)
+                  else list(self.entries))
+        return SnapshotDraft(stored, HistorySnapshot(
+            self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
             tuple(self.app_effects.values()), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt,
-        )
+        ))
 
     @classmethod
-    def from_snapshot(cls, snap: HistorySnapshot) -> HistoryState:
-        """Rebuild a state from :meth:`snapshot`."""
+    def from_snapshot(cls, snap: HistorySnapshot, decode: Decoder) -> HistoryState:
+        """Rebuild a state from a snapshot; entries are decoded with ``decode`` when first used."""
         state = cls(snap.thread_id)
         state.seq = snap.seq
-        for entry in snap.entries:
-            state._index(entry)
+        rows = json.loads(snap.index)
+        if len(rows) != len(snap.entries):
+            raise FoldError(f"snapshot of {snap.thread_id} at seq {snap.seq}: index and entries disagree")
+        items = [Raw(text, row) for text, row in zip(snap.entries, rows, strict=True)]
+        state.entries = LazyEntries(items, decode)
+        active = []
+        for at, raw in enumerate(items):
+            entry_id, kind, folded, tokens, size = raw.row
+            state.pos[entry_id] = at
+            if folded:
+                continue
+            if kind == "recap":
+                state.recaps.append(state.entries[at])  # type: ignore[arg-type]
+            else:
+                active.append(raw)
+                state.active_tokens += tokens
+                state.active_bytes += size
+        state.active = LazyEntries(active, decode)
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
@@ -244,6 +269,34 @@ class HistoryState:
         for seq, payload in records:
             state.apply(seq, payload)
         return state
+
+
+def index_row(entry: HistoryEntry) -> list[Any]:
+    """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes."""
+    return [entry.id, ENTRY_KINDS[type(entry)], entry.folded,
+            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry)]
+
+
+class SnapshotDraft:
+    """A snapshot taken in the actor (cheap) and encoded by :meth:`finish` (off the actor)."""
+
+    def __init__(self, stored: list[Any], head: HistorySnapshot) -> None:
+        self.stored = stored
+        self.head = head
+        self.seq = head.seq
+
+    def finish(self, encode: Callable[[HistoryEntry], str]) -> HistorySnapshot:
+        """The complete snapshot, entries encoded (those still raw are reused as they are)."""
+        texts, rows = [], []
+        for item in self.stored:
+            if type(item) is Raw:
+                texts.append(item.text)
+                rows.append(item.row)
+            else:
+                texts.append(encode(item))
+                rows.append(index_row(item))
+        return attrs.evolve(self.head, entries=tuple(texts),
+                            index=json.dumps(rows, separators=(",", ":"), ensure_ascii=False))
 
 
 def _results_tokens(entry: HistoryEntry) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -22,6 +23,7 @@ from livecontext.protocol import (
     GetTail,
     HistoryChanged,
     HistoryEdited,
+    HistoryEntry,
     HistorySnapshot,
     Message,
     ModelInputEntry,
@@ -252,7 +254,7 @@ class HistoryStore(ContextManagement):
         if any(isinstance(p, EntryAppended) for p in payloads):
             await self.check_limits()
 
-    async def _snapshot(self, snap: HistorySnapshot) -> None:
+    async def _snapshot(self, snap: SnapshotDraft) -> None:
         """Write a snapshot of the state. The records are committed already: a snapshot only
         shortens replay, so failing to write one is logged, never reported as the request's
         failure (the request succeeded)."""
@@ -265,9 +267,21 @@ class HistoryStore(ContextManagement):
             self._snapshotting = False
 
 
-def dump_snapshot(converter: ProtocolConverter, snap: HistorySnapshot) -> str:
-    """A snapshot as JSON text."""
+def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> str:
+    """A snapshot as JSON text (run it in a worker thread: it encodes every changed entry)."""
+    def encode(entry: HistoryEntry) -> str:
+        return json.dumps(converter.unstructure(entry), separators=(",", ":"), ensure_ascii=False)
+
+    snap = draft.finish(encode)
     return json.dumps(converter.dump_message(snap), separators=(",", ":"), ensure_ascii=False)
+
+
+def entry_decoder(converter: ProtocolConverter) -> Callable[[str], HistoryEntry]:
+    """Decodes one entry of a snapshot (called the first time the entry is used)."""
+    def decode(text: str) -> HistoryEntry:
+        return converter.structure(json.loads(text), HistoryEntry)  # type: ignore[arg-type]
+
+    return decode
 
 
 async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
@@ -282,7 +296,7 @@ async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
                 f"the snapshot of thread {thread_id} at seq {snap.seq} holds "
                 f"{type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, not that state"
             )
-        state = HistoryState.from_snapshot(loaded)
+        state = HistoryState.from_snapshot(loaded, entry_decoder(converter))
         state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
     records = await log.read(state.seq + 1, at_seq)
     for rec in records:

@@ -1,0 +1,81 @@
+"""Opening from a snapshot decodes an entry only when it is used, and loses nothing."""
+
+from __future__ import annotations
+
+import json
+
+from livecontext.actors.history import HistoryState, load_state
+from livecontext.actors.history._lazy import Raw
+from livecontext.actors.history._store import dump_snapshot
+from livecontext.actors.history._render import render
+from livecontext.protocol import (
+    ActorId,
+    EntryAppended,
+    ModelInputEntry,
+    ModelOutputEntry,
+    Retention,
+    make_converter,
+)
+from livecontext.runtime.persistence import NewRecord, open_store
+from livecontext.runtime.tokens import TokenCounter
+
+import datetime as dt
+
+CONVERTER = make_converter()
+COUNTER = TokenCounter()
+NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _entry(n: int):  # type: ignore[no-untyped-def]
+    cls = ModelInputEntry if n % 2 else ModelOutputEntry
+    text = f"entry number {n}"
+    extra = {"text": text} if cls is ModelInputEntry else {}
+    return cls(id=f"e{n}", revision=1, author=ActorId("engine", "t"), created_at=NOW,
+               retention=Retention.COMPRESSIBLE, content=COUNTER.content(text, text, text), **extra)
+
+
+async def _thread_with_snapshot(entries: int, snapshot_at: int):  # type: ignore[no-untyped-def]
+    store = await open_store("memory:")
+    log = await store.open_thread("t", owner="test")
+    state = HistoryState("t")
+    for n in range(1, entries + 1):
+        payload = EntryAppended(_entry(n))
+        [rec] = await log.append([NewRecord("engine/t", NOW, 0, "EntryAppended",
+                                            json.dumps(CONVERTER.dump_message(payload)))])
+        state.apply(rec.seq, payload)
+        if rec.seq == snapshot_at:
+            await log.write_snapshot(rec.seq, dump_snapshot(CONVERTER, state.snapshot()))
+    return store, log, state
+
+
+async def test_a_state_opened_from_a_snapshot_equals_the_replayed_one() -> None:
+    store, log, replayed = await _thread_with_snapshot(200, 150)
+    opened = await load_state(log, CONVERTER, "t")
+    assert list(opened.entries) == replayed.entries
+    assert list(opened.active) == replayed.active
+    assert (opened.active_tokens, opened.active_bytes, opened.pos) == (
+        replayed.active_tokens, replayed.active_bytes, replayed.pos)
+    await store.aclose()
+
+
+async def test_opening_from_a_snapshot_decodes_only_the_entries_rendering_uses() -> None:
+    store, log, _ = await _thread_with_snapshot(300, 300)
+    opened = await load_state(log, CONVERTER, "t")
+    stored = opened.entries.items_as_stored()  # type: ignore[attr-defined]
+    assert all(type(item) is Raw for item in stored)
+
+    result = render(opened.active, opened.recaps, 60, system_prompt="", system_tokens=0,
+                    windows="", windows_tokens=0)
+    decoded = [i for i, item in enumerate(opened.active.items_as_stored()) if type(item) is not Raw]  # type: ignore[attr-defined]
+    assert 0 < len(decoded) <= result.entries + 2  # the rendered ones, and the one that did not fit
+    assert min(decoded) >= 300 - result.entries - 2  # only the newest
+    await store.aclose()
+
+
+async def test_a_snapshot_of_an_opened_state_reuses_the_undecoded_entries_as_they_were() -> None:
+    store, log, _ = await _thread_with_snapshot(50, 50)
+    first = await log.latest_snapshot()
+    opened = await load_state(log, CONVERTER, "t")
+    assert first is not None
+    assert dump_snapshot(CONVERTER, opened.snapshot()) == first.state
+    await store.aclose()
