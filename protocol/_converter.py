@@ -36,7 +36,6 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter as _make_json_converter
 
 from ._catalog import TAGGED_TYPES
-from ._entries import HistoryEntry
 from ._envelope import Envelope
 from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
 from ._ids import ActorId, Topic

@@ -52,7 +52,7 @@ from livecontext.runtime.tokens import TokenCounter
 from ._manage import ContextManagement, HistoryLimits
 from ._lod import input_content, output_content, results_content
 from ._render import render
-from ._state import FoldError, HistoryState
+from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
 
