@@ -69,15 +69,15 @@ class AppHost(Actor):
             )
         return app
 
-    @handler
+    @handler(inline=True)
     async def on_get_windows(self, msg: GetWindows) -> Windows:
         return Windows("\n\n".join(app.window() for app in self.apps.values()))
 
-    @handler
+    @handler(inline=True)
     async def on_list_tools(self, msg: ListTools) -> Tools:
         return Tools(tuple(spec for app in self.apps.values() for spec in describe_tools(app)))
 
-    @handler
+    @handler(inline=True)
     async def on_invoke(self, msg: InvokeTool) -> ToolInvoked | None:
         pending = self.ctx.defer_reply()
         scope = trio.CancelScope()
@@ -120,6 +120,6 @@ class AppHost(Actor):
             scope.cancel()
             await done.wait()
 
-    @handler
+    @handler(inline=True)
     async def on_apply(self, msg: ApplyEffect) -> None:
         self._app_of(msg.effect).apply(msg.effect)

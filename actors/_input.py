@@ -29,7 +29,7 @@ class InputSource(Actor):
             except ActorStoppedError:  # the input stays buffered for the engine's next start
                 pass
 
-    @handler
+    @handler(inline=True)
     async def on_pull(self, msg: PullInput) -> InputText:
         if not self.buffer:
             return InputText(None, 0)

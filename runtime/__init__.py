@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
 from ._context import ActorRef, Context, RestartPolicy
+from ._gc import GC_THRESHOLDS, gc_tuned
 from ._errors import ActorError, LivecontextError, ModelError, UsageError
 from ._kernel_errors import (
     ActorStoppedError,
@@ -27,6 +28,7 @@ from ._runtime import SUPERVISION_TOPIC, SUPERVISOR_ID, Runtime, RuntimeStatisti
 from ._stepping import Delivery, SteppingScheduler
 
 __all__ = [
+    "GC_THRESHOLDS",
     "SUPERVISION_TOPIC",
     "SUPERVISOR_ID",
     "Actor",
@@ -53,6 +55,7 @@ __all__ = [
     "UnhandledMessageError",
     "UnknownActorError",
     "UsageError",
+    "gc_tuned",
     "handler",
     "open_runtime",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Hashable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from livecontext.protocol import Message
 
@@ -15,9 +15,18 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 _HANDLER_MARK = "__livecontext_handler__"
+_INLINE_MARK = "__livecontext_inline__"
 
 
-def handler(fn: F) -> F:
+@overload
+def handler(fn: F, /) -> F: ...
+
+
+@overload
+def handler(*, inline: bool = False) -> Callable[[F], F]: ...
+
+
+def handler(fn: F | None = None, /, *, inline: bool = False) -> F | Callable[[F], F]:
     """Mark an ``async def`` method as the handler of the message type its annotation names.
 
     The method takes ``self`` and one message; the annotation of that message parameter names
@@ -29,11 +38,25 @@ def handler(fn: F) -> F:
             async def on_add(self, msg: Add) -> Total:
                 self.total += msg.n
                 return Total(self.total)
+
+    ``@handler(inline=True)`` marks a *brief* handler: one that finishes promptly, never
+    waiting for another actor's slow work (reads, bookkeeping, a write to the actor's own
+    log, starting a background task, deferring its reply). An ``ask`` for it that finds the
+    actor idle (its loop waiting on an empty mailbox) runs the handler in the asker's task
+    instead of switching tasks twice: the actor still handles one message at a time, in
+    mailbox order, under the same supervision. The difference to keep in mind: the asker's
+    timeout and cancellation cannot cut an inline handler short (they apply once it returns,
+    e.g. to a deferred reply), so keep slow waits out of inline handlers.
     """
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"@handler needs an 'async def' method, got {fn!r}")
-    setattr(fn, _HANDLER_MARK, True)
-    return fn
+    def mark(f: F) -> F:
+        if not inspect.iscoroutinefunction(f):
+            raise TypeError(f"@handler needs an 'async def' method, got {f!r}")
+        setattr(f, _HANDLER_MARK, True)
+        if inline:
+            setattr(f, _INLINE_MARK, True)
+        return f
+
+    return mark if fn is None else mark(fn)
 
 
 class Actor:
@@ -49,6 +72,8 @@ class Actor:
     """
 
     _handlers: ClassVar[dict[type, str]] = {}
+    _inline: ClassVar[frozenset[str]] = frozenset()
+    """Names of the handlers marked ``@handler(inline=True)``."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -68,6 +93,8 @@ class Actor:
                 own[msg_type] = name
         table.update(own)
         cls._handlers = table
+        cls._inline = frozenset(name for name in set(table.values())
+                                if getattr(getattr(cls, name, None), _INLINE_MARK, False))
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""

@@ -6,7 +6,7 @@ from collections import Counter
 
 import trio
 
-from livecontext.protocol import ActorId, Envelope
+from livecontext.protocol import ActorId, Message
 
 from ._kernel_errors import AskCycleError
 
@@ -18,7 +18,8 @@ class ReplySlot:
 
     def __init__(self, target: ActorId) -> None:
         self.event = trio.Event()
-        self.reply: Envelope | None = None
+        self.reply: Message | None = None
+        """The reply's payload, once it came."""
         self.target = target
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import enum
 import logging
@@ -31,6 +32,7 @@ from livecontext.protocol import (
 from ._actor import Actor, find_handler
 from ._asks import ReplySlot, WaitGraph
 from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._gc import gc_tuned
 from ._context import (
     ActorRef,
     Address,
@@ -65,6 +67,13 @@ SUPERVISOR_ID = ActorId("system", "supervisor")
 _FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
 
 
+class _Wake(Message):
+    """Wakes a parked message loop so that it raises the failure of an inline handler."""
+
+
+_WAKE = Envelope("wake", SUPERVISOR_ID, SUPERVISOR_ID, dt.datetime.fromtimestamp(0, dt.timezone.utc), 0, _Wake())
+
+
 class _State(enum.Enum):
     STARTING = "starting"
     RUNNING = "running"
@@ -97,6 +106,22 @@ class _Cell:
         self.topics: set[Topic] = set()
         self.ctx = Context(rt, actor_id, self)
         self.handled = 0
+        # the inline-ask fast path (see Runtime._ask_inline)
+        self.pending = 0
+        """Envelopes put in the mailbox and not yet taken by the message loop."""
+        self.parked = False
+        """The message loop waits in ``receive()`` (nothing queued, no handler running)."""
+        self.inline: trio.Event | None = None
+        """Set while an inline handler runs in an asker's task; the loop waits for it."""
+        self.inline_task: trio.lowlevel.Task | None = None
+        self.inline_failure: BaseException | None = None
+        """An inline handler failed: the loop raises it, so the actor restarts."""
+        self.carried: Envelope | None = None
+        """A message the loop took when it learnt of such a failure: the next start handles it."""
+
+    def can_run_inline(self) -> bool:
+        """Whether an ask may run its handler in the asker's task now (see Runtime._ask_inline)."""
+        return self.parked and not self.pending and self.inline is None and self.state is _State.RUNNING
 
 
 @frozen
@@ -121,7 +146,7 @@ class Runtime:
     """
 
     def __init__(self, nursery: trio.Nursery, scheduler: SteppingScheduler | None = None,
-                 *, drain_timeout: float = 2.0) -> None:
+                 *, drain_timeout: float = 2.0, inline_asks: bool = True) -> None:
         self._nursery = nursery
         self._cells: dict[ActorId, _Cell] = {}
         self._order: list[ActorId] = []
@@ -139,6 +164,8 @@ class Runtime:
         self._counter = 0
         self._last_ns = 0
         self._stepping = scheduler
+        self._inline = inline_asks and scheduler is None
+        """Whether an ask to an idle actor may run its handler in the asker's task."""
         self._drain_timeout = drain_timeout
         self._closing = False
         self.busy = 0
@@ -279,6 +306,13 @@ class Runtime:
             restarts=self._restarts, escalations=len(self.failures),
         )
 
+    def has_subscribers(self, topic: Topic | str) -> bool:
+        """Whether anything (an actor or an open subscription) receives ``topic`` now.
+
+        Lets a publisher skip building messages nobody would receive (e.g. streamed text).
+        """
+        return bool(self._topics.get(topic if isinstance(topic, Topic) else Topic(topic)))
+
     @asynccontextmanager
     async def open_subscription(self, topic: Topic | str, *, buffer: int = 256) -> AsyncIterator[trio.MemoryReceiveChannel[Envelope]]:
         """Receive what is published on ``topic`` outside any actor (a bounded channel).
@@ -337,15 +371,20 @@ class Runtime:
             self._stepping._hold(cell, env)
             await trio.lowlevel.checkpoint()
             return
+        cell.pending += 1
         try:
             cell.send.send_nowait(env)
         except trio.WouldBlock:
             try:
                 await cell.send.send(env)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
+            except BaseException as exc:
+                cell.pending -= 1
+                if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
+                    raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
+                raise
             return
         except (trio.ClosedResourceError, trio.BrokenResourceError):
+            cell.pending -= 1
             raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
         await trio.lowlevel.checkpoint_if_cancelled()
 
@@ -365,6 +404,7 @@ class Runtime:
             raise MailboxFullError(cell.id, cell.mailbox_size) from None
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ActorStoppedError(cell.id, type(message).__name__) from None
+        cell.pending += 1
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None) -> Any:
         cell = self._target(to, message)
@@ -379,13 +419,22 @@ class Runtime:
             self.busy -= 1
         queued = False
         try:
-            # the timeout covers the wait for room in a full mailbox too
-            # a bare CancelScope: move_on_after's context-manager wrapper showed up in profiles
-            deadline = trio.current_time() + timeout if timeout is not None else math.inf
-            with trio.CancelScope(deadline=deadline):
-                await self._enqueue(cell, env)
+            if (self._inline and cell.can_run_inline() and cell.instance is not None
+                    and find_handler(cell.actor_cls, type(message)) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
-                await slot.event.wait()
+                await self._ask_inline(cell, cell.instance, env)
+                if slot.reply is None:  # a deferred reply: wait for it as for any other
+                    await self._wait_reply(slot, timeout)
+                else:  # an ask is a checkpoint, as in Trio's own API: others run too
+                    await trio.lowlevel.checkpoint()
+            else:
+                # the timeout covers the wait for room in a full mailbox too
+                # a bare CancelScope: move_on_after's context-manager wrapper showed up in profiles
+                deadline = trio.current_time() + timeout if timeout is not None else math.inf
+                with trio.CancelScope(deadline=deadline):
+                    await self._enqueue(cell, env)
+                    queued = True
+                    await slot.event.wait()
         finally:
             if blocking:
                 self.busy += 1
@@ -395,7 +444,7 @@ class Runtime:
                 self._ask_ids.discard(env.message_id)
         if slot.reply is None:
             raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
-        payload = slot.reply.payload
+        payload = slot.reply
         if isinstance(payload, ErrorReply):
             if payload.error_type == ActorStoppedError.__name__:
                 raise ActorStoppedError(cell.id, type(message).__name__)
@@ -403,6 +452,44 @@ class Runtime:
         if isinstance(payload, Ack):
             return None
         return payload
+
+    @staticmethod
+    async def _wait_reply(slot: ReplySlot, timeout: float | None) -> None:
+        deadline = trio.current_time() + timeout if timeout is not None else math.inf
+        with trio.CancelScope(deadline=deadline):
+            await slot.event.wait()
+
+    async def _ask_inline(self, cell: _Cell, instance: Actor, env: Envelope) -> None:
+        """Run an inline handler (``@handler(inline=True)``) in the asker's task.
+
+        Taken only when the target's loop is parked on an empty mailbox, so the ask would be
+        the next message it handles anyway: the actor still handles one message at a time
+        (its loop waits while this runs), in mailbox order (nothing was queued before it).
+        What changes is only which task runs the handler, which saves the two task switches
+        and the channel round trip of an ask. The handler is shielded from the asker's
+        cancellation, as it is in the actor's own task (an asker's timeout or cancel never
+        cuts a handler short; it applies once the handler returns); a failure is answered to
+        the asker and then raised in the actor's loop, so supervision restarts it as usual.
+        """
+        done = cell.inline = trio.Event()
+        cell.inline_task = trio.lowlevel.current_task()
+        try:
+            with trio.CancelScope(shield=True):
+                await self._handle(cell, instance, env)
+        except BaseException as exc:
+            if _failure_of(exc) is None:
+                raise
+            cell.inline_failure = exc
+            if cell.parked and not cell.pending:  # wake the loop so that it raises it now
+                cell.pending += 1
+                try:
+                    cell.send.send_nowait(_WAKE)
+                except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                    cell.pending -= 1
+        finally:
+            cell.inline = None
+            cell.inline_task = None
+            done.set()
 
     def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
         if request.message_id not in self._ask_ids:
@@ -413,18 +500,22 @@ class Runtime:
     def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
         self._ask_ids.discard(request.message_id)
         self._deferred.discard(request.message_id)
+        slot = self._slots.get(request.message_id)
+        if slot is not None and not self._hooks:
+            # the asker needs only the payload: the envelope would be made for the audit alone
+            slot.reply = payload
+            slot.event.set()
+            return
         # a reply answers (correlation) and is caused by (causation) its request
         env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id,
                              causation_id=request.message_id)
-        slot = self._slots.get(request.message_id)
         if slot is None:
             self._drop(env, f"no caller waits for correlation id {request.message_id} "
                             "(the ask timed out or was cancelled)")
             return
-        slot.reply = env
+        slot.reply = payload
         slot.event.set()
-        if self._hooks:
-            self._audit(AuditRecord(AuditEvent.REPLIED, env))
+        self._audit(AuditRecord(AuditEvent.REPLIED, env))
 
     async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
         subs = self._topics.get(topic)
@@ -531,22 +622,47 @@ class Runtime:
     async def _message_loop(self, cell: _Cell, instance: Actor) -> None:
         receive = cell.receive
         batch = 0
+        if cell.carried is not None:
+            env, cell.carried = cell.carried, None
+            await self._handle(cell, instance, env)
         while True:
             try:
                 env = receive.receive_nowait()
+                cell.pending -= 1
                 batch += 1
                 if batch >= _FAIRNESS_BATCH:
                     batch = 0
                     await trio.lowlevel.checkpoint()
             except trio.WouldBlock:
                 batch = 0
+                cell.parked = True
                 try:
                     env = await receive.receive()
+                    cell.pending -= 1
                 except trio.EndOfChannel:
+                    await self._inline_done(cell, None)
                     return
+                finally:
+                    cell.parked = False
             except trio.EndOfChannel:
+                await self._inline_done(cell, None)
                 return
+            await self._inline_done(cell, env)
+            if env is _WAKE:
+                continue
             await self._handle(cell, instance, env)
+
+    @staticmethod
+    async def _inline_done(cell: _Cell, taken: Envelope | None) -> None:
+        """Wait for a handler running in an asker's task; raise its failure here, if it failed
+        (``taken``, the message the loop holds, is then handled first after the restart)."""
+        while cell.inline is not None:
+            await cell.inline.wait()
+        failure, cell.inline_failure = cell.inline_failure, None
+        if failure is not None:
+            if taken is not None and taken is not _WAKE:
+                cell.carried = taken
+            raise failure
 
     async def _handle(self, cell: _Cell, instance: Actor, env: Envelope) -> None:
         payload = env.payload
@@ -645,10 +761,15 @@ class Runtime:
         """Answer what is left in a dead actor's mailbox: asks get an error, tells are dropped."""
         cell.send.close()
         while True:
-            try:
-                env = cell.receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                break
+            if cell.carried is not None:
+                env, cell.carried = cell.carried, None
+            else:
+                try:
+                    env = cell.receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+            if env is _WAKE:
+                continue
             if env.message_id in self._ask_ids:
                 err = ActorStoppedError(cell.id, type(env.payload).__name__)
                 self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
@@ -677,7 +798,7 @@ def _in_handler(cell: _Cell) -> bool:
     if handling_actor.get() != cell.id:
         return False
     task = trio.lowlevel.current_task()
-    while task is not cell.task:
+    while task is not cell.task and task is not cell.inline_task:
         nursery = task.parent_nursery
         if nursery is None or nursery is cell.nursery:
             return False
@@ -723,7 +844,8 @@ def _failure_of(exc: BaseException) -> BaseException | None:
 
 @asynccontextmanager
 async def open_runtime(
-    *, scheduler: SteppingScheduler | None = None, drain_timeout: float = 2.0
+    *, scheduler: SteppingScheduler | None = None, drain_timeout: float = 2.0,
+    inline_asks: bool = True, tune_gc: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open a runtime; on exit every actor is stopped in order, then the nursery closes.
 
@@ -731,11 +853,28 @@ async def open_runtime(
         scheduler: ``None`` for live Trio scheduling, or a :class:`SteppingScheduler` to hold
             every envelope until ``step()`` delivers it.
         drain_timeout: how long an actor may drain its mailbox at shutdown before cancellation.
+        inline_asks: let an ask for an inline handler (``@handler(inline=True)``) that finds
+            the actor idle run the handler in the asker's task instead of switching tasks
+            twice. The actor still handles one message at a time, in mailbox order; only which
+            task runs the handler changes. ``False`` always goes through the mailbox (and so
+            does a stepping scheduler, which must hold every envelope).
+        tune_gc: raise the cyclic garbage collector's thresholds while the runtime is open
+            (:data:`GC_THRESHOLDS`, restored when the last runtime closes); with thousands of
+            actors the default thresholds cost more CPU than the actors (see ``_gc.py``).
+            ``False`` leaves the process's thresholds alone.
     """
     if scheduler is not None:
         scheduler._check_free()  # raised here, not inside the nursery's exception group
+    with gc_tuned() if tune_gc else contextlib.nullcontext():
+        async with _open_runtime(scheduler, drain_timeout, inline_asks) as rt:
+            yield rt
+
+
+@asynccontextmanager
+async def _open_runtime(scheduler: SteppingScheduler | None, drain_timeout: float,
+                        inline_asks: bool) -> AsyncIterator[Runtime]:
     async with trio.open_nursery() as nursery:
-        rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout)
+        rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout, inline_asks=inline_asks)
         try:
             yield rt
         finally:

@@ -142,6 +142,8 @@ class SteppingScheduler:
         except (trio.ClosedResourceError, trio.BrokenResourceError, trio.WouldBlock):
             assert rt is not None
             self._refuse(rt, cell, env)
+        else:
+            cell.pending += 1
 
     @staticmethod
     def _refuse(rt: Runtime, cell: _Cell, env: Envelope) -> None:

@@ -169,7 +169,7 @@ class ContextManagement(Actor):
 
     # -- reflection -----------------------------------------------------------------------------
 
-    @handler
+    @handler(inline=True)
     async def on_read_history(self, msg: ReadHistory) -> HistorySlice:
         s = self.state
         start = msg.start if msg.start is not None else 0
@@ -220,7 +220,7 @@ class ContextManagement(Actor):
                                     f"would split a model output from its tool results ({partner.id} not included)"))
         return out
 
-    @handler
+    @handler(inline=True)
     async def on_edit_history(self, msg: EditHistory) -> Message:
         changed: dict[str, HistoryEntry] = {}
         removed: list[str] = []
@@ -272,7 +272,7 @@ class ContextManagement(Actor):
         await self._commit([HistoryEdited(new_versions, tuple(removed))])
         return EditApplied(tuple(EntryRef(e.id, e.revision) for e in new_versions), None, self.state.seq)
 
-    @handler
+    @handler(inline=True)
     async def on_fold(self, msg: FoldIntoRecap) -> Message:
         if not msg.entries:
             raise UsageError("FoldIntoRecap needs at least one entry")

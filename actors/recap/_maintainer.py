@@ -152,7 +152,7 @@ class RecapMaintainer(Actor):
             self._due = msg.level if self._due is None else max(self._due, msg.level, key=_RANK.index)
             self._wake.set()
 
-    @handler
+    @handler(inline=True)
     async def on_fold_now(self, msg: FoldNow) -> FoldDone | None:
         reply = self.ctx.defer_reply()
         if reply is not None:
