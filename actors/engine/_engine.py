@@ -169,7 +169,7 @@ class Engine(Actor):
     def _poke(self) -> None:
         self._wake.set()
 
-    @handler
+    @handler(inline=True)
     async def on_pause(self, msg: Pause) -> None:
         """Stop running on its own; a ``RunUntilIdle`` in progress ends after its current step."""
         self.auto = False
@@ -177,22 +177,22 @@ class Engine(Actor):
             if job.kind == "idle":
                 job.paused = True
 
-    @handler
+    @handler(inline=True)
     async def on_resume(self, msg: Resume) -> None:
         self.auto = True
         self._poke()
 
-    @handler
+    @handler(inline=True)
     async def on_input_available(self, msg: InputAvailable) -> None:
         self._poke()
 
-    @handler
+    @handler(inline=True)
     async def on_step(self, msg: Step) -> StepDone | None:
         self._jobs.append(_Job("step", self.ctx.defer_reply()))
         self._poke()
         return None
 
-    @handler
+    @handler(inline=True)
     async def on_run_until_idle(self, msg: RunUntilIdle) -> Idle | None:
         self._jobs.append(_Job("idle", self.ctx.defer_reply(), msg.max_steps))
         self._poke()
@@ -365,7 +365,8 @@ class Engine(Actor):
         else:  # pragma: no cover - exhaustive
             assert_never(state)
         if after.state is not state:
-            await self._shielded(self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state)))
+            if self.ctx.runtime.has_subscribers(self.topic):  # (a shield costs: only when someone listens)
+                await self._shielded(self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state)))
         self._known_tail = after  # the store's own answer to this step's write
         return StepOutcome(state, after.state, True)
 
@@ -391,7 +392,9 @@ class Engine(Actor):
         await self.ctx.publish(self.topic, BeforeModelCall(
             self.thread_id, tail.model_outputs, len(rendered.messages), rendered.tokens))
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
-        reply: ModelReply = await self.model.complete(request, self._on_text)
+        # text deltas are events for listeners: with none, the model need not pace its stream
+        listening = self.ctx.runtime.has_subscribers(self.topic)
+        reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
         return await self._shielded(self._record_output(reply))
 
     async def _record_output(self, reply: ModelReply) -> Tail:

@@ -72,6 +72,9 @@ _WORD = re.compile(r"\s*\S+\s*|\s+")
 async def stream_in_pieces(text: str, on_text: TextCallback | None, pieces: int = 4) -> None:
     """Deliver ``text`` to ``on_text`` in up to ``pieces`` word-aligned deltas, as a real
     model's stream would, with a checkpoint between them (so a cancel can land mid-stream)."""
+    if on_text is None:  # nobody listens: nothing to pace
+        await trio.lowlevel.checkpoint()
+        return
     words = _WORD.findall(text)
     if not words:
         await trio.lowlevel.checkpoint()
