@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,6 +27,8 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     derive_state,
+    dump_json,
+    load_json,
 )
 
 
@@ -233,7 +234,7 @@ class HistoryState:
         """Rebuild a state from a snapshot; entries are decoded with ``decode`` when first used."""
         state = cls(snap.thread_id)
         state.seq = snap.seq
-        rows = json.loads(snap.index)
+        rows = load_json(snap.index)
         if len(rows) != len(snap.entries):
             raise FoldError(f"snapshot of {snap.thread_id} at seq {snap.seq}: index and entries disagree")
         items = [Raw(text, row) for text, row in zip(snap.entries, rows, strict=True)]
@@ -296,7 +297,7 @@ class SnapshotDraft:
                 texts.append(encode(item))
                 rows.append(index_row(item))
         return attrs.evolve(self.head, entries=tuple(texts),
-                            index=json.dumps(rows, separators=(",", ":"), ensure_ascii=False))
+                            index=dump_json(rows))
 
 
 def _results_tokens(entry: HistoryEntry) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +43,8 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     Topic,
+    dump_json,
+    load_json,
 )
 from livecontext.runtime import UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, ThreadLog
@@ -123,20 +124,20 @@ class HistoryStore(ContextManagement):
         return Tail(s.last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries),
                     s.state, self.limit_level())
 
-    @handler
+    @handler(inline=True)
     async def on_get_tail(self, msg: GetTail) -> Tail:
         return self._tail()
 
-    @handler
+    @handler(inline=True)
     async def on_read(self, msg: ReadEntries) -> Entries:
         entries = self.state.entries if msg.include_folded else self.state.active
         return Entries(tuple(entries[msg.start : msg.stop]), len(entries))
 
-    @handler
+    @handler(inline=True)
     async def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
         return AppEffects(tuple(self.state.app_effects.values()))
 
-    @handler
+    @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
         windows_tokens = self.counter.count(msg.windows) if msg.windows else 0
         result = render(self.state.active, self.state.recaps, msg.budget,
@@ -164,7 +165,7 @@ class HistoryStore(ContextManagement):
                 f"{self.state.state.value}, expected {' or '.join(a.value for a in allowed)}"
             )
 
-    @handler
+    @handler(inline=True)
     async def on_append_input(self, msg: AppendInput) -> Tail:
         self._expect(EngineState.WAITING_INPUT, what="append an input")
         if not msg.text.strip():
@@ -178,7 +179,7 @@ class HistoryStore(ContextManagement):
         await self._commit([EntryAppended(entry)])
         return self._tail()
 
-    @handler
+    @handler(inline=True)
     async def on_append_output(self, msg: AppendOutput) -> Tail:
         self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
         entry = ModelOutputEntry(
@@ -190,12 +191,12 @@ class HistoryStore(ContextManagement):
         await self._commit([EntryAppended(entry)])
         return self._tail()
 
-    @handler
+    @handler(inline=True)
     async def on_tool_started(self, msg: RecordToolStarted) -> None:
         self._expect(EngineState.WAITING_TOOL_RESULTS, what="start a tool")
         await self._commit([ToolStarted(msg.call_id, msg.name)])
 
-    @handler
+    @handler(inline=True)
     async def on_tool_result(self, msg: RecordToolResult) -> Tail:
         self._expect(EngineState.WAITING_TOOL_RESULTS, what="record a tool result")
         last = self.state.last
@@ -208,7 +209,7 @@ class HistoryStore(ContextManagement):
         await self._commit([ToolResultRecorded(msg.result, msg.effect)])
         return self._tail()
 
-    @handler
+    @handler(inline=True)
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
         self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
@@ -220,7 +221,7 @@ class HistoryStore(ContextManagement):
         await self._commit([EntryAppended(entry)])
         return self._tail()
 
-    @handler
+    @handler(inline=True)
     async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:
         if not msg.text.strip():
             raise HistoryConflictError("a notification needs text")
@@ -237,7 +238,7 @@ class HistoryStore(ContextManagement):
         mono = env.sent_mono_ns if env is not None else 0
         records = [
             NewRecord(sender, sent_at, mono, type(p).__name__,
-                      json.dumps(self.converter.dump_message(p), separators=(",", ":"), ensure_ascii=False))
+                      dump_json(self.converter.dump_message(p)))
             for p in payloads
         ]
         stored = await self.log.append(records)
@@ -270,16 +271,16 @@ class HistoryStore(ContextManagement):
 def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> str:
     """A snapshot as JSON text (run it in a worker thread: it encodes every changed entry)."""
     def encode(entry: HistoryEntry) -> str:
-        return json.dumps(converter.unstructure(entry), separators=(",", ":"), ensure_ascii=False)
+        return dump_json(converter.unstructure(entry))
 
     snap = draft.finish(encode)
-    return json.dumps(converter.dump_message(snap), separators=(",", ":"), ensure_ascii=False)
+    return dump_json(converter.dump_message(snap))
 
 
 def entry_decoder(converter: ProtocolConverter) -> Callable[[str], HistoryEntry]:
     """Decodes one entry of a snapshot (called the first time the entry is used)."""
     def decode(text: str) -> HistoryEntry:
-        return converter.structure(json.loads(text), HistoryEntry)  # type: ignore[arg-type]
+        return converter.structure(load_json(text), HistoryEntry)  # type: ignore[arg-type]
 
     return decode
 
@@ -290,7 +291,7 @@ async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
     snap = await log.latest_snapshot(at_seq)
     state = HistoryState(thread_id)
     if snap is not None:
-        loaded = converter.load_message(json.loads(snap.state))
+        loaded = converter.load_message(load_json(snap.state))
         if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
             raise FoldError(
                 f"the snapshot of thread {thread_id} at seq {snap.seq} holds "
@@ -300,5 +301,5 @@ async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
         state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
     records = await log.read(state.seq + 1, at_seq)
     for rec in records:
-        state.apply(rec.seq, converter.load_message(json.loads(rec.payload)))
+        state.apply(rec.seq, converter.load_message(load_json(rec.payload)))
     return state

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 from collections.abc import Sequence
 
 from attrs import field, frozen
-from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, check_schema_version
+from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, check_schema_version, load_json
 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
 
@@ -218,7 +217,7 @@ def _check_json(text: object, what: str) -> str:
     if not isinstance(text, str):
         raise InvalidRecordError(f"{what} must be JSON text (a str), got {type(text).__name__}")
     try:
-        json.loads(text)
+        load_json(text)
     except ValueError as exc:
         raise InvalidRecordError(f"{what} is not valid JSON text ({exc})") from None
     return text
