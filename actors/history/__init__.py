@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._manage import CAPABILITY_OF, ContextManagement, HistoryLimits
-from ._render import BudgetTooSmallError, RenderResult, render
+from ._render import BudgetTooSmallError, RenderCache, RenderResult, render
 from ._state import FoldError, HistoryState
 from ._store import HistoryConflictError, HistoryStore, history_topic, load_state
 
@@ -16,6 +16,7 @@ __all__ = [
     "HistoryConflictError",
     "HistoryState",
     "HistoryStore",
+    "RenderCache",
     "RenderResult",
     "history_topic",
     "load_state",

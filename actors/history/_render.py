@@ -153,9 +153,40 @@ def _unit_messages(active: Sequence[HistoryEntry], start: int, stop: int, level:
     return msgs, tokens
 
 
+class RenderCache:
+    """The messages of older units, kept between renders (a history store keeps one).
+
+    An older unit renders the same way every time at a level (no windows), and an entry never
+    changes without a new revision, so a unit is keyed by its entries' ids and revisions. At
+    ``max_units`` the cache starts afresh: it holds at most what a few renders touch.
+    """
+
+    def __init__(self, max_units: int = 4096) -> None:
+        self.max_units = max_units
+        self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
+
+    def unit(self, active: Sequence[HistoryEntry], start: int, stop: int,
+             level: Level) -> tuple[Sequence[ChatMessage], int]:
+        first, last = active[start], active[stop - 1]
+        key = (first.id, first.revision, last.id, last.revision, level)
+        found = self._units.get(key)
+        if found is None:
+            msgs, tokens = _unit_messages(active, start, stop, level)
+            if len(self._units) >= self.max_units:
+                self._units.clear()
+            found = self._units[key] = (tuple(msgs), tokens)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+
 def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
-           system_prompt: str, system_tokens: int, windows: str, windows_tokens: int) -> RenderResult:
+           system_prompt: str, system_tokens: int, windows: str, windows_tokens: int,
+           cache: RenderCache | None = None) -> RenderResult:
     """Render ``active`` entries (oldest first, none folded) under ``budget`` tokens.
+
+    ``cache`` keeps the messages of older units between calls (same result, less work).
 
     Raises:
         BudgetTooSmallError: the system prompt and the latest observation do not fit.
@@ -167,7 +198,7 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
         used += system_tokens + OVERHEAD
     if used > budget:
         raise BudgetTooSmallError(budget, used)
-    tail: list[list[ChatMessage]] = []  # units, newest first
+    tail: list[Sequence[ChatMessage]] = []  # units, newest first
     count = 0
     i = len(active) - 1
     # The latest observation, at LIVE with the windows (falling back level by level).
@@ -208,7 +239,10 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
     level = Level.RECENT
     while i >= 0:
         start = _unit(active, i)
-        msgs, tokens = _unit_messages(active, start, i + 1, level)
+        if cache is not None:
+            msgs, tokens = cache.unit(active, start, i + 1, level)
+        else:
+            msgs, tokens = _unit_messages(active, start, i + 1, level)
         if used + tokens > budget:
             if level is Level.RECENT:
                 level = Level.GIST

@@ -52,7 +52,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import ContextManagement, HistoryLimits
 from ._lod import input_content, output_content, results_content
-from ._render import render
+from ._render import RenderCache, render
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
@@ -95,6 +95,7 @@ class HistoryStore(ContextManagement):
         self.limits = limits if limits is not None else HistoryLimits()
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
+        self._render_cache = RenderCache()
 
     async def on_start(self) -> None:
         self.state = await load_state(self.log, self.converter, self.thread_id)
@@ -142,7 +143,7 @@ class HistoryStore(ContextManagement):
         windows_tokens = self.counter.count(msg.windows) if msg.windows else 0
         result = render(self.state.active, self.state.recaps, msg.budget,
                         system_prompt=self.state.system_prompt, system_tokens=self.system_tokens,
-                        windows=msg.windows, windows_tokens=windows_tokens)
+                        windows=msg.windows, windows_tokens=windows_tokens, cache=self._render_cache)
         return Rendered(result.messages, result.tokens, result.entries)
 
     # -- writing --------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ import time
 from collections.abc import Sequence
 from typing import Any, overload
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from livecontext.actors.history import BudgetTooSmallError, RenderResult, render
+from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
 from livecontext.actors.history._lod import output_content
 from livecontext.protocol import (
     ActorId,
@@ -291,6 +292,35 @@ def test_any_history_renders_within_any_budget_without_orphans(
             assert result.entries >= 1
     if system:
         assert result.messages[0] == ChatMessage(Role.SYSTEM, system)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(), budgets=st.lists(st.integers(1, 1500), min_size=1, max_size=4),
+       edited=st.data())
+def test_a_render_cache_never_changes_what_is_rendered_even_across_edits(
+    history: list[HistoryEntry], budgets: list[int], edited: st.DataObject
+) -> None:
+    cache = RenderCache(max_units=8)  # small: it also starts afresh along the way
+
+    def both(entries: list[HistoryEntry], budget: int) -> None:
+        def once(c: RenderCache | None) -> RenderResult | str:
+            try:
+                return render(entries, (), budget, system_prompt="sys", system_tokens=2,
+                              windows=WINDOW, windows_tokens=5, cache=c)
+            except BudgetTooSmallError as exc:
+                return str(exc)
+        assert once(cache) == once(None)
+
+    for budget in budgets:
+        both(history, budget)
+    if history:  # a new revision of one entry, with other text: the cache must not serve the old one
+        k = edited.draw(st.integers(0, len(history) - 1))
+        old = history[k]
+        history[k] = attrs.evolve(old, revision=old.revision + 1,
+                                  content=levels("edited live", "edited recent", "edited gist"))
+        for budget in budgets:
+            both(history, budget)
+    assert len(cache) <= 8
 
 
 # -- cost ---------------------------------------------------------------------------------------
