@@ -10,7 +10,8 @@ It prints, all with the same channel buffer (the kernel's default mailbox size):
 - raw trio: one-way ``await send`` / ``await receive`` (msg/s), the same messages moved with
   ``send_nowait`` / ``receive_nowait`` (msg/s), and a ping-pong over two channels (round trips/s);
 - the kernel: ``tell`` from a client to an actor that counts (msg/s), ``ask`` round trips
-  (round trips/s), ``publish`` to 100 subscribed actors (deliveries/s);
+  (round trips/s) to a plain handler and to a ``@handler(inline=True)`` one (run in the
+  asker's task when the actor is idle), ``publish`` to 100 subscribed actors (deliveries/s);
 - the ratios against the targets of issue 2 (tell >= 0.5x raw one-way, ask >= 0.33x raw
   ping-pong) and against autogen-core's figures measured on the same machine (3,300 ask round
   trips/s, 13,000 fan-out deliveries/s).
@@ -74,6 +75,14 @@ class Counter(Actor):
 
 class Echo(Actor):
     @handler
+    async def on_item(self, msg: Item) -> Item:
+        return msg
+
+
+class InlineEcho(Actor):
+    """The same handler, marked brief: an ask that finds the actor idle runs it in the asker's task."""
+
+    @handler(inline=True)
     async def on_item(self, msg: Item) -> Item:
         return msg
 
@@ -148,9 +157,9 @@ async def kernel_tell(n: int) -> float:
     return elapsed
 
 
-async def kernel_ask(n: int) -> float:
+async def kernel_ask(n: int, actor: type[Actor] = Echo) -> float:
     async with open_runtime() as rt:
-        ref = await rt.spawn(Echo, "bench/echo", mailbox_size=BUFFER)
+        ref = await rt.spawn(actor, "bench/echo", mailbox_size=BUFFER)
         client = rt.client("asker")
         item = Item(1)
         start = time.perf_counter()
@@ -214,12 +223,15 @@ async def main(target_s: float, reps: int) -> None:
     _line("tell, client -> counting actor", tell, "msg/s")
     ask = await rate(kernel_ask, target_s=target_s, reps=reps)
     _line("ask round trips", ask, "round trips/s")
+    inline = await rate(lambda n: kernel_ask(n, InlineEcho), target_s=target_s, reps=reps)
+    _line("ask round trips, @handler(inline=True)", inline, "round trips/s")
     fanout = await rate(kernel_fanout, target_s=target_s, reps=reps)
     _line(f"publish to {FANOUT} subscribers", fanout, "deliveries/s")
 
     print("\nratios")
     _ratio("kernel tell / raw one-way channel", tell / oneway, 0.5)
     _ratio("kernel ask / raw ping-pong", ask / pingpong, 0.33)
+    _ratio("inline ask / raw ping-pong", inline / pingpong)
     _ratio("kernel tell / raw send_nowait+receive_nowait", tell / nowait)
 
     print("\nfor reference (issue 2, measured on the project's machine)")
@@ -228,6 +240,7 @@ async def main(target_s: float, reps: int) -> None:
     _line("autogen-core send_message", AUTOGEN_ASK_RT_S, "round trips/s")
     _line("autogen-core fan-out", AUTOGEN_FANOUT_S, "deliveries/s")
     _ratio("kernel ask / autogen-core send_message", ask / AUTOGEN_ASK_RT_S)
+    _ratio("inline ask / autogen-core send_message", inline / AUTOGEN_ASK_RT_S)
     _ratio("kernel fan-out / autogen-core fan-out", fanout / AUTOGEN_FANOUT_S)
 
 
