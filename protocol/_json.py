@@ -29,7 +29,8 @@ def dump_json(obj: Any) -> str:
 
 
 def load_json(text: str | bytes) -> Any:
-    """Parse JSON text.
+    """Parse standard JSON text (``NaN`` and ``Infinity`` are refused; an int beyond 64 bits
+    is read as a float: the protocol's messages hold none).
 
     Raises:
         ValueError: the text is not JSON (a :class:`json.JSONDecodeError`).

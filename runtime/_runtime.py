@@ -255,7 +255,8 @@ class Runtime:
     async def stop(self, actor: Address, *, drain_timeout: float | None = None) -> None:
         """Stop an actor in order: refuse new mail, handle what is queued, ``on_stop``, cancel.
 
-        Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled.
+        Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled;
+        an inline handler running in an asker's task is not, and ``stop`` returns once it has.
         """
         cell = self._cell(actor)
         if cell.state is _State.STOPPED:
@@ -275,6 +276,8 @@ class Runtime:
         if not cell.done.is_set():
             cell.scope.cancel()
             await cell.done.wait()
+        while cell.inline is not None:  # an inline handler, in an asker's task, is not cancelled
+            await cell.inline.wait()
 
     async def aclose(self) -> None:
         """Stop every actor, latest spawned first (so children go before parents)."""

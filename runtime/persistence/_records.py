@@ -214,6 +214,7 @@ def supported_version(version: object) -> bool:
 
 
 def _check_json(text: object, what: str) -> str:
+    """``text`` if it is standard JSON (RFC 8259: no ``NaN`` or ``Infinity``)."""
     if not isinstance(text, str):
         raise InvalidRecordError(f"{what} must be JSON text (a str), got {type(text).__name__}")
     try:

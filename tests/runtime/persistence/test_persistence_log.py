@@ -71,6 +71,18 @@ async def test_an_empty_append_writes_nothing(store_url: str) -> None:
             assert await log.last_seq() == 0
 
 
+@pytest.mark.parametrize("payload", ["NaN", '{"x": Infinity}', "-Infinity", "{'a': 1}", ""])
+async def test_a_payload_that_is_not_standard_json_is_refused_and_names_the_record(
+    store_url: str, payload: str
+) -> None:
+    async with await open_store(store_url) as store:
+        async with await store.open_thread("t", owner="history") as log:
+            bad = NewRecord("a", dt.datetime.now(dt.timezone.utc), 1, "entry", payload)
+            with pytest.raises(InvalidRecordError, match=r"record 0 of the batch: payload is not valid JSON text"):
+                await log.append([bad])
+            assert await log.last_seq() == 0
+
+
 async def test_a_batch_with_a_bad_record_is_refused_whole(
     store_url: str, make_records: MakeRecords
 ) -> None:

@@ -36,7 +36,8 @@ from livecontext.runtime.persistence._sqlite_schema import (
 # Any text that can be stored: no lone surrogates (they are not UTF-8).
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 json_text = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text,
+    st.none() | st.booleans() | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False) | text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
     max_leaves=10,
 ).map(lambda value: json.dumps(value, ensure_ascii=False))

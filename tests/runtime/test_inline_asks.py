@@ -1,0 +1,597 @@
+"""Inline asks: an ask for a ``@handler(inline=True)`` that finds the actor idle runs the
+handler in the asker's task, with the same ordering, supervision and safety as the mailbox."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import pytest
+import trio
+import trio.testing
+from attrs import frozen
+
+from livecontext.protocol import ActorId, Message
+from livecontext.runtime import (
+    Actor,
+    AskCycleError,
+    AskTimeoutError,
+    AuditEvent,
+    AuditRecord,
+    RemoteActorError,
+    UsageError,
+    handler,
+    open_runtime,
+)
+
+
+@frozen
+class Query(Message):
+    """Handled inline: recorded, answered with ``Answer(text + "!")``."""
+
+    text: str
+
+
+@frozen
+class PlainQuery(Message):
+    """The same as :class:`Query`, with a plain (not inline) handler."""
+
+    text: str
+
+
+@frozen
+class Answer(Message):
+    text: str
+
+
+@frozen
+class Note(Message):
+    """A plain tell: recorded."""
+
+    text: str
+
+
+@frozen
+class Gated(Message):
+    """Handled inline: waits for the test's gate, then answers (or fails, if ``fail``)."""
+
+    text: str
+    fail: bool = False
+
+
+@frozen
+class DeferIt(Message):
+    """Handled inline: defers its reply; a background task answers once the gate opens (if ``answer``)."""
+
+    answer: bool
+
+
+@frozen
+class Misuse(Message):
+    """Handled inline: raises UsageError."""
+
+    text: str
+
+
+@frozen
+class Stats(Message):
+    pass
+
+
+@frozen
+class StatsReply(Message):
+    generation: int
+    notes: tuple[str, ...]
+
+
+class Shared:
+    """What a test sees of a :class:`Probe`, kept across its restarts."""
+
+    def __init__(self) -> None:
+        self.log: list[object] = []
+        self.starts = 0
+        self.actor_tasks: list[trio.lowlevel.Task] = []
+        """The task each start ran in: the actor's own task."""
+        self.tasks: dict[str, trio.lowlevel.Task] = {}
+        """The task each handler ran in, by the message's text."""
+        self.entered = trio.Event()
+        self.gate = trio.Event()
+
+
+class Probe(Actor):
+    def __init__(self, shared: Shared) -> None:
+        self.shared = shared
+        self.generation = 0
+        self.notes: list[str] = []
+
+    async def on_start(self) -> None:
+        self.shared.starts += 1
+        self.generation = self.shared.starts
+        self.shared.actor_tasks.append(trio.lowlevel.current_task())
+        self.shared.log.append(("start", self.generation))
+
+    async def on_stop(self) -> None:
+        self.shared.log.append("on_stop")
+
+    @handler(inline=True)
+    async def on_query(self, msg: Query) -> Answer:
+        self.shared.tasks[msg.text] = trio.lowlevel.current_task()
+        self.shared.log.append(msg.text)
+        return Answer(msg.text + "!")
+
+    @handler
+    async def on_plain(self, msg: PlainQuery) -> Answer:
+        self.shared.tasks[msg.text] = trio.lowlevel.current_task()
+        self.shared.log.append(msg.text)
+        return Answer(msg.text + "!")
+
+    @handler
+    async def on_note(self, msg: Note) -> None:
+        self.shared.log.append(msg.text)
+        self.notes.append(msg.text)
+
+    @handler(inline=True)
+    async def on_gated(self, msg: Gated) -> Answer:
+        self.shared.tasks[msg.text] = trio.lowlevel.current_task()
+        self.shared.log.append(f"{msg.text} start")
+        self.shared.entered.set()
+        await self.shared.gate.wait()
+        self.shared.log.append(f"{msg.text} end")
+        if msg.fail:
+            raise ValueError(f"{msg.text} failed")
+        return Answer(msg.text + "!")
+
+    @handler(inline=True)
+    async def on_defer(self, msg: DeferIt) -> Answer:
+        self.shared.tasks["defer"] = trio.lowlevel.current_task()
+        pending = self.ctx.defer_reply()
+        assert pending is not None
+        if msg.answer:
+            async def answer_later() -> None:
+                await self.shared.gate.wait()
+                pending.send(Answer("deferred"))
+
+            self.ctx.nursery.start_soon(answer_later)
+        return Answer("ignored: the reply is deferred")
+
+    @handler(inline=True)
+    async def on_misuse(self, msg: Misuse) -> None:
+        self.shared.tasks["misuse"] = trio.lowlevel.current_task()
+        raise UsageError(msg.text)
+
+    @handler(inline=True)
+    async def on_stats(self, msg: Stats) -> StatsReply:
+        return StatsReply(self.generation, tuple(self.notes))
+
+
+async def _spawn_probe(rt, shared: Shared, name: str = "probe/p"):  # type: ignore[no-untyped-def]
+    ref = await rt.spawn(lambda: Probe(shared), name)
+    await trio.testing.wait_all_tasks_blocked()  # its loop is parked on an empty mailbox
+    return ref
+
+
+async def test_an_inline_ask_to_an_idle_actor_runs_in_the_askers_task_and_is_audited_as_usual() -> None:
+    shared = Shared()
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await _spawn_probe(rt, shared)
+        reply = await rt.client("asker").ask(ref, Query("hello"))
+        assert reply == Answer("hello!")
+        assert shared.tasks["hello"] is trio.lowlevel.current_task()
+        assert shared.tasks["hello"] is not shared.actor_tasks[0]
+    delivered = [r.envelope for r in records if r.event is AuditEvent.DELIVERED]
+    replied = [r.envelope for r in records if r.event is AuditEvent.REPLIED]
+    assert [e.payload for e in delivered] == [Query("hello")]
+    assert [e.payload for e in replied] == [Answer("hello!")]
+    request, reply_env = delivered[0], replied[0]
+    assert request.sender == ActorId("client", "asker")
+    assert request.recipient == ActorId("probe", "p")
+    assert reply_env.correlation_id == request.message_id
+    assert reply_env.causation_id == request.message_id
+    assert reply_env.sender == ActorId("probe", "p")
+    assert reply_env.recipient == ActorId("client", "asker")
+    assert not [r for r in records if r.event is AuditEvent.DROPPED]
+
+
+async def test_a_plain_handler_never_runs_in_the_askers_task() -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        assert await rt.client("asker").ask(ref, PlainQuery("plain")) == Answer("plain!")
+        assert shared.tasks["plain"] is not trio.lowlevel.current_task()
+        assert shared.tasks["plain"] is shared.actor_tasks[0]
+
+
+async def test_with_inline_asks_off_an_inline_handler_runs_in_the_actors_own_task() -> None:
+    shared = Shared()
+    async with open_runtime(inline_asks=False) as rt:
+        ref = await _spawn_probe(rt, shared)
+        assert await rt.client("asker").ask(ref, Query("mailbox")) == Answer("mailbox!")
+        assert shared.tasks["mailbox"] is not trio.lowlevel.current_task()
+        assert shared.tasks["mailbox"] is shared.actor_tasks[0]
+
+
+async def test_tells_queued_before_an_inline_ask_from_the_same_sender_are_handled_first() -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        client = rt.client("sender")
+        # the loop is parked on an empty mailbox; these tells do not yield, so all three are
+        # still queued (the loop has not run yet) when the inline ask is made
+        await client.tell(ref, Note("A1"))
+        await client.tell(ref, Note("A2"))
+        await client.tell(ref, Note("A3"))
+        assert shared.log == [("start", 1)]
+        assert await client.ask(ref, Query("B")) == Answer("B!")
+        assert shared.log == [("start", 1), "A1", "A2", "A3", "B"]
+        # the same ask once the mailbox is empty again does run inline: only the queued
+        # tells kept "B" out of the asker's task
+        await trio.testing.wait_all_tasks_blocked()
+        assert await client.ask(ref, Query("B2")) == Answer("B2!")
+        assert shared.tasks["B2"] is trio.lowlevel.current_task()
+        assert shared.tasks["B"] is shared.actor_tasks[0]
+
+
+async def test_a_message_told_while_an_inline_handler_runs_waits_until_that_handler_returns() -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        replies: list[object] = []
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            replies.append(await rt.client("asker").ask(ref, Gated("inline")))
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                await rt.client("other").tell(ref, Note("told meanwhile"))
+                await trio.testing.wait_all_tasks_blocked()
+                assert shared.log == [("start", 1), "inline start"]  # not handled while it runs
+            finally:  # release the handler (also after a failed check, which must not hang)
+                shared.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert shared.tasks["inline"] is shared.tasks["asker"]  # it really ran inline
+        assert replies == [Answer("inline!")]
+        assert shared.log == [("start", 1), "inline start", "inline end", "told meanwhile"]
+
+
+async def test_a_failing_inline_handler_answers_the_asker_restarts_the_actor_and_keeps_the_queued_message(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        errors: list[RemoteActorError] = []
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            with pytest.raises(RemoteActorError) as info:
+                await rt.client("asker").ask(ref, Gated("doomed", fail=True))
+            errors.append(info.value)
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                await rt.client("other").tell(ref, Note("queued during the failure"))
+                await trio.testing.wait_all_tasks_blocked()
+                assert "queued during the failure" not in shared.log
+            finally:  # release the handler (also after a failed check, which must not hang)
+                shared.gate.set()
+        assert shared.tasks["doomed"] is shared.tasks["asker"]  # it really ran inline
+        assert len(errors) == 1
+        assert str(errors[0]) == "probe/p failed handling the request: ValueError: doomed failed"
+        assert errors[0].error_type == "ValueError"
+        stats = await rt.client("checker").ask(ref, Stats())
+        assert stats == StatsReply(generation=2, notes=("queued during the failure",))
+        assert shared.starts == 2
+        assert shared.log == [("start", 1), "doomed start", "doomed end", ("start", 2),
+                              "queued during the failure"]
+        assert rt.statistics().restarts == 1
+        # the restarted actor serves inline asks again
+        await trio.testing.wait_all_tasks_blocked()
+        assert await rt.client("again").ask(ref, Query("after")) == Answer("after!")
+        assert shared.tasks["after"] is trio.lowlevel.current_task()
+
+
+async def test_a_failing_inline_handler_with_nothing_queued_still_restarts_the_actor(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    shared.gate.set()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        client = rt.client("asker")
+        with pytest.raises(RemoteActorError, match=r"^probe/p failed handling the request: ValueError: alone failed$"):
+            await client.ask(ref, Gated("alone", fail=True))
+        assert shared.tasks["alone"] is trio.lowlevel.current_task()
+        assert await client.ask(ref, Stats()) == StatsReply(generation=2, notes=())
+        assert shared.starts == 2
+        assert rt.statistics().restarts == 1
+
+
+async def test_cancelling_the_asker_does_not_cut_an_inline_handler_short_and_the_ask_ends_cancelled_after_it() -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        outcome: list[object] = []
+        scope = trio.CancelScope()
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            with scope:
+                try:
+                    reply = await rt.client("asker").ask(ref, Gated("shielded"))
+                except trio.Cancelled:
+                    outcome.append(("ask cancelled", list(shared.log)))
+                    raise
+                outcome.append(("ask returned", reply))
+            outcome.append(("cancelled_caught", scope.cancelled_caught))
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                scope.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                # the handler is not cut short, and the asker is still inside it
+                assert shared.log == [("start", 1), "shielded start"]
+                assert outcome == []
+            finally:  # release the handler (also after a failed check, which must not hang)
+                shared.gate.set()
+        assert shared.tasks["shielded"] is shared.tasks["asker"]  # it really ran inline
+        assert shared.log == [("start", 1), "shielded start", "shielded end"]
+        assert outcome == [
+            ("ask cancelled", [("start", 1), "shielded start", "shielded end"]),
+            ("cancelled_caught", True),
+        ]
+
+
+async def test_a_deferred_reply_from_an_inline_handler_reaches_the_asker(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        replies: list[object] = []
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            replies.append(await rt.client("asker").ask(ref, DeferIt(answer=True), timeout=10))
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await trio.sleep(1)
+                assert replies == []  # the handler returned, its return value is not the reply
+            finally:  # let the background task answer (also after a failed check)
+                shared.gate.set()
+        assert replies == [Answer("deferred")]
+        assert shared.tasks["defer"] is shared.tasks["asker"]  # it really ran inline
+        assert rt.statistics().pending_asks == 0
+
+
+async def test_a_deferred_reply_never_sent_ends_the_inline_ask_at_its_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        start = trio.current_time()
+        with pytest.raises(AskTimeoutError, match=r"^ask DeferIt to probe/p got no reply within 3 s") as info:
+            await rt.client("asker").ask(ref, DeferIt(answer=False), timeout=3)
+        assert trio.current_time() - start == pytest.approx(3)
+        assert info.value.timeout == 3
+        assert shared.tasks["defer"] is trio.lowlevel.current_task()
+        assert rt.statistics().pending_asks == 0
+        assert shared.starts == 1  # a missing reply is no failure of the actor
+
+
+@frozen
+class AskOn(Message):
+    """Ask ``AskOn(rest)`` of ``path[0]``; the last actor of the path answers."""
+
+    path: tuple[ActorId, ...]
+
+
+@frozen
+class Via(Message):
+    via: tuple[str, ...]
+
+
+@frozen
+class Caught(Message):
+    pass
+
+
+@frozen
+class CaughtList(Message):
+    errors: tuple[str, ...]
+
+
+class Relay(Actor):
+    """Forwards ``AskOn`` along its path with ``ask`` (an inline handler); records cycle errors."""
+
+    def __init__(self, caught: list[str], tasks: dict[str, trio.lowlevel.Task]) -> None:
+        self.caught = caught
+        self.tasks = tasks
+
+    @handler(inline=True)
+    async def on_ask_on(self, msg: AskOn) -> Via:
+        self.tasks[str(self.ctx.self_id)] = trio.lowlevel.current_task()
+        if not msg.path:
+            return Via((str(self.ctx.self_id),))
+        try:
+            reply = await self.ctx.ask(msg.path[0], AskOn(msg.path[1:]), timeout=60)
+        except AskCycleError as exc:
+            self.caught.append(str(exc))
+            raise
+        return Via((str(self.ctx.self_id), *reply.via))
+
+    @handler
+    async def on_caught(self, msg: Caught) -> CaughtList:
+        return CaughtList(tuple(self.caught))
+
+
+class PlainRelay(Relay):
+    """The same, with a plain handler for ``AskOn`` (so only the next actor runs inline)."""
+
+    @handler
+    async def on_ask_on(self, msg: AskOn) -> Via:
+        return await super().on_ask_on(msg)
+
+
+def _ids(*names: str) -> tuple[ActorId, ...]:
+    return tuple(ActorId("relay", n) for n in names)
+
+
+@pytest.mark.parametrize("first", [Relay, PlainRelay], ids=["both-inline", "only-the-second-inline"])
+async def test_an_ask_cycle_through_inline_handlers_is_detected_at_once(
+    first: type[Relay], autojump_clock: trio.testing.MockClock,
+) -> None:
+    caught_a: list[str] = []
+    caught_b: list[str] = []
+    tasks: dict[str, trio.lowlevel.Task] = {}
+    async with open_runtime() as rt:
+        a = await rt.spawn(lambda: first(caught_a, tasks), "relay/a")
+        b = await rt.spawn(lambda: Relay(caught_b, tasks), "relay/b")
+        await trio.testing.wait_all_tasks_blocked()
+        client = rt.client("t")
+        start = trio.current_time()
+        with pytest.raises(RemoteActorError, match=r"^relay/a failed handling the request: RemoteActorError: "
+                                                   r"relay/b failed handling the request: AskCycleError: "
+                                                   r"ask cycle \(deadlock\): relay/b -> relay/a -> relay/b; "
+                                                   r"each actor waits"):
+            await client.ask(a, AskOn(_ids("b", "a")))  # a asks b, whose handler asks a
+        assert trio.current_time() == start  # at once, not at a timeout
+        # b ran inline, in the task of its asker (a's handler)
+        assert tasks["relay/b"] is tasks["relay/a"]
+        if first is Relay:
+            assert tasks["relay/a"] is trio.lowlevel.current_task()
+        assert caught_b == [
+            "ask cycle (deadlock): relay/b -> relay/a -> relay/b; each actor waits for the next inside "
+            "a handler. Break the cycle with tell, or ask from a background task",
+        ]
+        assert caught_a == []
+        # both actors still serve (after their restarts), and the wait graph holds no stale edge
+        assert await client.ask(b, AskOn(_ids("a"))) == Via(("relay/b", "relay/a"))
+        assert await client.ask(a, AskOn(_ids("b"))) == Via(("relay/a", "relay/b"))
+
+
+async def test_a_usage_error_from_an_inline_handler_reaches_the_asker_without_restarting_the_actor(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        client = rt.client("asker")
+        await client.tell(ref, Note("state kept"))
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(RemoteActorError, match=r"^probe/p failed handling the request: UsageError: bad flag$") as info:
+            await client.ask(ref, Misuse("bad flag"))
+        assert info.value.error_type == "UsageError"
+        assert shared.tasks["misuse"] is trio.lowlevel.current_task()  # it really ran inline
+        await trio.sleep(5)  # any restart would have happened by now
+        assert await client.ask(ref, Stats()) == StatsReply(generation=1, notes=("state kept",))
+        assert shared.starts == 1
+        assert rt.statistics().restarts == 0
+
+
+@frozen
+class Write(Message):
+    text: str
+
+
+class Vault(Actor):
+    def __init__(self, seen: list[tuple[str, trio.lowlevel.Task]]) -> None:
+        self.seen = seen
+
+    def capability_for(self, message_type: type) -> Hashable | None:
+        return "write" if message_type is Write else None
+
+    async def on_denied(self, message: Message, capability: Hashable) -> Message | None:
+        self.seen.append(("denied", trio.lowlevel.current_task()))
+        return await super().on_denied(message, capability)
+
+    @handler(inline=True)
+    async def on_write(self, msg: Write) -> Answer:
+        self.seen.append((msg.text, trio.lowlevel.current_task()))
+        return Answer(msg.text)
+
+
+async def test_an_inline_ask_still_needs_the_capability_the_actor_requires() -> None:
+    seen: list[tuple[str, trio.lowlevel.Task]] = []
+    async with open_runtime() as rt:
+        ref = await rt.spawn(lambda: Vault(seen), "vault/v")
+        await trio.testing.wait_all_tasks_blocked()
+        me = trio.lowlevel.current_task()
+        with pytest.raises(RemoteActorError, match=r"^vault/v failed handling the request: PermissionError: "
+                                                   r"vault/v refuses Write: the sender lacks 'write'$"):
+            await rt.client("nobody", capabilities=set()).ask(ref, Write("forbidden"))
+        assert seen == [("denied", me)]  # refused on the inline path, the handler never ran
+        await trio.testing.wait_all_tasks_blocked()
+        assert await rt.client("writer", capabilities={"write"}).ask(ref, Write("allowed")) == Answer("allowed")
+        assert seen == [("denied", me), ("allowed", me)]
+        assert rt.statistics().restarts == 0
+
+
+async def test_stopping_an_actor_waits_for_its_running_inline_handler_before_on_stop() -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        replies: list[object] = []
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            replies.append(await rt.client("asker").ask(ref, Gated("last")))
+
+        async def stopper() -> None:
+            await rt.stop(ref)
+            shared.log.append("stop returned")
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                nursery.start_soon(stopper)
+                await trio.testing.wait_all_tasks_blocked()
+                assert shared.log == [("start", 1), "last start"]  # on_stop waits for the handler
+            finally:  # release the handler (also after a failed check, which must not hang)
+                shared.gate.set()
+        assert shared.tasks["last"] is shared.tasks["asker"]  # it really ran inline
+        assert replies == [Answer("last!")]
+        assert shared.log == [("start", 1), "last start", "last end", "on_stop", "stop returned"]
+        assert not rt.is_running(ref)
+
+
+async def test_a_stop_whose_drain_times_out_still_returns_only_after_the_running_inline_handler(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared = Shared()
+    async with open_runtime() as rt:
+        ref = await _spawn_probe(rt, shared)
+        replies: list[object] = []
+
+        async def asker() -> None:
+            shared.tasks["asker"] = trio.lowlevel.current_task()
+            replies.append(await rt.client("asker").ask(ref, Gated("last")))
+
+        async def stopper() -> None:
+            await rt.stop(ref, drain_timeout=0.02)
+            shared.log.append("stop returned")
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                nursery.start_soon(stopper)
+                await trio.sleep(1.0)  # far past the drain timeout: the actor's loop is cancelled
+                assert "stop returned" not in shared.log  # but the inline handler still runs
+            finally:
+                shared.gate.set()
+        assert shared.tasks["last"] is shared.tasks["asker"]
+        assert replies == [Answer("last!")]
+        assert shared.log[-2:] == ["last end", "stop returned"]
+        assert not rt.is_running(ref)
