@@ -425,9 +425,10 @@ class Runtime:
             if (self._inline and cell.can_run_inline() and cell.instance is not None
                     and find_handler(cell.actor_cls, type(message)) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
+                asked_at = trio.current_time()
                 await self._ask_inline(cell, cell.instance, env)
-                if slot.reply is None:  # a deferred reply: wait for it as for any other
-                    await self._wait_reply(slot, timeout)
+                if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
+                    await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf)
                 else:  # an ask is a checkpoint, as in Trio's own API: others run too
                     await trio.lowlevel.checkpoint()
             else:
@@ -457,8 +458,7 @@ class Runtime:
         return payload
 
     @staticmethod
-    async def _wait_reply(slot: ReplySlot, timeout: float | None) -> None:
-        deadline = trio.current_time() + timeout if timeout is not None else math.inf
+    async def _wait_reply(slot: ReplySlot, deadline: float) -> None:
         with trio.CancelScope(deadline=deadline):
             await slot.event.wait()
 

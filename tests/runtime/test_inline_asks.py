@@ -595,3 +595,29 @@ async def test_a_stop_whose_drain_times_out_still_returns_only_after_the_running
         assert replies == [Answer("last!")]
         assert shared.log[-2:] == ["last end", "stop returned"]
         assert not rt.is_running(ref)
+
+
+@frozen
+class SlowDefer(Message):
+    """Handled inline: takes ``seconds``, then defers its reply and never sends it."""
+
+    seconds: float
+
+
+class SlowDeferrer(Actor):
+    @handler(inline=True)
+    async def on_slow_defer(self, msg: SlowDefer) -> None:
+        await trio.sleep(msg.seconds)
+        self.ctx.defer_reply()
+
+
+async def test_the_timeout_of_an_inline_ask_counts_from_the_ask_not_from_when_the_handler_returned(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(SlowDeferrer, "slow/s")
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        with pytest.raises(AskTimeoutError):
+            await rt.client("asker").ask(ref, SlowDefer(2.0), timeout=3)
+        assert trio.current_time() - start == pytest.approx(3)
