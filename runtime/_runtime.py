@@ -433,12 +433,16 @@ class Runtime:
                     await trio.lowlevel.checkpoint()
             else:
                 # the timeout covers the wait for room in a full mailbox too
-                # a bare CancelScope: move_on_after's context-manager wrapper showed up in profiles
-                deadline = trio.current_time() + timeout if timeout is not None else math.inf
-                with trio.CancelScope(deadline=deadline):
+                # a bare CancelScope (move_on_after's wrapper showed up in profiles), none without a timeout
+                if timeout is None:
                     await self._enqueue(cell, env)
                     queued = True
                     await slot.event.wait()
+                else:
+                    with trio.CancelScope(deadline=trio.current_time() + timeout):
+                        await self._enqueue(cell, env)
+                        queued = True
+                        await slot.event.wait()
         finally:
             if blocking:
                 self.busy += 1
@@ -459,6 +463,9 @@ class Runtime:
 
     @staticmethod
     async def _wait_reply(slot: ReplySlot, deadline: float) -> None:
+        if deadline == math.inf:
+            await slot.event.wait()
+            return
         with trio.CancelScope(deadline=deadline):
             await slot.event.wait()
 
