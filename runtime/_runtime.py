@@ -603,6 +603,12 @@ class Runtime:
         try:
             with cell.scope:
                 while True:
+                    # after a failure, an inline handler of the old instance may still be running
+                    # in an asker's task: the new instance starts once it is done (never two at
+                    # once), and the restart answers any failure it had
+                    while cell.inline is not None:
+                        await cell.inline.wait()
+                    cell.inline_failure = None
                     in_on_stop = False
                     try:
                         async with trio.open_nursery() as nursery:

@@ -621,3 +621,64 @@ async def test_the_timeout_of_an_inline_ask_counts_from_the_ask_not_from_when_th
         with pytest.raises(AskTimeoutError):
             await rt.client("asker").ask(ref, SlowDefer(2.0), timeout=3)
         assert trio.current_time() - start == pytest.approx(3)
+
+
+@frozen
+class Arm(Message):
+    """Handled inline: starts a background task that fails once ``boom`` is set."""
+
+
+class Crashy(Actor):
+    def __init__(self, shared: Shared, boom: trio.Event) -> None:
+        self.shared = shared
+        self.boom = boom
+
+    async def on_start(self) -> None:
+        self.shared.starts += 1
+        self.shared.log.append(("start", self.shared.starts))
+
+    @handler(inline=True)
+    async def on_arm(self, msg: Arm) -> None:
+        async def fail_later() -> None:
+            await self.boom.wait()
+            raise RuntimeError("background task broke")
+
+        self.ctx.nursery.start_soon(fail_later)
+
+    @handler(inline=True)
+    async def on_gated(self, msg: Gated) -> Answer:
+        self.shared.log.append(f"{msg.text} start")
+        self.shared.entered.set()
+        await self.shared.gate.wait()
+        self.shared.log.append(f"{msg.text} end")
+        return Answer(msg.text + "!")
+
+
+async def test_a_restart_waits_for_an_inline_handler_of_the_old_instance_so_two_never_run_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    shared, boom = Shared(), trio.Event()
+    async with open_runtime() as rt:
+        ref = await rt.spawn(lambda: Crashy(shared, boom), "crashy/c")
+        await trio.testing.wait_all_tasks_blocked()
+        await rt.client("armer").ask(ref, Arm())
+        await trio.testing.wait_all_tasks_blocked()
+        replies: list[object] = []
+
+        async def asker() -> None:
+            replies.append(await rt.client("asker").ask(ref, Gated("g")))
+
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(asker)
+                await shared.entered.wait()
+                boom.set()  # the actor fails (in its background task) while "g" runs inline
+                await trio.sleep(1.0)  # far past the restart's backoff
+                assert shared.log == [("start", 1), "g start"]  # no second instance yet
+            finally:
+                shared.gate.set()
+        await trio.sleep(1.0)
+        assert replies == [Answer("g!")]
+        assert shared.log == [("start", 1), "g start", "g end", ("start", 2)]
+        assert rt.statistics().restarts == 1
+        assert rt.is_running(ref)
