@@ -284,7 +284,9 @@ class Runtime:
         if not cell.done.is_set():
             cell.scope.cancel()
             await cell.done.wait()
-        while cell.inline is not None:  # an inline handler, in an asker's task, is not cancelled
+        # an inline handler, in an asker's task, is not cancelled: wait for it (unless it is
+        # the one stopping its own actor)
+        while cell.inline is not None and cell.inline_task is not trio.lowlevel.current_task():
             await cell.inline.wait()
 
     async def aclose(self) -> None:

@@ -682,3 +682,26 @@ async def test_a_restart_waits_for_an_inline_handler_of_the_old_instance_so_two_
         assert shared.log == [("start", 1), "g start", "g end", ("start", 2)]
         assert rt.statistics().restarts == 1
         assert rt.is_running(ref)
+
+
+@frozen
+class StopYourself(Message):
+    pass
+
+
+class SelfStopper(Actor):
+    @handler(inline=True)
+    async def on_stop_yourself(self, msg: StopYourself) -> Answer:
+        await self.ctx.runtime.stop(self.ctx.self_id, drain_timeout=0.01)
+        return Answer("stopped")
+
+
+async def test_an_inline_handler_that_stops_its_own_actor_does_not_wait_for_itself(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(SelfStopper, "self/s")
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(5):
+            assert await rt.client("asker").ask(ref, StopYourself()) == Answer("stopped")
+        assert not rt.is_running(ref)
