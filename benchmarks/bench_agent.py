@@ -479,12 +479,14 @@ async def run_fleet(n: int, trace: bool, tune_gc: bool = True, kind: str = "mixe
                     latencies.append(time.perf_counter() - t)
 
             delivered0 = rt.statistics().delivered
+            gc_time = gc_seconds()
             t0, c0 = time.perf_counter(), time.process_time()
             async with trio.open_nursery() as nursery:
                 for agent in agents:
                     nursery.start_soon(drive, agent)
             out["run_s"] = time.perf_counter() - t0
             out["run_cpu_s"] = time.process_time() - c0
+            out["gc_s"] = gc_time()
             out["messages"] = (rt.statistics().delivered - delivered0) / n
             out["turn_p50_s"] = median(latencies)
             out["turn_p99_s"] = sorted(latencies)[int(len(latencies) * 0.99)]
@@ -535,10 +537,7 @@ async def bench_fleet(n: int, reps: int, sample: int) -> None:
     header(f"3. {n:,} agents in one runtime, {FLEET_TURNS} turns each, {LATENCY * 1e3:.0f} ms per model call")
     runs = []
     for _ in range(reps):
-        gc_time = gc_seconds()
-        run = await run_fleet(n, trace=False)
-        run["gc_s"] = gc_time()
-        runs.append(run)
+        runs.append(await run_fleet(n, trace=False))
     calls = runs[0]["calls"]
     floor = calls * LATENCY
 
@@ -573,9 +572,7 @@ async def bench_fleet(n: int, reps: int, sample: int) -> None:
     print(f"  {'memory per agent, RSS delta':<34}{med('rss_delta') / n / 1024:>8.1f} KiB "
           f"(process RSS growth / {n:,}, agents alive; coarse: reuses memory freed earlier)")
     # What the runtime's GC tuning buys: the same run with the interpreter's default thresholds.
-    gc_time = gc_seconds()
     untuned = await run_fleet(n, trace=False, tune_gc=False)
-    untuned["gc_s"] = gc_time()
     print(f"  {'same, tune_gc=False':<34}{untuned['run_s']:>8.2f} s wall {untuned['run_cpu_s']:>8.2f} s CPU   "
           f"(the interpreter's thresholds {gc.get_threshold()}: GC {untuned['gc_s']:.2f} s CPU; "
           f"tuned / untuned wall {run_s / untuned['run_s']:.2f})")
