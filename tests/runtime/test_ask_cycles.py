@@ -16,28 +16,7 @@ from livecontext.runtime import (
     handler,
     open_runtime,
 )
-
-
-@frozen
-class AskOn(Message):
-    """Ask ``Relay(rest)`` to ``path[0]``; the last actor of the path answers."""
-
-    path: tuple[ActorId, ...]
-
-
-@frozen
-class Answer(Message):
-    via: tuple[str, ...]
-
-
-@frozen
-class Caught(Message):
-    pass
-
-
-@frozen
-class CaughtList(Message):
-    errors: tuple[str, ...]
+from tests.support.cycle_messages import AskOn, Caught, CaughtList, Via, relay
 
 
 @frozen
@@ -76,15 +55,8 @@ class Node(Actor):
         self.caught = CAUGHT.setdefault(str(self.ctx.self_id), [])
 
     @handler
-    async def on_ask_on(self, msg: AskOn) -> Answer:
-        if not msg.path:
-            return Answer((str(self.ctx.self_id),))
-        try:
-            reply = await self.ctx.ask(msg.path[0], AskOn(msg.path[1:]), timeout=60)
-        except AskCycleError as exc:
-            self.caught.append(str(exc))
-            raise
-        return Answer((str(self.ctx.self_id), *reply.via))
+    async def on_ask_on(self, msg: AskOn) -> Via:
+        return await relay(self.ctx, msg, self.caught)
 
     @handler
     async def on_caught(self, msg: Caught) -> CaughtList:
@@ -190,10 +162,10 @@ async def test_a_chain_of_asks_without_a_cycle_succeeds() -> None:
         await rt.spawn(Node, "actor/b")
         await rt.spawn(Node, "actor/c")
         client = rt.client("t")
-        assert await client.ask(a, AskOn(_ids("b", "c"))) == Answer(("actor/a", "actor/b", "actor/c"))
+        assert await client.ask(a, AskOn(_ids("b", "c"))) == Via(("actor/a", "actor/b", "actor/c"))
         # the same actors, the other way round, once the first chain has finished
         c = rt.ref("actor/c")
-        assert await client.ask(c, AskOn(_ids("b", "a"))) == Answer(("actor/c", "actor/b", "actor/a"))
+        assert await client.ask(c, AskOn(_ids("b", "a"))) == Via(("actor/c", "actor/b", "actor/a"))
 
 
 async def test_an_ask_from_a_background_task_is_not_a_cycle(autojump_clock: trio.testing.MockClock) -> None:
@@ -206,7 +178,7 @@ async def test_an_ask_from_a_background_task_is_not_a_cycle(autojump_clock: trio
         await trio.testing.wait_all_tasks_blocked()
         actor = a._cell.instance
         assert isinstance(actor, Node)
-        assert actor.background == [Answer(("actor/b", "actor/a"))]
+        assert actor.background == [Via(("actor/b", "actor/a"))]
 
 
 async def test_asks_from_a_nursery_inside_a_handler_are_part_of_the_handler(

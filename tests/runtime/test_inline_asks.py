@@ -3,7 +3,8 @@ handler in the asker's task, with the same ordering, supervision and safety as t
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -13,7 +14,6 @@ from attrs import frozen
 from livecontext.protocol import ActorId, Message
 from livecontext.runtime import (
     Actor,
-    AskCycleError,
     AskTimeoutError,
     AuditEvent,
     AuditRecord,
@@ -22,6 +22,7 @@ from livecontext.runtime import (
     handler,
     open_runtime,
 )
+from tests.support.cycle_messages import AskOn, Caught, CaughtList, Via, relay
 
 
 @frozen
@@ -163,6 +164,26 @@ class Probe(Actor):
         return StatsReply(self.generation, tuple(self.notes))
 
 
+@asynccontextmanager
+async def gated(shared: Shared, asker: Callable[[], Awaitable[None]], *,
+                wait_entered: bool = True) -> AsyncIterator[trio.Nursery]:
+    """Run ``asker`` in its own task (recorded as ``shared.tasks["asker"]``); inside the block
+    its inline handler waits at the gate. Leaving opens the gate (also after a failed check,
+    which must not hang) and waits for the asker."""
+    async def run() -> None:
+        shared.tasks["asker"] = trio.lowlevel.current_task()
+        await asker()
+
+    async with trio.open_nursery() as nursery:
+        try:
+            nursery.start_soon(run)
+            if wait_entered:
+                await shared.entered.wait()
+            yield nursery
+        finally:
+            shared.gate.set()
+
+
 async def _spawn_probe(rt, shared: Shared, name: str = "probe/p"):  # type: ignore[no-untyped-def]
     ref = await rt.spawn(lambda: Probe(shared), name)
     await trio.testing.wait_all_tasks_blocked()  # its loop is parked on an empty mailbox
@@ -239,18 +260,12 @@ async def test_a_message_told_while_an_inline_handler_runs_waits_until_that_hand
         replies: list[object] = []
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             replies.append(await rt.client("asker").ask(ref, Gated("inline")))
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                await rt.client("other").tell(ref, Note("told meanwhile"))
-                await trio.testing.wait_all_tasks_blocked()
-                assert shared.log == [("start", 1), "inline start"]  # not handled while it runs
-            finally:  # release the handler (also after a failed check, which must not hang)
-                shared.gate.set()
+        async with gated(shared, asker):
+            await rt.client("other").tell(ref, Note("told meanwhile"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert shared.log == [("start", 1), "inline start"]  # not handled while it runs
         await trio.testing.wait_all_tasks_blocked()
         assert shared.tasks["inline"] is shared.tasks["asker"]  # it really ran inline
         assert replies == [Answer("inline!")]
@@ -266,20 +281,14 @@ async def test_a_failing_inline_handler_answers_the_asker_restarts_the_actor_and
         errors: list[RemoteActorError] = []
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             with pytest.raises(RemoteActorError) as info:
                 await rt.client("asker").ask(ref, Gated("doomed", fail=True))
             errors.append(info.value)
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                await rt.client("other").tell(ref, Note("queued during the failure"))
-                await trio.testing.wait_all_tasks_blocked()
-                assert "queued during the failure" not in shared.log
-            finally:  # release the handler (also after a failed check, which must not hang)
-                shared.gate.set()
+        async with gated(shared, asker):
+            await rt.client("other").tell(ref, Note("queued during the failure"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert "queued during the failure" not in shared.log
         assert shared.tasks["doomed"] is shared.tasks["asker"]  # it really ran inline
         assert len(errors) == 1
         assert str(errors[0]) == "probe/p failed handling the request: ValueError: doomed failed"
@@ -320,7 +329,6 @@ async def test_cancelling_the_asker_does_not_cut_an_inline_handler_short_and_the
         scope = trio.CancelScope()
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             with scope:
                 try:
                     reply = await rt.client("asker").ask(ref, Gated("shielded"))
@@ -330,17 +338,12 @@ async def test_cancelling_the_asker_does_not_cut_an_inline_handler_short_and_the
                 outcome.append(("ask returned", reply))
             outcome.append(("cancelled_caught", scope.cancelled_caught))
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                scope.cancel()
-                await trio.testing.wait_all_tasks_blocked()
-                # the handler is not cut short, and the asker is still inside it
-                assert shared.log == [("start", 1), "shielded start"]
-                assert outcome == []
-            finally:  # release the handler (also after a failed check, which must not hang)
-                shared.gate.set()
+        async with gated(shared, asker):
+            scope.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            # the handler is not cut short, and the asker is still inside it
+            assert shared.log == [("start", 1), "shielded start"]
+            assert outcome == []
         assert shared.tasks["shielded"] is shared.tasks["asker"]  # it really ran inline
         assert shared.log == [("start", 1), "shielded start", "shielded end"]
         assert outcome == [
@@ -358,16 +361,11 @@ async def test_a_deferred_reply_from_an_inline_handler_reaches_the_asker(
         replies: list[object] = []
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             replies.append(await rt.client("asker").ask(ref, DeferIt(answer=True), timeout=10))
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await trio.sleep(1)
-                assert replies == []  # the handler returned, its return value is not the reply
-            finally:  # let the background task answer (also after a failed check)
-                shared.gate.set()
+        async with gated(shared, asker, wait_entered=False):
+            await trio.sleep(1)
+            assert replies == []  # the handler returned, its return value is not the reply
         assert replies == [Answer("deferred")]
         assert shared.tasks["defer"] is shared.tasks["asker"]  # it really ran inline
         assert rt.statistics().pending_asks == 0
@@ -389,28 +387,6 @@ async def test_a_deferred_reply_never_sent_ends_the_inline_ask_at_its_timeout(
         assert shared.starts == 1  # a missing reply is no failure of the actor
 
 
-@frozen
-class AskOn(Message):
-    """Ask ``AskOn(rest)`` of ``path[0]``; the last actor of the path answers."""
-
-    path: tuple[ActorId, ...]
-
-
-@frozen
-class Via(Message):
-    via: tuple[str, ...]
-
-
-@frozen
-class Caught(Message):
-    pass
-
-
-@frozen
-class CaughtList(Message):
-    errors: tuple[str, ...]
-
-
 class Relay(Actor):
     """Forwards ``AskOn`` along its path with ``ask`` (an inline handler); records cycle errors."""
 
@@ -421,14 +397,7 @@ class Relay(Actor):
     @handler(inline=True)
     async def on_ask_on(self, msg: AskOn) -> Via:
         self.tasks[str(self.ctx.self_id)] = trio.lowlevel.current_task()
-        if not msg.path:
-            return Via((str(self.ctx.self_id),))
-        try:
-            reply = await self.ctx.ask(msg.path[0], AskOn(msg.path[1:]), timeout=60)
-        except AskCycleError as exc:
-            self.caught.append(str(exc))
-            raise
-        return Via((str(self.ctx.self_id), *reply.via))
+        return await relay(self.ctx, msg, self.caught)
 
     @handler
     async def on_caught(self, msg: Caught) -> CaughtList:
@@ -544,22 +513,16 @@ async def test_stopping_an_actor_waits_for_its_running_inline_handler_before_on_
         replies: list[object] = []
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             replies.append(await rt.client("asker").ask(ref, Gated("last")))
 
         async def stopper() -> None:
             await rt.stop(ref)
             shared.log.append("stop returned")
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                nursery.start_soon(stopper)
-                await trio.testing.wait_all_tasks_blocked()
-                assert shared.log == [("start", 1), "last start"]  # on_stop waits for the handler
-            finally:  # release the handler (also after a failed check, which must not hang)
-                shared.gate.set()
+        async with gated(shared, asker) as nursery:
+            nursery.start_soon(stopper)
+            await trio.testing.wait_all_tasks_blocked()
+            assert shared.log == [("start", 1), "last start"]  # on_stop waits for the handler
         assert shared.tasks["last"] is shared.tasks["asker"]  # it really ran inline
         assert replies == [Answer("last!")]
         assert shared.log == [("start", 1), "last start", "last end", "on_stop", "stop returned"]
@@ -575,22 +538,16 @@ async def test_a_stop_whose_drain_times_out_still_returns_only_after_the_running
         replies: list[object] = []
 
         async def asker() -> None:
-            shared.tasks["asker"] = trio.lowlevel.current_task()
             replies.append(await rt.client("asker").ask(ref, Gated("last")))
 
         async def stopper() -> None:
             await rt.stop(ref, drain_timeout=0.02)
             shared.log.append("stop returned")
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                nursery.start_soon(stopper)
-                await trio.sleep(1.0)  # far past the drain timeout: the actor's loop is cancelled
-                assert "stop returned" not in shared.log  # but the inline handler still runs
-            finally:
-                shared.gate.set()
+        async with gated(shared, asker) as nursery:
+            nursery.start_soon(stopper)
+            await trio.sleep(1.0)  # far past the drain timeout: the actor's loop is cancelled
+            assert "stop returned" not in shared.log  # but the inline handler still runs
         assert shared.tasks["last"] is shared.tasks["asker"]
         assert replies == [Answer("last!")]
         assert shared.log[-2:] == ["last end", "stop returned"]
@@ -668,15 +625,10 @@ async def test_a_restart_waits_for_an_inline_handler_of_the_old_instance_so_two_
         async def asker() -> None:
             replies.append(await rt.client("asker").ask(ref, Gated("g")))
 
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(asker)
-                await shared.entered.wait()
-                boom.set()  # the actor fails (in its background task) while "g" runs inline
-                await trio.sleep(1.0)  # far past the restart's backoff
-                assert shared.log == [("start", 1), "g start"]  # no second instance yet
-            finally:
-                shared.gate.set()
+        async with gated(shared, asker):
+            boom.set()  # the actor fails (in its background task) while "g" runs inline
+            await trio.sleep(1.0)  # far past the restart's backoff
+            assert shared.log == [("start", 1), "g start"]  # no second instance yet
         await trio.sleep(1.0)
         assert replies == [Answer("g!")]
         assert shared.log == [("start", 1), "g start", "g end", ("start", 2)]
