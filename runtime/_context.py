@@ -131,8 +131,22 @@ class Context:
         """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
         self._rt._tell_nowait(self, to, message)
 
-    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0) -> Any:
+    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
+                  shield: bool = False) -> Any:
         """Send ``message`` and wait for the reply: the handler's return value.
+
+        Args:
+            timeout: seconds to wait for the reply (and for room in a full mailbox);
+                ``None`` waits as long as it takes.
+            shield: the caller's cancellation cannot cut this ask short: the reply is waited
+                for even if a cancel scope around the call is cancelled (or its deadline
+                passes) meanwhile, and the ask ends with a schedule point that is *not* a
+                cancel point, so the caller's cancellation lands at its next cancel point
+                *after* the ask, never inside it. Two shielded asks in a row therefore have
+                no cancel point between them: use it for a write whose follow-up must not be
+                lost (an effect committed then applied, an input taken then recorded). The
+                ask's own ``timeout`` still applies. Cheaper than wrapping the ask in
+                ``trio.CancelScope(shield=True)``, which it replaces.
 
         Raises:
             AskTimeoutError: no reply within ``timeout`` seconds.
@@ -140,7 +154,7 @@ class Context:
             RemoteActorError: the handler raised; the error's type and text are carried over.
             ActorStoppedError, UnhandledMessageError: as for :meth:`tell`.
         """
-        return await self._rt._ask(self, to, message, timeout)
+        return await self._rt._ask(self, to, message, timeout, shield)
 
     async def publish(self, topic: Topic | str, message: Message) -> None:
         """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""

@@ -419,7 +419,8 @@ class Runtime:
             raise ActorStoppedError(cell.id, type(message).__name__) from None
         cell.pending += 1
 
-    async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None) -> Any:
+    async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
+                   shield: bool = False) -> Any:
         cell = self._target(to, message)
         env = self._envelope(ctx.self_id, cell.id, message)
         blocking = ctx._cell is not None and _in_handler(ctx._cell)
@@ -436,20 +437,25 @@ class Runtime:
                     and find_handler(cell.actor_cls, type(message)) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
                 asked_at = trio.current_time()
+                # the handler runs shielded: a shielded ask needs no scope of its own here
                 await self._ask_inline(cell, cell.instance, env)
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
-                    await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf)
+                    await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
+                elif shield:  # a schedule point that is not a cancel point (see Context.ask)
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 else:  # an ask is a checkpoint, as in Trio's own API: others run too
                     await trio.lowlevel.checkpoint()
             else:
                 # the timeout covers the wait for room in a full mailbox too
-                # a bare CancelScope (move_on_after's wrapper showed up in profiles), none without a timeout
-                if timeout is None:
+                # a bare CancelScope (move_on_after's wrapper showed up in profiles), none without a
+                # timeout unless shielded; a shielded scope's own deadline still cancels it
+                if timeout is None and not shield:
                     await self._enqueue(cell, env)
                     queued = True
                     await slot.event.wait()
                 else:
-                    with trio.CancelScope(deadline=trio.current_time() + timeout):
+                    with trio.CancelScope(deadline=trio.current_time() + timeout if timeout is not None else math.inf,
+                                          shield=shield):
                         await self._enqueue(cell, env)
                         queued = True
                         await slot.event.wait()
@@ -472,11 +478,11 @@ class Runtime:
         return payload
 
     @staticmethod
-    async def _wait_reply(slot: ReplySlot, deadline: float) -> None:
-        if deadline == math.inf:
+    async def _wait_reply(slot: ReplySlot, deadline: float, shield: bool = False) -> None:
+        if deadline == math.inf and not shield:
             await slot.event.wait()
             return
-        with trio.CancelScope(deadline=deadline):
+        with trio.CancelScope(deadline=deadline, shield=shield):
             await slot.event.wait()
 
     async def _ask_inline(self, cell: _Cell, instance: Actor, env: Envelope) -> None:

@@ -10,14 +10,20 @@ Only the slow parts of a step, the model call and the tool call, can be cancelle
 after them (recording the output or the result, applying the app effect, publishing the
 events) runs shielded: a cancel never leaves an effect committed but not applied, an input
 pulled but not recorded, or a recorded change without its events.
+
+How, without a shield scope per write (each costs a few microseconds, and a turn has many):
+the writes are shielded asks (``ctx.ask(..., shield=True)``), which the caller's cancellation
+cannot cut short and which end with a schedule point that is not a cancel point, so a write
+and the one that must follow it (pull then record, commit then apply) have no cancel point
+between them; the events after a write are published under a shield, and only when someone
+subscribes (with nobody listening there is nothing to lose and no need for a cancel point).
 """
 
 from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Awaitable
-from typing import Any, TypeVar, assert_never
+from typing import Any, assert_never
 
 import trio
 from attrs import define, frozen
@@ -75,7 +81,6 @@ from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
 log = logging.getLogger("livecontext.engine")
-T = TypeVar("T")
 
 CANCELLED = "cancelled"
 """The ``error`` of a step that a :class:`Cancel` (or the engine stopping) cut short."""
@@ -320,17 +325,22 @@ class Engine(Actor):
             log.warning("engine %s: cannot read the state: %s", self.thread_id, exc)
             return self._last_state
 
-    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float | None = 60.0) -> Any:
-        reply = await self.ctx.ask(to, msg, timeout=timeout)
+    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float | None = 60.0,
+                   *, shield: bool = False) -> Any:
+        reply = await self.ctx.ask(to, msg, timeout=timeout, shield=shield)
         if not isinstance(reply, expected):
             raise LivecontextError(f"{to} answered {type(msg).__name__} with {type(reply).__name__}, expected {expected.__name__}")
         return reply
 
-    @staticmethod
-    async def _shielded(work: Awaitable[T]) -> T:
-        """Finish ``work`` even if the step is cancelled meanwhile (each ask has its own timeout)."""
-        with trio.CancelScope(shield=True):
-            return await work
+    async def _announce(self, event: Message) -> None:
+        """Publish ``event`` about a change already recorded: a cancel must not lose it.
+
+        Shielded, and only when someone subscribes: with nobody listening the event reaches no
+        one, and skipping it keeps the write's shielded ask the last await (no cancel point).
+        """
+        if self.ctx.runtime.has_subscribers(self.topic):
+            with trio.CancelScope(shield=True):
+                await self.ctx.publish(self.topic, event)
 
     async def _tools(self) -> Tools:
         if self._tool_specs is None:
@@ -345,8 +355,7 @@ class Engine(Actor):
         state = tail.state
         if state is EngineState.WAITING_INPUT:
             await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
-            # shielded: an input pulled from the source must be recorded, not lost
-            after = await self._shielded(self._step_input())
+            after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
         elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
@@ -361,22 +370,22 @@ class Engine(Actor):
         elif state is EngineState.WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
         elif state is EngineState.TOOL_RESULTS_READY:
-            after = await self._shielded(self._ask(self.wiring.history, AppendToolResults(), Tail))
+            after = await self._ask(self.wiring.history, AppendToolResults(), Tail, shield=True)
         else:  # pragma: no cover - exhaustive
             assert_never(state)
         if after.state is not state:
-            if self.ctx.runtime.has_subscribers(self.topic):  # (a shield costs: only when someone listens)
-                await self._shielded(self.ctx.publish(self.topic, StateTransition(self.thread_id, state, after.state)))
+            await self._announce(StateTransition(self.thread_id, state, after.state))
         self._known_tail = after  # the store's own answer to this step's write
         return StepOutcome(state, after.state, True)
 
     async def _step_input(self) -> Tail | None:
+        # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
-            got = await self._ask(self.wiring.input, PullInput(), InputText)
+            got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)
             if got.text is None:
                 return None
             if got.text.strip():  # blank input is ignored, not recorded
-                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text), Tail)
+                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text), Tail, shield=True)
                 return tail
 
     async def _step_model(self, tail: Tail) -> Tail:
@@ -395,14 +404,16 @@ class Engine(Actor):
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
         reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
-        return await self._shielded(self._record_output(reply))
+        return await self._record_output(reply)
 
     async def _record_output(self, reply: ModelReply) -> Tail:
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
-            reply.text, reply.tool_calls, reply.model, reply.usage), Tail)
-        entry_id = after.last.id if after.last is not None else ""
-        await self._after_model_call(AfterModelCall(
-            self.thread_id, entry_id, reply.text, len(reply.tool_calls)))
+            reply.text, reply.tool_calls, reply.model, reply.usage), Tail, shield=True)
+        if self.ctx.runtime.has_subscribers(self.topic):  # see _announce
+            entry_id = after.last.id if after.last is not None else ""
+            with trio.CancelScope(shield=True):
+                await self._after_model_call(AfterModelCall(
+                    self.thread_id, entry_id, reply.text, len(reply.tool_calls)))
         return after
 
     def _on_text(self, text: str) -> None:
@@ -436,9 +447,9 @@ class Engine(Actor):
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
         if call.id in tail.started and not idempotent:
-            return await self._shielded(self._record_result(call, ToolInvoked(self._interrupted(call))))
+            return await self._record_result(call, ToolInvoked(self._interrupted(call)))
         if not idempotent:
-            await self._shielded(self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name)))
+            await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self.ctx.publish(self.topic, BeforeToolExecute(self.thread_id, call.id, call.name, call.arguments))
         self._tool_in_flight = call.id
         with trio.move_on_after(self.tool_timeout_s) as timer:
@@ -447,18 +458,22 @@ class Engine(Actor):
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
             invoked = ToolInvoked(self._timed_out(call))
         self._tool_in_flight = None
-        return await self._shielded(self._record_result(call, invoked))
+        return await self._record_result(call, invoked)
 
     async def _record_result(self, call: ToolCall, invoked: ToolInvoked) -> Tail:
-        """Commit a result with its effect, then apply the effect: both or (on failure) neither."""
-        after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail)
+        """Commit a result with its effect, then apply the effect: both or (on failure) neither.
+
+        Two shielded asks with no cancel point between them, then the event (see _announce).
+        """
+        after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail,
+                                      shield=True)
         if invoked.effect is not None:
             try:
-                await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect))
+                await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log
                 log.warning("engine %s: applying %s failed: %s", self.thread_id,
                             type(invoked.effect).__name__, exc)
-        await self.ctx.publish(self.topic, AfterToolExecute(
+        await self._announce(AfterToolExecute(
             self.thread_id, call.id, call.name, invoked.result.status, invoked.result.content.gist.text))
         return after
 

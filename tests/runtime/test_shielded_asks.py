@@ -1,0 +1,207 @@
+"""Shielded asks (``ctx.ask(..., shield=True)``): the caller's cancellation cannot cut them
+short, they leave no cancel point behind them, and their own timeout still applies."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from attrs import frozen
+
+from livecontext.protocol import Message
+from livecontext.runtime import Actor, AskTimeoutError, handler, open_runtime
+
+
+@frozen
+class Write(Message):
+    """Handled inline: recorded at once (after the gate opens, if ``gated``)."""
+
+    text: str
+    gated: bool = False
+
+
+@frozen
+class SlowWrite(Message):
+    """A plain handler (through the mailbox): recorded once the gate opens."""
+
+    text: str
+
+
+@frozen
+class DeferredWrite(Message):
+    """Handled inline with a deferred reply: a background task records it once the gate opens."""
+
+    text: str
+
+
+@frozen
+class Hang(Message):
+    """A plain handler that never answers."""
+
+
+@frozen
+class Written(Message):
+    texts: tuple[str, ...]
+
+
+class Ledger(Actor):
+    def __init__(self, log: list[str], gate: trio.Event, entered: trio.Event) -> None:
+        self.log = log
+        self.gate = gate
+        self.entered = entered
+
+    @handler(inline=True)
+    async def on_write(self, msg: Write) -> Written:
+        if msg.gated:
+            self.entered.set()
+            await self.gate.wait()
+        self.log.append(msg.text)
+        return Written(tuple(self.log))
+
+    @handler
+    async def on_slow_write(self, msg: SlowWrite) -> Written:
+        self.entered.set()
+        await self.gate.wait()
+        self.log.append(msg.text)
+        return Written(tuple(self.log))
+
+    @handler(inline=True)
+    async def on_deferred(self, msg: DeferredWrite) -> None:
+        pending = self.ctx.defer_reply()
+        assert pending is not None
+
+        async def later() -> None:
+            await self.gate.wait()
+            self.log.append(msg.text)
+            pending.send(Written(tuple(self.log)))
+
+        self.ctx.nursery.start_soon(later)
+        self.entered.set()
+
+    @handler
+    async def on_hang(self, msg: Hang) -> None:
+        await trio.sleep_forever()
+
+
+class World:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.gate = trio.Event()
+        self.entered = trio.Event()
+
+
+async def _spawn(rt, world: World):  # type: ignore[no-untyped-def]
+    ref = await rt.spawn(lambda: Ledger(world.log, world.gate, world.entered), "ledger/l")
+    await trio.testing.wait_all_tasks_blocked()  # its loop is parked: inline asks run inline
+    return ref
+
+
+@pytest.mark.parametrize("message", [Write("a", gated=True), SlowWrite("a"), DeferredWrite("a")],
+                         ids=["inline", "mailbox", "deferred"])
+async def test_a_shielded_ask_returns_its_reply_though_the_caller_is_cancelled_while_it_waits(
+        message: Message) -> None:
+    world = World()
+    async with open_runtime() as rt:
+        ref = await _spawn(rt, world)
+        client = rt.client("asker")
+        replies: list[object] = []
+        after_ask: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            scope = trio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    replies.append(await client.ask(ref, message, shield=True))
+                    after_ask.append(True)  # no cancel point between the ask and here
+                    await trio.lowlevel.checkpoint()  # the cancel lands here
+                    after_ask.append(False)
+
+            nursery.start_soon(ask)
+            await world.entered.wait()
+            scope.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            assert replies == []  # still waiting, not cut short
+            world.gate.set()
+        assert replies == [Written(("a",))]
+        assert after_ask == [True]
+        assert scope.cancelled_caught
+
+
+async def test_an_unshielded_ask_in_the_same_place_loses_its_reply_to_the_cancel() -> None:
+    """The contrast to the test above: what ``shield=True`` is for."""
+    world = World()
+    async with open_runtime() as rt:
+        ref = await _spawn(rt, world)
+        client = rt.client("asker")
+        replies: list[object] = []
+        async with trio.open_nursery() as nursery:
+            scope = trio.CancelScope()
+
+            async def ask() -> None:
+                with scope:
+                    replies.append(await client.ask(ref, Write("a", gated=True)))
+
+            nursery.start_soon(ask)
+            await world.entered.wait()
+            scope.cancel()
+            world.gate.set()
+        assert world.log == ["a"]  # the inline handler itself is never cut short
+        assert replies == []
+        assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "mailbox"])
+async def test_two_shielded_asks_in_an_already_cancelled_scope_both_finish_with_no_cancel_point_between(
+        inline: bool) -> None:
+    world = World()
+    world.gate.set()
+    async with open_runtime() as rt:
+        ref = await _spawn(rt, world)
+        client = rt.client("asker")
+        replies: list[object] = []
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            for text in ("commit", "apply"):
+                replies.append(await client.ask(ref, Write(text) if inline else SlowWrite(text), shield=True))
+            replies.append("after both")
+            await trio.lowlevel.checkpoint()
+            replies.append("never")
+        assert scope.cancelled_caught
+        assert replies == [Written(("commit",)), Written(("commit", "apply")), "after both"]
+
+
+async def test_a_run_of_shielded_asks_still_lets_other_tasks_run_each_ends_with_a_schedule_point() -> None:
+    world = World()
+    async with open_runtime() as rt:
+        ref = await _spawn(rt, world)
+        client = rt.client("asker")
+        runs = 0
+
+        async def busy() -> None:
+            nonlocal runs
+            while True:
+                runs += 1
+                await trio.lowlevel.checkpoint()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(busy)
+            await trio.lowlevel.checkpoint()
+            start = runs
+            for i in range(20):
+                await client.ask(ref, Write(str(i)), shield=True)
+            assert runs - start >= 19  # the busy task ran between (nearly) every two asks
+            nursery.cancel_scope.cancel()
+        assert len(world.log) == 20
+
+
+@pytest.mark.parametrize("message", [Hang(), DeferredWrite("never answered")], ids=["mailbox", "deferred"])
+async def test_a_shielded_asks_own_timeout_still_applies(message: Message) -> None:
+    world = World()
+    async with open_runtime(drain_timeout=0.1) as rt:  # the hanging handler is cancelled at the end
+        ref = await _spawn(rt, world)
+        client = rt.client("asker")
+        with trio.fail_after(5):
+            start = trio.current_time()
+            with pytest.raises(AskTimeoutError):
+                await client.ask(ref, message, timeout=0.2, shield=True)
+            assert 0.2 <= trio.current_time() - start < 2
