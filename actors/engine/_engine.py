@@ -150,15 +150,16 @@ class Engine(Actor):
         self.topic = engine_topic(thread_id)
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
-        self._step_scope: trio.CancelScope | None = None
+        self._run_scope: trio.CancelScope | None = None
+        """The cancel scope of the run in progress (a job's steps, or a free run): Cancel cancels it."""
         self._current: _Job | None = None
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
-        self._step_done = trio.Event()
-        self._step_done.set()
+        self._run_done = trio.Event()
+        self._run_done.set()
         self._tool_in_flight: str | None = None
         self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
         self._deltas_unpublished = 0
@@ -218,9 +219,9 @@ class Engine(Actor):
         queued = [job for job in self._jobs if job is not self._current]
         for job in queued:
             self._jobs.remove(job)
-        if self._step_scope is not None:
-            self._step_scope.cancel()
-        await self._step_done.wait()
+        if self._run_scope is not None:
+            self._run_scope.cancel()
+        await self._run_done.wait()
         if queued:
             state = await self._state_now()
             for job in queued:
@@ -239,32 +240,74 @@ class Engine(Actor):
                 state = await self._state_now()
                 self._finish(job, StepOutcome(state, state, False), "paused")
                 continue
-            self._current = job
-            try:
-                outcome = await self._guarded_step()
-            finally:
-                self._current = None
-            if not outcome.progressed or outcome.error:
-                self._known_tail = None
-            if job is None:  # free running
-                if outcome.waiting_for_input or outcome.error:
-                    self._wake = trio.Event()
-                    await self._wake.wait()
+            if job is not None:
+                await self._run(job)
                 continue
-            if job.kind == "step":
-                self._finish(job, outcome, "step")
-                continue
-            job.steps += 1 if outcome.progressed else 0
-            if outcome.cancelled:
-                self._finish(job, outcome, CANCELLED)
-            elif outcome.waiting_for_input:
-                self._finish(job, outcome, "no_input")
-            elif outcome.error:
-                self._finish(job, outcome, f"failed: {outcome.error}")
-            elif job.max_steps is not None and job.steps >= job.max_steps:
-                self._finish(job, outcome, "max_steps")
-            elif job.paused:
-                self._finish(job, outcome, "paused")
+            self._wake = trio.Event()  # made before the free run, so that a poke during it counts
+            if await self._run(None):
+                await self._wake.wait()
+
+    async def _run(self, job: _Job | None) -> bool:
+        """Run ``job`` to its end, or (``None``) run freely while no job waits and ``auto`` holds.
+
+        The whole run has one cancel scope, which a ``Cancel`` cancels (one per step would cost
+        a scope per step for nothing: the writes inside a step are shielded asks anyway). The
+        cancel lands at the run's next cancel point: in the slow part of the step in progress
+        (the model call, the tool wait), or, if it came while the step was recording, at the
+        start of the next step (:meth:`_guarded_step`), so the run ends before taking it.
+
+        Returns whether a free run should wait for a poke (no input, a failure, a cancel).
+        """
+        self._run_done = trio.Event()
+        self._current = job
+        try:
+            with trio.CancelScope() as scope:
+                self._run_scope = scope
+                while True:
+                    outcome = await self._guarded_step()
+                    if not outcome.progressed or outcome.error:
+                        self._known_tail = None
+                    if job is None:
+                        if outcome.waiting_for_input or outcome.error:
+                            return True
+                        if self._jobs or not self.auto:
+                            return False
+                    elif self._job_over(job, outcome):
+                        return False
+            # only a cancel gets here (the loop above leaves by returning or raising)
+            assert scope.cancelled_caught
+            self._known_tail = None
+            if self._tool_in_flight is not None:
+                await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
+            if job is not None:
+                state = await self._state_now()
+                self._finish(job, StepOutcome(state, state, False, error=CANCELLED),
+                             "step" if job.kind == "step" else CANCELLED)
+            return True
+        finally:
+            self._current = None
+            self._tool_in_flight = None
+            self._run_scope = None
+            self._run_done.set()
+
+    def _job_over(self, job: _Job, outcome: StepOutcome) -> bool:
+        """Answer ``job`` and return True if ``outcome`` (of its latest step) ends it."""
+        if job.kind == "step":
+            self._finish(job, outcome, "step")
+            return True
+        job.steps += 1 if outcome.progressed else 0
+        if outcome.waiting_for_input:
+            reason = "no_input"
+        elif outcome.error:
+            reason = f"failed: {outcome.error}"
+        elif job.max_steps is not None and job.steps >= job.max_steps:
+            reason = "max_steps"
+        elif job.paused:
+            reason = "paused"
+        else:
+            return False
+        self._finish(job, outcome, reason)
+        return True
 
     def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
         self._known_tail = None
@@ -283,32 +326,24 @@ class Engine(Actor):
             job.reply.send(Idle(to_state, job.steps, reason))
 
     async def _guarded_step(self) -> StepOutcome:
-        """One step; a cancel or an unexpected error becomes the outcome, never a crash.
+        """One step; an unexpected error becomes the outcome, never a crash.
 
         Crashing would restart the engine and lose the askers waiting for their replies (a
         ``livecontext run`` would hang): the step fails instead, with the error's text, and
-        the state is whatever the history says.
+        the state is whatever the history says. A cancel is not caught here: it ends the run
+        (see :meth:`_run`).
         """
-        self._step_done = trio.Event()
-        error = ""
+        # a Cancel that came while the previous step recorded (shielded) ends the run here,
+        # before this step does anything
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            with trio.CancelScope() as scope:
-                self._step_scope = scope
-                try:
-                    return await self.do_step()
-                except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
-                    error = _describe(exc)
-                    log.info("engine %s: step failed: %s", self.thread_id, error)
-            if scope.cancelled_caught:
-                if self._tool_in_flight is not None:
-                    await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
-                error = CANCELLED
-            state = await self._state_now()
-            return StepOutcome(state, state, False, error=error)
-        finally:
-            self._tool_in_flight = None
-            self._step_scope = None
-            self._step_done.set()
+            return await self.do_step()
+        except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
+            error = _describe(exc)
+            log.info("engine %s: step failed: %s", self.thread_id, error)
+        self._tool_in_flight = None
+        state = await self._state_now()
+        return StepOutcome(state, state, False, error=error)
 
     # -- one step ---------------------------------------------------------------------------------
 

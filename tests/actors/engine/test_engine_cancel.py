@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import trio
 
+from livecontext.actors.apps import Notebook
 from livecontext.protocol import (
+    ActorId,
     AfterModelCall,
     AfterToolExecute,
+    Cancel,
     EngineState,
+    GetWindows,
+    Message,
+    NotebookEdited,
     Pause,
     Step,
     StepDone,
     ToolResultsEntry,
     ToolStatus,
+    Windows,
 )
+from livecontext.runtime import Context
 from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
@@ -227,3 +235,49 @@ async def test_leaving_the_runtime_block_while_a_slow_tool_runs_cancels_the_tool
             await probe.started.wait()
     assert probe.cancelled == ["slow"]
     assert probe.finished == []
+
+
+class CancelOnApply(Notebook):
+    """A notebook that, applying an edit, tells the engine to ``Cancel`` (once, when armed):
+    the cancel reaches the engine while it is between committing the effect and publishing
+    the step's events, the window a cancel must never split."""
+
+    def __init__(self, armed: dict[str, ActorId] | None = None) -> None:
+        super().__init__()
+        self.armed = armed if armed is not None else {}
+        self.ctx: Context | None = None
+
+    def fresh(self) -> CancelOnApply:
+        return CancelOnApply(self.armed)
+
+    def bind(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def apply(self, effect: Message) -> None:
+        super().apply(effect)
+        engine = self.armed.pop("engine", None)
+        if engine is not None and self.ctx is not None:
+            self.ctx.tell_nowait(engine, Cancel())
+
+
+async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_ends_the_run() -> None:
+    edit = {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "kept"}}
+    app = CancelOnApply()
+    async with open_agent([{"tool_calls": [edit]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
+        app.armed["engine"] = h.agent.engine.id
+        with trio.fail_after(5):
+            idle = await h.run_until_idle(timeout=5)
+        # the run ended at the cancel, before the model was asked again
+        assert idle.reason == "cancelled"
+        assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
+        # the step that was recording finished: result and effect committed, effect applied ...
+        assert await h.effects() == (NotebookEdited(app="notebook", text="kept"),)
+        windows = await h.client.ask(h.agent.apps, GetWindows())
+        assert isinstance(windows, Windows) and windows.text.endswith("kept")
+        # ... and its events published
+        await h.settle()
+        (after,) = h.of_type(AfterToolExecute)
+        assert after.status is ToolStatus.OK
+        assert ("WaitingToolResults", "ToolResultsReady") in h.transitions()
+        assert h.of_type(AfterModelCall)[-1].entry_id != ""
+        assert len(h.of_type(AfterModelCall)) == 1  # no second model call
