@@ -319,6 +319,20 @@ class Runtime:
             restarts=self._restarts, escalations=len(self.failures),
         )
 
+    def is_idle(self, actor: Address) -> bool:
+        """Whether ``actor`` has nothing to do at this moment.
+
+        True when it is running, nothing waits in its mailbox (nor, under a stepping
+        scheduler, is held for it) and none of its handlers runs, in its own task or inline in
+        an asker's. A snapshot: it holds until the caller's next checkpoint. It lets an actor
+        skip an ask whose answer it already knows, when nothing is on its way that could
+        change that answer (see the engine's input pull).
+        """
+        cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
+        if cell is None or not cell.can_run_inline():
+            return False
+        return self._stepping is None or not self._stepping._holds_for(cell)
+
     def has_subscribers(self, topic: Topic | str) -> bool:
         """Whether anything (an actor or an open subscription) receives ``topic`` now.
 

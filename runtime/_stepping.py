@@ -85,6 +85,11 @@ class SteppingScheduler:
         self._sender_seq[key] += 1
         self._held.setdefault(key, collections.deque()).append((cell, env, self._sender_seq[key]))
 
+    def _holds_for(self, cell: _Cell) -> bool:
+        """Whether an envelope for ``cell`` is held (not yet delivered)."""
+        name = str(cell.id)
+        return any(key[1] == name for key in self._held)
+
     def _deliverable(self) -> list[tuple[tuple[str, str], int]]:
         out = []
         for key, queue in self._held.items():

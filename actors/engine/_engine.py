@@ -161,6 +161,8 @@ class Engine(Actor):
         self._run_done = trio.Event()
         self._run_done.set()
         self._tool_in_flight: str | None = None
+        self._input_empty = False
+        """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
         self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
         self._deltas_unpublished = 0
         self._deltas_published = trio.Event()
@@ -190,6 +192,7 @@ class Engine(Actor):
 
     @handler(inline=True)
     async def on_input_available(self, msg: InputAvailable) -> None:
+        self._input_empty = False
         self._poke()
 
     @handler(inline=True)
@@ -260,6 +263,7 @@ class Engine(Actor):
         """
         self._run_done = trio.Event()
         self._current = job
+        self._input_empty = False  # each run's first pull asks the source
         try:
             with trio.CancelScope() as scope:
                 self._run_scope = scope
@@ -414,14 +418,29 @@ class Engine(Actor):
         return StepOutcome(state, after.state, True)
 
     async def _step_input(self) -> Tail | None:
+        if self._input_empty and self._input_quiet():
+            return None  # the pull would find nothing (typically at the end of a turn)
         # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
             got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)
+            self._input_empty = not got.remaining
             if got.text is None:
                 return None
             if got.text.strip():  # blank input is ignored, not recorded
                 tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text), Tail, shield=True)
                 return tail
+
+    def _input_quiet(self) -> bool:
+        """Whether no input can have reached the source since the last pull found it empty.
+
+        Input reaches the source as ``ProvideInput``, which the source answers by telling us
+        ``InputAvailable`` (which clears ``_input_empty``). With the source idle, every such
+        message has been handled and its ``InputAvailable`` sent; with us idle too (the runner
+        is no handler), every one sent has been handled. So the pull can be skipped: it would
+        find nothing, and an input that comes later wakes the engine as usual.
+        """
+        rt = self.ctx.runtime
+        return rt.is_idle(self.wiring.input) and rt.is_idle(self.ctx.self_id)
 
     async def _step_model(self, tail: Tail) -> Tail:
         if tail.limit is LimitLevel.TRUNCATE and self.wiring.recap is not None:
