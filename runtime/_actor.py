@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dis
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Hashable
@@ -74,6 +75,10 @@ class Actor:
     _handlers: ClassVar[dict[type, str]] = {}
     _inline: ClassVar[frozenset[str]] = frozenset()
     """Names of the handlers marked ``@handler(inline=True)``."""
+    _inline_unawaiting: ClassVar[frozenset[str]] = frozenset()
+    """The inline handlers that never yield to Trio (no ``await`` in their body, nor in
+    :meth:`on_denied`): no cancel point, no schedule point, so running one inline needs no
+    shield (see ``Runtime._ask_inline``)."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -95,6 +100,9 @@ class Actor:
         cls._handlers = table
         cls._inline = frozenset(name for name in set(table.values())
                                 if getattr(getattr(cls, name, None), _INLINE_MARK, False))
+        cls._inline_unawaiting = frozenset(
+            name for name in cls._inline
+            if not _may_yield(getattr(cls, name)) and not _may_yield(cls.on_denied))
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""
@@ -142,6 +150,27 @@ def _message_type_of(cls: type, name: str, fn: Callable[..., Any]) -> type:
             f"got {msg_type!r}"
         )
     return msg_type
+
+
+_YIELDING_OPS = frozenset({
+    "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "END_ASYNC_FOR",
+    "SEND", "YIELD_VALUE", "YIELD_FROM",
+})
+"""Bytecode of ``await``, ``async for`` and ``async with``: the only ways a coroutine yields."""
+
+
+def _may_yield(fn: object) -> bool:
+    """Whether calling ``fn`` and awaiting the result may yield to the event loop.
+
+    False only for a plain ``async def`` function whose own body has none of ``await``,
+    ``async for``, ``async with`` (nested functions are separate code and do not count):
+    its coroutine runs to its end at the first ``send``. Anything else (a wrapper, a
+    callable object) may.
+    """
+    code = getattr(fn, "__code__", None)
+    if not inspect.isfunction(fn) or code is None or not inspect.iscoroutinefunction(fn):
+        return True
+    return any(ins.opname in _YIELDING_OPS for ins in dis.get_instructions(code))
 
 
 def find_handler(actor_cls: type[Actor], message_type: type) -> str | None:

@@ -448,11 +448,12 @@ class Runtime:
         queued = False
         try:
             if (self._inline and cell.can_run_inline() and cell.instance is not None
-                    and find_handler(cell.actor_cls, type(message)) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
+                    and (name := find_handler(cell.actor_cls, type(message))) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
                 asked_at = trio.current_time()
                 # the handler runs shielded: a shielded ask needs no scope of its own here
-                await self._ask_inline(cell, cell.instance, env)
+                await self._ask_inline(cell, cell.instance, env,
+                                       shield=name not in cell.actor_cls._inline_unawaiting)  # type: ignore[union-attr]
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
                 elif shield:  # a schedule point that is not a cancel point (see Context.ask)
@@ -499,7 +500,7 @@ class Runtime:
         with trio.CancelScope(deadline=deadline, shield=shield):
             await slot.event.wait()
 
-    async def _ask_inline(self, cell: _Cell, instance: Actor, env: Envelope) -> None:
+    async def _ask_inline(self, cell: _Cell, instance: Actor, env: Envelope, *, shield: bool = True) -> None:
         """Run an inline handler (``@handler(inline=True)``) in the asker's task.
 
         Taken only when the target's loop is parked on an empty mailbox, so the ask would be
@@ -510,11 +511,17 @@ class Runtime:
         cancellation, as it is in the actor's own task (an asker's timeout or cancel never
         cuts a handler short; it applies once the handler returns); a failure is answered to
         the asker and then raised in the actor's loop, so supervision restarts it as usual.
+        ``shield=False`` for a handler that never yields (``Actor._inline_unawaiting``): with
+        no cancel point there is nothing to shield it from, and the scope would cost more than
+        many such handlers do.
         """
         done = cell.inline = trio.Event()
         cell.inline_task = trio.lowlevel.current_task()
         try:
-            with trio.CancelScope(shield=True):
+            if shield:
+                with trio.CancelScope(shield=True):
+                    await self._handle(cell, instance, env)
+            else:
                 await self._handle(cell, instance, env)
         except BaseException as exc:
             if _failure_of(exc) is None:

@@ -657,3 +657,80 @@ async def test_an_inline_handler_that_stops_its_own_actor_does_not_wait_for_itse
         with trio.fail_after(5):
             assert await rt.client("asker").ask(ref, StopYourself()) == Answer("stopped")
         assert not rt.is_running(ref)
+
+
+class Mixed(Actor):
+    """Inline handlers with and without ``await``, and one plain handler."""
+
+    def __init__(self, gate: trio.Event | None = None) -> None:
+        self.gate = gate if gate is not None else trio.Event()
+        self.seen: list[str] = []
+
+    @handler(inline=True)
+    async def on_query(self, msg: Query) -> Answer:  # no await: it cannot yield to Trio
+        self.seen.append(msg.text)
+        return Answer(msg.text + "!")
+
+    @handler(inline=True)
+    async def on_gated(self, msg: Gated) -> Answer:
+        await self.gate.wait()
+        self.seen.append(msg.text)
+        return Answer(msg.text + "!")
+
+    @handler(inline=True)
+    async def on_note(self, msg: Note) -> None:
+        async with trio.open_nursery():
+            pass
+
+    @handler
+    async def on_plain(self, msg: PlainQuery) -> Answer:
+        return Answer(msg.text)
+
+
+class MixedWithSlowDenial(Mixed):
+    async def on_denied(self, message: Message, capability: Hashable) -> Message | None:
+        await trio.sleep(0)
+        return None
+
+
+def test_only_inline_handlers_without_await_are_known_never_to_yield() -> None:
+    assert Mixed._inline == {"on_query", "on_gated", "on_note"}
+    assert Mixed._inline_unawaiting == {"on_query"}
+    # a denial that awaits could run instead of the handler: then none is known not to yield
+    assert MixedWithSlowDenial._inline_unawaiting == frozenset()
+
+
+async def test_an_inline_ask_to_a_handler_without_await_opens_no_cancel_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entered: list[trio.CancelScope] = []
+    real_enter = trio.CancelScope.__enter__
+
+    def counting_enter(scope: trio.CancelScope) -> trio.CancelScope:
+        entered.append(scope)
+        return real_enter(scope)
+
+    gate = trio.Event()
+    gate.set()
+    async with open_runtime() as rt:
+        ref = await rt.spawn(lambda: Mixed(gate), "mixed/m")
+        await trio.testing.wait_all_tasks_blocked()
+        client = rt.client("asker")
+        monkeypatch.setattr(trio.CancelScope, "__enter__", counting_enter)
+        assert await client.ask(ref, Query("q"), timeout=None) == Answer("q!")
+        assert entered == []
+        assert await client.ask(ref, Gated("g"), timeout=None) == Answer("g!")
+        assert [scope.shield for scope in entered] == [True]  # an awaiting handler is shielded
+        monkeypatch.undo()
+
+
+async def test_a_cancelled_asker_still_gets_a_handler_without_await_run_whole_and_then_the_cancel() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Mixed, "mixed/m")
+        await trio.testing.wait_all_tasks_blocked()
+        actor = ref._cell.instance
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await rt.client("asker").ask(ref, Query("late"))
+        assert scope.cancelled_caught
+        assert actor.seen == ["late"]  # type: ignore[union-attr]
