@@ -76,9 +76,10 @@ class Actor:
     _inline: ClassVar[frozenset[str]] = frozenset()
     """Names of the handlers marked ``@handler(inline=True)``."""
     _inline_unawaiting: ClassVar[frozenset[str]] = frozenset()
-    """The inline handlers that never yield to Trio (no ``await`` in their body, nor in
-    :meth:`on_denied`): no cancel point, no schedule point, so running one inline needs no
-    shield (see ``Runtime._ask_inline``)."""
+    """The inline handlers that never yield to Trio (no ``await`` in their body): no cancel
+    point, no schedule point, so running one inline needs no shield (see ``Runtime._ask``)."""
+    _denial_unawaiting: ClassVar[bool] = True
+    """Whether :meth:`on_denied` never yields to Trio either (it runs instead of a handler)."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -100,9 +101,8 @@ class Actor:
         cls._handlers = table
         cls._inline = frozenset(name for name in set(table.values())
                                 if getattr(getattr(cls, name, None), _INLINE_MARK, False))
-        cls._inline_unawaiting = frozenset(
-            name for name in cls._inline
-            if not _may_yield(getattr(cls, name)) and not _may_yield(cls.on_denied))
+        cls._inline_unawaiting = frozenset(name for name in cls._inline if not _may_yield(getattr(cls, name)))
+        cls._denial_unawaiting = not _may_yield(cls.on_denied)
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""

@@ -452,8 +452,7 @@ class Runtime:
                 queued = True
                 asked_at = trio.current_time()
                 # the handler runs shielded: a shielded ask needs no scope of its own here
-                await self._ask_inline(cell, cell.instance, env,
-                                       shield=name not in cell.actor_cls._inline_unawaiting)  # type: ignore[union-attr]
+                await self._ask_inline(cell, cell.instance, env, shield=self._may_yield(cell.instance, name, env))
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
                 elif shield:  # a schedule point that is not a cancel point (see Context.ask)
@@ -500,6 +499,16 @@ class Runtime:
         with trio.CancelScope(deadline=deadline, shield=shield):
             await slot.event.wait()
 
+    def _may_yield(self, instance: Actor, name: str, env: Envelope) -> bool:
+        """Whether handling ``env`` with ``instance``'s handler ``name`` may yield to Trio."""
+        cls = type(instance)
+        if name not in cls._inline_unawaiting:
+            return True
+        if cls._denial_unawaiting:
+            return False
+        needed = instance.capability_for(type(env.payload))  # on_denied may run instead
+        return needed is not None and not self.has_capability(env.sender, needed)
+
     async def _ask_inline(self, cell: _Cell, instance: Actor, env: Envelope, *, shield: bool = True) -> None:
         """Run an inline handler (``@handler(inline=True)``) in the asker's task.
 
@@ -511,7 +520,7 @@ class Runtime:
         cancellation, as it is in the actor's own task (an asker's timeout or cancel never
         cuts a handler short; it applies once the handler returns); a failure is answered to
         the asker and then raised in the actor's loop, so supervision restarts it as usual.
-        ``shield=False`` for a handler that never yields (``Actor._inline_unawaiting``): with
+        ``shield=False`` for a handler that never yields (see :meth:`_may_yield`): with
         no cancel point there is nothing to shield it from, and the scope would cost more than
         many such handlers do.
         """

@@ -687,22 +687,17 @@ class Mixed(Actor):
         return Answer(msg.text)
 
 
-class MixedWithSlowDenial(Mixed):
-    async def on_denied(self, message: Message, capability: Hashable) -> Message | None:
-        await trio.sleep(0)
-        return None
-
-
 def test_only_inline_handlers_without_await_are_known_never_to_yield() -> None:
     assert Mixed._inline == {"on_query", "on_gated", "on_note"}
     assert Mixed._inline_unawaiting == {"on_query"}
-    # a denial that awaits could run instead of the handler: then none is known not to yield
-    assert MixedWithSlowDenial._inline_unawaiting == frozenset()
+    assert Mixed._denial_unawaiting  # the default on_denied raises at once
+    assert Vault._inline_unawaiting == {"on_write"}
+    assert not Vault._denial_unawaiting  # its on_denied awaits
 
 
-async def test_an_inline_ask_to_a_handler_without_await_opens_no_cancel_scope(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def scopes_entered(monkeypatch: pytest.MonkeyPatch) -> list[trio.CancelScope]:
+    """Every cancel scope entered while the test runs."""
     entered: list[trio.CancelScope] = []
     real_enter = trio.CancelScope.__enter__
 
@@ -710,18 +705,39 @@ async def test_an_inline_ask_to_a_handler_without_await_opens_no_cancel_scope(
         entered.append(scope)
         return real_enter(scope)
 
+    monkeypatch.setattr(trio.CancelScope, "__enter__", counting_enter)
+    return entered
+
+
+async def test_an_inline_ask_to_a_handler_without_await_opens_no_cancel_scope(
+    scopes_entered: list[trio.CancelScope],
+) -> None:
     gate = trio.Event()
     gate.set()
     async with open_runtime() as rt:
         ref = await rt.spawn(lambda: Mixed(gate), "mixed/m")
         await trio.testing.wait_all_tasks_blocked()
         client = rt.client("asker")
-        monkeypatch.setattr(trio.CancelScope, "__enter__", counting_enter)
+        scopes_entered.clear()
         assert await client.ask(ref, Query("q"), timeout=None) == Answer("q!")
-        assert entered == []
+        assert scopes_entered == []
         assert await client.ask(ref, Gated("g"), timeout=None) == Answer("g!")
-        assert [scope.shield for scope in entered] == [True]  # an awaiting handler is shielded
-        monkeypatch.undo()
+        assert [scope.shield for scope in scopes_entered] == [True]  # an awaiting handler is shielded
+
+
+async def test_an_inline_ask_refused_by_an_awaiting_on_denied_is_shielded_and_an_allowed_one_is_not(
+    scopes_entered: list[trio.CancelScope],
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(lambda: Vault([]), "vault/v")
+        await trio.testing.wait_all_tasks_blocked()
+        nobody, writer = rt.client("nobody", capabilities=set()), rt.client("writer", capabilities={"write"})
+        scopes_entered.clear()
+        assert await writer.ask(ref, Write("allowed"), timeout=None) == Answer("allowed")
+        assert scopes_entered == []
+        with pytest.raises(RemoteActorError):
+            await nobody.ask(ref, Write("forbidden"), timeout=None)
+        assert [scope.shield for scope in scopes_entered] == [True]
 
 
 async def test_a_cancelled_asker_still_gets_a_handler_without_await_run_whole_and_then_the_cancel() -> None:
