@@ -324,7 +324,7 @@ class Runtime:
 
         True when it is running, nothing waits in its mailbox (nor, under a stepping
         scheduler, is held for it) and none of its handlers runs, in its own task or inline in
-        an asker's. A snapshot: it holds until the caller's next checkpoint. It lets an actor
+        an asker's. A snapshot, which holds until the caller next yields to Trio. It lets an actor
         skip an ask whose answer it already knows, when nothing is on its way that could
         change that answer (see the engine's input pull).
         """
@@ -451,8 +451,10 @@ class Runtime:
                     and (name := find_handler(cell.actor_cls, type(message))) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
                 asked_at = trio.current_time()
-                # the handler runs shielded: a shielded ask needs no scope of its own here
-                await self._ask_inline(cell, cell.instance, env, shield=self._may_yield(cell.instance, name, env))
+                # the asker's cancel cannot cut the handler short (it is shielded, or never yields):
+                # a shielded ask needs no scope of its own here
+                await self._ask_inline(cell, cell.instance, env,
+                                       shield=self._handler_may_yield(cell.instance, name, env))  # type: ignore[arg-type]
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
                 elif shield:  # a schedule point that is not a cancel point (see Context.ask)
@@ -499,8 +501,9 @@ class Runtime:
         with trio.CancelScope(deadline=deadline, shield=shield):
             await slot.event.wait()
 
-    def _may_yield(self, instance: Actor, name: str, env: Envelope) -> bool:
-        """Whether handling ``env`` with ``instance``'s handler ``name`` may yield to Trio."""
+    def _handler_may_yield(self, instance: Actor, name: str, env: Envelope) -> bool:
+        """Whether handling ``env`` with ``instance``'s inline handler ``name`` may yield to Trio
+        (see ``Actor._inline_unawaiting``); if not, it needs no shield."""
         cls = type(instance)
         if name not in cls._inline_unawaiting:
             return True
@@ -520,7 +523,7 @@ class Runtime:
         cancellation, as it is in the actor's own task (an asker's timeout or cancel never
         cuts a handler short; it applies once the handler returns); a failure is answered to
         the asker and then raised in the actor's loop, so supervision restarts it as usual.
-        ``shield=False`` for a handler that never yields (see :meth:`_may_yield`): with
+        ``shield=False`` for a handler that never yields (see :meth:`_handler_may_yield`): with
         no cancel point there is nothing to shield it from, and the scope would cost more than
         many such handlers do.
         """

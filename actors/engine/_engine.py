@@ -103,6 +103,9 @@ class EngineWiring:
     history: ActorId
     apps: ActorId
     input: ActorId
+    """Answers ``PullInput`` with ``InputText`` (``remaining``: how many lines it still holds) and
+    tells the engine ``InputAvailable`` whenever input arrives, as ``actors.InputSource`` does:
+    the engine relies on both to skip a pull that would find nothing."""
     recap: ActorId | None = None
     """The recap maintainer, asked to fold at the truncate threshold (if there is one)."""
 
