@@ -23,9 +23,13 @@ from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
 
 _INT64 = (-(2**63), 2**63 - 1)
+_UTC = dt.timezone.utc
+_DATETIME = dt.datetime
 
 
 def _to_utc(value: dt.datetime) -> dt.datetime:
+    if value.__class__ is _DATETIME and value.tzinfo is _UTC:
+        return value  # what astimezone(utc) returns for it: the same object
     if not isinstance(value, dt.datetime):
         raise InvalidRecordError(f"sent_at must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
@@ -38,6 +42,12 @@ def _to_utc(value: dt.datetime) -> dt.datetime:
 
 def format_time(value: dt.datetime) -> str:
     """``value`` as ISO 8601 UTC with microseconds: the form stored and checksummed."""
+    if value.__class__ is _DATETIME and value.tzinfo is _UTC:
+        # what the general form below gives for a UTC datetime (every record's sent_at is
+        # one), without the method calls: it is on the path of every record written
+        return "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00" % (
+            value.year, value.month, value.day, value.hour, value.minute, value.second,
+            value.microsecond)
     return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
@@ -166,19 +176,18 @@ def record_checksum(
     Raises:
         UnicodeEncodeError: a text field holds a lone surrogate (not valid UTF-8).
     """
-    return _digest(
-        b"livecontext-record\0",
-        (
-            str(schema_version),
-            thread_id,
-            str(seq),
-            sender,
-            format_time(sent_at),
-            str(sent_mono_ns),
-            kind,
-            payload,
-        ),
-    )
+    # The canonical encoding of _digest, written out: one formatted header for the short
+    # fields, then the payload (this runs for every record written and read back).
+    version, seq_text, time, mono = (
+        str(schema_version).encode("utf-8"), str(seq).encode("utf-8"),
+        format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
+    thread, who, what, body = (
+        thread_id.encode("utf-8"), sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8"))
+    h = hashlib.sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:" % (
+        len(version), version, len(thread), thread, len(seq_text), seq_text, len(who), who,
+        len(time), time, len(mono), mono, len(what), what, len(body)))
+    h.update(body)
+    return h.hexdigest()
 
 
 def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
@@ -235,49 +244,58 @@ def seal_records(
             64-bit integer. The message names the record's index in the batch.
     """
     sealed: list[StoredRecord] = []
+    low, high = _INT64
     for index, rec in enumerate(records):
-        what = f"record {index} of the batch"
         if not isinstance(rec, NewRecord):
-            raise InvalidRecordError(f"{what} is a {type(rec).__name__}, not a NewRecord")
-        for name in ("sender", "kind"):
-            if not isinstance(getattr(rec, name), str):
-                raise InvalidRecordError(f"{what}: {name} must be a str")
-        _check_json(rec.payload, f"{what}: payload")
-        mono = rec.sent_mono_ns
-        if (
-            isinstance(mono, bool)
-            or not isinstance(mono, int)
-            or not _INT64[0] <= mono <= _INT64[1]
-        ):
-            raise InvalidRecordError(f"{what}: sent_mono_ns must be a 64-bit int, got {mono!r}")
+            raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
+        sender, kind, payload, mono = rec.sender, rec.kind, rec.payload, rec.sent_mono_ns
+        if not isinstance(sender, str):
+            raise InvalidRecordError(f"{_batch_index(index)}: sender must be a str")
+        if not isinstance(kind, str):
+            raise InvalidRecordError(f"{_batch_index(index)}: kind must be a str")
+        if payload.__class__ is str:  # _check_json, inline: the path of every record
+            try:
+                load_json(payload)
+            except ValueError as exc:
+                raise InvalidRecordError(
+                    f"{_batch_index(index)}: payload is not valid JSON text ({exc})") from None
+        else:
+            _check_json(payload, f"{_batch_index(index)}: payload")
+        if (mono.__class__ is not int and (isinstance(mono, bool) or not isinstance(mono, int))
+                or not low <= mono <= high):
+            raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
         seq = first_seq + index
         try:
             checksum = record_checksum(
                 thread_id=thread_id,
                 seq=seq,
-                sender=rec.sender,
+                sender=sender,
                 sent_at=rec.sent_at,
                 sent_mono_ns=mono,
-                kind=rec.kind,
-                payload=rec.payload,
+                kind=kind,
+                payload=payload,
                 schema_version=SCHEMA_VERSION,
             )
         except UnicodeEncodeError:
-            raise InvalidRecordError(f"{what} holds text that is not valid UTF-8") from None
+            raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
         sealed.append(
             StoredRecord(
                 seq=seq,
                 thread_id=thread_id,
-                sender=rec.sender,
+                sender=sender,
                 sent_at=rec.sent_at,
                 sent_mono_ns=mono,
-                kind=rec.kind,
-                payload=rec.payload,
+                kind=kind,
+                payload=payload,
                 schema_version=SCHEMA_VERSION,
                 checksum=checksum,
             )
         )
     return sealed
+
+
+def _batch_index(index: int) -> str:
+    return f"record {index} of the batch"
 
 
 KEEP_SNAPSHOTS = 2

@@ -147,3 +147,101 @@ def test_times_are_kept_in_utc_to_the_microsecond() -> None:
     (stored,) = seal_records("t", 1, [record])
     assert isinstance(stored, StoredRecord)
     assert decode_record(encode_record(stored, 1)[:-1])[0].sent_at == record.sent_at
+
+
+def _reference_checksum(**fields: object) -> str:
+    """The canonical encoding of the module doc, written the slow, obvious way."""
+    import hashlib
+
+    parts = [
+        str(fields["schema_version"]), fields["thread_id"], str(fields["seq"]), fields["sender"],
+        fields["sent_at"].astimezone(dt.timezone.utc).isoformat(timespec="microseconds"),  # type: ignore[attr-defined]
+        str(fields["sent_mono_ns"]), fields["kind"], fields["payload"],
+    ]
+    h = hashlib.sha256(b"livecontext-record\0")
+    for part in parts:
+        data = part.encode("utf-8")  # type: ignore[union-attr]
+        h.update(b"%d:" % len(data) + data)
+    return h.hexdigest()
+
+
+any_times = st.datetimes(
+    min_value=dt.datetime(1, 1, 2),
+    max_value=dt.datetime(9999, 12, 30),
+    timezones=st.sampled_from([dt.timezone.utc, dt.timezone(dt.timedelta(hours=-5, minutes=-30)),
+                               dt.timezone(dt.timedelta(0))]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(thread_ids, st.integers(0, 2**63), text, any_times, st.integers(-(2**63), 2**63 - 1), text,
+       st.text(max_size=60).filter(lambda s: not any(0xD800 <= ord(c) <= 0xDFFF for c in s)),
+       st.integers(0, 5))
+def test_the_record_checksum_is_the_canonical_encoding_of_the_module_doc(
+    thread_id: str, seq: int, sender: str, sent_at: dt.datetime, mono: int, kind: str,
+    payload: str, version: int,
+) -> None:
+    fields = dict(thread_id=thread_id, seq=seq, sender=sender, sent_at=sent_at, sent_mono_ns=mono,
+                  kind=kind, payload=payload, schema_version=version)
+    assert record_checksum(**fields) == _reference_checksum(**fields)
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_times)
+def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> None:
+    from livecontext.runtime.persistence._records import format_time
+
+    assert format_time(value) == value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+    assert format_time(value.astimezone(dt.timezone.utc)).endswith("+00:00")
+
+
+def test_a_utc_time_is_stored_as_given_and_other_zones_are_converted() -> None:
+    utc_time = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
+    assert NewRecord("s", utc_time, 1, "k", "{}").sent_at is utc_time
+    zero = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(0)))
+    converted = NewRecord("s", zero, 1, "k", "{}").sent_at
+    assert converted == zero and converted.tzinfo is dt.timezone.utc
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ("not a record", "record 1 of the batch is a str, not a NewRecord"),
+        (NewRecord(7, dt.datetime.now(dt.timezone.utc), 1, "k", "{}"),  # type: ignore[arg-type]
+         "record 1 of the batch: sender must be a str"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, None, "{}"),  # type: ignore[arg-type]
+         "record 1 of the batch: kind must be a str"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", b"{}"),  # type: ignore[arg-type]
+         "record 1 of the batch: payload must be JSON text (a str), got bytes"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "[1,"),
+         "record 1 of the batch: payload is not valid JSON text ("),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), True, "k", "{}"),
+         "record 1 of the batch: sent_mono_ns must be a 64-bit int, got True"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1.0, "k", "{}"),  # type: ignore[arg-type]
+         "record 1 of the batch: sent_mono_ns must be a 64-bit int, got 1.0"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 2**63, "k", "{}"),
+         f"record 1 of the batch: sent_mono_ns must be a 64-bit int, got {2**63}"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), -(2**63) - 1, "k", "{}"),
+         f"record 1 of the batch: sent_mono_ns must be a 64-bit int, got {-(2**63) - 1}"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k\udc80", "{}"),
+         "record 1 of the batch holds text that is not valid UTF-8"),
+        (NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", '"\udc80"'),
+         "record 1 of the batch: payload is not valid JSON text (str is not valid UTF-8"),
+    ],
+)
+def test_sealing_refuses_a_bad_record_and_names_it(record: object, message: str) -> None:
+    from livecontext.runtime.persistence import InvalidRecordError
+
+    good = NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")
+    with pytest.raises(InvalidRecordError) as caught:
+        seal_records("t", 1, [good, record])  # type: ignore[list-item]
+    assert str(caught.value).startswith(message)
+
+
+def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
+    class Nanos(int):
+        pass
+
+    (stored,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), Nanos(5), "k", "[1]")])
+    stored.verify()
+    assert stored.sent_mono_ns == 5
