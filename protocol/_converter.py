@@ -23,6 +23,7 @@ There is no process-global converter: call :func:`make_converter` and keep the r
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import functools
 import json
 import types
@@ -32,6 +33,7 @@ from typing import Any
 
 import attrs
 import cattrs
+from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter as _make_json_converter
 
@@ -52,7 +54,9 @@ T = typing.TypeVar("T")
 class ProtocolConverter:
     """Converts protocol objects to JSON-safe data and back. Make one with :func:`make_converter`."""
 
-    def __init__(self, extra_types: Iterable[type] = ()) -> None:
+    def __init__(self, extra_types: Iterable[type] = (), *, _generic_unstructure: bool = False) -> None:
+        # ``_generic_unstructure``: unstructure with cattrs' generic hooks only (what the fast
+        # hooks below must match; the tests compare the two)
         self._c = _make_json_converter()
         self._by_tag: dict[str, type] = {}
         for cls in (*TAGGED_TYPES, *extra_types):
@@ -73,19 +77,32 @@ class ProtocolConverter:
         self._c.register_structure_hook(ActorId, lambda v, _: self._actor_id(v))
         self._c.register_unstructure_hook(Topic, lambda t: f"#{t.name}")
         self._c.register_structure_hook(Topic, lambda v, _: self._topic(v))
-        self._c.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
+        self._c.register_unstructure_hook(dt.datetime, _unstructure_datetime)
         self._c.register_structure_hook(dt.datetime, lambda v, _: self._datetime(v))
         self._c.register_structure_hook(ActorId | Topic, lambda v, _: self._address(v))
         self._c.register_unstructure_hook(ActorId | Topic, self._unstructure_address)
         # Each tagged class, where its type is known, is a plain object (hooks made lazily, so
         # classes may refer to each other in any order). Where a field is declared as
         # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.
-        self._c.register_unstructure_hook_factory(
-            lambda t: t in self._tagged, lambda t: make_dict_unstructure_fn(t, self._c))
         self._c.register_structure_hook_factory(
             lambda t: t in self._tagged, lambda t: make_dict_structure_fn(t, self._c))
-        self._c.register_unstructure_hook_factory(self._is_tagged_position, self._tagged_unstructure_hook)
         self._c.register_structure_hook_factory(self._is_tagged_position, self._tagged_structure_hook)
+        # Unstructuring is on the path of every record written. The fast hooks give exactly
+        # what cattrs' generic ones give (a test compares them on every tagged type): each
+        # tagged class gets a generated function that writes its ``"type"`` in the same dict
+        # literal, found by a dict lookup on the object's class; ``tuple[X, ...]`` is a list
+        # comprehension with X's hook resolved once; plain enums are their value.
+        self._tagged_fns: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._generic = _generic_unstructure
+        if _generic_unstructure:
+            self._c.register_unstructure_hook_factory(
+                lambda t: t in self._tagged, lambda t: make_dict_unstructure_fn(t, self._c))
+        else:
+            self._c.register_unstructure_hook_factory(_is_plain_enum, lambda t: _enum_value)
+            self._c.register_unstructure_hook_factory(_is_homogeneous_tuple, self._tuple_unstructure_hook)
+            self._c.register_unstructure_hook_factory(
+                lambda t: t in self._tagged, lambda t: self._make_unstructure_fn(t, tagged=False))
+        self._c.register_unstructure_hook_factory(self._is_tagged_position, self._tagged_unstructure_hook)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -170,9 +187,62 @@ class ProtocolConverter:
         return bool(members) and all(m is Message or m in self._tagged for m in members)
 
     def _tagged_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
-        def unstructure(obj: Any) -> Any:
-            return None if obj is None else self._unstructure_tagged(obj)
+        return self._unstructure_tagged_or_none
+
+    def _unstructure_tagged_or_none(self, obj: Any) -> Any:
+        return None if obj is None else self._unstructure_tagged(obj)
+
+    def _tuple_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
+        hook = self._c.get_unstructure_hook(typing.get_args(t)[0])
+        if hook == identity:
+            return list  # what cattrs returns for it
+
+        def unstructure(items: Any) -> list[Any]:
+            return [hook(item) for item in items]
         return unstructure
+
+    def _make_unstructure_fn(self, cls: type, *, tagged: bool) -> Callable[[Any], dict[str, Any]]:
+        """What cattrs' ``make_dict_unstructure_fn`` makes for ``cls`` (a key per ``init``
+        field, in order, each through its declared type's hook), the tag last if ``tagged``,
+        as one dict literal with the common hooks written inline."""
+        fields = attrs.fields(attrs.resolve_types(cls))
+        if any(_needs_generic(f.type) for f in fields):
+            plain = make_dict_unstructure_fn(cls, self._c)
+            if not tagged:
+                return plain
+            tag = cls.__name__
+
+            def with_tag(obj: Any) -> dict[str, Any]:
+                data = plain(obj)
+                data["type"] = tag
+                return data
+            return with_tag
+        globs: dict[str, Any] = {}
+        items: list[str] = []
+        for f in fields:
+            if not f.init:
+                continue
+            try:
+                hook = self._c.get_unstructure_hook(f.type, cache_result=False)
+            except RecursionError:
+                hook = self._c.unstructure
+            value = f"o.{f.name}"
+            if hook == identity:
+                expr = value
+            elif hook is _unstructure_datetime:
+                expr = f"{value}.isoformat()"
+            elif hook is _enum_value:
+                expr = f"{value}.value"
+            else:
+                globs[f"h_{f.name}"] = hook
+                expr = f"h_{f.name}({value})"
+            items.append(f"{f.name!r}: {expr}")
+        if tagged:
+            items.append(f"'type': {cls.__name__!r}")
+        name = f"unstructure{'_tagged' if tagged else ''}_{cls.__name__}"
+        source = f"def {name}(o):\n    return {{{', '.join(items)}}}\n"
+        exec(compile(source, f"<livecontext unstructure {cls.__qualname__}>", "exec"), globs)
+        return typing.cast(Callable[[Any], dict[str, Any]], globs[name])
 
     def _tagged_structure_hook(self, t: Any) -> Callable[[Any, Any], Any]:
         args = typing.get_args(t)
@@ -191,12 +261,26 @@ class ProtocolConverter:
         return structure
 
     def _unstructure_tagged(self, obj: Any) -> dict[str, Any]:
-        cls = type(obj)
+        fn = self._tagged_fns.get(obj.__class__)
+        if fn is None:
+            fn = self._tagged_fn(type(obj))
+        return fn(obj)
+
+    def _tagged_fn(self, cls: type) -> Callable[[Any], dict[str, Any]]:
         if cls not in self._tagged:
             raise UnknownMessageTypeError(cls.__name__, self.tags)
-        data = self._c.get_unstructure_hook(cls)(obj)
-        data["type"] = cls.__name__
-        return typing.cast(dict[str, Any], data)
+        if self._generic:
+            hook = self._c.get_unstructure_hook(cls)
+            tag = cls.__name__
+
+            def fn(obj: Any) -> dict[str, Any]:
+                data = hook(obj)
+                data["type"] = tag
+                return typing.cast(dict[str, Any], data)
+        else:
+            fn = self._make_unstructure_fn(cls, tagged=True)
+        self._tagged_fns[cls] = fn
+        return fn
 
     def _structure_tagged(self, data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
@@ -251,6 +335,38 @@ class ProtocolConverter:
         if parsed.tzinfo is None:
             raise MalformedDataError("datetime", f"{value!r} has no UTC offset")
         return parsed
+
+
+def _unstructure_datetime(value: dt.datetime) -> str:
+    return value.isoformat()
+
+
+def _enum_value(value: enum.Enum) -> Any:
+    return value.value
+
+
+def _is_plain_enum(t: Any) -> bool:
+    """An enum cattrs unstructures to its bare value (not a str or int enum, which the JSON
+    converter passes through, nor one that declares its value's type)."""
+    return (isinstance(t, type) and issubclass(t, enum.Enum) and not issubclass(t, (str, int))
+            and "_value_" not in getattr(t, "__annotations__", {}))
+
+
+def _is_homogeneous_tuple(t: Any) -> bool:
+    """``tuple[X, ...]`` with a concrete ``X``."""
+    args = typing.get_args(t)
+    return (typing.get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
+            and not isinstance(args[0], typing.TypeVar))
+
+
+def _needs_generic(t: Any) -> bool:
+    """A field type the generated functions leave to cattrs' own generator (type variables,
+    generics of the class, ``Annotated`` overrides, ``Final``): none of the protocol's."""
+    if t is None or isinstance(t, (str, typing.TypeVar)):
+        return True
+    if typing.get_origin(t) in (typing.Annotated, typing.Final) or t is typing.Final:
+        return True
+    return any(_needs_generic(a) for a in typing.get_args(t) if a is not Ellipsis)
 
 
 @functools.lru_cache(maxsize=4096)
