@@ -26,14 +26,17 @@ from livecontext.protocol import (
 from livecontext.runtime import Actor, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 
-from .apps import App, describe_tools, invoke_tool
+from .apps import App, ToolOutcome, describe_tools
+from .apps._invoke import start_tool
 
 
 class AppHost(Actor):
     """Hosts a thread's apps.
 
-    Tool calls run in the host's own nursery, one cancel scope each, so a ``CancelTool`` can
-    stop one while it runs. A tool never changes its app: the app changes only when the
+    A tool whose call returns a plain value is over when the call returns: the host answers
+    at once, from the handler. An ``async`` tool runs on in the host's own nursery, one cancel
+    scope each, so a ``CancelTool`` can stop it while it runs (and the engine's tool timeout,
+    which sends one). A tool never changes its app: the app changes only when the
     effect, committed to the log with the tool's result, comes back as ``ApplyEffect``.
     On (re)start the apps are rebuilt from the effects the history store committed.
     """
@@ -79,32 +82,46 @@ class AppHost(Actor):
 
     @handler(inline=True)
     async def on_invoke(self, msg: InvokeTool) -> ToolInvoked | None:
+        call = msg.call
+        try:
+            started = start_tool(list(self.apps.values()), call)
+            if isinstance(started, ToolOutcome):  # a sync tool (or a mistake): over already
+                return self._invoked(call, started)
+        except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
+            return self._crashed(call, exc)
+        # the tool's call returned an awaitable: await it in a task of its own, cancellable
         pending = self.ctx.defer_reply()
         scope = trio.CancelScope()
         done = trio.Event()
-        self._running[msg.call.id] = (scope, done)
+        self._running[call.id] = (scope, done)
 
         async def run() -> None:
             try:
                 with scope:
                     try:
-                        invoked = await self._invoke(msg.call)
+                        invoked = self._invoked(call, await started)
                     except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
-                        invoked = self._crashed(msg.call, exc)
+                        invoked = self._crashed(call, exc)
                     if pending is not None:
                         pending.send(invoked)
                 if scope.cancelled_caught and pending is not None:
-                    pending.send(ErrorReply("Cancelled", f"tool call {msg.call.id} was cancelled"))
+                    pending.send(ErrorReply("Cancelled", f"tool call {call.id} was cancelled"))
             finally:
-                if self._running.get(msg.call.id) == (scope, done):
-                    del self._running[msg.call.id]
+                if self._running.get(call.id) == (scope, done):
+                    del self._running[call.id]
                 done.set()
 
-        self.ctx.nursery.start_soon(run)
+        try:
+            self.ctx.nursery.start_soon(run)
+        except BaseException:
+            self._running.pop(call.id, None)
+            close = getattr(started, "close", None)
+            if close is not None:  # a coroutine never awaited: say nothing of it
+                close()
+            raise
         return None
 
-    async def _invoke(self, call: ToolCall) -> ToolInvoked:
-        outcome = await invoke_tool(list(self.apps.values()), call)
+    def _invoked(self, call: ToolCall, outcome: ToolOutcome) -> ToolInvoked:
         return ToolInvoked(outcome.to_result(call, self.counter), outcome.effect)
 
     def _crashed(self, call: ToolCall, exc: Exception) -> ToolInvoked:

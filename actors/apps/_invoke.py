@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pydantic
@@ -84,14 +84,31 @@ async def invoke_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome:
     It never changes an app's state either: the outcome's effect is applied by the host once
     committed (see :class:`App`). When two apps offer the same tool name, the first wins.
     """
+    started = start_tool(apps, call)
+    if isinstance(started, ToolOutcome):
+        return started
+    return await started
+
+
+def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[ToolOutcome]:
+    """The synchronous part of :func:`invoke_tool`: find the tool, parse and validate the
+    arguments, and call it.
+
+    Returns the outcome when the call is over: a mistake, or a tool whose call returned a
+    plain value. When the tool's call returned an awaitable (an ``async`` tool), returns an
+    awaitable that awaits it and gives the outcome, with the same guarantees as
+    :func:`invoke_tool`; the host awaits it in a task of its own, so it can be cancelled.
+    """
     target: tuple[App, str, Callable[..., Any]] | None = None
-    available: dict[str, None] = {}
     for app in apps:
         for name, attr, fn in _declared(type(app)):
-            available[name] = None
-            if target is None and name == call.name:
+            if name == call.name:
                 target = (app, attr, fn)
+                break
+        if target is not None:
+            break
     if target is None:
+        available = dict.fromkeys(name for app in apps for name, _, _ in _declared(type(app)))
         return ToolOutcome.failed(
             f"unknown tool {call.name!r}; available tools: {', '.join(available) or '(none)'}"
         )
@@ -108,7 +125,7 @@ async def invoke_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome:
     except pydantic.ValidationError as exc:
         return ToolOutcome.failed(_describe_invalid(tool_def, exc))
     kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
-    return await _run(app, tool_def, kwargs)
+    return _call(app, tool_def, kwargs)
 
 
 def _parse_arguments(tool_def: ToolDef, text: str) -> dict[str, Any] | ToolOutcome:
@@ -146,21 +163,38 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
-async def _run(app: App, tool_def: ToolDef, kwargs: dict[str, Any]) -> ToolOutcome:
-    name = tool_def.name
+def _call(app: App, tool_def: ToolDef, kwargs: dict[str, Any]) -> ToolOutcome | Awaitable[ToolOutcome]:
     try:
         result = getattr(app, tool_def.attr)(**kwargs)
-        # Awaitable rather than "declared async": a sync-looking wrapper may return a coroutine.
-        if inspect.isawaitable(result):
-            result = await result
     except ToolFailure as exc:
         return ToolOutcome.failed(exc.message)
     except Exception as exc:  # not BaseException: trio.Cancelled must propagate
-        detail = f": {exc}" if str(exc) else ""
-        return ToolOutcome.failed(f"{name} raised {type(exc).__name__}{detail}")
+        return _raised(tool_def, exc)
+    # Awaitable rather than "declared async": a sync-looking wrapper may return a coroutine.
+    if inspect.isawaitable(result):
+        return _finish(app, tool_def, result)
+    return _checked(app, tool_def, result)
+
+
+async def _finish(app: App, tool_def: ToolDef, awaitable: Awaitable[Any]) -> ToolOutcome:
+    try:
+        result = await awaitable
+    except ToolFailure as exc:
+        return ToolOutcome.failed(exc.message)
+    except Exception as exc:  # not BaseException: trio.Cancelled must propagate
+        return _raised(tool_def, exc)
+    return _checked(app, tool_def, result)
+
+
+def _raised(tool_def: ToolDef, exc: Exception) -> ToolOutcome:
+    detail = f": {exc}" if str(exc) else ""
+    return ToolOutcome.failed(f"{tool_def.name} raised {type(exc).__name__}{detail}")
+
+
+def _checked(app: App, tool_def: ToolDef, result: object) -> ToolOutcome:
     if not isinstance(result, ToolOutcome):
         return ToolOutcome.failed(
-            f"{name} returned {type(result).__name__} instead of a ToolOutcome "
+            f"{tool_def.name} returned {type(result).__name__} instead of a ToolOutcome "
             f"(a bug in app {app.name!r}); the call had no effect"
         )
     return result

@@ -9,7 +9,7 @@ import trio
 
 from livecontext.actors import _host
 from livecontext.actors._agent import APP_HOST_CAPABILITIES
-from livecontext.actors.apps import Notebook
+from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
     ActorId,
     ApplyEffect,
@@ -101,18 +101,63 @@ async def test_cancel_tool_stops_a_running_tool_and_its_asker_hears_so() -> None
         await h.client.ask(h.agent.apps, CancelTool("not-running"))  # nothing to cancel: fine
 
 
-async def test_a_host_failure_inside_a_tool_call_still_answers_with_a_failed_result(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async def broken(apps: object, call: ToolCall) -> object:
-        raise KeyError("no such app")
+def _broken_sync(apps: object, call: ToolCall) -> object:
+    raise KeyError("no such app")
 
-    monkeypatch.setattr(_host, "invoke_tool", broken)
+
+async def _broken_async(apps: object, call: ToolCall) -> object:
+    await trio.lowlevel.checkpoint()
+    raise KeyError("no such app")
+
+
+@pytest.mark.parametrize("broken", [_broken_sync, _broken_async], ids=["sync", "async"])
+async def test_a_host_failure_inside_a_tool_call_still_answers_with_a_failed_result(
+    monkeypatch: pytest.MonkeyPatch, broken: object,
+) -> None:
+    monkeypatch.setattr(_host, "start_tool", broken)
     async with open_agent(apps=[Notebook()]) as h:
         with trio.fail_after(2):
             invoked = await invoke(h, "notebook_replace", {"old_text": "", "new_text": "x"})
         assert invoked.result.status is ToolStatus.FAILED
         assert invoked.result.content.live.text == "notebook_replace could not be run: KeyError: 'no such app'"
+
+
+class _Where(ProbeApp):
+    """Records the task each tool call ran in."""
+
+    name = "where"
+
+    def __init__(self, tasks: list[trio.lowlevel.Task]) -> None:
+        super().__init__()
+        self.tasks = tasks
+
+    def fresh(self) -> _Where:
+        return _Where(self.tasks)
+
+    @tool(idempotent=True)
+    def here(self) -> ToolOutcome:
+        """Note the task."""
+        self.tasks.append(trio.lowlevel.current_task())
+        return ToolOutcome.ok("here", "here", "here")
+
+    @tool(idempotent=True)
+    async def there(self) -> ToolOutcome:
+        """Note the task, after a checkpoint."""
+        await trio.lowlevel.checkpoint()
+        self.tasks.append(trio.lowlevel.current_task())
+        return ToolOutcome.ok("there", "there", "there")
+
+
+async def test_a_sync_tool_is_answered_from_the_handler_and_an_async_one_runs_in_a_task_of_the_host() -> None:
+    tasks: list[trio.lowlevel.Task] = []
+    async with open_agent(apps=[_Where(tasks)]) as h:
+        host = h.agent.apps._cell.instance  # type: ignore[attr-defined]
+        assert (await invoke(h, "here", {}, call_id="s1")).result.content.live.text == "here"
+        assert (await invoke(h, "there", {}, call_id="a1")).result.content.live.text == "there"
+        sync_task, async_task = tasks
+        assert sync_task.parent_nursery is not host.ctx.nursery  # no task of its own
+        assert async_task.parent_nursery is host.ctx.nursery  # cancellable by CancelTool
+        assert host._running == {}
 
 
 async def test_a_restarted_host_rebuilds_its_apps_from_the_committed_effects() -> None:

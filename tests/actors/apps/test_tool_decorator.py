@@ -18,6 +18,7 @@ from livecontext.actors.apps import (
     invoke_tool,
     tool,
 )
+from livecontext.actors.apps._invoke import start_tool
 from livecontext.protocol import (
     LevelText,
     Message,
@@ -576,6 +577,91 @@ async def test_cancellation_inside_a_tool_is_never_swallowed() -> None:
         outcomes.append(await invoke_tool([Calculator()], call("wait_forever", {})))
     assert scope.cancelled_caught
     assert outcomes == []
+
+
+# -- start_tool: the synchronous part, and the awaitable of an async tool ------------------------
+
+
+class Async(Stateless):
+    """Async twins of the calculator's failing tools."""
+
+    name = "async"
+
+    @tool
+    async def fail_later(self, why: str) -> ToolOutcome:
+        """Fail with a ToolFailure after a checkpoint.
+
+        Args:
+            why: The message.
+        """
+        await trio.lowlevel.checkpoint()
+        raise ToolFailure(why)
+
+    @tool
+    async def crash_later(self) -> ToolOutcome:
+        """Crash after a checkpoint."""
+        await trio.lowlevel.checkpoint()
+        raise ValueError("late")
+
+    @tool
+    async def wrong_later(self) -> ToolOutcome:
+        """Return a str after a checkpoint."""
+        await trio.lowlevel.checkpoint()
+        return "oops"  # type: ignore[return-value]
+
+    @tool
+    def wrapped(self) -> ToolOutcome:
+        """A sync method returning a coroutine."""
+        async def later() -> ToolOutcome:
+            await trio.lowlevel.checkpoint()
+            return ToolOutcome.ok("wrapped", "wrapped", "wrapped")
+        return later()  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [("add", {"a": 1}), ("fail", {"why": "no"}), ("crash", {}), ("wrong_return", {}),
+     ("nope", {}), ("add", "{oops"), ("add", {"a": "x"})],
+)
+def test_a_sync_tool_or_a_mistake_is_over_when_start_tool_returns(name: str, arguments: Any) -> None:
+    calc = Calculator()
+    started = start_tool([calc], call(name, arguments))
+    assert isinstance(started, ToolOutcome)
+    assert calc.calls == ([(1, 2, None)] if name == "add" and arguments == {"a": 1} else [])
+
+
+async def test_start_tool_gives_what_invoke_tool_gives_for_a_sync_tool() -> None:
+    for name, arguments in [("add", {"a": 40}), ("crash", {}), ("nope", {})]:
+        assert start_tool([Calculator()], call(name, arguments)) == await invoke_tool(
+            [Calculator()], call(name, arguments))
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("fail_later", {"why": "the sky"}, failed("the sky")),
+        ("crash_later", {}, failed("crash_later raised ValueError: late")),
+        ("wrong_later", {}, failed(
+            "wrong_later returned str instead of a ToolOutcome (a bug in app 'async'); the call "
+            "had no effect")),
+        ("wrapped", {}, ToolOutcome.ok("wrapped", "wrapped", "wrapped")),
+    ],
+)
+async def test_an_async_tool_is_an_awaitable_whose_outcome_reports_every_mistake_the_same_way(
+    name: str, arguments: Any, expected: ToolOutcome
+) -> None:
+    started = start_tool([Async()], call(name, arguments))
+    assert not isinstance(started, ToolOutcome)
+    assert await started == expected
+    assert await invoke_tool([Async()], call(name, arguments)) == expected
+
+
+async def test_cancellation_inside_an_async_tool_started_earlier_is_never_swallowed() -> None:
+    started = start_tool([Calculator()], call("wait_forever", {}))
+    assert not isinstance(started, ToolOutcome)
+    with trio.move_on_after(0.01) as scope:
+        await started
+    assert scope.cancelled_caught
 
 
 # -- outcomes ---------------------------------------------------------------------------------
