@@ -103,14 +103,18 @@ class TokenCounter:
         Each distinct string is counted once: when two levels hold the same text (a short
         tool result is often its own gist), the count is reused.
         """
-        counts: dict[str, int] = {}
-
-        def level(text: str) -> LevelText:
-            if text not in counts:
-                counts[text] = self.count(text)
-            return LevelText(text, counts[text])
-
-        return Content(live=level(live), recent=level(recent), gist=level(gist))
+        # (written out: every entry and tool result is built here) Equal texts share one
+        # LevelText: it is immutable, and its count is the same.
+        count = self.count
+        live_level = LevelText(live, count(live))
+        recent_level = live_level if recent == live else LevelText(recent, count(recent))
+        if gist == live:
+            gist_level = live_level
+        elif gist == recent:
+            gist_level = recent_level
+        else:
+            gist_level = LevelText(gist, count(gist))
+        return Content(live_level, recent_level, gist_level)
 
     def __repr__(self) -> str:
         return f"TokenCounter(encoding={self._encoding!r})"

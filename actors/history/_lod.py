@@ -42,14 +42,12 @@ def output_content(text: str, tool_calls: Sequence[ToolCall], counter: TokenCoun
     calls_tokens = sum(counter.count(c.name) + counter.count(c.arguments) + 3 for c in tool_calls)
     calls = ", ".join(c.name for c in tool_calls)
     gist = gist_line(text) or (f"(called {calls})" if calls else "")
-    base = counter.content(text, text, gist)
     if not calls_tokens:
-        return base
-    return Content(
-        LevelText(base.live.text, base.live.tokens + calls_tokens),
-        LevelText(base.recent.text, base.recent.tokens + calls_tokens),
-        LevelText(base.gist.text, base.gist.tokens + calls_tokens),
-    )
+        return counter.content(text, text, gist)
+    # what counter.content(text, text, gist) gives, each level's count plus the calls'
+    live = LevelText(text, counter.count(text) + calls_tokens)
+    short = live if gist == text else LevelText(gist, counter.count(gist) + calls_tokens)
+    return Content(live, live, short)
 
 
 def results_content(notifications: Sequence[Notification], counter: TokenCounter) -> Content:

@@ -43,6 +43,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     Topic,
+    derive_state,
     dump_json,
     load_json,
 )
@@ -122,8 +123,9 @@ class HistoryStore(ContextManagement):
 
     def _tail(self) -> Tail:
         s = self.state
-        return Tail(s.last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries),
-                    s.state, self.limit_level())
+        last = s.last
+        return Tail(last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries),
+                    derive_state(last, len(s.recorded)), self.limit_level())
 
     @handler(inline=True)
     async def on_get_tail(self, msg: GetTail) -> Tail:

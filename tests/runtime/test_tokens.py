@@ -141,3 +141,27 @@ def test_message_overhead_is_four_tokens_per_message() -> None:
 
 def test_a_counter_shows_its_encoding_in_its_repr() -> None:
     assert repr(TokenCounter("llama3")) == "TokenCounter(encoding='llama3')"
+
+
+_LEVEL_TEXTS = ["", "hello world", "The quick brown fox", "gist: one line", "é ü 漢字"]
+
+
+@pytest.mark.parametrize("live", _LEVEL_TEXTS)
+@pytest.mark.parametrize("recent", _LEVEL_TEXTS)
+@pytest.mark.parametrize("gist", _LEVEL_TEXTS)
+def test_content_gives_every_level_its_text_and_count_counting_each_distinct_text_once(
+    live: str, recent: str, gist: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = TokenCounter()
+    counted: list[str] = []
+    real_count = counter.count
+
+    def spy(text: str) -> int:
+        counted.append(text)
+        return real_count(text)
+
+    monkeypatch.setattr(counter, "count", spy)
+    content = counter.content(live, recent, gist)
+    assert content == Content(LevelText(live, real_count(live)), LevelText(recent, real_count(recent)),
+                              LevelText(gist, real_count(gist)))
+    assert counted == list(dict.fromkeys([live, recent, gist]))

@@ -393,3 +393,19 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
             assert_no_orphans(rendered.messages)
             assert_window_only_in_latest_observation(rendered.messages, entries[-1])
             assert rendered.messages[-1].content.startswith("and now?")
+
+
+@pytest.mark.parametrize("text", ["", "Recording step 1.", "line one\nline two", "x" * 300])
+@pytest.mark.parametrize("calls", [0, 1, 3])
+def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, calls: int) -> None:
+    from livecontext.actors.history._lod import gist_line
+    from livecontext.protocol import LevelText
+
+    c = counter()
+    tool_calls = tuple(ToolCall(f"c{k}", f"tool_{k}", f'{{"k": {k}}}') for k in range(calls))
+    content = output_content(text, tool_calls, c)
+    extra = sum(c.count(t.name) + c.count(t.arguments) + 3 for t in tool_calls)
+    names = ", ".join(t.name for t in tool_calls)
+    gist = gist_line(text) or (f"(called {names})" if names else "")
+    assert content == Content(LevelText(text, c.count(text) + extra), LevelText(text, c.count(text) + extra),
+                              LevelText(gist, c.count(gist) + extra))
