@@ -46,6 +46,10 @@ def _declared(cls: type[App]) -> tuple[tuple[str, str, Callable[..., Any]], ...]
     return tuple(found)
 
 
+_SPECS: dict[type, tuple[ToolSpec, ...]] = {}
+"""The specs of each app class described so far (they depend on the class alone)."""
+
+
 def describe_tools(app: App) -> tuple[ToolSpec, ...]:
     """The specs of ``app``'s tools, in the order the class declares them.
 
@@ -53,6 +57,14 @@ def describe_tools(app: App) -> tuple[ToolSpec, ...]:
         ToolDefinitionError: if a tool cannot be described (see :func:`tool`) or two
             methods claim the same tool name.
     """
+    cls = type(app)
+    specs = _SPECS.get(cls)
+    if specs is None:  # (a class that cannot be described is not kept: it raises every time)
+        specs = _SPECS[cls] = _describe_tools(app)
+    return specs
+
+
+def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
     specs: dict[str, ToolSpec] = {}
     attrs: dict[str, str] = {}
     for name, attr, fn in _declared(type(app)):

@@ -270,6 +270,14 @@ def test_describing_an_app_whose_methods_share_a_tool_name_is_an_error() -> None
         r"another name with @tool\(name=\.\.\.\)$",
     ):
         describe_tools(Twice())
+    with pytest.raises(ToolDefinitionError, match="declares tool 'same' twice"):
+        describe_tools(Twice())  # every time, not only the first
+
+
+def test_apps_of_one_class_are_described_alike_every_time() -> None:
+    first = describe_tools(Calculator())
+    assert describe_tools(Calculator()) == first
+    assert [s.name for s in first][:2] == ["add", "paint-it"]
 
 
 # -- definition errors ----------------------------------------------------------------------
