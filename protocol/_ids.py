@@ -70,7 +70,7 @@ def format_message_id(unix_ns: int, counter: int, node: int) -> str:
     (as strings) in the order they were made by one runtime, and ``node`` (a random number
     chosen per runtime) keeps two runtimes' ids apart.
     """
-    return f"{unix_ns:016x}-{node & 0xFFFF:04x}{counter & 0xFFFFFFFF:08x}"
+    return "%016x-%04x%08x" % (unix_ns, node & 0xFFFF, counter & 0xFFFFFFFF)  # (faster than an f-string)
 
 
 def message_id_time_ns(message_id: str) -> int:

@@ -100,14 +100,14 @@ class HistoryLimits:
 
     def fraction(self, entries: int, tokens: int, size: int) -> float:
         """How full the history is: the largest of the three ratios."""
-        parts = [0.0]
+        full = 0.0
         if self.max_entries:
-            parts.append(entries / self.max_entries)
+            full = max(full, entries / self.max_entries)
         if self.max_tokens:
-            parts.append(tokens / self.max_tokens)
+            full = max(full, tokens / self.max_tokens)
         if self.max_bytes:
-            parts.append(size / self.max_bytes)
-        return max(parts)
+            full = max(full, size / self.max_bytes)
+        return full
 
     def level(self, entries: int, tokens: int, size: int) -> LimitLevel:
         """The threshold crossed by this usage."""

@@ -314,5 +314,8 @@ def _bytes(entry: HistoryEntry) -> int:
 
 
 def _number(ident: str) -> int:
+    rest = ident[1:]
+    if rest.isdigit() and not ident[0].isdigit():  # "e12", "n3": what the store writes
+        return int(rest)
     digits = "".join(ch for ch in ident if ch.isdigit())
     return int(digits) if digits else 0

@@ -69,3 +69,12 @@ def test_message_ids_made_in_the_same_nanosecond_by_one_runtime_sort_by_counter(
 
 def test_message_ids_of_two_runtimes_differ_even_at_the_same_time_and_count() -> None:
     assert format_message_id(123, 1, 1) != format_message_id(123, 1, 2)
+
+
+@given(st.integers(min_value=-(2**70), max_value=2**70), st.integers(min_value=-(2**40), max_value=2**40),
+       st.integers(min_value=-(2**20), max_value=2**20))
+def test_a_message_id_is_16_hex_digits_of_time_then_4_of_node_and_8_of_counter(
+    unix_ns: int, counter: int, node: int
+) -> None:
+    assert format_message_id(unix_ns, counter, node) == (
+        f"{unix_ns:016x}-{node & 0xFFFF:04x}{counter & 0xFFFFFFFF:08x}")
