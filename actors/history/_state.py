@@ -307,10 +307,14 @@ def _results_tokens(entry: HistoryEntry) -> int:
 
 
 def _bytes(entry: HistoryEntry) -> int:
-    size = len(entry.content.live.text.encode("utf-8"))
+    size = _utf8_size(entry.content.live.text)
     if isinstance(entry, ToolResultsEntry):
-        size += sum(len(r.content.live.text.encode("utf-8")) for r in entry.results)
+        size += sum(_utf8_size(r.content.live.text) for r in entry.results)
     return size
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _number(ident: str) -> int:

@@ -254,7 +254,8 @@ class HistoryStore(ContextManagement):
             # background, so a large snapshot never stalls this actor or the runtime
             self._snapshotting = True
             self.ctx.nursery.start_soon(self._snapshot, self.state.snapshot())
-        await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
+        if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
+            await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
         if any(isinstance(p, EntryAppended) for p in payloads):
             await self.check_limits()
 
