@@ -25,6 +25,7 @@ from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdErro
 _INT64 = (-(2**63), 2**63 - 1)
 _UTC = dt.timezone.utc
 _DATETIME = dt.datetime
+_sha256 = hashlib.sha256
 
 
 def _to_utc(value: dt.datetime) -> dt.datetime:
@@ -176,14 +177,19 @@ def record_checksum(
     Raises:
         UnicodeEncodeError: a text field holds a lone surrogate (not valid UTF-8).
     """
-    # The canonical encoding of _digest, written out: one formatted header for the short
-    # fields, then the payload (this runs for every record written and read back).
-    version, seq_text, time, mono = (
-        str(schema_version).encode("utf-8"), str(seq).encode("utf-8"),
-        format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
-    thread, who, what, body = (
-        thread_id.encode("utf-8"), sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8"))
-    h = hashlib.sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:" % (
+    return _record_digest(str(schema_version).encode("utf-8"), thread_id.encode("utf-8"), seq, sender,
+                          sent_at, sent_mono_ns, kind, payload)
+
+
+def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at: dt.datetime,
+                   sent_mono_ns: int, kind: str, payload: str) -> str:
+    """:func:`record_checksum`, with the schema version and thread id given encoded (a batch
+    shares them): the canonical encoding of :func:`_digest`, written out as one formatted
+    header for the short fields, then the payload. It runs for every record written."""
+    seq_text, time, mono = (
+        str(seq).encode("utf-8"), format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
+    who, what, body = sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8")
+    h = _sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:" % (
         len(version), version, len(thread), thread, len(seq_text), seq_text, len(who), who,
         len(time), time, len(mono), mono, len(what), what, len(body)))
     h.update(body)
@@ -245,6 +251,8 @@ def seal_records(
     """
     sealed: list[StoredRecord] = []
     low, high = _INT64
+    version = SCHEMA_VERSION
+    version_bytes = str(version).encode("utf-8")
     for index, rec in enumerate(records):
         if not isinstance(rec, NewRecord):
             raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
@@ -265,32 +273,13 @@ def seal_records(
                 or not low <= mono <= high):
             raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
         seq = first_seq + index
+        sent_at = rec.sent_at
         try:
-            checksum = record_checksum(
-                thread_id=thread_id,
-                seq=seq,
-                sender=sender,
-                sent_at=rec.sent_at,
-                sent_mono_ns=mono,
-                kind=kind,
-                payload=payload,
-                schema_version=SCHEMA_VERSION,
-            )
+            checksum = _record_digest(version_bytes, thread_id.encode("utf-8"), seq, sender, sent_at, mono,
+                                      kind, payload)
         except UnicodeEncodeError:
             raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        sealed.append(
-            StoredRecord(
-                seq=seq,
-                thread_id=thread_id,
-                sender=sender,
-                sent_at=rec.sent_at,
-                sent_mono_ns=mono,
-                kind=kind,
-                payload=payload,
-                schema_version=SCHEMA_VERSION,
-                checksum=checksum,
-            )
-        )
+        sealed.append(StoredRecord(seq, thread_id, sender, sent_at, mono, kind, payload, version, checksum))
     return sealed
 
 
