@@ -97,6 +97,7 @@ class HistoryStore(ContextManagement):
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
         self._render_cache = RenderCache()
+        self._counted_windows: tuple[str, int] = ("", 0)
 
     async def on_start(self) -> None:
         self.state = await load_state(self.log, self.converter, self.thread_id)
@@ -142,11 +143,20 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
-        windows_tokens = self.counter.count(msg.windows) if msg.windows else 0
+        windows_tokens = self._windows_tokens(msg.windows)
         result = render(self.state.active, self.state.recaps, msg.budget,
                         system_prompt=self.state.system_prompt, system_tokens=self.system_tokens,
                         windows=msg.windows, windows_tokens=windows_tokens, cache=self._render_cache)
         return Rendered(result.messages, result.tokens, result.entries)
+
+    def _windows_tokens(self, windows: str) -> int:
+        """The tokens of the apps' windows: counted once while the text stays the same (it
+        changes only when an app does, and is asked for at every model call)."""
+        if not windows:
+            return 0
+        if windows != self._counted_windows[0]:
+            self._counted_windows = (windows, self.counter.count(windows))
+        return self._counted_windows[1]
 
     # -- writing --------------------------------------------------------------------------------
 
