@@ -395,6 +395,29 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
             assert rendered.messages[-1].content.startswith("and now?")
 
 
+async def test_the_history_store_counts_the_windows_once_while_their_text_stays_the_same() -> None:
+    async with open_agent([{"text": "ok"}], inputs=["hello"]) as h:
+        await h.step()
+        store = h.agent.history._cell.instance  # type: ignore[attr-defined]
+        counted: list[str] = []
+        real = store.counter
+
+        class Spy:
+            def count(self, text: str) -> int:
+                counted.append(text)
+                return real.count(text)
+
+        store.counter = Spy()
+        first = await h.render(8000, WINDOW)
+        again = await h.render(8000, WINDOW)
+        other = await h.render(8000, WINDOW + " and more")
+        none = await h.render(8000, "")
+        assert counted == [WINDOW, WINDOW + " and more"]
+        assert first == again
+        assert other.tokens - first.tokens == real.count(WINDOW + " and more") - real.count(WINDOW)
+        assert none.tokens < first.tokens
+
+
 @pytest.mark.parametrize("text", ["", "Recording step 1.", "line one\nline two", "x" * 300])
 @pytest.mark.parametrize("calls", [0, 1, 3])
 def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, calls: int) -> None:
