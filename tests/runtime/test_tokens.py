@@ -118,9 +118,8 @@ def test_content_holds_each_level_with_its_token_count() -> None:
     )
 
 
-def test_content_counts_a_text_shared_by_several_levels_only_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _spied(monkeypatch: pytest.MonkeyPatch) -> tuple[TokenCounter, list[str]]:
+    """A counter that records the texts it counts (in order)."""
     counter = TokenCounter()
     counted: list[str] = []
     real_count = counter.count
@@ -130,6 +129,13 @@ def test_content_counts_a_text_shared_by_several_levels_only_once(
         return real_count(text)
 
     monkeypatch.setattr(counter, "count", spy)
+    return counter, counted
+
+
+def test_content_counts_a_text_shared_by_several_levels_only_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter, counted = _spied(monkeypatch)
     content = counter.content("same text", "same text", "gist")
     assert counted == ["same text", "gist"]
     assert content.live == content.recent == LevelText("same text", 2)
@@ -152,16 +158,9 @@ _LEVEL_TEXTS = ["", "hello world", "The quick brown fox", "gist: one line", "é 
 def test_content_gives_every_level_its_text_and_count_counting_each_distinct_text_once(
     live: str, recent: str, gist: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counter = TokenCounter()
-    counted: list[str] = []
-    real_count = counter.count
-
-    def spy(text: str) -> int:
-        counted.append(text)
-        return real_count(text)
-
-    monkeypatch.setattr(counter, "count", spy)
+    counter, counted = _spied(monkeypatch)
     content = counter.content(live, recent, gist)
+    real_count = TokenCounter().count
     assert content == Content(LevelText(live, real_count(live)), LevelText(recent, real_count(recent)),
                               LevelText(gist, real_count(gist)))
     assert counted == list(dict.fromkeys([live, recent, gist]))
