@@ -121,7 +121,7 @@ class Analyzer(Actor):
             self._dirty = False
             await self.run_once()
 
-    @handler
+    @handler(inline=True)
     async def on_changed(self, msg: HistoryChanged) -> None:
         if self.settings.trigger == "history" and self.wants(msg):
             self.request_analysis()
@@ -229,7 +229,7 @@ class UsageWatcher(Analyzer):
     def wants(self, msg: HistoryChanged) -> bool:
         return False
 
-    @handler
+    @handler(inline=True)
     async def on_usage(self, msg: HistoryUsage) -> None:
         self._usage = msg  # the latest report is the one that matters
         self._wake.set()

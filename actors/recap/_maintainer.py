@@ -145,7 +145,7 @@ class RecapMaintainer(Actor):
     async def on_stop(self) -> None:
         self._answer(self._waiting, self._last)
 
-    @handler
+    @handler(inline=True)
     async def on_usage(self, msg: HistoryUsage) -> None:
         self.level = msg.level
         if msg.level is not LimitLevel.OK:
