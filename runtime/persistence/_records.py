@@ -201,22 +201,26 @@ def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int)
     return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
 
 
+def _checksum_in(record: StoredRecord, thread_id: str) -> str:
+    """The checksum ``record``'s fields would have in thread ``thread_id``."""
+    return record_checksum(
+        thread_id=thread_id,
+        seq=record.seq,
+        sender=record.sender,
+        sent_at=record.sent_at,
+        sent_mono_ns=record.sent_mono_ns,
+        kind=record.kind,
+        payload=record.payload,
+        schema_version=record.schema_version,
+    )
+
+
 def checksum_matches(record: StoredRecord) -> bool:
     """Whether ``record.checksum`` is the checksum of its other fields."""
     try:
-        expected = record_checksum(
-            thread_id=record.thread_id,
-            seq=record.seq,
-            sender=record.sender,
-            sent_at=record.sent_at,
-            sent_mono_ns=record.sent_mono_ns,
-            kind=record.kind,
-            payload=record.payload,
-            schema_version=record.schema_version,
-        )
+        return _checksum_in(record, record.thread_id) == record.checksum
     except UnicodeEncodeError:
         return False
-    return expected == record.checksum
 
 
 def supported_version(version: object) -> bool:
@@ -316,16 +320,7 @@ def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
         kind=record.kind,
         payload=record.payload,
         schema_version=record.schema_version,
-        checksum=record_checksum(
-            thread_id=thread_id,
-            seq=record.seq,
-            sender=record.sender,
-            sent_at=record.sent_at,
-            sent_mono_ns=record.sent_mono_ns,
-            kind=record.kind,
-            payload=record.payload,
-            schema_version=record.schema_version,
-        ),
+        checksum=_checksum_in(record, thread_id),
     )
 
 
