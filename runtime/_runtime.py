@@ -115,7 +115,7 @@ class _Cell:
         self.topics: set[Topic] = set()
         self.ctx = Context(rt, actor_id, self)
         self.handled = 0
-        # the inline-ask fast path (see Runtime._run_inline)
+        # the inline fast path for asks and tells (see Runtime._run_inline, Runtime._deliver)
         self.pending = 0
         """Envelopes put in the mailbox and not yet taken by the message loop."""
         self.parked = False
@@ -129,7 +129,8 @@ class _Cell:
         """A message the loop took when it learnt of such a failure: the next start handles it."""
 
     def can_run_inline(self) -> bool:
-        """Whether an ask may run its handler in the asker's task now (see Runtime._run_inline)."""
+        """Whether an ask (or a tell, for a handler with no await) may run its handler in the
+        sender's task now (see Runtime._run_inline and Runtime._deliver)."""
         return self.parked and not self.pending and self.inline is None and self.state is _State.RUNNING
 
 
