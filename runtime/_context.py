@@ -140,13 +140,18 @@ class Context:
                 ``None`` waits as long as it takes.
             shield: the caller's cancellation cannot cut this ask short: the reply is waited
                 for even if a cancel scope around the call is cancelled (or its deadline
-                passes) meanwhile, and the ask ends with a schedule point that is *not* a
-                cancel point, so the caller's cancellation lands at its next cancel point
-                *after* the ask, never inside it. Two shielded asks in a row therefore have
-                no cancel point between them: use it for a write whose follow-up must not be
-                lost (an effect committed then applied, an input taken then recorded). The
-                ask's own ``timeout`` still applies. Cheaper than wrapping the ask in
-                ``trio.CancelScope(shield=True)``, which it replaces.
+                passes) meanwhile, and the ask has no cancel point, so the caller's
+                cancellation lands at its next cancel point *after* the ask, never inside
+                it. Two shielded asks in a row therefore have no cancel point between them:
+                use it for a write whose follow-up must not be lost (an effect committed then
+                applied, an input taken then recorded). The ask's own ``timeout`` still
+                applies. Cheaper than wrapping the ask in ``trio.CancelScope(shield=True)``,
+                which it replaces.
+
+        An ask is a cancel point (unless shielded). It lets other tasks run while the actor
+        handles the message in its own task; an inline one (``@handler(inline=True)``, run in
+        the caller's task) yields to them only once every 32 inline asks, which bounds how
+        long a run of them holds the CPU without paying a trip through Trio's scheduler each.
 
         Raises:
             AskTimeoutError: no reply within ``timeout`` seconds.

@@ -172,6 +172,7 @@ class Runtime:
         self._hooks: list[AuditHook] = []
         self._node = random.getrandbits(16)
         self._counter = 0
+        self._unyielded = 0  # inline asks since one last yielded (see _inline_checkpoint)
         self._last_ns = 0
         self._stepping = scheduler
         self._inline = inline_asks and scheduler is None
@@ -476,10 +477,8 @@ class Runtime:
                                        shield=self._handler_may_yield(cell.instance, name, env))  # type: ignore[arg-type]
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
-                elif shield:  # a schedule point that is not a cancel point (see Context.ask)
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-                else:  # an ask is a checkpoint, as in Trio's own API: others run too
-                    await trio.lowlevel.checkpoint()
+                else:
+                    await self._inline_checkpoint(shield)
             else:
                 # the timeout covers the wait for room in a full mailbox too
                 # a bare CancelScope (move_on_after's wrapper showed up in profiles), none without a
@@ -511,6 +510,26 @@ class Runtime:
         if isinstance(payload, Ack):
             return None
         return payload
+
+    async def _inline_checkpoint(self, shield: bool) -> None:
+        """The end of an inline ask: a cancel point (unless ``shield``), and a schedule point
+        once every ``_FAIRNESS_BATCH`` inline asks.
+
+        An ask through the mailbox yields by nature (the asker waits for the actor's task); an
+        inline one would not. Yielding at each one cost a trip through Trio's scheduler per ask,
+        a fifth of an agent's turn; yielding at every ``_FAIRNESS_BATCH``-th still bounds how
+        long any task can run inline asks before others get the CPU (as the message loop's
+        batch does for mailboxes).
+        """
+        self._unyielded += 1
+        if self._unyielded >= _FAIRNESS_BATCH:
+            self._unyielded = 0
+            if shield:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            else:
+                await trio.lowlevel.checkpoint()
+        elif not shield:
+            await trio.lowlevel.checkpoint_if_cancelled()
 
     @staticmethod
     async def _wait_reply(slot: ReplySlot, deadline: float, shield: bool = False) -> None:

@@ -224,25 +224,29 @@ class UsageWatcher(Analyzer):
     def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
         super().__init__(thread_id, history, settings)
         self.level = LimitLevel.OK
-        self._usage: HistoryUsage | None = None
+        self._rise: HistoryUsage | None = None
 
     def wants(self, msg: HistoryChanged) -> bool:
         return False
 
     @handler(inline=True)
     async def on_usage(self, msg: HistoryUsage) -> None:
-        self._usage = msg  # the latest report is the one that matters
-        self._wake.set()
+        # the rise is judged here, at each report, not by the worker: reports that come
+        # while it is busy (or not yet scheduled) must not hide a dip and the rise after it
+        rose = _RANK.index(msg.level) > _RANK.index(self.level)
+        self.level = msg.level
+        if msg.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+            if rose:
+                self._rise = msg
+                self._wake.set()
+        else:
+            self._rise = None  # back under the limit before the worker spoke: nothing to say
 
     async def work(self) -> None:
-        usage, self._usage = self._usage, None
-        if usage is None:
-            return
-        rose = _RANK.index(usage.level) > _RANK.index(self.level)
-        self.level = usage.level
-        if rose and usage.level in (LimitLevel.HARD, LimitLevel.TRUNCATE):
-            await self.post(f"your history is at its {usage.level.value} limit ({usage.entries} entries, "
-                            f"{usage.tokens} tokens): older steps are being folded into a recap")
+        rise, self._rise = self._rise, None
+        if rise is not None:
+            await self.post(f"your history is at its {rise.level.value} limit ({rise.entries} entries, "
+                            f"{rise.tokens} tokens): older steps are being folded into a recap")
 
     async def analyze(self, view: HistorySlice) -> str | None:
         return None

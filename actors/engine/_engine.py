@@ -13,7 +13,7 @@ pulled but not recorded, or a recorded change without its events.
 
 How, without a shield scope per write (each costs a few microseconds, and a turn has many):
 the writes are shielded asks (``ctx.ask(..., shield=True)``), which the caller's cancellation
-cannot cut short and which end with a schedule point that is not a cancel point, so a write
+cannot cut short and which have no cancel point, so a write
 and the one that must follow it (pull then record, commit then apply) have no cancel point
 between them; the events after a write are published under a shield, and only when someone
 subscribes (with nobody listening there is nothing to lose and no need for a cancel point).

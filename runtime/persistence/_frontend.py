@@ -23,6 +23,9 @@ from ._records import (
 
 T = TypeVar("T")
 
+_FAIRNESS_BATCH = 32
+"""Appends to a non-blocking backend between two schedule points (see fair_checkpoint)."""
+
 
 class BackendStore(EventStore):
     """An :class:`EventStore` over a blocking :class:`Backend`."""
@@ -32,6 +35,7 @@ class BackendStore(EventStore):
         self._url = url
         self._closed = False
         self._open: set[_Reader] = set()
+        self._unyielded = 0  # see fair_checkpoint
 
     @property
     def url(self) -> str:
@@ -52,6 +56,18 @@ class BackendStore(EventStore):
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError(f"the store {self._url}")
+
+    async def fair_checkpoint(self) -> None:
+        """A cancel point, and a schedule point once every ``_FAIRNESS_BATCH`` calls: an append
+        to a backend that does not block need not cost a trip through Trio's scheduler each
+        time (its writer, typically an actor's handler, yields soon anyway), but a loop of
+        appends must still let others run."""
+        self._unyielded += 1
+        if self._unyielded >= _FAIRNESS_BATCH:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
 
     async def threads(self) -> list[ThreadInfo]:
         self._check_open()
@@ -180,9 +196,9 @@ class _Log(_Reader, ThreadLog):
             await trio.lowlevel.checkpoint()
             return []
         if not self._store.blocking:
-            # a backend that does not block appends here and now, after one schedule point:
-            # nothing awaits between the check and the append, so no lock is needed
-            await trio.lowlevel.checkpoint()
+            # a backend that does not block appends here and now: nothing awaits between the
+            # check and the append, so no lock is needed
+            await self._store.fair_checkpoint()
             if not self._lock.locked():
                 self._check_open()
                 return self._append_sync(batch)

@@ -71,9 +71,10 @@ async def test_the_usage_watcher_speaks_when_the_level_rises_to_hard_not_at_ever
         await spawn(world, AnalyzerSettings("usage", kind="usage"))
         await world.step(0)
         await world.step(1)  # 8 entries: hard
-        await world.input("more")  # 9: still hard
         notes = await posted(world)
         assert len(notes) == 1 and notes[0].startswith("your history is at its hard limit (8 entries")
+        await world.input("more")  # 9: still hard
+        assert await posted(world) == notes
         view = await world.read()
         await world.root.ask(world.history, FoldIntoRecap(
             tuple([await world.ref(e.id) for e in view.entries[:5]]), "r", "g", "test"))

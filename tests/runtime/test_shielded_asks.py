@@ -10,6 +10,7 @@ from attrs import frozen
 
 from livecontext.protocol import Message
 from livecontext.runtime import Actor, AskTimeoutError, handler, open_runtime
+from livecontext.runtime._runtime import _FAIRNESS_BATCH
 
 
 @frozen
@@ -170,7 +171,8 @@ async def test_two_shielded_asks_in_an_already_cancelled_scope_both_finish_with_
         assert replies == [Written(("commit",)), Written(("commit", "apply")), "after both"]
 
 
-async def test_a_run_of_shielded_asks_still_lets_other_tasks_run_each_ends_with_a_schedule_point() -> None:
+@pytest.mark.parametrize("shield", [True, False], ids=["shielded", "plain"])
+async def test_a_long_run_of_inline_asks_still_lets_other_tasks_run_at_every_fairness_batch(shield: bool) -> None:
     world = World()
     async with open_runtime() as rt:
         ref = await _spawn(rt, world)
@@ -187,11 +189,14 @@ async def test_a_run_of_shielded_asks_still_lets_other_tasks_run_each_ends_with_
             nursery.start_soon(busy)
             await trio.lowlevel.checkpoint()
             start = runs
-            for i in range(20):
-                await client.ask(ref, Write(str(i)), shield=True)
-            assert runs - start >= 19  # the busy task ran between (nearly) every two asks
+            for i in range(6 * _FAIRNESS_BATCH):
+                await client.ask(ref, Write(str(i)), shield=shield)
+            # an inline ask does not yield each time (a trip through the scheduler per ask),
+            # but a run of them yields at least once every _FAIRNESS_BATCH (Trio may order a
+            # batch of runnable tasks either way, hence the slack)
+            assert 4 <= runs - start < 2 * _FAIRNESS_BATCH
             nursery.cancel_scope.cancel()
-        assert len(world.log) == 20
+        assert len(world.log) == 6 * _FAIRNESS_BATCH
 
 
 @pytest.mark.parametrize("message", [Hang(), DeferredWrite("never answered")], ids=["mailbox", "deferred"])

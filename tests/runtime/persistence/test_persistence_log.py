@@ -345,3 +345,30 @@ async def test_sqlite_and_memory_keep_only_the_newest_snapshots(
                 await log.write_snapshot(seq, f'{{"v": {seq}}}')
             kept = [s for s in [await log.latest_snapshot(at) for at in range(1, 11)] if s is not None]
             assert sorted({s.seq for s in kept}) == list(range(11 - KEEP_SNAPSHOTS, 11))
+
+
+async def test_a_loop_of_appends_lets_other_tasks_run_and_honours_a_cancel(
+    store_url: str, make_records: MakeRecords
+) -> None:
+    async with await open_store(store_url) as store:
+        async with await store.open_thread("t", owner="history") as log:
+            runs = 0
+
+            async def busy() -> None:
+                nonlocal runs
+                while True:
+                    runs += 1
+                    await trio.lowlevel.checkpoint()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(busy)
+                await trio.lowlevel.checkpoint()
+                start = runs
+                for i in range(200):
+                    await log.append(make_records(1, i + 1))
+                assert runs - start >= 4  # a memory store yields once every few dozen appends, not never
+                nursery.cancel_scope.cancel()
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await log.append(make_records(1, 201))
+            assert scope.cancelled_caught and await log.last_seq() == 200  # cancelled before it wrote
