@@ -110,7 +110,7 @@ from ._records import (
 )
 from ._state import EngineState, derive_state
 from ._ids import ActorId, Topic, format_message_id, message_id_time_ns
-from ._json import dump_json, load_json
+from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
 from ._message import Message
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
@@ -228,5 +228,6 @@ __all__ = [
     "make_converter",
     "message_id_time_ns",
     "dump_json",
+    "dump_standard_json",
     "load_json",
 ]

@@ -28,6 +28,17 @@ def dump_json(obj: Any) -> str:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def dump_standard_json(obj: Any) -> str | None:
+    """``obj`` as compact standard JSON text (as :func:`dump_json`), or ``None`` when it holds
+    something that does not encode cleanly (see :func:`dump_json`): text made here is valid
+    UTF-8 and parses back with :func:`load_json`, so a layer that checks JSON text it is
+    given can trust it unread."""
+    try:
+        return orjson.dumps(obj).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return None
+
+
 def load_json(text: str | bytes) -> Any:
     """Parse standard JSON text (``NaN`` and ``Infinity`` are refused; an int beyond 64 bits
     is read as a float: the protocol's messages hold none).

@@ -249,11 +249,8 @@ class HistoryStore(ContextManagement):
         sender = str(env.sender) if env is not None else str(self.ctx.self_id)
         sent_at = env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
         mono = env.sent_mono_ns if env is not None else 0
-        records = [
-            NewRecord(sender, sent_at, mono, type(p).__name__,
-                      dump_json(self.converter.dump_message(p)))
-            for p in payloads
-        ]
+        records = [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, self.converter.dump_message(p))
+                   for p in payloads]
         stored = await self.log.append(records)
         for rec, payload in zip(stored, payloads, strict=True):
             self.state.apply(rec.seq, payload)

@@ -18,7 +18,14 @@ import hashlib
 from collections.abc import Sequence
 
 from attrs import field, frozen
-from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, check_schema_version, load_json
+from livecontext.protocol import (
+    SCHEMA_VERSION,
+    UnsupportedSchemaVersionError,
+    check_schema_version,
+    dump_json,
+    dump_standard_json,
+    load_json,
+)
 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
 
@@ -74,6 +81,21 @@ class NewRecord:
     """What the payload is, for readers that filter without decoding (e.g. ``"entry"``)."""
     payload: str
     """The record itself, as JSON text serialized by the layer above."""
+    _encoded: bool = field(default=False, init=False, eq=False, repr=False)
+    """Made by :meth:`encoding` (the payload is our encoder's output): sealing need not parse it."""
+
+    @classmethod
+    def encoding(cls, sender: str, sent_at: dt.datetime, sent_mono_ns: int, kind: str,
+                 value: object) -> NewRecord:
+        """A record whose payload is ``value`` (JSON data) encoded here, so that appending it
+        need not parse the text again to check it. Text made elsewhere, or a value that does
+        not encode cleanly (see :func:`dump_standard_json`), is checked when appended."""
+        text = dump_standard_json(value)
+        if text is None:
+            return cls(sender, sent_at, sent_mono_ns, kind, dump_json(value))
+        record = cls(sender, sent_at, sent_mono_ns, kind, text)
+        object.__setattr__(record, "_encoded", True)
+        return record
 
 
 @frozen
@@ -265,7 +287,9 @@ def seal_records(
             raise InvalidRecordError(f"{_batch_index(index)}: sender must be a str")
         if not isinstance(kind, str):
             raise InvalidRecordError(f"{_batch_index(index)}: kind must be a str")
-        if payload.__class__ is str:  # _check_json, inline: the path of every record
+        if rec._encoded:
+            pass  # encoded by dump_json a moment ago: standard JSON by construction
+        elif payload.__class__ is str:  # _check_json, inline: the path of every record
             try:
                 load_json(payload)
             except ValueError as exc:

@@ -10,9 +10,10 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol import UnsupportedSchemaVersionError, dump_json
 from livecontext.runtime.persistence import (
     CorruptRecordError,
+    InvalidRecordError,
     NewRecord,
     StoredRecord,
     record_checksum,
@@ -82,6 +83,32 @@ def test_records_round_trip_through_sqlite_rows(thread_id: str, batch: list[NewR
     conn.executemany(INSERT_RECORD, [record_to_row(r) for r in sealed])
     rows = conn.execute(f"SELECT {RECORD_COLUMNS} FROM records ORDER BY seq").fetchall()
     assert [record_from_row(row) for row in rows] == sealed
+
+
+json_values = json_text.map(json.loads)
+
+
+@settings(max_examples=150, deadline=None)
+@given(thread_ids, text, times, json_values)
+def test_a_record_encoded_by_new_record_encoding_seals_as_the_same_text_would(
+    thread_id: str, sender: str, sent_at: dt.datetime, value: object
+) -> None:
+    encoded = NewRecord.encoding(sender, sent_at, 7, "k", value)
+    assert encoded == NewRecord(sender, sent_at, 7, "k", encoded.payload)
+    assert json.loads(encoded.payload) == value
+    assert seal_records(thread_id, 1, [encoded]) == seal_records(thread_id, 1, [NewRecord(
+        sender, sent_at, 7, "k", dump_json(value))])
+
+
+def test_a_value_with_a_lone_surrogate_is_still_refused_when_sealed() -> None:
+    record = NewRecord.encoding("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1, "k", {"text": "\ud800"})
+    with pytest.raises(InvalidRecordError, match="not valid UTF-8"):
+        seal_records("t", 1, [record])
+
+
+def test_a_value_orjson_cannot_encode_falls_back_to_checked_standard_json() -> None:
+    record = NewRecord.encoding("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1, "k", {"n": 2**70})
+    assert json.loads(seal_records("t", 1, [record])[0].payload) == {"n": 2**70}
 
 
 @settings(max_examples=50, deadline=None)
