@@ -178,6 +178,10 @@ class RepeatedFailures(Analyzer):
         self.reported: set[str] = set()
         """Call ids of the streak last reported (grown as that streak goes on)."""
         self._results_recorded = False
+        self._seen: dict[str, ToolResult] = {}
+        """The newest results read so far, oldest first: a streak counts results that the
+        recap maintainer folded away after this analyzer read them (folding, which runs
+        beside it, must not hide a streak from it)."""
 
     def wants(self, msg: HistoryChanged) -> bool:
         # only a tool-results entry is news, and it is the entry appended after results were
@@ -190,7 +194,14 @@ class RepeatedFailures(Analyzer):
         return False
 
     async def analyze(self, view: HistorySlice) -> str | None:
-        results = [r for e in view.entries if isinstance(e, ToolResultsEntry) for r in e.results]
+        for e in view.entries:  # the window is the newest entries, so what is new comes last
+            if isinstance(e, ToolResultsEntry):
+                for r in e.results:
+                    self._seen.setdefault(r.call_id, r)
+        keep = max(4 * self.settings.threshold, 32)
+        while len(self._seen) > keep:
+            del self._seen[next(iter(self._seen))]
+        results = list(self._seen.values())
         streak: list[ToolResult] = []
         for r in reversed(results):  # the trailing failures that read the same
             if r.status is not ToolStatus.FAILED or (streak and _reason(r) != _reason(streak[0])):

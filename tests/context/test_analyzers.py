@@ -9,6 +9,7 @@ from livecontext.actors._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings, make_analyzer
 from livecontext.protocol import (
     ActorId,
+    EditApplied,
     FoldIntoRecap,
     ModelReply,
     ModelRequest,
@@ -53,6 +54,23 @@ async def test_repeated_failures_speak_once_per_streak() -> None:
         await failing_calls(world, 3)
         again = await posted(world)
         assert len(again) == 2 and again[1] == first[0]  # a new streak, though it reads the same
+
+
+async def test_a_streak_counts_failures_folded_into_the_recap_after_they_were_read() -> None:
+    async with open_history() as world:
+        await spawn(world, AnalyzerSettings("failures", threshold=3))
+        await world.input("go")
+        await failing_calls(world, 1)
+        assert await posted(world) == []  # read: one failure
+        await world.output("let me try again")
+        await world.input("go on")
+        view = await world.read()
+        folded = await world.root.ask(world.history, FoldIntoRecap(  # all but the newest entry
+            tuple([await world.ref(e.id) for e in view.entries[:-1]]), "r", "g", "test"))
+        assert isinstance(folded, EditApplied)  # the failure is folded away
+        await failing_calls(world, 2)
+        notes = await posted(world)
+        assert len(notes) == 1 and notes[0].startswith("the last 3 tool calls failed the same way (flaky")
 
 
 async def test_failures_that_differ_are_no_streak() -> None:
