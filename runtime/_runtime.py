@@ -434,7 +434,7 @@ class Runtime:
             name = find_handler(cell.actor_cls, type(env.payload))  # type: ignore[arg-type]
             if (name is not None and name in cell.actor_cls._inline_unawaiting  # type: ignore[union-attr]
                     and not self._handler_may_yield(cell.instance, name, env)):
-                await self._run_inline(cell, cell.instance, env, shield=False)
+                await self._run_unawaiting(cell, cell.instance, env, name)
                 await trio.lowlevel.checkpoint_if_cancelled()
                 return
         await self._enqueue(cell, env)
@@ -470,11 +470,16 @@ class Runtime:
             if (self._inline and cell.can_run_inline() and cell.instance is not None
                     and (name := find_handler(cell.actor_cls, type(message))) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
                 queued = True
-                asked_at = trio.current_time()
+                instance = cell.instance
                 # the asker's cancel cannot cut the handler short (it is shielded, or never yields):
                 # a shielded ask needs no scope of its own here
-                await self._run_inline(cell, cell.instance, env,
-                                       shield=self._handler_may_yield(cell.instance, name, env))  # type: ignore[arg-type]
+                may_yield = self._handler_may_yield(instance, name, env)  # type: ignore[arg-type]
+                if may_yield:
+                    asked_at = trio.current_time()
+                    await self._run_inline(cell, instance, env, name)  # type: ignore[arg-type]
+                else:  # no time passes for Trio while it runs: the ask's time is taken after it
+                    await self._run_unawaiting(cell, instance, env, name)  # type: ignore[arg-type]
+                    asked_at = trio.current_time() if slot.reply is None else 0.0
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
                 else:
@@ -486,13 +491,13 @@ class Runtime:
                 if timeout is None and not shield:
                     await self._enqueue(cell, env)
                     queued = True
-                    await slot.event.wait()
+                    await slot.wait()
                 else:
                     with trio.CancelScope(deadline=trio.current_time() + timeout if timeout is not None else math.inf,
                                           shield=shield):
                         await self._enqueue(cell, env)
                         queued = True
-                        await slot.event.wait()
+                        await slot.wait()
         finally:
             if blocking:
                 self.busy += 1
@@ -534,10 +539,10 @@ class Runtime:
     @staticmethod
     async def _wait_reply(slot: ReplySlot, deadline: float, shield: bool = False) -> None:
         if deadline == math.inf and not shield:
-            await slot.event.wait()
+            await slot.wait()
             return
         with trio.CancelScope(deadline=deadline, shield=shield):
-            await slot.event.wait()
+            await slot.wait()
 
     def _handler_may_yield(self, instance: Actor, name: str, env: Envelope) -> bool:
         """Whether handling ``env`` with ``instance``'s inline handler ``name`` may yield to Trio
@@ -550,7 +555,31 @@ class Runtime:
         needed = instance.capability_for(type(env.payload))  # on_denied may run instead
         return needed is not None and not self.has_capability(env.sender, needed)
 
-    async def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, *, shield: bool = True) -> None:
+    async def _run_unawaiting(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+        """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`).
+
+        No other task runs until it returns, so nothing can see it running: the loop needs no
+        event to wait on and no task of record, and there is no cancel point to shield.
+        """
+        try:
+            await self._handle(cell, instance, env, name)
+        except BaseException as exc:
+            if _failure_of(exc) is None:
+                raise
+            self._inline_failed(cell, exc)
+
+    @staticmethod
+    def _inline_failed(cell: _Cell, exc: BaseException) -> None:
+        """An inline handler failed with ``exc``: the actor's loop raises it (and restarts)."""
+        cell.inline_failure = exc
+        if cell.parked and not cell.pending:  # wake the loop so that it raises it now
+            cell.pending += 1
+            try:
+                cell.send.send_nowait(_WAKE)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                cell.pending -= 1
+
+    async def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
         """Run an inline handler (``@handler(inline=True)``) in the asker's (or sender's) task.
 
         Taken only when the target's loop is parked on an empty mailbox, so the ask would be
@@ -561,28 +590,18 @@ class Runtime:
         cancellation, as it is in the actor's own task (an asker's timeout or cancel never
         cuts a handler short; it applies once the handler returns); a failure is answered to
         the asker and then raised in the actor's loop, so supervision restarts it as usual.
-        ``shield=False`` for a handler that never yields (see :meth:`_handler_may_yield`): with
-        no cancel point there is nothing to shield it from, and the scope would cost more than
-        many such handlers do.
+        A handler that never yields runs through :meth:`_run_unawaiting` instead: with no
+        cancel point there is nothing to shield it from, and no other task to see it run.
         """
         done = cell.inline = trio.Event()
         cell.inline_task = trio.lowlevel.current_task()
         try:
-            if shield:
-                with trio.CancelScope(shield=True):
-                    await self._handle(cell, instance, env)
-            else:
-                await self._handle(cell, instance, env)
+            with trio.CancelScope(shield=True):
+                await self._handle(cell, instance, env, name)
         except BaseException as exc:
             if _failure_of(exc) is None:
                 raise
-            cell.inline_failure = exc
-            if cell.parked and not cell.pending:  # wake the loop so that it raises it now
-                cell.pending += 1
-                try:
-                    cell.send.send_nowait(_WAKE)
-                except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                    cell.pending -= 1
+            self._inline_failed(cell, exc)
         finally:
             cell.inline = None
             cell.inline_task = None
@@ -600,8 +619,7 @@ class Runtime:
         slot = self._slots.get(request.message_id)
         if slot is not None and not self._hooks:
             # the asker needs only the payload: the envelope would be made for the audit alone
-            slot.reply = payload
-            slot.event.set()
+            slot.answer(payload)
             return
         # a reply answers (correlation) and is caused by (causation) its request
         env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id,
@@ -610,8 +628,7 @@ class Runtime:
             self._drop(env, f"no caller waits for correlation id {request.message_id} "
                             "(the ask timed out or was cancelled)")
             return
-        slot.reply = payload
-        slot.event.set()
+        slot.answer(payload)
         self._audit(AuditRecord(AuditEvent.REPLIED, env))
 
     async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
@@ -767,9 +784,11 @@ class Runtime:
                 cell.carried = taken
             raise failure
 
-    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope) -> None:
+    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None) -> None:
+        """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up)."""
         payload = env.payload
-        name = find_handler(type(instance), type(payload))
+        if name is None:
+            name = find_handler(type(instance), type(payload))
         is_ask = env.message_id in self._ask_ids
         if name is None:
             err = UnhandledMessageError(cell.id, type(payload).__name__,

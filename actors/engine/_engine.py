@@ -340,9 +340,11 @@ class Engine(Actor):
         the state is whatever the history says. A cancel is not caught here: it ends the run
         (see :meth:`_run`).
         """
-        # a Cancel that came while the previous step recorded (shielded) ends the run here,
-        # before this step does anything
-        await trio.lowlevel.checkpoint_if_cancelled()
+        # a step boundary is a checkpoint: control messages told meanwhile (Cancel, Pause) get
+        # handled by the engine's own task, and a Cancel that came while the previous step
+        # recorded (shielded) ends the run here, before this step does anything (the writes
+        # inside a step are inline asks, which yield only now and then)
+        await trio.lowlevel.checkpoint()
         try:
             return await self.do_step()
         except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
