@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 
@@ -107,7 +108,8 @@ async def spawn_agent(
     app_list = list(apps) if apps is not None else [Notebook()]
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)
-    source = await rt.spawn(lambda: InputSource(inputs, notify=engine_id), ids.input)
+    pending = collections.deque(inputs)  # kept across the source's restarts (see InputSource)
+    source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending), ids.input)
     recap: ActorRef[RecapMaintainer] | None = None
     if settings.recap is not None and ids.recap is not None:
         recap_settings = settings.recap

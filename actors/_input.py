@@ -14,10 +14,16 @@ class InputSource(Actor):
 
     Input arriving is told to ``notify`` (the engine) as :class:`InputAvailable`, so an engine
     that found nothing wakes up. Pushing and pulling are decoupled (seed note 002).
+
+    Pass the same ``buffer`` (holding the start-up lines) to every instance its factory makes,
+    so that a restart keeps the input not pulled yet and brings back no line already pulled;
+    ``lines`` are added to the buffer by each instance made.
     """
 
-    def __init__(self, lines: Iterable[str] = (), notify: ActorId | None = None) -> None:
-        self.buffer: collections.deque[str] = collections.deque(lines)
+    def __init__(self, lines: Iterable[str] = (), notify: ActorId | None = None, *,
+                 buffer: collections.deque[str] | None = None) -> None:
+        self.buffer: collections.deque[str] = buffer if buffer is not None else collections.deque()
+        self.buffer.extend(lines)
         self.notify = notify
 
     @handler

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from livecontext.protocol import InputText, PullInput
+import collections
+
+import trio
+from livecontext.actors import InputSource
+from livecontext.protocol import InputText, Message, ProvideInput, PullInput
+from livecontext.runtime import RestartPolicy, handler, open_runtime
 from tests.actors.agent_harness import open_agent
 
 
@@ -19,3 +24,29 @@ async def test_input_for_a_stopped_engine_stays_buffered_and_the_source_keeps_ru
         await h.provide("later")
         assert h.rt.is_running(h.agent.input)
         assert await h.client.ask(h.agent.input, PullInput()) == InputText("later", 0)
+
+
+class Crash(Message):
+    """Makes the source below fail, so that it restarts."""
+
+
+class CrashingSource(InputSource):
+    @handler
+    async def on_crash(self, msg: Crash) -> None:
+        raise RuntimeError("crashed on purpose")
+
+
+async def test_a_restarted_source_keeps_what_was_not_pulled_and_brings_back_nothing_pulled() -> None:
+    async with open_runtime() as rt:
+        client = rt.client("test")
+        shared = collections.deque(["a", "b"])  # made once, as spawn_agent does
+        source = await rt.spawn(lambda: CrashingSource(buffer=shared),
+                                "input/t", restart=RestartPolicy(backoff_initial_s=0.0))
+        assert await client.ask(source, PullInput()) == InputText("a", 1)
+        await client.tell(source, ProvideInput("c"))
+        await client.tell(source, Crash())
+        with trio.fail_after(5):
+            while rt.statistics().restarts == 0:
+                await trio.sleep(0.01)
+        pulled = [await client.ask(source, PullInput()) for _ in range(3)]
+        assert pulled == [InputText("b", 1), InputText("c", 0), InputText(None, 0)]
