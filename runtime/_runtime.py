@@ -61,6 +61,7 @@ from ._kernel_errors import (
     UnhandledMessageError,
     UnknownActorError,
 )
+from ._timer import Timer, current_timer
 
 if TYPE_CHECKING:
     from ._stepping import SteppingScheduler
@@ -984,6 +985,10 @@ async def open_runtime(
             (:data:`GC_THRESHOLDS`, restored when the last runtime closes); with thousands of
             actors the default thresholds cost more CPU than the actors (see ``_gc.py``).
             ``False`` leaves the process's thresholds alone.
+
+    Code running in the runtime (its actors, the tasks they start, the ``async with`` block)
+    can sleep with :func:`livecontext.runtime.sleep`: one timer task of the runtime wakes
+    every such sleeper, for a fraction of ``trio.sleep``'s CPU (not under a stepping scheduler).
     """
     if scheduler is not None:
         scheduler._check_free()  # raised here, not inside the nursery's exception group
@@ -997,10 +1002,18 @@ async def _open_runtime(scheduler: SteppingScheduler | None, drain_timeout: floa
                         inline_asks: bool) -> AsyncIterator[Runtime]:
     async with trio.open_nursery() as nursery:
         rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout, inline_asks=inline_asks)
+        # the timer is in the caller's context before any actor starts, so actors, the tasks
+        # they start and the caller's own sleep through it; it serves them while aclose()
+        # drains the actors and is cancelled after (a sleeper left then falls back to trio's)
+        timer = Timer() if scheduler is None else None
+        if timer is not None:
+            nursery.start_soon(timer.run, name="livecontext.runtime timer")
+        token = current_timer.set(timer)
         try:
             yield rt
         finally:
             with trio.CancelScope(shield=True) as scope:
                 scope.deadline = trio.current_time() + max(drain_timeout * 4, 1.0)
                 await rt.aclose()
+            current_timer.reset(token)
             nursery.cancel_scope.cancel()
