@@ -6,11 +6,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import trio
-
 from livecontext.protocol import ModelReply, ModelRequest, ToolCall
 
 from .._errors import UsageError
+from .._timer import sleep
 from ._client import ModelClient, TextCallback, stream_in_pieces
 from ._errors import FailureKind, ScriptExhaustedError, TransientModelError, UnusedTurnsError
 from ._script import Script, load_script, parse_script
@@ -26,7 +25,8 @@ class ScriptedModel(ModelClient):
 
     A turn can fail its first attempts on purpose (``"fail": {"error": "rate_limit",
     "times": 2}``) to exercise retries; attempts are counted per ``call_index`` by this
-    instance. A turn can also take time (``"delay_s"``), cancellably.
+    instance. A turn can also take time (``"delay_s"``), cancellably (inside a runtime, on its
+    timer: see :func:`livecontext.runtime.sleep`).
 
     Tests should end with :meth:`check_all_used`: a script with turns left over usually means
     the agent stopped earlier than the test meant it to.
@@ -107,7 +107,7 @@ class ScriptedModel(ModelClient):
                 f"scripted failure {attempt} of {turn.fail.times} for turn {index}",
             )
         if turn.delay_s:
-            await trio.sleep(turn.delay_s)
+            await sleep(turn.delay_s)
         await stream_in_pieces(turn.text, on_text)
         tool_calls = tuple(
             ToolCall(id=f"call_{index}_{position}", name=call.name, arguments=call.arguments_json())

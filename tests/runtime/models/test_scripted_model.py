@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from livecontext.protocol import ChatMessage, ModelRequest, Role, ToolCall
-from livecontext.runtime import ModelError, UsageError
+from livecontext.runtime import ModelError, UsageError, open_runtime
 from livecontext.runtime.models import (
     FailureKind,
     ModelCallFailed,
@@ -83,6 +83,21 @@ async def test_a_turn_waits_its_delay_before_answering(autojump_clock: trio.abc.
     reply = await model.complete(_request(0))
     assert reply.text == "late"
     assert trio.current_time() - start == pytest.approx(2.5)
+
+
+async def test_inside_a_runtime_a_turn_waits_its_delay_on_the_runtimes_timer(
+    autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def refuse(seconds: float) -> None:
+        raise AssertionError(f"trio.sleep({seconds}) was called: the runtime's timer is cheaper")
+
+    monkeypatch.setattr(trio, "sleep", refuse)
+    model = ScriptedModel.from_turns([{"text": "late", "delay_s": 2.5}])
+    async with open_runtime():
+        start = trio.current_time()
+        reply = await model.complete(_request(0))
+        assert trio.current_time() - start == pytest.approx(2.5)
+    assert reply.text == "late"
 
 
 async def test_a_delayed_turn_can_be_cancelled_and_then_counts_as_unused(
