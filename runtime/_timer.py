@@ -44,6 +44,8 @@ class Timer:
     """
 
     def __init__(self) -> None:
+        self.trio_token = trio.lowlevel.current_trio_token()
+        """The Trio run the timer serves (make it inside that run)."""
         self._heap: list[tuple[float, int, _Sleeper]] = []
         self._seq = itertools.count()  # ties wake in arrival order
         self._wait: trio.CancelScope | None = None
@@ -122,7 +124,8 @@ async def sleep(seconds: float) -> None:
     if not seconds >= 0:  # NaN fails this too
         raise ValueError(f"sleep needs 0 or more seconds, got {seconds}")
     timer = current_timer.get()
-    if timer is None:
+    # a worker thread inherits the context, so it may see the timer of a run it is not in
+    if timer is None or timer.trio_token is not trio.lowlevel.current_trio_token():
         await trio.sleep(seconds)
     else:
         await timer.sleep_until(trio.current_time() + seconds)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+
 import pytest
 import trio
 import trio.testing
@@ -187,6 +188,20 @@ async def test_after_the_runtime_closes_sleep_is_trio_sleep_again(
         await sleep(1)
     await sleep(2)
     assert trio_sleeps == [2]
+
+
+async def test_a_worker_thread_running_its_own_trio_run_sleeps_with_trio_not_the_runtimes_timer() -> None:
+    def in_thread() -> float:
+        async def main() -> float:
+            start = trio.current_time()
+            await sleep(0.01)  # the runtime's timer is in this thread's context, but not its run
+            return trio.current_time() - start
+        return trio.run(main)
+
+    async with open_runtime():
+        with trio.fail_after(5):
+            slept = await trio.to_thread.run_sync(in_thread)
+    assert slept >= 0.01
 
 
 async def test_under_a_stepping_scheduler_sleep_is_trio_sleep_even_inside_a_live_runtime(
