@@ -7,6 +7,11 @@ still an envelope, audited and capability-checked; the actor still handles one m
 time, in mailbox order), as does a tell or publish to such a handler with no ``await`` in it;
 and a reply is made into an envelope only when an audit hook is
 installed (the asker needs only its payload). See :meth:`Runtime._run_inline`.
+
+What an asker does see: an inline ask is a cancel point, but a schedule point only once every
+``_FAIRNESS_BATCH`` inline asks (see :meth:`Runtime._inline_checkpoint`), where Trio's own
+functions are both each time. Code that counted on an ask to let another task run first (a
+background worker, say) must yield itself or wait for what it needs.
 """
 
 from __future__ import annotations
