@@ -11,6 +11,7 @@ from attrs import frozen
 from livecontext.protocol import Message
 from livecontext.runtime import Actor, AskTimeoutError, handler, open_runtime
 from livecontext.runtime._runtime import _FAIRNESS_BATCH
+from tests.support.busy import busy_task
 
 
 @frozen
@@ -177,25 +178,13 @@ async def test_a_long_run_of_inline_asks_still_lets_other_tasks_run_at_every_fai
     async with open_runtime() as rt:
         ref = await _spawn(rt, world)
         client = rt.client("asker")
-        runs = 0
-
-        async def busy() -> None:
-            nonlocal runs
-            while True:
-                runs += 1
-                await trio.lowlevel.checkpoint()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(busy)
-            await trio.lowlevel.checkpoint()
-            start = runs
+        async with busy_task() as other:
             for i in range(6 * _FAIRNESS_BATCH):
                 await client.ask(ref, Write(str(i)), shield=shield)
             # an inline ask does not yield each time (a trip through the scheduler per ask),
             # but a run of them yields at least once every _FAIRNESS_BATCH (Trio may order a
             # batch of runnable tasks either way, hence the slack)
-            assert 4 <= runs - start < 2 * _FAIRNESS_BATCH
-            nursery.cancel_scope.cancel()
+            assert 4 <= other.count < 2 * _FAIRNESS_BATCH
         assert len(world.log) == 6 * _FAIRNESS_BATCH
 
 

@@ -18,6 +18,7 @@ from livecontext.runtime.persistence import (
     ThreadNotFoundError,
     open_store,
 )
+from tests.support.busy import busy_task
 
 MakeRecords = Callable[..., list[NewRecord]]
 
@@ -352,22 +353,10 @@ async def test_a_loop_of_appends_lets_other_tasks_run_and_honours_a_cancel(
 ) -> None:
     async with await open_store(store_url) as store:
         async with await store.open_thread("t", owner="history") as log:
-            runs = 0
-
-            async def busy() -> None:
-                nonlocal runs
-                while True:
-                    runs += 1
-                    await trio.lowlevel.checkpoint()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(busy)
-                await trio.lowlevel.checkpoint()
-                start = runs
+            async with busy_task() as other:
                 for i in range(200):
                     await log.append(make_records(1, i + 1))
-                assert runs - start >= 4  # a memory store yields once every few dozen appends, not never
-                nursery.cancel_scope.cancel()
+                assert other.count >= 4  # a memory store yields once every few dozen appends, not never
             with trio.CancelScope() as scope:
                 scope.cancel()
                 await log.append(make_records(1, 201))
