@@ -586,7 +586,7 @@ class Runtime:
                 cell.pending -= 1
 
     async def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
-        """Run an inline handler (``@handler(inline=True)``) in the asker's (or sender's) task.
+        """Run an inline handler (``@handler(inline=True)``) that may yield in the asker's task.
 
         Taken only when the target's loop is parked on an empty mailbox, so the ask would be
         the next message it handles anyway: the actor still handles one message at a time

@@ -17,7 +17,7 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 from livecontext.protocol import (
     SCHEMA_VERSION,
     UnsupportedSchemaVersionError,
@@ -335,17 +335,7 @@ def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
 
 def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
     """``record`` moved to another thread (same seq), with its checksum recomputed."""
-    return StoredRecord(
-        seq=record.seq,
-        thread_id=thread_id,
-        sender=record.sender,
-        sent_at=record.sent_at,
-        sent_mono_ns=record.sent_mono_ns,
-        kind=record.kind,
-        payload=record.payload,
-        schema_version=record.schema_version,
-        checksum=_checksum_in(record, thread_id),
-    )
+    return evolve(record, thread_id=thread_id, checksum=_checksum_in(record, thread_id))
 
 
 def rehome_snapshot(snapshot: Snapshot, thread_id: str) -> Snapshot:
