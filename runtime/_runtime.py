@@ -392,15 +392,26 @@ class Runtime:
             raise UnknownActorError(to)
         return cell
 
-    def _target(self, to: Address, message: Message) -> _Cell:
+    def _target(self, to: Address, message: Message) -> tuple[_Cell, str | None]:
+        """The cell a message for ``to`` goes to, and the name of the handler that will take
+        it (``None`` while the actor has not started: its class is not known yet).
+
+        Raises:
+            ActorStoppedError: the actor is stopping or stopped.
+            UnhandledMessageError: the actor has no handler for the message's type.
+        """
         cell = self._cell(to)
-        if cell.state in (_State.STOPPED, _State.STOPPING):
+        if cell.state is _State.STOPPED or cell.state is _State.STOPPING:
             raise ActorStoppedError(cell.id, type(message).__name__)
-        if cell.actor_cls is not None and find_handler(cell.actor_cls, type(message)) is None:
+        cls = cell.actor_cls
+        if cls is None:
+            return cell, None
+        name = find_handler(cls, type(message))
+        if name is None:
             raise UnhandledMessageError(
-                cell.id, type(message).__name__, [t.__name__ for t in cell.actor_cls.handled_types()]
+                cell.id, type(message).__name__, [t.__name__ for t in cls.handled_types()]
             )
-        return cell
+        return cell, name
 
     async def _enqueue(self, cell: _Cell, env: Envelope) -> None:
         if self._stepping is not None:
@@ -425,29 +436,44 @@ class Runtime:
         await trio.lowlevel.checkpoint_if_cancelled()
 
     async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
-        cell = self._target(to, message)
-        await self._deliver(cell, self._envelope(ctx.self_id, cell.id, message))
+        cell, name = self._target(to, message)
+        env = self._envelope(ctx.self_id, cell.id, message)
+        if not self._told_at_once(cell, env, name):
+            await self._enqueue(cell, env)
+            return
+        await trio.lowlevel.checkpoint_if_cancelled()
 
-    async def _deliver(self, cell: _Cell, env: Envelope) -> None:
-        """Put a told or published envelope in ``cell``'s mailbox, or handle it at once.
+    async def _deliver(self, cell: _Cell, env: Envelope, name: str | None) -> None:
+        """Put a published envelope in ``cell``'s mailbox, or handle it at once (see
+        :meth:`_told_at_once`); ``name``: its handler, if known."""
+        if not self._told_at_once(cell, env, name):
+            await self._enqueue(cell, env)
+            return
+        await trio.lowlevel.checkpoint_if_cancelled()
 
-        At once when the actor is idle (so it would be the next message handled) and its
-        handler is an inline one that never yields (no ``await``): it runs in the sender's
-        task to its end, and cannot wait, ask or be cancelled meanwhile. That saves the task
-        switch a tell costs (a history change told to each analyzer, say).
+    def _told_at_once(self, cell: _Cell, env: Envelope, name: str | None) -> bool:
+        """Handle a told or published envelope now, in the sender's task, if that is the same
+        as handling it from the mailbox; return whether it was.
+
+        That holds when the actor is idle (so it would be the next message handled) and its
+        handler (``name``) is an inline one that never yields (no ``await``): it runs to its
+        end before anything else does, and cannot wait, ask or be cancelled meanwhile. That
+        saves the task switch a tell costs (a history change told to each analyzer, input
+        told to the engine).
         """
-        if self._inline and cell.can_run_inline() and cell.instance is not None:
-            name = find_handler(cell.actor_cls, type(env.payload))  # type: ignore[arg-type]
-            if (name is not None and name in cell.actor_cls._inline_unawaiting  # type: ignore[union-attr]
-                    and not self._handler_may_yield(cell.instance, name, env)):
-                await self._run_unawaiting(cell, cell.instance, env, name)
-                await trio.lowlevel.checkpoint_if_cancelled()
-                return
-        await self._enqueue(cell, env)
+        instance = cell.instance
+        if (name is not None and instance is not None and self._inline and cell.can_run_inline()
+                and name in type(instance)._inline_unawaiting
+                and not self._handler_may_yield(instance, name, env)):
+            self._run_now(cell, instance, env, name)
+            return True
+        return False
 
     def _tell_nowait(self, ctx: Context, to: Address, message: Message) -> None:
-        cell = self._target(to, message)
+        cell, name = self._target(to, message)
         env = self._envelope(ctx.self_id, cell.id, message)
+        if self._told_at_once(cell, env, name):
+            return
         if self._stepping is not None:
             self._stepping._hold(cell, env)
             return
@@ -461,7 +487,7 @@ class Runtime:
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
                    shield: bool = False) -> Any:
-        cell = self._target(to, message)
+        cell, name = self._target(to, message)
         env = self._envelope(ctx.self_id, cell.id, message)
         blocking = ctx._cell is not None and _in_handler(ctx._cell)
         if blocking:
@@ -473,18 +499,17 @@ class Runtime:
             self.busy -= 1
         queued = False
         try:
-            if (self._inline and cell.can_run_inline() and cell.instance is not None
-                    and (name := find_handler(cell.actor_cls, type(message))) in cell.actor_cls._inline):  # type: ignore[arg-type, union-attr]
+            instance = cell.instance
+            if (name is not None and instance is not None and self._inline and cell.can_run_inline()
+                    and name in type(instance)._inline):
                 queued = True
-                instance = cell.instance
                 # the asker's cancel cannot cut the handler short (it is shielded, or never yields):
                 # a shielded ask needs no scope of its own here
-                may_yield = self._handler_may_yield(instance, name, env)  # type: ignore[arg-type]
-                if may_yield:
+                if self._handler_may_yield(instance, name, env):
                     asked_at = trio.current_time()
-                    await self._run_inline(cell, instance, env, name)  # type: ignore[arg-type]
+                    await self._run_inline(cell, instance, env, name)
                 else:  # no time passes for Trio while it runs: the ask's time is taken after it
-                    await self._run_unawaiting(cell, instance, env, name)  # type: ignore[arg-type]
+                    self._run_now(cell, instance, env, name)
                     asked_at = trio.current_time() if slot.reply is None else 0.0
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
@@ -561,18 +586,28 @@ class Runtime:
         needed = instance.capability_for(type(env.payload))  # on_denied may run instead
         return needed is not None and not self.has_capability(env.sender, needed)
 
-    async def _run_unawaiting(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
-        """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`).
+    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+        """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`),
+        run to its end here and now: its coroutine finishes at the first ``send``.
 
         No other task runs until it returns, so nothing can see it running: the loop needs no
-        event to wait on and no task of record, and there is no cancel point to shield.
+        event to wait on and no task of record, and there is no cancel point to shield. Being
+        synchronous, it serves ``tell_nowait`` too.
         """
+        coro = self._handle(cell, instance, env, name)
         try:
-            await self._handle(cell, instance, env, name)
+            coro.send(None)
+        except StopIteration:
+            return
         except BaseException as exc:
             if _failure_of(exc) is None:
                 raise
             self._inline_failed(cell, exc)
+            return
+        # unreachable for a handler with no await: a wrapper that fooled the bytecode check
+        coro.close()
+        raise RuntimeError(f"{type(instance).__name__}.{name} yielded to Trio although it has no "
+                           "await; do not mark it inline, or give it a plain async def body")
 
     @staticmethod
     def _inline_failed(cell: _Cell, exc: BaseException) -> None:
@@ -596,7 +631,7 @@ class Runtime:
         cancellation, as it is in the actor's own task (an asker's timeout or cancel never
         cuts a handler short; it applies once the handler returns); a failure is answered to
         the asker and then raised in the actor's loop, so supervision restarts it as usual.
-        A handler that never yields runs through :meth:`_run_unawaiting` instead: with no
+        A handler that never yields runs through :meth:`_run_now` instead: with no
         cancel point there is nothing to shield it from, and no other task to see it run.
         """
         done = cell.inline = trio.Event()
@@ -645,14 +680,15 @@ class Runtime:
         env = self._envelope(ctx.self_id, topic, message)
         for sub in list(subs):
             if isinstance(sub, _Cell):
-                if sub.actor_cls is not None and find_handler(sub.actor_cls, type(message)) is None:
+                name = find_handler(sub.actor_cls, type(message)) if sub.actor_cls is not None else None
+                if name is None and sub.actor_cls is not None:
                     # a subscriber receives the types it handles: the rest is filtered out,
                     # audited as a drop but not logged (it is no fault of anyone's)
                     self._drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}",
                                quiet=True)
                     continue
                 try:
-                    await self._deliver(sub, env)
+                    await self._deliver(sub, env, name)
                 except ActorStoppedError:
                     self._drop(env, f"subscriber {sub.id} is stopped")
             else:
@@ -923,7 +959,8 @@ def _in_handler(cell: _Cell) -> bool:
     ``ctx.nursery`` does not, even though it inherits the handler's context variables.
     Tasks of a nursery the handler opened itself are part of the handler.
     """
-    if handling_actor.get() != cell.id:
+    handling = handling_actor.get()
+    if handling is not cell.id and (handling is None or handling != cell.id):
         return False
     task = trio.lowlevel.current_task()
     while task is not cell.task and task is not cell.inline_task:

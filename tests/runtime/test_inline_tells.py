@@ -145,3 +145,25 @@ async def test_with_inline_asks_off_a_tell_always_goes_through_the_mailbox() -> 
         assert log == []
         await trio.testing.wait_all_tasks_blocked()
         assert log == [("queued", starts[0])]
+
+
+async def test_a_tell_nowait_to_an_idle_actors_await_free_inline_handler_is_handled_before_it_returns() -> None:
+    log: list[tuple[str, trio.lowlevel.Task]] = []
+    starts: list[trio.lowlevel.Task] = []
+    async with open_runtime() as rt:
+        ref = await _listener(rt, log, starts)
+        rt.client("sender").tell_nowait(ref, Ping("at once"))
+        assert log == [("at once", trio.lowlevel.current_task())]
+
+
+async def test_a_tell_nowait_behind_queued_mail_or_to_an_awaiting_handler_goes_through_the_mailbox() -> None:
+    log: list[tuple[str, trio.lowlevel.Task]] = []
+    starts: list[trio.lowlevel.Task] = []
+    async with open_runtime() as rt:
+        ref = await _listener(rt, log, starts)
+        sender = rt.client("sender")
+        sender.tell_nowait(ref, Yielding("awaits"))
+        sender.tell_nowait(ref, Ping("behind it"))  # the mailbox holds one: no inline run
+        assert log == []
+        await trio.testing.wait_all_tasks_blocked()
+        assert log == [("awaits", starts[0]), ("behind it", starts[0])]
