@@ -6,7 +6,7 @@ import collections
 from collections.abc import Iterable
 
 from livecontext.protocol import ActorId, InputAvailable, InputText, ProvideInput, PullInput
-from livecontext.runtime import Actor, ActorStoppedError, handler
+from livecontext.runtime import Actor, ActorStoppedError, MailboxFullError, handler
 
 
 class InputSource(Actor):
@@ -26,14 +26,28 @@ class InputSource(Actor):
         self.buffer.extend(lines)
         self.notify = notify
 
-    @handler
+    @handler(inline=True)
     async def on_provide(self, msg: ProvideInput) -> None:
+        # no await here: told to an idle source, this runs at once in the sender's task, and
+        # so does the engine's InputAvailable handler (no task switch for either)
         self.buffer.append(msg.text)
-        if self.notify is not None:
-            try:
-                await self.ctx.tell(self.notify, InputAvailable())
-            except ActorStoppedError:  # the input stays buffered for the engine's next start
-                pass
+        if self.notify is None:
+            return
+        try:
+            self.ctx.tell_nowait(self.notify, InputAvailable())
+        except MailboxFullError:
+            # the engine is busy: tell it later rather than lose the wake-up, which it relies
+            # on to pull again after it found the buffer empty
+            self.ctx.nursery.start_soon(self._notify)
+        except ActorStoppedError:  # the input stays buffered for the engine's next start
+            pass
+
+    async def _notify(self) -> None:
+        assert self.notify is not None
+        try:
+            await self.ctx.tell(self.notify, InputAvailable())
+        except ActorStoppedError:
+            pass
 
     @handler(inline=True)
     async def on_pull(self, msg: PullInput) -> InputText:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import collections
 
 import trio
+import trio.testing
 from livecontext.actors import InputSource
-from livecontext.protocol import InputText, Message, ProvideInput, PullInput
-from livecontext.runtime import RestartPolicy, handler, open_runtime
+from livecontext.protocol import InputAvailable, InputText, Message, ProvideInput, PullInput
+from livecontext.runtime import Actor, RestartPolicy, handler, open_runtime
 from tests.actors.agent_harness import open_agent
 
 
@@ -50,3 +51,34 @@ async def test_a_restarted_source_keeps_what_was_not_pulled_and_brings_back_noth
                 await trio.sleep(0.01)
         pulled = [await client.ask(source, PullInput()) for _ in range(3)]
         assert pulled == [InputText("b", 1), InputText("c", 0), InputText(None, 0)]
+
+
+class SlowListener(Actor):
+    """Stands in for the engine: a one-message mailbox, and a handler that waits for a gate."""
+
+    def __init__(self, gate: trio.Event, woken: list[str]) -> None:
+        self.gate = gate
+        self.woken = woken
+
+    @handler
+    async def on_available(self, msg: InputAvailable) -> None:
+        await self.gate.wait()
+        self.woken.append("input available")
+
+
+async def test_input_provided_while_the_engines_mailbox_is_full_still_wakes_it_later() -> None:
+    gate, woken = trio.Event(), []
+    async with open_runtime() as rt:
+        client = rt.client("test")
+        listener = await rt.spawn(lambda: SlowListener(gate, woken), "engine/t", mailbox_size=1)
+        source = await rt.spawn(lambda: InputSource(notify=listener.id), "input/t")
+        await client.tell(listener, InputAvailable())  # handled, stuck at the gate
+        await trio.testing.wait_all_tasks_blocked()
+        await client.tell(listener, InputAvailable())  # fills the one-message mailbox
+        await client.tell(source, ProvideInput("a"))   # its wake-up finds the mailbox full
+        assert await client.ask(source, PullInput()) == InputText("a", 0)  # buffered at once
+        gate.set()
+        with trio.fail_after(5):
+            while len(woken) < 3:
+                await trio.sleep(0.01)
+        assert woken == ["input available"] * 3  # the third is the source's, told later
