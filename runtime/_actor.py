@@ -82,6 +82,8 @@ class Actor:
     point, no schedule point, so running one inline needs no shield (see ``Runtime._ask``)."""
     _denial_unawaiting: ClassVar[bool] = True
     """Whether :meth:`on_denied` never yields to Trio either (it runs instead of a handler)."""
+    _promises_completion: ClassVar[bool] = False
+    """Whether the class overrides :meth:`completes_at_once` (the runtime asks it only then)."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -105,9 +107,27 @@ class Actor:
                                 if getattr(getattr(cls, name, None), _INLINE_MARK, False))
         cls._inline_unawaiting = frozenset(name for name in cls._inline if not _may_yield(getattr(cls, name)))
         cls._denial_unawaiting = not _may_yield(cls.on_denied)
+        cls._promises_completion = cls.completes_at_once is not Actor.completes_at_once
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""
+
+    def completes_at_once(self, message: Message) -> bool:
+        """Whether the inline handler for ``message``, called now, would run to its end without
+        reaching a cancel point (an ``await`` that suspends or checks for cancellation).
+
+        The runtime asks this of an inline handler with an ``await`` in its body, for an ask
+        that finds the actor idle. True lets it run the handler as it runs one with no
+        ``await``: in the asker's task with no cancel scope to shield it, nothing to wait on
+        for the actor's loop. Typical use: a handler that awaits only in a rare case (a slow
+        backend, someone to notify) and knows beforehand whether this call is one.
+
+        Answer True only when sure, and keep the answer cheap: it is asked at every such ask.
+        If the handler does reach an ``await`` after all, the runtime finishes it correctly
+        but unshielded (the asker's cancellation could cut it short) and logs an error. The
+        default, False, leaves the decision to the handler's bytecode.
+        """
+        return False
 
     async def on_stop(self) -> None:
         """Called once the mailbox is drained at an orderly stop."""

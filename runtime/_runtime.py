@@ -24,7 +24,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable
+import types
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Hashable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -465,7 +466,8 @@ class Runtime:
         if (name is not None and instance is not None and self._inline and cell.can_run_inline()
                 and name in type(instance)._inline_unawaiting
                 and not self._handler_may_yield(instance, name, env)):
-            self._run_now(cell, instance, env, name)
+            if self._run_now(cell, instance, env, name) is not None:  # pragma: no cover
+                raise AssertionError(f"{cell.id}: {name} has no await, yet it suspended")
             return True
         return False
 
@@ -509,7 +511,9 @@ class Runtime:
                     asked_at = trio.current_time()
                     await self._run_inline(cell, instance, env, name)
                 else:  # no time passes for Trio while it runs: the ask's time is taken after it
-                    self._run_now(cell, instance, env, name)
+                    suspended = self._run_now(cell, instance, env, name)
+                    if suspended is not None:  # a broken completes_at_once promise
+                        await self._finish_suspended(cell, instance, name, suspended)
                     asked_at = trio.current_time() if slot.reply is None else 0.0
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
@@ -579,35 +583,59 @@ class Runtime:
         """Whether handling ``env`` with ``instance``'s inline handler ``name`` may yield to Trio
         (see ``Actor._inline_unawaiting``); if not, it needs no shield."""
         cls = type(instance)
-        if name not in cls._inline_unawaiting:
+        if name not in cls._inline_unawaiting and not (
+                cls._promises_completion and instance.completes_at_once(env.payload)):
             return True
         if cls._denial_unawaiting:
             return False
         needed = instance.capability_for(type(env.payload))  # on_denied may run instead
         return needed is not None and not self.has_capability(env.sender, needed)
 
-    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope,
+                 name: str) -> tuple[Coroutine[Any, Any, None], Any] | None:
         """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`),
         run to its end here and now: its coroutine finishes at the first ``send``.
 
         No other task runs until it returns, so nothing can see it running: the loop needs no
         event to wait on and no task of record, and there is no cancel point to shield. Being
         synchronous, it serves ``tell_nowait`` too.
+
+        Returns ``None``, or, if the handler suspended after all (only a wrong
+        :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
+        :meth:`_finish_suspended`.
         """
         coro = self._handle(cell, instance, env, name)
         try:
-            coro.send(None)
+            trap = coro.send(None)
         except StopIteration:
-            return
+            return None
         except BaseException as exc:
             if _failure_of(exc) is None:
                 raise
             self._inline_failed(cell, exc)
-            return
-        # unreachable for a handler with no await: a wrapper that fooled the bytecode check
-        coro.close()
-        raise RuntimeError(f"{type(instance).__name__}.{name} yielded to Trio although it has no "
-                           "await; do not mark it inline, or give it a plain async def body")
+            return None
+        return coro, trap
+
+    async def _finish_suspended(self, cell: _Cell, instance: Actor, name: str,
+                                suspended: tuple[Coroutine[Any, Any, None], Any]) -> None:
+        """Finish a handler that :meth:`_run_now` found suspended, as :meth:`_run_inline` would
+        but unshielded (a scope entered now would not nest around the handler's own), and log
+        the broken promise: the actor's ``completes_at_once`` said it would not suspend."""
+        log.error("%s.%s suspended although completes_at_once() said it would not: it ran "
+                  "unshielded from its asker's cancellation; make completes_at_once() answer "
+                  "False for this case", type(instance).__name__, name)
+        done = cell.inline = trio.Event()  # nothing ran since it started: as if set then
+        cell.inline_task = trio.lowlevel.current_task()
+        try:
+            await _resume(*suspended)
+        except BaseException as exc:
+            if _failure_of(exc) is None:
+                raise
+            self._inline_failed(cell, exc)
+        finally:
+            cell.inline = None
+            cell.inline_task = None
+            done.set()
 
     @staticmethod
     def _inline_failed(cell: _Cell, exc: BaseException) -> None:
@@ -950,6 +978,25 @@ class Runtime:
             self._stepping._release(cell)
         self._drain_dead(cell)
         cell.done.set()
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], trap: Any) -> Generator[Any, Any, None]:
+    """Carry on a coroutine that was started by hand (``send``) and yielded ``trap`` to Trio:
+    pass what Trio sends or throws back to it, and its next traps to Trio, until it ends."""
+    while True:
+        try:
+            value = yield trap
+        except BaseException as exc:
+            try:
+                trap = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                trap = coro.send(value)
+            except StopIteration:
+                return
 
 
 def _in_handler(cell: _Cell) -> bool:
