@@ -206,6 +206,16 @@ class _Log(_Reader, ThreadLog):
             self._check_open()
             return await self._store.run(self._append_sync, batch)
 
+    def append_nowait(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
+        self._check_open()
+        if self.would_block():
+            raise trio.WouldBlock
+        batch = list(records)
+        return self._append_sync(batch) if batch else []
+
+    def would_block(self) -> bool:
+        return self._store.blocking or self._lock.locked()
+
     def _append_sync(self, batch: list[NewRecord]) -> list[StoredRecord]:
         sealed = seal_records(self.thread_id, self._handle.last_seq() + 1, batch)
         self._handle.append(sealed)

@@ -14,6 +14,8 @@ import types
 from collections.abc import Sequence
 from typing import Self
 
+import trio
+
 from ._records import NewRecord, Snapshot, StoredRecord, ThreadInfo
 
 
@@ -101,6 +103,21 @@ class ThreadLog(ThreadReader):
             LogWriteError: the disk refused the write.
             StoreClosedError: this log (or its store) was closed.
         """
+
+    def append_nowait(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
+        """Like :meth:`append`, here and now: for a log that can append without waiting (a
+        backend that does not block, nothing else in progress on the log). No checkpoint.
+
+        Raises:
+            trio.WouldBlock: the append would have to wait (see :meth:`would_block`).
+            As :meth:`append` otherwise.
+        """
+        raise trio.WouldBlock
+
+    def would_block(self) -> bool:
+        """Whether :meth:`append_nowait` would raise ``trio.WouldBlock`` now (a snapshot taken
+        then holds until the caller next yields to Trio)."""
+        return True
 
     @abc.abstractmethod
     async def write_snapshot(self, seq: int, state: str) -> Snapshot:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 import trio
+import trio.testing
 from livecontext.runtime.persistence import (
     InvalidRecordError,
     InvalidThreadIdError,
@@ -361,3 +362,46 @@ async def test_a_loop_of_appends_lets_other_tasks_run_and_honours_a_cancel(
                 scope.cancel()
                 await log.append(make_records(1, 201))
             assert scope.cancelled_caught and await log.last_seq() == 200  # cancelled before it wrote
+
+
+async def test_append_nowait_on_a_store_that_does_not_block_appends_at_once_as_append_would(
+    make_records: MakeRecords,
+) -> None:
+    async with await open_store("memory:") as store:
+        async with await store.open_thread("t", owner="history") as log:
+            assert not log.would_block()
+            first = await log.append(make_records(2))
+            second = log.append_nowait(make_records(2, 2))  # no await: no checkpoint
+            assert [r.seq for r in first + second] == [1, 2, 3, 4]
+            assert await log.read() == first + second
+            assert log.append_nowait([]) == []
+
+
+async def test_append_nowait_raises_would_block_on_a_store_that_blocks(
+    durable_url: str, make_records: MakeRecords
+) -> None:
+    async with await open_store(durable_url) as store:
+        async with await store.open_thread("t", owner="history") as log:
+            assert log.would_block()
+            with pytest.raises(trio.WouldBlock):
+                log.append_nowait(make_records(1))
+            assert await log.last_seq() == 0  # nothing written
+
+
+async def test_append_nowait_raises_would_block_while_another_call_holds_the_log(make_records: MakeRecords) -> None:
+    async with await open_store("memory:") as store:
+        async with await store.open_thread("t", owner="history") as log:
+            async with log._lock:  # what a snapshot being written, or a read, holds meanwhile
+                assert log.would_block()
+                with pytest.raises(trio.WouldBlock):
+                    log.append_nowait(make_records(1))
+            assert not log.would_block()
+            assert [r.seq for r in log.append_nowait(make_records(1))] == [1]
+
+
+async def test_append_nowait_on_a_closed_log_says_it_is_closed(make_records: MakeRecords) -> None:
+    async with await open_store("memory:") as store:
+        log = await store.open_thread("t", owner="history")
+        await log.aclose()
+        with pytest.raises(StoreClosedError):
+            log.append_nowait(make_records(1))
