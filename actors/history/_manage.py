@@ -154,6 +154,9 @@ class ContextManagement(Actor):
     published_level: LimitLevel = LimitLevel.OK
     """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
+    def _commit_now(self, payloads: list[Message]) -> None:  # provided by HistoryStore
+        raise NotImplementedError
+
     async def _commit(self, payloads: list[Message]) -> None:  # provided by HistoryStore
         raise NotImplementedError
 
@@ -324,17 +327,31 @@ class ContextManagement(Actor):
 
     async def check_limits(self) -> None:
         """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""
+        edit = self._truncation()
+        if edit is not None:
+            await self._commit([edit])
         level = self.limit_level()
-        if level is LimitLevel.TRUNCATE:
-            drop = self._disposable_to_drop()
-            if drop:
-                await self._commit([HistoryEdited((), tuple(drop))])
-                level = self.limit_level()
         if level is not LimitLevel.OK or level is not self.published_level:
             self.published_level = level
             s = self.state
             await self.ctx.publish(self.topic, HistoryUsage(  # type: ignore[attr-defined]
                 self.thread_id, level, len(s.active), s.active_tokens, s.active_bytes))
+
+    def settle_limits(self) -> None:
+        """:meth:`check_limits` for a commit made at once, with nobody subscribed: the same
+        drop, and no usage to publish (it would reach no one)."""
+        edit = self._truncation()
+        if edit is not None:
+            self._commit_now([edit])
+        self.published_level = self.limit_level()
+
+    def _truncation(self) -> HistoryEdited | None:
+        """The edit dropping DISPOSABLE entries, if the truncate threshold is crossed and
+        there are some to drop."""
+        if self.limit_level() is not LimitLevel.TRUNCATE:
+            return None
+        drop = self._disposable_to_drop()
+        return HistoryEdited((), tuple(drop)) if drop else None
 
     def _disposable_to_drop(self) -> list[str]:
         """The oldest DISPOSABLE entries whose removal brings the history under its hard limit.

@@ -48,7 +48,7 @@ from livecontext.protocol import (
     load_json,
 )
 from livecontext.runtime import UsageError, handler
-from livecontext.runtime.persistence import NewRecord, PersistenceError, ThreadLog
+from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import ContextManagement, HistoryLimits
@@ -67,6 +67,10 @@ DEFAULT_SYSTEM_PROMPT = (
 
 class HistoryConflictError(UsageError):
     """A change that does not fit the thread's state (e.g. an output while waiting for input)."""
+
+
+_ENGINE_WRITES = frozenset({AppendInput, AppendOutput, RecordToolStarted, RecordToolResult, AppendToolResults})
+"""The messages whose handlers :meth:`HistoryStore.completes_at_once` can vouch for."""
 
 
 def history_topic(thread_id: str) -> Topic:
@@ -244,14 +248,47 @@ class HistoryStore(ContextManagement):
         await self.ctx.publish(self.topic, posted)
         return posted
 
+    def completes_at_once(self, message: Message) -> bool:
+        """The engine's writes reach no ``await`` when :meth:`_commit` can write at once:
+        the runtime then runs them without shielding them (see ``Actor.completes_at_once``)."""
+        return type(message) in _ENGINE_WRITES and self._writes_at_once()
+
+    def _writes_at_once(self) -> bool:
+        """Whether a commit now needs no ``await``: the log appends without waiting (a
+        ``memory:`` store, nothing else in progress on it) and nobody subscribes to the
+        history's topic (so there is nothing to publish)."""
+        return not self.log.would_block() and not self.ctx.runtime.has_subscribers(self.topic)
+
     async def _commit(self, payloads: list[Message]) -> None:
+        if self._writes_at_once():
+            self._commit_now(payloads)
+            return
+        stored = await self.log.append(self._records(payloads))
+        last = self._applied(stored, payloads)
+        if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
+            await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
+        if any(isinstance(p, EntryAppended) for p in payloads):
+            await self.check_limits()
+
+    def _commit_now(self, payloads: list[Message]) -> None:
+        """:meth:`_commit` when :meth:`_writes_at_once`: no ``await``, so no cancel point, and
+        nothing to publish (nobody subscribes)."""
+        stored = self.log.append_nowait(self._records(payloads))
+        self._applied(stored, payloads)
+        if any(isinstance(p, EntryAppended) for p in payloads):
+            self.settle_limits()
+
+    def _records(self, payloads: list[Message]) -> list[NewRecord]:
         env = self.ctx.current
         sender = str(env.sender) if env is not None else str(self.ctx.self_id)
         sent_at = env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
         mono = env.sent_mono_ns if env is not None else 0
-        records = [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, self.converter.dump_message(p))
-                   for p in payloads]
-        stored = await self.log.append(records)
+        return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, self.converter.dump_message(p))
+                for p in payloads]
+
+    def _applied(self, stored: list[StoredRecord], payloads: list[Message]) -> StoredRecord:
+        """Fold the committed records into the state; start a snapshot if one is due.
+        Returns the last record."""
         for rec, payload in zip(stored, payloads, strict=True):
             self.state.apply(rec.seq, payload)
         last = stored[-1]
@@ -261,10 +298,7 @@ class HistoryStore(ContextManagement):
             # background, so a large snapshot never stalls this actor or the runtime
             self._snapshotting = True
             self.ctx.nursery.start_soon(self._snapshot, self.state.snapshot())
-        if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
-            await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
-        if any(isinstance(p, EntryAppended) for p in payloads):
-            await self.check_limits()
+        return last
 
     async def _snapshot(self, snap: SnapshotDraft) -> None:
         """Write a snapshot of the state. The records are committed already: a snapshot only
