@@ -4,7 +4,8 @@ Two departures from DESIGN.md's kernel, both for speed and both invisible to an 
 handlers: an ask for a brief (``@handler(inline=True)``) handler that finds the actor idle
 runs the handler in the asker's task rather than through the mailbox channel (the request is
 still an envelope, audited and capability-checked; the actor still handles one message at a
-time, in mailbox order), as does a tell or publish to such a handler with no ``await`` in it;
+time, in mailbox order), as does a tell or publish to such a handler with no ``await`` in it
+(or whose actor vouches that this call reaches none, ``Actor.completes_at_once``, for asks);
 and a reply is made into an envelope only when an audit hook is
 installed (the asker needs only its payload). See :meth:`Runtime._run_inline`.
 
