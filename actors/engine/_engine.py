@@ -17,6 +17,12 @@ cannot cut short and which have no cancel point, so a write
 and the one that must follow it (pull then record, commit then apply) have no cancel point
 between them; the events after a write are published under a shield, and only when someone
 subscribes (with nobody listening there is nothing to lose and no need for a cancel point).
+
+Between two steps the engine is at a cancel point (a Cancel that came while a step recorded
+ends the run there) but yields to Trio only when mail waits in its mailbox: control messages
+told to an idle engine ran at once in their sender's task, and what waits (a Cancel, or
+anything told while the engine was busy) is handled by the engine's own task before the next
+step starts. A step with nothing to wait for then costs no trip through Trio's scheduler.
 """
 
 from __future__ import annotations
@@ -340,11 +346,7 @@ class Engine(Actor):
         the state is whatever the history says. A cancel is not caught here: it ends the run
         (see :meth:`_run`).
         """
-        # a step boundary is a checkpoint: control messages told meanwhile (Cancel, Pause) get
-        # handled by the engine's own task, and a Cancel that came while the previous step
-        # recorded (shielded) ends the run here, before this step does anything (the writes
-        # inside a step are inline asks, which yield only now and then)
-        await trio.lowlevel.checkpoint()
+        await self._step_boundary()
         try:
             return await self.do_step()
         except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
@@ -353,6 +355,28 @@ class Engine(Actor):
         self._tool_in_flight = None
         state = await self._state_now()
         return StepOutcome(state, state, False, error=error)
+
+    async def _step_boundary(self) -> None:
+        """Between two steps: a cancel point always, a schedule point only if mail waits for us.
+
+        A Cancel that came while the previous step recorded (shielded) ends the run here,
+        before the next step does anything. Control messages told during a step are handled
+        before the next one starts: a Pause, an InputAvailable or a Step told to an idle
+        engine ran at once in its sender's task (their handlers are inline and never yield);
+        what waits in the mailbox (a Cancel, whose handler waits; anything told while the
+        engine was not idle) needs the engine's own task to run, so we yield to it. Trio runs
+        the tasks made runnable in one batch in either order: once we have yielded twice, a
+        message loop woken by that mail has had its turn. With nothing waiting, a yield here
+        would be a trip through Trio's scheduler for nothing (one per step); other tasks
+        still get the CPU, as the inline asks every step makes yield once every few dozen.
+        """
+        rt, me = self.ctx.runtime, self.ctx.self_id
+        if rt.is_idle(me):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return
+        await trio.lowlevel.checkpoint()
+        if not rt.is_idle(me):  # the loop has not run yet (or runs a Cancel: this raises)
+            await trio.lowlevel.checkpoint()
 
     # -- one step ---------------------------------------------------------------------------------
 
@@ -425,6 +449,10 @@ class Engine(Actor):
     async def _step_input(self) -> Tail | None:
         if self._input_empty and self._input_quiet():
             return None  # the pull would find nothing (typically at the end of a turn)
+        if not self.ctx.runtime.is_idle(self.wiring.input):
+            # input on its way (ProvideInput in the source's mailbox): let the source take it
+            # first, so that the pull runs inline rather than through its mailbox behind it
+            await trio.lowlevel.checkpoint()
         # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
             got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)

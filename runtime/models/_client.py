@@ -69,11 +69,22 @@ class ModelClient(abc.ABC):
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 
 
-async def stream_in_pieces(text: str, on_text: TextCallback | None, pieces: int = 4) -> None:
+async def stream_in_pieces(text: str, on_text: TextCallback | None, pieces: int = 4, *,
+                           checkpointed: bool = False) -> None:
     """Deliver ``text`` to ``on_text`` in up to ``pieces`` word-aligned deltas, as a real
-    model's stream would, with a checkpoint between them (so a cancel can land mid-stream)."""
+    model's stream would, with a checkpoint between them (so a cancel can land mid-stream).
+
+    With nobody listening there is nothing to pace: the call is one checkpoint, so that a
+    model call is a cancel point and lets other tasks run even when it takes no time. Pass
+    ``checkpointed`` if the model passed a checkpoint in this call already (a scripted delay
+    slept): then it is a cancel point only, as a second trip through Trio's scheduler would
+    be one for nothing.
+    """
     if on_text is None:  # nobody listens: nothing to pace
-        await trio.lowlevel.checkpoint()
+        if checkpointed:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        else:
+            await trio.lowlevel.checkpoint()
         return
     words = _WORD.findall(text)
     if not words:

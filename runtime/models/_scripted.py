@@ -108,7 +108,7 @@ class ScriptedModel(ModelClient):
             )
         if turn.delay_s:
             await sleep(turn.delay_s)
-        await stream_in_pieces(turn.text, on_text)
+        await stream_in_pieces(turn.text, on_text, checkpointed=bool(turn.delay_s))
         tool_calls = tuple(
             ToolCall(id=f"call_{index}_{position}", name=call.name, arguments=call.arguments_json())
             for position, call in enumerate(turn.tool_calls)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from livecontext.actors.apps import Notebook
@@ -247,8 +248,11 @@ class CancelOnApply(Notebook):
         self.armed = armed if armed is not None else {}
         self.ctx: Context | None = None
 
+    def told(self) -> Message:
+        return Cancel()
+
     def fresh(self) -> CancelOnApply:
-        return CancelOnApply(self.armed)
+        return type(self)(self.armed)
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -257,7 +261,17 @@ class CancelOnApply(Notebook):
         super().apply(effect)
         engine = self.armed.pop("engine", None)
         if engine is not None and self.ctx is not None:
-            self.ctx.tell_nowait(engine, Cancel())
+            self.ctx.tell_nowait(engine, self.told())
+
+
+class PauseOnApply(CancelOnApply):
+    """The same, telling ``Pause``."""
+
+    def told(self) -> Message:
+        return Pause()
+
+
+EDIT = {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "kept"}}
 
 
 async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_ends_the_run() -> None:
@@ -281,3 +295,37 @@ async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_
         assert ("WaitingToolResults", "ToolResultsReady") in h.transitions()
         assert h.of_type(AfterModelCall)[-1].entry_id != ""
         assert len(h.of_type(AfterModelCall)) == 1  # no second model call
+
+
+# Trio runs the tasks made runnable together in either order, so a test of what the engine
+# does before its next step runs a few times: a step boundary that let the engine's own task
+# run only now and then would fail one of them.
+
+
+@pytest.mark.parametrize("attempt", range(8))
+async def test_a_cancel_told_while_a_step_records_ends_the_run_before_the_next_step(attempt: int) -> None:
+    app = CancelOnApply()
+    async with open_agent([{"tool_calls": [EDIT]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
+        app.armed["engine"] = h.agent.engine.id
+        with trio.fail_after(5):
+            idle = await h.run_until_idle(timeout=5)
+        # input, model call, tool call (during which the Cancel came): the results were not appended
+        assert (idle.state, idle.steps, idle.reason) == (S.TOOL_RESULTS_READY, 3, "cancelled")
+        assert [type(e).__name__ for e in await h.entries()] == ["ModelInputEntry", "ModelOutputEntry"]
+
+
+@pytest.mark.parametrize("attempt", range(8))
+async def test_a_pause_told_while_a_step_records_ends_run_until_idle_before_the_model_is_called_again(
+        attempt: int) -> None:
+    # told with tell_nowait, the Pause waits in the engine's mailbox for the engine's own task
+    app = PauseOnApply()
+    async with open_agent([{"tool_calls": [EDIT]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
+        app.armed["engine"] = h.agent.engine.id
+        with trio.fail_after(5):
+            idle = await h.run_until_idle(timeout=5)
+        # it ends after the step that was recording, or after the next one (which appends the
+        # results), never after the model call that would follow
+        assert idle.reason == "paused"
+        assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
+        await h.settle()
+        assert len(h.of_type(AfterModelCall)) == 1

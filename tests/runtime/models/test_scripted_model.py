@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -21,6 +22,8 @@ from livecontext.runtime.models import (
     TransientModelError,
     UnusedTurnsError,
 )
+from livecontext.runtime.models import _scripted
+from tests.support.busy import busy_task
 
 FAST = RetryPolicy(max_attempts=4, base_delay_s=0.001, max_delay_s=0.001)
 
@@ -109,6 +112,68 @@ async def test_a_delayed_turn_can_be_cancelled_and_then_counts_as_unused(
         await model.complete(_request(0), pieces.append)
     assert scope.cancelled_caught
     assert pieces == []
+    assert model.unused_turns() == (0,)
+
+
+async def test_a_turn_without_a_delay_is_still_a_cancel_point() -> None:
+    model = ScriptedModel.from_turns([{"text": "never"}])
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await model.complete(_request(0))
+    assert scope.cancelled_caught
+    assert model.unused_turns() == (0,)
+
+
+async def test_turns_without_a_delay_still_let_other_tasks_run() -> None:
+    model = ScriptedModel.from_turns([{"text": "quick"}] * 20)
+    async with busy_task() as other:
+        for index in range(20):
+            await model.complete(_request(index))
+        assert other.count >= 10  # about one turn each (Trio orders a batch either way)
+
+
+class _Steps(trio.abc.Instrument):
+    """Counts the steps a task takes: how often it was scheduled, i.e. yielded and resumed."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.count = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.count += 1
+
+
+@pytest.mark.parametrize("in_runtime", [False, True], ids=["trio.sleep", "runtime timer"])
+async def test_a_delayed_turn_nobody_listens_to_yields_once_for_its_sleep(
+    autojump_clock: trio.abc.Clock, in_runtime: bool,
+) -> None:
+    model = ScriptedModel.from_turns([{"text": "late", "delay_s": 2.5}])
+    async with open_runtime() if in_runtime else contextlib.nullcontext():
+        steps = _Steps(trio.lowlevel.current_task())
+        trio.lowlevel.add_instrument(steps)
+        try:
+            reply = await model.complete(_request(0))
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+    assert reply.text == "late"
+    assert steps.count == 1  # the sleep was the checkpoint: no second trip through the scheduler
+
+
+async def test_a_delayed_turn_cancelled_once_its_sleep_is_over_is_cancelled_all_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the cancel comes after the sleep, before the answer: the call is still a cancel point there
+    model = ScriptedModel.from_turns([{"text": "never", "delay_s": 0.001}])
+    real_sleep = _scripted.sleep
+    with trio.CancelScope() as scope:
+        async def sleep_then_cancel(seconds: float) -> None:
+            await real_sleep(seconds)
+            scope.cancel()
+
+        monkeypatch.setattr(_scripted, "sleep", sleep_then_cancel)
+        await model.complete(_request(0))
+    assert scope.cancelled_caught
     assert model.unused_turns() == (0,)
 
 
