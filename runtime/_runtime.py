@@ -82,6 +82,9 @@ SUPERVISOR_ID = ActorId("system", "supervisor")
 """The sender id of the runtime's own messages."""
 
 _FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
+# bound once: every envelope calls them (module attribute lookups showed in profiles)
+_time_ns, _monotonic_ns = time.time_ns, time.monotonic_ns
+_from_timestamp, _UTC = dt.datetime.fromtimestamp, dt.timezone.utc
 
 
 class _Wake(Message):
@@ -375,15 +378,16 @@ class Runtime:
                   correlation_id: str | None = None, causation_id: str | None = None) -> Envelope:
         self._counter += 1
         # ids sort by time: never let a wall clock stepped back make an id sort before older ones
-        now_ns = max(time.time_ns(), self._last_ns)
+        now_ns = _time_ns()
+        if now_ns < self._last_ns:
+            now_ns = self._last_ns
         self._last_ns = now_ns
         if causation_id is None:
             cause = current_envelope.get()
             causation_id = cause.message_id if cause is not None else None
         return Envelope(
             format_message_id(now_ns, self._counter, self._node), sender, recipient,
-            dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
-            payload, correlation_id, causation_id,
+            _from_timestamp(now_ns / 1e9, _UTC), _monotonic_ns(), payload, correlation_id, causation_id,
         )
 
     def _cell(self, to: Address) -> _Cell:
