@@ -82,7 +82,7 @@ from livecontext.protocol import (
     WaitingInput,
     Windows,
 )
-from livecontext.runtime import Actor, ActorError, LivecontextError, ModelError, handler
+from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
@@ -539,9 +539,13 @@ class Engine(Actor):
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self.ctx.publish(self.topic, BeforeToolExecute(self.thread_id, call.id, call.name, call.arguments))
         self._tool_in_flight = call.id
-        with trio.move_on_after(self.tool_timeout_s) as timer:
-            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked, timeout=None)
-        if timer.cancelled_caught:
+        # the ask's own timeout, not a scope of ours: it makes a cancel scope only if it has to
+        # wait (an async tool runs on in the host; the host is busy), where a sync tool, over
+        # when the host's handler returns, is answered at once and would pay one for nothing
+        try:
+            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked,
+                                                   timeout=self.tool_timeout_s)
+        except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
             invoked = ToolInvoked(self._timed_out(call))
         self._tool_in_flight = None

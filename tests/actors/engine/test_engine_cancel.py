@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import trio
 
-from livecontext.actors.apps import Notebook
+from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
     ActorId,
     AfterModelCall,
@@ -183,6 +185,49 @@ async def test_a_tool_running_past_the_tool_timeout_is_cancelled_and_fails() -> 
         (result,) = (await h.tail()).recorded
         assert result.status is ToolStatus.FAILED
         assert result.content.live.text.startswith("slow timed out after 0.2 s")
+
+
+async def test_an_async_tool_answering_within_the_tool_timeout_keeps_its_result() -> None:
+    probe = Probe()
+    turns = [{"tool_calls": [{"name": "slow", "arguments": {"seconds": 0.05}}]}, {"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)], tool_timeout_s=1.0) as h:
+        await h.step()
+        await h.step()
+        with trio.fail_after(2):
+            done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        assert (probe.finished, probe.cancelled) == (["slow"], [])
+        (result,) = (await h.tail()).recorded
+        assert (result.status, result.content.live.text) == (ToolStatus.OK, "slow done")
+
+
+class BlockingApp(ProbeApp):
+    """A probe app with a sync tool that holds the CPU (a sync tool cannot be cancelled)."""
+
+    def fresh(self) -> BlockingApp:
+        return BlockingApp(self.probe)
+
+    @tool(idempotent=True)
+    def block(self, seconds: float) -> ToolOutcome:
+        """Block for a while, as a slow sync tool does.
+
+        Args:
+            seconds: How long to block.
+        """
+        time.sleep(seconds)
+        return ToolOutcome.ok("blocked", "blocked", "blocked")
+
+
+async def test_a_sync_tool_slower_than_the_tool_timeout_keeps_its_result() -> None:
+    # over when its call returns, it was never waited for: what it returned is what happened
+    turns = [{"tool_calls": [{"name": "block", "arguments": {"seconds": 0.3}}]}, {"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[BlockingApp()], tool_timeout_s=0.1) as h:
+        await h.step()
+        await h.step()
+        done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        (result,) = (await h.tail()).recorded
+        assert (result.status, result.content.live.text) == (ToolStatus.OK, "blocked")
 
 
 async def test_closing_the_runtime_during_a_slow_model_call_finishes_promptly() -> None:
