@@ -160,15 +160,18 @@ class Engine(Actor):
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
         self._run_scope: trio.CancelScope | None = None
-        """The cancel scope of the run in progress (a job's steps, or a free run): Cancel cancels it."""
+        """The runner's cancel scope: Cancel cancels it while a run (a job's steps, or a free
+        run) is in progress, which ends the run (see :meth:`_runner`)."""
+        self._running = False
+        """A run is in progress (from its first step until it is over, a cancelled one included)."""
         self._current: _Job | None = None
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
-        self._run_done = trio.Event()
-        self._run_done.set()
+        self._run_done: trio.Event | None = None
+        """Set when the run in progress is over; made only when a Cancel waits for that."""
         self._tool_in_flight: str | None = None
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
@@ -231,9 +234,12 @@ class Engine(Actor):
         queued = [job for job in self._jobs if job is not self._current]
         for job in queued:
             self._jobs.remove(job)
-        if self._run_scope is not None:
+        if self._running:
+            assert self._run_scope is not None
             self._run_scope.cancel()
-        await self._run_done.wait()
+            if self._run_done is None:
+                self._run_done = trio.Event()
+            await self._run_done.wait()
         if queued:
             state = await self._state_now()
             for job in queued:
@@ -242,53 +248,75 @@ class Engine(Actor):
     # -- the runner -------------------------------------------------------------------------------
 
     async def _runner(self) -> None:
+        """Take the jobs in turn, and run freely while ``auto`` holds, for the engine's life.
+
+        Runs share one cancel scope until a ``Cancel`` uses it up (a scope per run cost one per
+        turn; one per step would cost a scope per step for nothing: the writes inside a step
+        are shielded asks anyway). ``Cancel`` cancels it only while a run is in progress, and
+        the cancel lands at the run's next cancel point: in the slow part of the step in
+        progress (the model call, the tool wait), or, if it came while the step was recording,
+        at the start of the next step (:meth:`_step_boundary`), so the run ends before taking
+        it. The cancelled run is then ended out of the spent scope, and a new one is made.
+        """
         while True:
-            if not self._jobs and not self.auto:
-                self._wake = trio.Event()
-                await self._wake.wait()
-                continue
-            job = self._jobs[0] if self._jobs else None
-            if job is not None and job.paused:  # paused before it took a step
-                state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False), "paused")
-                continue
-            if job is not None:
-                await self._run(job)
-                continue
-            self._wake = trio.Event()  # made before the free run, so that a poke during it counts
-            if await self._run(None):
-                await self._wake.wait()
+            with trio.CancelScope() as scope:
+                self._run_scope = scope
+                # (a run that ended before the cancel could land leaves the scope spent too)
+                while not scope.cancel_called:
+                    await self._serve()
+            if self._running:
+                await self._end_cancelled_run()
+
+    async def _serve(self) -> None:
+        """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
+        if not self._jobs and not self.auto:
+            self._wake = trio.Event()
+            await self._wake.wait()
+            return
+        job = self._jobs[0] if self._jobs else None
+        if job is not None and job.paused:  # paused before it took a step
+            state = await self._state_now()
+            self._finish(job, StepOutcome(state, state, False), "paused")
+            return
+        if job is not None:
+            await self._run(job)
+            return
+        self._wake = trio.Event()  # made before the free run, so that a poke during it counts
+        if await self._run(None):
+            await self._wake.wait()
 
     async def _run(self, job: _Job | None) -> bool:
         """Run ``job`` to its end, or (``None``) run freely while no job waits and ``auto`` holds.
 
-        The whole run has one cancel scope, which a ``Cancel`` cancels (one per step would cost
-        a scope per step for nothing: the writes inside a step are shielded asks anyway). The
-        cancel lands at the run's next cancel point: in the slow part of the step in progress
-        (the model call, the tool wait), or, if it came while the step was recording, at the
-        start of the next step (:meth:`_guarded_step`), so the run ends before taking it.
+        A cancel (see :meth:`_runner`) leaves by ``trio.Cancelled``, the run still in progress:
+        :meth:`_end_cancelled_run` ends it.
 
-        Returns whether a free run should wait for a poke (no input, a failure, a cancel).
+        Returns whether a free run should wait for a poke (no input, a failure).
         """
-        self._run_done = trio.Event()
         self._current = job
         self._input_empty = False  # each run's first pull asks the source
+        self._running = True
+        while True:
+            outcome = await self._guarded_step()
+            if not outcome.progressed or outcome.error:
+                self._known_tail = None
+            if job is None:
+                if outcome.waiting_for_input or outcome.error:
+                    wait = True
+                    break
+                if self._jobs or not self.auto:
+                    wait = False
+                    break
+            elif self._job_over(job, outcome):
+                wait = False
+                break
+        self._run_over()
+        return wait
+
+    async def _end_cancelled_run(self) -> None:
+        """Stop the tool a cancelled run left running, and answer its job."""
+        job = self._current
         try:
-            with trio.CancelScope() as scope:
-                self._run_scope = scope
-                while True:
-                    outcome = await self._guarded_step()
-                    if not outcome.progressed or outcome.error:
-                        self._known_tail = None
-                    if job is None:
-                        if outcome.waiting_for_input or outcome.error:
-                            return True
-                        if self._jobs or not self.auto:
-                            return False
-                    elif self._job_over(job, outcome):
-                        return False
-            # only a cancel gets here (the loop above leaves by returning or raising)
-            assert scope.cancelled_caught
             self._known_tail = None
             if self._tool_in_flight is not None:
                 await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
@@ -296,12 +324,16 @@ class Engine(Actor):
                 state = await self._state_now()
                 self._finish(job, StepOutcome(state, state, False, error=CANCELLED),
                              "step" if job.kind == "step" else CANCELLED)
-            return True
         finally:
-            self._current = None
-            self._tool_in_flight = None
-            self._run_scope = None
-            self._run_done.set()
+            self._run_over()
+
+    def _run_over(self) -> None:
+        self._current = None
+        self._tool_in_flight = None
+        self._running = False
+        done, self._run_done = self._run_done, None
+        if done is not None:  # a Cancel waits for the run to be over
+            done.set()
 
     def _job_over(self, job: _Job, outcome: StepOutcome) -> bool:
         """Answer ``job`` and return True if ``outcome`` (of its latest step) ends it."""

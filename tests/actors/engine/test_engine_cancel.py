@@ -16,8 +16,11 @@ from livecontext.protocol import (
     EngineState,
     GetWindows,
     Message,
+    ModelReply,
+    ModelRequest,
     NotebookEdited,
     Pause,
+    PostNotification,
     Step,
     StepDone,
     ToolResultsEntry,
@@ -25,6 +28,7 @@ from livecontext.protocol import (
     Windows,
 )
 from livecontext.runtime import Context
+from livecontext.runtime.models import ModelClient, TextCallback
 from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
@@ -374,3 +378,50 @@ async def test_a_pause_told_while_a_step_records_ends_run_until_idle_before_the_
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
         await h.settle()
         assert len(h.of_type(AfterModelCall)) == 1
+
+
+class CancelAsTheOutputIsRecorded(ModelClient):
+    """Ends its call by telling the engine ``Cancel`` and the history store a notification
+    (handled in the store's own task), so that the engine waits (shielded) for the store to
+    record the output while its own task handles the Cancel: the cancel comes after the
+    step's last cancel point, and the step (the step job's last) runs to its end."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.h: AgentHarness | None = None
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        reply = await self.inner.complete(request, on_text)
+        h, self.h = self.h, None
+        if h is not None:
+            h.client.tell_nowait(h.agent.engine, Cancel())
+            h.client.tell_nowait(h.agent.history, PostNotification("busy"))
+        return reply
+
+
+async def test_a_cancel_that_comes_after_a_runs_last_cancel_point_leaves_the_next_run_alone() -> None:
+    model = CancelAsTheOutputIsRecorded(scripted([{"text": "one"}, {"text": "two"}]))
+    async with open_agent(model=model, inputs=["a", "b"]) as h:
+        await h.step()
+        model.h = h
+        with trio.fail_after(5):
+            done = await h.step()  # the model call, its output recorded whatever the cancel
+            assert (done.to_state, done.progressed, done.error) == (S.WAITING_INPUT, True, "")
+            await h.settle()  # the Cancel is answered: nothing was left to cancel
+            done = await h.step()
+        assert (done.from_state, done.to_state, done.progressed, done.error) == (
+            S.WAITING_INPUT, S.PENDING_INPUT, True, "")
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, "no_input")
+        texts = [e.content.live.text for e in await h.entries()]
+        assert texts[:2] == ["a", "one"] and texts[2].startswith("b") and texts[3:] == ["two"]
+
+
+async def test_cancelling_an_idle_engine_is_answered_at_once_and_changes_nothing() -> None:
+    async with open_agent([{"text": "one"}], inputs=["a"]) as h:
+        with trio.fail_after(2):
+            await h.cancel()
+        assert await h.entries() == ()
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "no_input")
