@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from collections.abc import Callable
 from typing import Any, assert_never
 
 import trio
@@ -432,15 +433,24 @@ class Engine(Actor):
             raise LivecontextError(f"{to} answered {type(msg).__name__} with {type(reply).__name__}, expected {expected.__name__}")
         return reply
 
-    async def _announce(self, event: Message) -> None:
-        """Publish ``event`` about a change already recorded: a cancel must not lose it.
+    async def _announce(self, event: Callable[..., Message], *args: Any) -> None:
+        """Publish ``event(*args)`` about a change already recorded: a cancel must not lose it.
 
         Shielded, and only when someone subscribes: with nobody listening the event reaches no
-        one, and skipping it keeps the write's shielded ask the last await (no cancel point).
+        one (it is not even made), and skipping it keeps the write's shielded ask the last
+        await (no cancel point).
         """
         if self.ctx.runtime.has_subscribers(self.topic):
             with trio.CancelScope(shield=True):
-                await self.ctx.publish(self.topic, event)
+                await self.ctx.publish(self.topic, event(*args))
+
+    async def _tell_listeners(self, event: Callable[..., Message], *args: Any) -> None:
+        """Publish ``event(*args)``, made only if someone subscribes; a cancel point either way,
+        as a publish is."""
+        if self.ctx.runtime.has_subscribers(self.topic):
+            await self.ctx.publish(self.topic, event(*args))
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
 
     async def _tools(self) -> Tools:
         if self._tool_specs is None:
@@ -454,7 +464,7 @@ class Engine(Actor):
             tail = await self._tail()
         state = tail.state
         if state is EngineState.WAITING_INPUT:
-            await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
+            await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
@@ -474,7 +484,7 @@ class Engine(Actor):
         else:  # pragma: no cover - exhaustive
             assert_never(state)
         if after.state is not state:
-            await self._announce(StateTransition(self.thread_id, state, after.state))
+            await self._announce(StateTransition, self.thread_id, state, after.state)
         self._known_tail = after  # the store's own answer to this step's write
         return StepOutcome(state, after.state, True)
 
@@ -517,8 +527,8 @@ class Engine(Actor):
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
-        await self.ctx.publish(self.topic, BeforeModelCall(
-            self.thread_id, tail.model_outputs, len(rendered.messages), rendered.tokens))
+        await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
+                                   len(rendered.messages), rendered.tokens)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
@@ -569,7 +579,7 @@ class Engine(Actor):
             return await self._record_result(call, ToolInvoked(self._interrupted(call)))
         if not idempotent:
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
-        await self.ctx.publish(self.topic, BeforeToolExecute(self.thread_id, call.id, call.name, call.arguments))
+        await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
         self._tool_in_flight = call.id
         # the ask's own timeout, not a scope of ours: it makes a cancel scope only if it has to
         # wait (an async tool runs on in the host; the host is busy), where a sync tool, over
@@ -596,8 +606,8 @@ class Engine(Actor):
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log
                 log.warning("engine %s: applying %s failed: %s", self.thread_id,
                             type(invoked.effect).__name__, exc)
-        await self._announce(AfterToolExecute(
-            self.thread_id, call.id, call.name, invoked.result.status, invoked.result.content.gist.text))
+        await self._announce(AfterToolExecute, self.thread_id, call.id, call.name, invoked.result.status,
+                             invoked.result.content.gist.text)
         return after
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
