@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from collections.abc import Callable
 from typing import Any, assert_never
 
 import trio
@@ -82,7 +83,7 @@ from livecontext.protocol import (
     WaitingInput,
     Windows,
 )
-from livecontext.runtime import Actor, ActorError, LivecontextError, ModelError, handler
+from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
@@ -160,15 +161,18 @@ class Engine(Actor):
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
         self._run_scope: trio.CancelScope | None = None
-        """The cancel scope of the run in progress (a job's steps, or a free run): Cancel cancels it."""
+        """The runner's cancel scope: Cancel cancels it while a run (a job's steps, or a free
+        run) is in progress, which ends the run (see :meth:`_runner`)."""
+        self._running = False
+        """A run is in progress (from its first step until it is over, a cancelled one included)."""
         self._current: _Job | None = None
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
-        self._run_done = trio.Event()
-        self._run_done.set()
+        self._run_done: trio.Event | None = None
+        """Set when the run in progress is over; made only when a Cancel waits for that."""
         self._tool_in_flight: str | None = None
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
@@ -231,9 +235,12 @@ class Engine(Actor):
         queued = [job for job in self._jobs if job is not self._current]
         for job in queued:
             self._jobs.remove(job)
-        if self._run_scope is not None:
+        if self._running:
+            assert self._run_scope is not None
             self._run_scope.cancel()
-        await self._run_done.wait()
+            if self._run_done is None:
+                self._run_done = trio.Event()
+            await self._run_done.wait()
         if queued:
             state = await self._state_now()
             for job in queued:
@@ -242,53 +249,75 @@ class Engine(Actor):
     # -- the runner -------------------------------------------------------------------------------
 
     async def _runner(self) -> None:
+        """Take the jobs in turn, and run freely while ``auto`` holds, for the engine's life.
+
+        Runs share one cancel scope until a ``Cancel`` uses it up (a scope per run cost one per
+        turn; one per step would cost a scope per step for nothing: the writes inside a step
+        are shielded asks anyway). ``Cancel`` cancels it only while a run is in progress, and
+        the cancel lands at the run's next cancel point: in the slow part of the step in
+        progress (the model call, the tool wait), or, if it came while the step was recording,
+        at the start of the next step (:meth:`_step_boundary`), so the run ends before taking
+        it. The cancelled run is then ended out of the spent scope, and a new one is made.
+        """
         while True:
-            if not self._jobs and not self.auto:
-                self._wake = trio.Event()
-                await self._wake.wait()
-                continue
-            job = self._jobs[0] if self._jobs else None
-            if job is not None and job.paused:  # paused before it took a step
-                state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False), "paused")
-                continue
-            if job is not None:
-                await self._run(job)
-                continue
-            self._wake = trio.Event()  # made before the free run, so that a poke during it counts
-            if await self._run(None):
-                await self._wake.wait()
+            with trio.CancelScope() as scope:
+                self._run_scope = scope
+                # (a run that ended before the cancel could land leaves the scope spent too)
+                while not scope.cancel_called:
+                    await self._serve()
+            if self._running:
+                await self._end_cancelled_run()
+
+    async def _serve(self) -> None:
+        """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
+        if not self._jobs and not self.auto:
+            self._wake = trio.Event()
+            await self._wake.wait()
+            return
+        job = self._jobs[0] if self._jobs else None
+        if job is not None and job.paused:  # paused before it took a step
+            state = await self._state_now()
+            self._finish(job, StepOutcome(state, state, False), "paused")
+            return
+        if job is not None:
+            await self._run(job)
+            return
+        self._wake = trio.Event()  # made before the free run, so that a poke during it counts
+        if await self._run(None):
+            await self._wake.wait()
 
     async def _run(self, job: _Job | None) -> bool:
         """Run ``job`` to its end, or (``None``) run freely while no job waits and ``auto`` holds.
 
-        The whole run has one cancel scope, which a ``Cancel`` cancels (one per step would cost
-        a scope per step for nothing: the writes inside a step are shielded asks anyway). The
-        cancel lands at the run's next cancel point: in the slow part of the step in progress
-        (the model call, the tool wait), or, if it came while the step was recording, at the
-        start of the next step (:meth:`_guarded_step`), so the run ends before taking it.
+        A cancel (see :meth:`_runner`) leaves by ``trio.Cancelled``, the run still in progress:
+        :meth:`_end_cancelled_run` ends it.
 
-        Returns whether a free run should wait for a poke (no input, a failure, a cancel).
+        Returns whether a free run should wait for a poke (no input, a failure).
         """
-        self._run_done = trio.Event()
         self._current = job
         self._input_empty = False  # each run's first pull asks the source
+        self._running = True
+        while True:
+            outcome = await self._guarded_step()
+            if not outcome.progressed or outcome.error:
+                self._known_tail = None
+            if job is None:
+                if outcome.waiting_for_input or outcome.error:
+                    wait = True
+                    break
+                if self._jobs or not self.auto:
+                    wait = False
+                    break
+            elif self._job_over(job, outcome):
+                wait = False
+                break
+        self._run_over()
+        return wait
+
+    async def _end_cancelled_run(self) -> None:
+        """Stop the tool a cancelled run left running, and answer its job."""
+        job = self._current
         try:
-            with trio.CancelScope() as scope:
-                self._run_scope = scope
-                while True:
-                    outcome = await self._guarded_step()
-                    if not outcome.progressed or outcome.error:
-                        self._known_tail = None
-                    if job is None:
-                        if outcome.waiting_for_input or outcome.error:
-                            return True
-                        if self._jobs or not self.auto:
-                            return False
-                    elif self._job_over(job, outcome):
-                        return False
-            # only a cancel gets here (the loop above leaves by returning or raising)
-            assert scope.cancelled_caught
             self._known_tail = None
             if self._tool_in_flight is not None:
                 await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
@@ -296,12 +325,16 @@ class Engine(Actor):
                 state = await self._state_now()
                 self._finish(job, StepOutcome(state, state, False, error=CANCELLED),
                              "step" if job.kind == "step" else CANCELLED)
-            return True
         finally:
-            self._current = None
-            self._tool_in_flight = None
-            self._run_scope = None
-            self._run_done.set()
+            self._run_over()
+
+    def _run_over(self) -> None:
+        self._current = None
+        self._tool_in_flight = None
+        self._running = False
+        done, self._run_done = self._run_done, None
+        if done is not None:  # a Cancel waits for the run to be over
+            done.set()
 
     def _job_over(self, job: _Job, outcome: StepOutcome) -> bool:
         """Answer ``job`` and return True if ``outcome`` (of its latest step) ends it."""
@@ -400,15 +433,24 @@ class Engine(Actor):
             raise LivecontextError(f"{to} answered {type(msg).__name__} with {type(reply).__name__}, expected {expected.__name__}")
         return reply
 
-    async def _announce(self, event: Message) -> None:
-        """Publish ``event`` about a change already recorded: a cancel must not lose it.
+    async def _announce(self, event: Callable[..., Message], *args: Any) -> None:
+        """Publish ``event(*args)`` about a change already recorded: a cancel must not lose it.
 
         Shielded, and only when someone subscribes: with nobody listening the event reaches no
-        one, and skipping it keeps the write's shielded ask the last await (no cancel point).
+        one (it is not even made), and skipping it keeps the write's shielded ask the last
+        await (no cancel point).
         """
         if self.ctx.runtime.has_subscribers(self.topic):
             with trio.CancelScope(shield=True):
-                await self.ctx.publish(self.topic, event)
+                await self.ctx.publish(self.topic, event(*args))
+
+    async def _tell_listeners(self, event: Callable[..., Message], *args: Any) -> None:
+        """Publish ``event(*args)``, made only if someone subscribes; a cancel point either way,
+        as a publish is."""
+        if self.ctx.runtime.has_subscribers(self.topic):
+            await self.ctx.publish(self.topic, event(*args))
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
 
     async def _tools(self) -> Tools:
         if self._tool_specs is None:
@@ -422,7 +464,7 @@ class Engine(Actor):
             tail = await self._tail()
         state = tail.state
         if state is EngineState.WAITING_INPUT:
-            await self.ctx.publish(self.topic, WaitingInput(self.thread_id))
+            await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
@@ -442,7 +484,7 @@ class Engine(Actor):
         else:  # pragma: no cover - exhaustive
             assert_never(state)
         if after.state is not state:
-            await self._announce(StateTransition(self.thread_id, state, after.state))
+            await self._announce(StateTransition, self.thread_id, state, after.state)
         self._known_tail = after  # the store's own answer to this step's write
         return StepOutcome(state, after.state, True)
 
@@ -485,8 +527,8 @@ class Engine(Actor):
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
-        await self.ctx.publish(self.topic, BeforeModelCall(
-            self.thread_id, tail.model_outputs, len(rendered.messages), rendered.tokens))
+        await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
+                                   len(rendered.messages), rendered.tokens)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
@@ -537,11 +579,15 @@ class Engine(Actor):
             return await self._record_result(call, ToolInvoked(self._interrupted(call)))
         if not idempotent:
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
-        await self.ctx.publish(self.topic, BeforeToolExecute(self.thread_id, call.id, call.name, call.arguments))
+        await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
         self._tool_in_flight = call.id
-        with trio.move_on_after(self.tool_timeout_s) as timer:
-            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked, timeout=None)
-        if timer.cancelled_caught:
+        # the ask's own timeout, not a scope of ours: it makes a cancel scope only if it has to
+        # wait (an async tool runs on in the host; the host is busy), where a sync tool, over
+        # when the host's handler returns, is answered at once and would pay one for nothing
+        try:
+            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked,
+                                                   timeout=self.tool_timeout_s)
+        except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
             invoked = ToolInvoked(self._timed_out(call))
         self._tool_in_flight = None
@@ -560,8 +606,8 @@ class Engine(Actor):
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log
                 log.warning("engine %s: applying %s failed: %s", self.thread_id,
                             type(invoked.effect).__name__, exc)
-        await self._announce(AfterToolExecute(
-            self.thread_id, call.id, call.name, invoked.result.status, invoked.result.content.gist.text))
+        await self._announce(AfterToolExecute, self.thread_id, call.id, call.name, invoked.result.status,
+                             invoked.result.content.gist.text)
         return after
 
     def _interrupted(self, call: ToolCall) -> ToolResult:

@@ -261,9 +261,10 @@ async def open_agent(
     model: ModelClient | None = None, apps: Sequence[App] | None = None,
     retry: RetryPolicy | None = FAST_RETRY, budget: int = 8000,
     system_prompt: str | None = "You are a test agent.", thread_id: str = "t1",
-    tool_timeout_s: float | None = None,
+    tool_timeout_s: float | None = None, listen: bool = True,
 ) -> AsyncIterator[AgentHarness]:
-    """Spawn an agent on a fresh ``memory:`` store and collect its events while the block runs."""
+    """Spawn an agent on a fresh ``memory:`` store and collect its events while the block runs
+    (``listen=False``: nobody subscribes to them, as in a fleet nobody watches)."""
     client_model = model if model is not None else scripted(turns, retry)
     settings = agent_module.AgentSettings(thread_id=thread_id, system_prompt=system_prompt, budget=budget)
     async with await open_store("memory:") as store:
@@ -276,6 +277,9 @@ async def open_agent(
                 if tool_timeout_s is not None:
                     agent.engine._cell.instance.tool_timeout_s = tool_timeout_s  # type: ignore[union-attr]
                 harness = AgentHarness(rt, agent, rt.client("test"), client_model)
+                if not listen:
+                    yield harness
+                    return
                 async with rt.open_subscription(agent.events, buffer=4096) as events:
                     async with trio.open_nursery() as nursery:
                         async def collect() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import trio
 
-from livecontext.actors.apps import Notebook
+from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
     ActorId,
     AfterModelCall,
@@ -14,8 +16,11 @@ from livecontext.protocol import (
     EngineState,
     GetWindows,
     Message,
+    ModelReply,
+    ModelRequest,
     NotebookEdited,
     Pause,
+    PostNotification,
     Step,
     StepDone,
     ToolResultsEntry,
@@ -23,6 +28,7 @@ from livecontext.protocol import (
     Windows,
 )
 from livecontext.runtime import Context
+from livecontext.runtime.models import ModelClient, TextCallback
 from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
@@ -185,6 +191,49 @@ async def test_a_tool_running_past_the_tool_timeout_is_cancelled_and_fails() -> 
         assert result.content.live.text.startswith("slow timed out after 0.2 s")
 
 
+async def test_an_async_tool_answering_within_the_tool_timeout_keeps_its_result() -> None:
+    probe = Probe()
+    turns = [{"tool_calls": [{"name": "slow", "arguments": {"seconds": 0.05}}]}, {"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)], tool_timeout_s=1.0) as h:
+        await h.step()
+        await h.step()
+        with trio.fail_after(2):
+            done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        assert (probe.finished, probe.cancelled) == (["slow"], [])
+        (result,) = (await h.tail()).recorded
+        assert (result.status, result.content.live.text) == (ToolStatus.OK, "slow done")
+
+
+class BlockingApp(ProbeApp):
+    """A probe app with a sync tool that holds the CPU (a sync tool cannot be cancelled)."""
+
+    def fresh(self) -> BlockingApp:
+        return BlockingApp(self.probe)
+
+    @tool(idempotent=True)
+    def block(self, seconds: float) -> ToolOutcome:
+        """Block for a while, as a slow sync tool does.
+
+        Args:
+            seconds: How long to block.
+        """
+        time.sleep(seconds)
+        return ToolOutcome.ok("blocked", "blocked", "blocked")
+
+
+async def test_a_sync_tool_slower_than_the_tool_timeout_keeps_its_result() -> None:
+    # over when its call returns, it was never waited for: what it returned is what happened
+    turns = [{"tool_calls": [{"name": "block", "arguments": {"seconds": 0.3}}]}, {"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[BlockingApp()], tool_timeout_s=0.1) as h:
+        await h.step()
+        await h.step()
+        done = await h.step()
+        assert (done.to_state, done.progressed) == (S.TOOL_RESULTS_READY, True)
+        (result,) = (await h.tail()).recorded
+        assert (result.status, result.content.live.text) == (ToolStatus.OK, "blocked")
+
+
 async def test_closing_the_runtime_during_a_slow_model_call_finishes_promptly() -> None:
     model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
     with trio.fail_after(3):
@@ -329,3 +378,50 @@ async def test_a_pause_told_while_a_step_records_ends_run_until_idle_before_the_
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
         await h.settle()
         assert len(h.of_type(AfterModelCall)) == 1
+
+
+class CancelAsTheOutputIsRecorded(ModelClient):
+    """Ends its call by telling the engine ``Cancel`` and the history store a notification
+    (handled in the store's own task), so that the engine waits (shielded) for the store to
+    record the output while its own task handles the Cancel: the cancel comes after the
+    step's last cancel point, and the step (the step job's last) runs to its end."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.h: AgentHarness | None = None
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        reply = await self.inner.complete(request, on_text)
+        h, self.h = self.h, None
+        if h is not None:
+            h.client.tell_nowait(h.agent.engine, Cancel())
+            h.client.tell_nowait(h.agent.history, PostNotification("busy"))
+        return reply
+
+
+async def test_a_cancel_that_comes_after_a_runs_last_cancel_point_leaves_the_next_run_alone() -> None:
+    model = CancelAsTheOutputIsRecorded(scripted([{"text": "one"}, {"text": "two"}]))
+    async with open_agent(model=model, inputs=["a", "b"]) as h:
+        await h.step()
+        model.h = h
+        with trio.fail_after(5):
+            done = await h.step()  # the model call, its output recorded whatever the cancel
+            assert (done.to_state, done.progressed, done.error) == (S.WAITING_INPUT, True, "")
+            await h.settle()  # the Cancel is answered: nothing was left to cancel
+            done = await h.step()
+        assert (done.from_state, done.to_state, done.progressed, done.error) == (
+            S.WAITING_INPUT, S.PENDING_INPUT, True, "")
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, "no_input")
+        texts = [e.content.live.text for e in await h.entries()]
+        assert texts[:2] == ["a", "one"] and texts[2].startswith("b") and texts[3:] == ["two"]
+
+
+async def test_cancelling_an_idle_engine_is_answered_at_once_and_changes_nothing() -> None:
+    async with open_agent([{"text": "one"}], inputs=["a"]) as h:
+        with trio.fail_after(2):
+            await h.cancel()
+        assert await h.entries() == ()
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "no_input")

@@ -13,6 +13,7 @@ from livecontext.protocol import (
     EngineState,
     ModelInputEntry,
     ModelOutputEntry,
+    ModelTextDelta,
     Role,
     ToolResultsEntry,
     ToolStatus,
@@ -278,3 +279,25 @@ async def test_a_failed_model_call_after_tool_results_leaves_pending_tool_result
         assert idle.reason.startswith("failed: model call failed after 3 attempts: server")
         assert [type(e).__name__ for e in await h.entries()] == [
             "ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry"]
+
+
+async def test_an_engine_nobody_listens_to_takes_the_same_steps_and_a_later_listener_hears_them() -> None:
+    turns = [{"tool_calls": [call("record", label="x")]}, {"text": "done"}, {"text": "again"}]
+    async with open_agent(turns, inputs=["go"], apps=[ProbeApp()], listen=False) as h:
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 5, "no_input")
+        assert [type(e).__name__ for e in await h.entries()] == [
+            "ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry", "ModelOutputEntry"]
+        async with h.rt.open_subscription(h.agent.events) as events:
+            await h.provide("more")
+            idle = await h.run_until_idle()
+            heard = []
+            while True:
+                try:
+                    heard.append(events.receive_nowait().payload)
+                except trio.WouldBlock:
+                    break
+        assert (idle.steps, idle.reason) == (2, "no_input")
+        assert [type(e).__name__ for e in heard if not isinstance(e, ModelTextDelta)] == [
+            "WaitingInput", "StateTransition", "BeforeModelCall", "AfterModelCall", "StateTransition",
+            "WaitingInput"]
