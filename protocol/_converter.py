@@ -229,8 +229,6 @@ class ProtocolConverter:
             value = f"o.{f.name}"
             if hook == identity:
                 expr = value
-            elif hook is _unstructure_datetime:
-                expr = f"{value}.isoformat()"
             elif hook is _enum_value:
                 expr = f"{value}.value"
             else:
@@ -338,7 +336,32 @@ class ProtocolConverter:
 
 
 def _unstructure_datetime(value: dt.datetime) -> str:
-    return value.isoformat()
+    """``value.isoformat()``; for a UTC datetime (every time the runtime stamps) from a table
+    of digits and the day's text made once, at half the cost: each entry written has one."""
+    if value.__class__ is not _DATETIME or value.tzinfo is not _UTC:
+        return value.isoformat()
+    day = _DAYS.get(value.toordinal())
+    if day is None:
+        day = _day_text(value)
+    two, micro = _TWO_DIGITS, value.microsecond
+    clock = f"{two[value.hour]}:{two[value.minute]}:{two[value.second]}"
+    if micro:  # isoformat() leaves out a zero fraction
+        return f"{day}{clock}.{str(micro + 1_000_000)[1:]}+00:00"
+    return f"{day}{clock}+00:00"
+
+
+_DATETIME = dt.datetime
+_UTC = dt.timezone.utc
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(100))
+_DAYS: dict[int, str] = {}
+"""``YYYY-MM-DDT`` of the days unstructured lately, by their ordinal."""
+
+
+def _day_text(value: dt.datetime) -> str:
+    if len(_DAYS) >= 1024:  # (a long-lived process sees a new day now and then)
+        _DAYS.clear()
+    text = _DAYS[value.toordinal()] = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
+    return text
 
 
 def _enum_value(value: enum.Enum) -> Any:

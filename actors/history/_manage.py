@@ -322,8 +322,14 @@ class ContextManagement(Actor):
     # -- limits -----------------------------------------------------------------------------------
 
     def limit_level(self) -> LimitLevel:
-        s = self.state
-        return self.limits.level(len(s.active), s.active_tokens, s.active_bytes)
+        limits, s = self.limits, self.state
+        if limits.max_entries is None and limits.max_tokens is None and limits.max_bytes is None:
+            return LimitLevel.OK  # no limit: nothing can be full (the default, asked at every step)
+        return limits.level(len(s.active), s.active_tokens, s.active_bytes)
+
+    def limits_to_check(self) -> bool:
+        """Whether :meth:`check_limits` would do anything now: drop entries or publish a usage."""
+        return self.limit_level() is not LimitLevel.OK or self.published_level is not LimitLevel.OK
 
     async def check_limits(self) -> None:
         """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""

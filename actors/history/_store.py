@@ -102,6 +102,8 @@ class HistoryStore(ContextManagement):
         self.topic = history_topic(thread_id)
         self._render_cache = RenderCache()
         self._counted_windows: tuple[str, int] = ("", 0)
+        self._sender_texts: dict[ActorId, str] = {}
+        self._kept_tail: tuple[HistoryState, int, Tail] | None = None
 
     async def on_start(self) -> None:
         self.state = await load_state(self.log, self.converter, self.thread_id)
@@ -127,10 +129,22 @@ class HistoryStore(ContextManagement):
     # -- reading ------------------------------------------------------------------------------
 
     def _tail(self) -> Tail:
+        """The :class:`Tail` of the state as it is, made once per state: it changes only by a
+        commit (which forgets the tail kept) or a new state on start. A step asks for the tail
+        its previous write already returned."""
         s = self.state
-        last = s.last
-        return Tail(last, tuple(s.recorded), tuple(s.started), s.model_outputs, len(s.entries),
-                    derive_state(last, len(s.recorded)), self.limit_level())
+        kept = self._kept_tail
+        if kept is not None and kept[0] is s and kept[1] == s.seq:
+            return kept[2]
+        tail = self._fresh_tail()
+        self._kept_tail = (s, s.seq, tail)
+        return tail
+
+    def _fresh_tail(self) -> Tail:
+        s = self.state
+        last, recorded, started = s.last, s.recorded, s.started
+        return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
+                    s.model_outputs, len(s.entries), derive_state(last, len(recorded)), self.limit_level())
 
     @handler(inline=True)
     async def on_get_tail(self, msg: GetTail) -> Tail:
@@ -267,7 +281,7 @@ class HistoryStore(ContextManagement):
         last = self._applied(stored, payloads)
         if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
             await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
-        if any(isinstance(p, EntryAppended) for p in payloads):
+        if self._appends_entry(payloads) and self.limits_to_check():  # (else nothing to do)
             await self.check_limits()
 
     def _commit_now(self, payloads: list[Message]) -> None:
@@ -275,22 +289,32 @@ class HistoryStore(ContextManagement):
         nothing to publish (nobody subscribes)."""
         stored = self.log.append_nowait(self._records(payloads))
         self._applied(stored, payloads)
-        if any(isinstance(p, EntryAppended) for p in payloads):
+        if self._appends_entry(payloads) and self.limits_to_check():
             self.settle_limits()
 
+    @staticmethod
+    def _appends_entry(payloads: list[Message]) -> bool:
+        for payload in payloads:
+            if isinstance(payload, EntryAppended):
+                return True
+        return False
+
     def _records(self, payloads: list[Message]) -> list[NewRecord]:
+        self._kept_tail = None  # the state is about to change (even if the fold fails midway)
         env = self.ctx.current
-        sender = str(env.sender) if env is not None else str(self.ctx.self_id)
-        sent_at = env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
-        mono = env.sent_mono_ns if env is not None else 0
-        return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, self.converter.dump_message(p))
-                for p in payloads]
+        if env is not None:
+            sender, sent_at, mono = self._sender_text(env.sender), env.sent_at, env.sent_mono_ns
+        else:
+            sender, sent_at, mono = str(self.ctx.self_id), dt.datetime.now(dt.timezone.utc), 0
+        dump = self.converter.dump_message
+        return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, dump(p)) for p in payloads]
 
     def _applied(self, stored: list[StoredRecord], payloads: list[Message]) -> StoredRecord:
         """Fold the committed records into the state; start a snapshot if one is due.
         Returns the last record."""
+        apply = self.state.apply
         for rec, payload in zip(stored, payloads, strict=True):
-            self.state.apply(rec.seq, payload)
+            apply(rec.seq, payload)
         last = stored[-1]
         if (self.snapshot_every and not self._snapshotting
                 and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every):
@@ -299,6 +323,15 @@ class HistoryStore(ContextManagement):
             self._snapshotting = True
             self.ctx.nursery.start_soon(self._snapshot, self.state.snapshot())
         return last
+
+    def _sender_text(self, sender: ActorId) -> str:
+        """``str(sender)``, kept: a thread's records name the same few senders over and over."""
+        text = self._sender_texts.get(sender)
+        if text is None:
+            if len(self._sender_texts) >= 64:  # (a thread with many writers: start afresh)
+                self._sender_texts.clear()
+            text = self._sender_texts[sender] = str(sender)
+        return text
 
     async def _snapshot(self, snap: SnapshotDraft) -> None:
         """Write a snapshot of the state. The records are committed already: a snapshot only

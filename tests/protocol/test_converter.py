@@ -368,6 +368,19 @@ def test_an_envelope_is_written_the_same_by_the_fast_and_the_generic_hooks(env: 
     assert fast.envelope_to_json(env) == generic.envelope_to_json(env)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=st.sampled_from([dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30))]))
+       | st.datetimes(timezones=st.just(dt.timezone.utc)).map(lambda t: t.replace(microsecond=0))
+       | st.datetimes())
+def test_a_datetime_is_written_as_its_isoformat_in_any_zone_with_or_without_a_fraction(
+    value: dt.datetime,
+) -> None:
+    # a UTC time takes a shortcut (digits from tables, the day's text kept): the same text
+    converter = make_converter()
+    assert converter.unstructure(value) == value.isoformat()
+    assert converter.unstructure(value) == value.isoformat()  # the day's text, kept, once more
+
+
 class _Shade(enum.Enum):
     DARK = "dark"
 

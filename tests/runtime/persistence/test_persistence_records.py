@@ -10,7 +10,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.protocol import UnsupportedSchemaVersionError, dump_json
+from livecontext.protocol import UnsupportedSchemaVersionError, dump_json, dump_standard_json
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     InvalidRecordError,
@@ -220,6 +220,40 @@ def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> 
 
     assert format_time(value) == value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
     assert format_time(value.astimezone(dt.timezone.utc)).endswith("+00:00")
+
+
+@settings(max_examples=150, deadline=None)
+@given(thread_ids, text, any_times, st.integers(-(2**63), 2**63 - 1), text, json_values)
+def test_records_built_directly_are_those_their_classes_build_in_any_zone(
+    thread_id: str, sender: str, sent_at: dt.datetime, mono: int, kind: str, value: object
+) -> None:
+    # NewRecord.encoding and seal_records set the slots themselves, past the generated __init__
+    encoded = NewRecord.encoding(sender, sent_at, mono, kind, value)
+    made = NewRecord(sender, sent_at, mono, kind, encoded.payload)
+    assert attrs.astuple(encoded, recurse=False)[:-1] == attrs.astuple(made, recurse=False)[:-1]
+    assert encoded._encoded is (dump_standard_json(value) is not None)
+    assert repr(encoded) == repr(made) and encoded.sent_at.tzinfo is dt.timezone.utc
+    (stored,) = seal_records(thread_id, 3, [encoded])
+    built = StoredRecord(3, thread_id, sender, sent_at, mono, kind, encoded.payload, stored.schema_version,
+                         record_checksum(thread_id=thread_id, seq=3, sender=sender, sent_at=sent_at,
+                                         sent_mono_ns=mono, kind=kind, payload=encoded.payload,
+                                         schema_version=stored.schema_version))
+    assert attrs.astuple(stored, recurse=False) == attrs.astuple(built, recurse=False)
+    assert repr(stored) == repr(built) and stored.sent_at.tzinfo is dt.timezone.utc
+    stored.verify()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        stored.seq = 4  # type: ignore[misc]
+
+
+def test_stored_times_stay_right_across_many_days_the_day_texts_kept_or_not() -> None:
+    # format_time keeps the text of the days it formats (and starts afresh past a limit)
+    from livecontext.runtime.persistence._records import format_time
+
+    start = dt.datetime(2024, 2, 28, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)
+    for _ in range(2):
+        for days in range(1500):
+            value = start + dt.timedelta(days=days, microseconds=days)
+            assert format_time(value) == value.isoformat(timespec="microseconds")
 
 
 def test_a_utc_time_is_stored_as_given_and_other_zones_are_converted() -> None:
