@@ -16,14 +16,12 @@ if TYPE_CHECKING:
 
 A = TypeVar("A", bound="Actor")
 
-handling_actor: contextvars.ContextVar[ActorId | None] = contextvars.ContextVar(
-    "livecontext_handling_actor", default=None
+handling: contextvars.ContextVar[tuple[ActorId, Envelope] | None] = contextvars.ContextVar(
+    "livecontext_handling", default=None
 )
-"""The actor whose handler the current task is running (None in background tasks)."""
-current_envelope: contextvars.ContextVar[Envelope | None] = contextvars.ContextVar(
-    "livecontext_current_envelope", default=None
-)
-"""The envelope being handled by the current task, for causation ids."""
+"""The actor whose handler the current task is running and the envelope it handles (for
+causation ids), or None (in background tasks). One variable, not two: setting and resetting
+context variables at every message showed in profiles."""
 
 
 @frozen
@@ -105,7 +103,8 @@ class Context:
     @property
     def current(self) -> Envelope | None:
         """The envelope whose handler is running in this task, if any (sender, ids, times)."""
-        return current_envelope.get()
+        now = handling.get()
+        return now[1] if now is not None else None
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -172,10 +171,10 @@ class Context:
         waits until :meth:`PendingReply.send` (or its own timeout). Returns ``None`` when the
         message being handled is a ``tell`` (nobody waits for a reply).
         """
-        env = current_envelope.get()
-        if env is None:
+        now = handling.get()
+        if now is None:
             raise RuntimeError("defer_reply() is only valid inside a handler")
-        return self._rt._defer(env, self.self_id)
+        return self._rt._defer(now[1], self.self_id)
 
     def subscribe(self, topic: Topic | str) -> None:
         """Deliver what is published on ``topic`` to this actor's mailbox."""

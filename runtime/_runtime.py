@@ -55,8 +55,7 @@ from ._context import (
     Context,
     PendingReply,
     RestartPolicy,
-    current_envelope,
-    handling_actor,
+    handling,
 )
 from ._errors import UsageError
 from ._kernel_errors import (
@@ -383,8 +382,8 @@ class Runtime:
             now_ns = self._last_ns
         self._last_ns = now_ns
         if causation_id is None:
-            cause = current_envelope.get()
-            causation_id = cause.message_id if cause is not None else None
+            cause = handling.get()
+            causation_id = cause[1].message_id if cause is not None else None
         return Envelope(
             format_message_id(now_ns, self._counter, self._node), sender, recipient,
             _from_timestamp(now_ns / 1e9, _UTC), _monotonic_ns(), payload, correlation_id, causation_id,
@@ -877,8 +876,7 @@ class Runtime:
         cell.handled += 1
         if self._hooks:
             self._audit(AuditRecord(AuditEvent.DELIVERED, env))
-        t1 = handling_actor.set(cell.id)
-        t2 = current_envelope.set(env)
+        token = handling.set((cell.id, env))
         self.busy += 1
         try:
             needed = instance.capability_for(type(payload))
@@ -905,8 +903,7 @@ class Runtime:
             raise
         finally:
             self.busy -= 1
-            handling_actor.reset(t1)
-            current_envelope.reset(t2)
+            handling.reset(token)
         if is_ask and env.message_id not in self._deferred:
             if result is None:
                 result = Ack()
@@ -1011,8 +1008,8 @@ def _in_handler(cell: _Cell) -> bool:
     ``ctx.nursery`` does not, even though it inherits the handler's context variables.
     Tasks of a nursery the handler opened itself are part of the handler.
     """
-    handling = handling_actor.get()
-    if handling is not cell.id and (handling is None or handling != cell.id):
+    now = handling.get()
+    if now is None or (now[0] is not cell.id and now[0] != cell.id):
         return False
     task = trio.lowlevel.current_task()
     while task is not cell.task and task is not cell.inline_task:
