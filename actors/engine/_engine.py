@@ -377,7 +377,7 @@ class Engine(Actor):
         Crashing would restart the engine and lose the askers waiting for their replies (a
         ``livecontext run`` would hang): the step fails instead, with the error's text, and
         the state is whatever the history says. A cancel is not caught here: it ends the run
-        (see :meth:`_run`).
+        (see :meth:`_runner`).
         """
         await self._step_boundary()
         try:
