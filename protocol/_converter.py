@@ -136,7 +136,10 @@ class ProtocolConverter:
 
     def dump_message(self, message: Message) -> dict[str, Any]:
         """A message as tagged JSON-safe data."""
-        return self._unstructure_tagged(message)
+        fn = self._tagged_fns.get(message.__class__)  # (_unstructure_tagged, in one call less)
+        if fn is None:
+            fn = self._tagged_fn(type(message))
+        return fn(message)
 
     def load_message(self, data: Any) -> Message:
         """A message from tagged data, checking its tag."""
@@ -187,10 +190,16 @@ class ProtocolConverter:
         return bool(members) and all(m is Message or m in self._tagged for m in members)
 
     def _tagged_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
-        return self._unstructure_tagged_or_none
+        fns, make = self._tagged_fns, self._tagged_fn
 
-    def _unstructure_tagged_or_none(self, obj: Any) -> Any:
-        return None if obj is None else self._unstructure_tagged(obj)
+        def unstructure_tagged_or_none(obj: Any) -> Any:  # (_unstructure_tagged, inline)
+            if obj is None:
+                return None
+            fn = fns.get(obj.__class__)
+            if fn is None:
+                fn = make(type(obj))
+            return fn(obj)
+        return unstructure_tagged_or_none
 
     def _tuple_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
         hook = self._c.get_unstructure_hook(typing.get_args(t)[0])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 
 from livecontext.protocol import Message, NotebookEdited
 
 from ._app import App
+from ._diff import unified_diff
 from ._errors import AppStateError
 from ._outcome import ToolFailure, ToolOutcome
 from ._tool import tool
@@ -171,7 +171,7 @@ def _edited(app: str, old: str, new: str) -> ToolOutcome:
         )
     diff = "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-        for line in difflib.unified_diff(
+        for line in unified_diff(
             old.splitlines(keepends=True),
             new.splitlines(keepends=True),
             fromfile=f"{app} (before)",

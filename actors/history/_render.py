@@ -70,9 +70,15 @@ _Piece = tuple[list[ChatMessage], int]
 
 def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
     """Whether ``results`` holds the results of exactly ``output``'s tool calls, in order."""
-    return (isinstance(output, ModelOutputEntry) and isinstance(results, ToolResultsEntry)
-            and bool(output.tool_calls)
-            and [c.id for c in output.tool_calls] == [r.call_id for r in results.results])
+    if not isinstance(output, ModelOutputEntry) or not isinstance(results, ToolResultsEntry):
+        return False
+    calls, made = output.tool_calls, results.results
+    if not calls or len(calls) != len(made):
+        return False
+    for call, result in zip(calls, made):
+        if call.id != result.call_id:
+            return False
+    return True
 
 
 def _with_windows(text: str, tokens: int, windows: str | None, windows_tokens: int) -> tuple[str, int]:
@@ -140,6 +146,9 @@ def _unit(active: Sequence[HistoryEntry], i: int) -> int:
 def _unit_messages(active: Sequence[HistoryEntry], start: int, stop: int, level: Level, *,
                    windows: str | None = None, windows_tokens: int = 0) -> _Piece:
     """The messages of ``active[start:stop]`` (one unit), the windows on its last entry."""
+    if stop - start == 1:  # (what the loop below does for one entry: most units are one)
+        return _entry_messages(active[start], level, windows=windows, windows_tokens=windows_tokens,
+                               paired=False)
     entries = [active[k] for k in range(start, stop)]
     paired = len(entries) == 2
     msgs: list[ChatMessage] = []
@@ -159,11 +168,56 @@ class RenderCache:
     An older unit renders the same way every time at a level (no windows), and an entry never
     changes without a new revision, so a unit is keyed by its entries' ids and revisions. At
     ``max_units`` the cache starts afresh: it holds at most what a few renders touch.
+
+    It also keeps the last render's older units when all of them fit at RECENT (a history
+    shorter than the budget, rendered at every model call): the next render, which has the
+    same entries before its newer ones, takes them whole when they still fit (see
+    :meth:`older_prefix`), instead of unit by unit.
     """
 
     def __init__(self, max_units: int = 4096) -> None:
         self.max_units = max_units
         self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
+        self._prefix: _Prefix | None = None
+        self._system: ChatMessage | None = None
+
+    def system_message(self, prompt: str) -> ChatMessage:
+        """``ChatMessage(Role.SYSTEM, prompt)``, the same one while the prompt stays the same."""
+        kept = self._system
+        if kept is None or kept.content != prompt:
+            kept = self._system = ChatMessage(Role.SYSTEM, prompt)
+        return kept
+
+    def prefix_end(self) -> int:
+        """Where the kept older units end (-1: none kept): see :meth:`older_prefix`."""
+        return len(self._prefix.entries) - 1 if self._prefix is not None else -1
+
+    def older_prefix(self, active: Sequence[HistoryEntry], i: int, room: int) -> _Prefix | None:
+        """The kept older units if they are exactly ``active[: i + 1]`` and cost at most
+        ``room`` tokens: then a render that reached ``i`` at RECENT would take every one of
+        them, unit by unit, as they are (units never grow tokens, so if the whole fits each
+        does). Their entries are compared only once they fit, so a render reads no more
+        entries than it renders."""
+        prefix = self._prefix
+        if prefix is None or i != len(prefix.entries) - 1 or prefix.tokens > room:
+            return None
+        same = active[i] is prefix.entries[i]
+        if same:
+            head = active[: i + 1]
+            same = (head if type(head) is list else list(head)) == prefix.entries
+        if not same:
+            self._prefix = None
+            return None
+        return prefix
+
+    def keep_prefix(self, entries: list[HistoryEntry], units: list[Sequence[ChatMessage]],
+                    tokens: int) -> None:
+        """Keep a render's older units: ``entries``, every one rendered at RECENT in ``units``
+        (newest first), costing ``tokens``."""
+        messages: list[ChatMessage] = []
+        for unit_msgs in reversed(units):
+            messages += unit_msgs
+        self._prefix = _Prefix(entries, tuple(messages), tokens)
 
     def unit(self, active: Sequence[HistoryEntry], start: int, stop: int,
              level: Level) -> tuple[Sequence[ChatMessage], int]:
@@ -181,6 +235,17 @@ class RenderCache:
         return len(self._units)
 
 
+class _Prefix:
+    """Older units kept by a :class:`RenderCache`: their entries, messages and tokens."""
+
+    __slots__ = ("entries", "messages", "tokens")
+
+    def __init__(self, entries: list[HistoryEntry], messages: tuple[ChatMessage, ...], tokens: int) -> None:
+        self.entries = entries
+        self.messages = messages
+        self.tokens = tokens
+
+
 def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
            system_prompt: str, system_tokens: int, windows: str, windows_tokens: int,
            cache: RenderCache | None = None) -> RenderResult:
@@ -191,37 +256,59 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
     Raises:
         BudgetTooSmallError: the system prompt and the latest observation do not fit.
     """
+    return RenderResult(*render_parts(active, recaps, budget, system_prompt=system_prompt,
+                                      system_tokens=system_tokens, windows=windows,
+                                      windows_tokens=windows_tokens, cache=cache))
+
+
+def render_parts(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
+                 system_prompt: str, system_tokens: int, windows: str, windows_tokens: int,
+                 cache: RenderCache | None = None) -> tuple[tuple[ChatMessage, ...], int, int]:
+    """What :func:`render` gives, as ``(messages, tokens, entries)``: for a caller that puts
+    them in a message of its own (the history store's ``Rendered``)."""
     head: list[ChatMessage] = []
     used = 0
     if system_prompt:
-        head.append(ChatMessage(Role.SYSTEM, system_prompt))
+        head.append(cache.system_message(system_prompt) if cache is not None
+                    else ChatMessage(Role.SYSTEM, system_prompt))
         used += system_tokens + OVERHEAD
     if used > budget:
         raise BudgetTooSmallError(budget, used)
     tail: list[Sequence[ChatMessage]] = []  # units, newest first
     count = 0
     i = len(active) - 1
-    # The latest observation, at LIVE with the windows (falling back level by level).
     if i >= 0 and not isinstance(active[i], ModelOutputEntry):
         start = _unit(active, i)
-        chosen: _Piece | None = None
-        needed = 0
-        for level, with_windows in ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True),
-                                    (Level.GIST, False)):
-            msgs, tokens = _unit_messages(active, start, i + 1, level,
-                                          windows=windows if with_windows else None,
-                                          windows_tokens=windows_tokens)
-            needed = used + tokens
-            if needed <= budget:
-                chosen = (msgs, tokens)
-                break
-        if chosen is None:
-            raise BudgetTooSmallError(budget, needed)
-        tail.append(chosen[0])
-        used += chosen[1]
+        msgs, tokens = _latest(active, start, i + 1, budget, used, windows, windows_tokens)
+        tail.append(msgs)
+        used += tokens
         count += i + 1 - start
         i = start - 1
-    # The recaps, newest first, while they fit.
+    recap_msgs, used = _recaps(recaps, budget, used)
+    used, count = _older(active, i, budget, used, count, tail, cache)
+    messages = head + recap_msgs
+    for unit_msgs in reversed(tail):
+        messages += unit_msgs
+    return tuple(messages), used, count
+
+
+def _latest(active: Sequence[HistoryEntry], start: int, stop: int, budget: int, used: int,
+            windows: str, windows_tokens: int) -> _Piece:
+    """The latest observation's unit, at LIVE with the windows, falling back level by level."""
+    needed = 0
+    for level, with_windows in ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True),
+                                (Level.GIST, False)):
+        msgs, tokens = _unit_messages(active, start, stop, level,
+                                      windows=windows if with_windows else None,
+                                      windows_tokens=windows_tokens)
+        needed = used + tokens
+        if needed <= budget:
+            return msgs, tokens
+    raise BudgetTooSmallError(budget, needed)
+
+
+def _recaps(recaps: Sequence[RecapEntry], budget: int, used: int) -> tuple[list[ChatMessage], int]:
+    """The recaps' messages, newest first while they fit, and the tokens used after them."""
     recap_msgs: list[ChatMessage] = []
     for recap in reversed(recaps):
         fitted = False
@@ -235,9 +322,27 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
                 break
         if not fitted:
             break
-    # Older units, newest first: RECENT while they fit, then GIST; stop at the first misfit.
+    return recap_msgs, used
+
+
+def _older(active: Sequence[HistoryEntry], i: int, budget: int, used: int, count: int,
+           tail: list[Sequence[ChatMessage]], cache: RenderCache | None) -> tuple[int, int]:
+    """Older units ending at ``active[i]``, newest first (added to ``tail``): RECENT while they
+    fit, then GIST; stop at the first misfit. Returns the tokens used and entries rendered."""
     level = Level.RECENT
+    older, older_tokens, older_end = len(tail), 0, i
+    prefix_end = cache.prefix_end() if cache is not None else -1
     while i >= 0:
+        if i == prefix_end and level is Level.RECENT:
+            assert cache is not None
+            prefix = cache.older_prefix(active, i, budget - used)
+            if prefix is not None:  # the rest, as the loop would take it
+                tail.append(prefix.messages)
+                used += prefix.tokens
+                older_tokens += prefix.tokens
+                count += i + 1
+                i = -1
+                break
         start = _unit(active, i)
         if cache is not None:
             msgs, tokens = cache.unit(active, start, i + 1, level)
@@ -250,9 +355,9 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
             break
         tail.append(msgs)
         used += tokens
+        older_tokens += tokens
         count += i + 1 - start
         i = start - 1
-    messages = head + recap_msgs
-    for unit_msgs in reversed(tail):
-        messages += unit_msgs
-    return RenderResult(tuple(messages), used, count)
+    if cache is not None and level is Level.RECENT and i < 0 and older_end >= 0:
+        cache.keep_prefix(list(active[: older_end + 1]), tail[older:], older_tokens)
+    return used, count

@@ -66,16 +66,24 @@ class HistoryState:
         self.next_entry = 1
         self.next_notification = 1
         self.system_prompt = ""
+        self._newest: tuple[int, HistoryEntry | None] | None = None
+        """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
 
     # -- derived ----------------------------------------------------------------------------------
 
     @property
     def last(self) -> HistoryEntry | None:
-        """The newest entry that is not a recap."""
+        """The newest entry that is not a recap (found once per seq: every request reads it)."""
+        known = self._newest
+        if known is not None and known[0] == self.seq:
+            return known[1]
+        newest = None
         for entry in reversed(self.entries):
             if not isinstance(entry, RecapEntry):
-                return entry
-        return None
+                newest = entry
+                break
+        self._newest = (self.seq, newest)
+        return newest
 
     @property
     def state(self) -> EngineState:
@@ -99,6 +107,7 @@ class HistoryState:
         """
         if seq != self.seq + 1:
             raise FoldError(f"record seq {seq} does not follow {self.seq} in thread {self.thread_id}")
+        self._newest = None  # (the fold may change it, and fail halfway)
         if isinstance(payload, EntryAppended):
             self._append(payload.entry)
         elif isinstance(payload, ToolStarted):
@@ -132,8 +141,13 @@ class HistoryState:
 
     def _activate(self, entry: HistoryEntry) -> None:
         self.active.append(entry)
-        self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
-        self.active_bytes += _bytes(entry)
+        if isinstance(entry, ToolResultsEntry):
+            self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
+            self.active_bytes += _bytes(entry)
+        else:  # (what the helpers give for any other entry, written out: every append comes here)
+            self.active_tokens += entry.content.recent.tokens
+            text = entry.content.live.text
+            self.active_bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
 
     def _deactivate_ids(self, ids: set[str]) -> None:
         kept = []
@@ -193,13 +207,16 @@ class HistoryState:
         self._index(entry)
         if isinstance(entry, ModelOutputEntry):
             self.model_outputs += 1
-        if isinstance(entry, ToolResultsEntry):
+        elif isinstance(entry, ToolResultsEntry):
             self.recorded.clear()
             self.started.clear()
-        delivered = {n.id for n in getattr(entry, "notifications", ())}
-        if delivered:
+        notes = getattr(entry, "notifications", ())
+        if notes:
+            delivered = {n.id for n in notes}
             self.pending_notifications = [n for n in self.pending_notifications if n.id not in delivered]
-        self.next_entry = max(self.next_entry, _number(entry.id) + 1)
+        number = _number(entry.id)
+        if number >= self.next_entry:
+            self.next_entry = number + 1
 
     def _record(self, rec: ToolResultRecorded) -> None:
         last = self.last

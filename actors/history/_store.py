@@ -53,7 +53,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import ContextManagement, HistoryLimits
 from ._lod import input_content, output_content, results_content
-from ._render import RenderCache, render
+from ._render import RenderCache, render_parts
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
@@ -162,10 +162,10 @@ class HistoryStore(ContextManagement):
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
         windows_tokens = self._windows_tokens(msg.windows)
-        result = render(self.state.active, self.state.recaps, msg.budget,
-                        system_prompt=self.state.system_prompt, system_tokens=self.system_tokens,
-                        windows=msg.windows, windows_tokens=windows_tokens, cache=self._render_cache)
-        return Rendered(result.messages, result.tokens, result.entries)
+        return Rendered(*render_parts(
+            self.state.active, self.state.recaps, msg.budget, system_prompt=self.state.system_prompt,
+            system_tokens=self.system_tokens, windows=msg.windows, windows_tokens=windows_tokens,
+            cache=self._render_cache))
 
     def _windows_tokens(self, windows: str) -> int:
         """The tokens of the apps' windows: counted once while the text stays the same (it

@@ -323,6 +323,39 @@ def test_a_render_cache_never_changes_what_is_rendered_even_across_edits(
     assert len(cache) <= 8
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(), budgets=st.lists(st.integers(1, 1500), min_size=1, max_size=3),
+       changes=st.lists(st.tuples(st.sampled_from(["grow", "drop", "copy", "edit"]), st.integers(0, 40)),
+                        max_size=12))
+def test_a_render_cache_renders_a_growing_history_as_without_it(
+    history: list[HistoryEntry], budgets: list[int], changes: list[tuple[str, int]]
+) -> None:
+    # how a store renders: a few entries more at each model call, now and then a fold, a
+    # removal or an edit among the older ones; the cache keeps the older units that all fit
+    cache = RenderCache()
+    shown = history[: len(history) // 2]
+    for step, (change, k) in enumerate([("grow", 0), *changes]):
+        if change == "grow":
+            shown = history[: len(shown) + 1 + k % 3]
+        elif shown and change == "drop":  # folded or removed
+            shown = shown[: k % len(shown)] + shown[k % len(shown) + 1 :]
+        elif shown and change == "copy":  # an equal entry, decoded anew
+            shown[k % len(shown)] = attrs.evolve(shown[k % len(shown)])
+        elif shown:
+            old = shown[k % len(shown)]  # (a revision never seen before, as in a store)
+            shown[k % len(shown)] = attrs.evolve(
+                old, revision=100 + step, content=levels(f"edit {k}", f"edited {k} " * k, "e"))
+        for budget in budgets:
+            def once(c: RenderCache | None) -> RenderResult | str:
+                try:
+                    return render(shown, (), budget, system_prompt=system, system_tokens=2,
+                                  windows=WINDOW, windows_tokens=5, cache=c)
+                except BudgetTooSmallError as exc:
+                    return str(exc)
+            system = ("sys", "another sys", "")[k % 3]  # (the cache keeps the system message too)
+            assert once(cache) == once(None)
+
+
 # -- cost ---------------------------------------------------------------------------------------
 
 

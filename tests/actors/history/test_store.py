@@ -31,6 +31,7 @@ from livecontext.protocol import (
     ModelOutputEntry,
     PostNotification,
     ReadHistory,
+    RecapEntry,
     RecordToolResult,
     Retention,
     SetRetention,
@@ -153,6 +154,8 @@ async def _run(ops: list[tuple[str, Any]], limits: HistoryLimits | None) -> None
                 assert replies[0].replace("fast", "general") == replies[1], (op, arg)
                 instance = refs[0]._cell.instance
                 assert instance._tail() == instance._fresh_tail()
+                newest = [e for e in instance.state.entries if not isinstance(e, RecapEntry)][-1:]
+                assert instance.state.last is (newest[0] if newest else None)
             await trio.testing.wait_all_tasks_blocked()
             published = []
             for events in (fast_events, general_events):
