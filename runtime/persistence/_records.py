@@ -311,6 +311,7 @@ def seal_records(
     low, high = _INT64
     version = SCHEMA_VERSION
     version_bytes = str(version).encode("utf-8")
+    thread: bytes | None = None  # (encoded with the first record: its failure names that record)
     for index, rec in enumerate(records):
         if not isinstance(rec, NewRecord):
             raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
@@ -335,11 +336,26 @@ def seal_records(
         seq = first_seq + index
         sent_at = rec.sent_at
         try:
-            checksum = _record_digest(version_bytes, thread_id.encode("utf-8"), seq, sender, sent_at, mono,
-                                      kind, payload)
+            if thread is None:
+                thread = thread_id.encode("utf-8")
+            checksum = _record_digest(version_bytes, thread, seq, sender, sent_at, mono, kind, payload)
         except UnicodeEncodeError:
             raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        sealed.append(_stored_record(seq, thread_id, sender, sent_at, mono, kind, payload, version, checksum))
+        if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
+            sent_at = _to_utc(sent_at)  # (what StoredRecord's converter does, returning the rest as is)
+        record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
+        (set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version,
+         set_checksum) = _STORED_RECORD_SLOTS
+        set_seq(record, seq)
+        set_thread_id(record, thread_id)
+        set_sender(record, sender)
+        set_sent_at(record, sent_at)
+        set_mono(record, mono)
+        set_kind(record, kind)
+        set_payload(record, payload)
+        set_version(record, version)
+        set_checksum(record, checksum)
+        sealed.append(record)
     return sealed
 
 
@@ -359,26 +375,6 @@ def _slot_setters(cls: type) -> tuple[Any, ...]:
 
 _NEW_RECORD_SLOTS = _slot_setters(NewRecord)
 _STORED_RECORD_SLOTS = _slot_setters(StoredRecord)
-
-
-def _stored_record(seq: int, thread_id: str, sender: str, sent_at: dt.datetime, mono: int, kind: str,
-                   payload: str, version: int, checksum: str) -> StoredRecord:
-    """``StoredRecord(seq, thread_id, ...)``, built directly (see :func:`_slot_setters`)."""
-    if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
-        sent_at = _to_utc(sent_at)  # (what the field's converter does, returning the rest as is)
-    record = _new_object(StoredRecord)
-    (set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version,
-     set_checksum) = _STORED_RECORD_SLOTS
-    set_seq(record, seq)
-    set_thread_id(record, thread_id)
-    set_sender(record, sender)
-    set_sent_at(record, sent_at)
-    set_mono(record, mono)
-    set_kind(record, kind)
-    set_payload(record, payload)
-    set_version(record, version)
-    set_checksum(record, checksum)
-    return record
 
 
 def _batch_index(index: int) -> str:
