@@ -195,9 +195,9 @@ class RenderCache:
     def older_prefix(self, active: Sequence[HistoryEntry], i: int, room: int) -> _Prefix | None:
         """The kept older units if they are exactly ``active[: i + 1]`` and cost at most
         ``room`` tokens: then a render that reached ``i`` at RECENT would take every one of
-        them, unit by unit, as they are (units never grow tokens, so if the whole fits each
-        does). Their entries are compared only once they fit, so a render reads no more
-        entries than it renders."""
+        them, unit by unit, as they are (no unit costs fewer than zero tokens, so if the whole
+        fits, each fits when its turn comes). Their entries are compared only once they fit,
+        so a render reads no more entries than it renders."""
         prefix = self._prefix
         if prefix is None or i != len(prefix.entries) - 1 or prefix.tokens > room:
             return None

@@ -185,6 +185,7 @@ class _Log(_Reader, ThreadLog):
 
     def __init__(self, store: BackendStore, handle: WriterHandle) -> None:
         super().__init__(store, handle)
+        self._blocking = store.blocking  # (a backend's kind: asked at every append)
 
     def _describe(self) -> str:
         return "log"
@@ -195,7 +196,7 @@ class _Log(_Reader, ThreadLog):
         if not batch:
             await trio.lowlevel.checkpoint()
             return []
-        if not self._store.blocking:
+        if not self._blocking:
             # a backend that does not block appends here and now: nothing awaits between the
             # check and the append, so no lock is needed
             await self._store.fair_checkpoint()
@@ -217,8 +218,9 @@ class _Log(_Reader, ThreadLog):
         return self._store.blocking or self._lock.locked()
 
     def _append_sync(self, batch: list[NewRecord]) -> list[StoredRecord]:
-        sealed = seal_records(self.thread_id, self._handle.last_seq() + 1, batch)
-        self._handle.append(sealed)
+        handle = self._handle
+        sealed = seal_records(handle.thread_id, handle.last_seq() + 1, batch)
+        handle.append(sealed)
         return sealed
 
     async def write_snapshot(self, seq: int, state: str) -> Snapshot:

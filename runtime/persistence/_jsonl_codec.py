@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from ._errors import StoreFormatError
-from ._records import Snapshot, StoredRecord, ThreadInfo, format_time, parse_time
+from ._records import Snapshot, StoredRecord, ThreadInfo
+from ._time import format_time, parse_time
 
 JSONL_FORMAT_VERSION = 1
 """The layout of a JSONL store's thread directories (the ``"format"`` in ``meta.json``)."""

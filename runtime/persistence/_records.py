@@ -30,6 +30,7 @@ from livecontext.protocol import (
 )
 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
+from ._time import format_time
 
 _INT64 = (-(2**63), 2**63 - 1)
 _UTC = dt.timezone.utc
@@ -47,43 +48,6 @@ def _to_utc(value: dt.datetime) -> dt.datetime:
             f"sent_at {value.isoformat()} has no time zone; pass an aware UTC datetime "
             "such as datetime.now(timezone.utc)"
         )
-    return value.astimezone(dt.timezone.utc)
-
-
-def format_time(value: dt.datetime) -> str:
-    """``value`` as ISO 8601 UTC with microseconds: the form stored and checksummed."""
-    if value.__class__ is _DATETIME and value.tzinfo is _UTC:
-        # what the general form below gives for a UTC datetime (every record's sent_at is
-        # one), from tables of digits and the day's text made once: it is on the path of
-        # every record written, where %-formatting seven numbers cost twice as much
-        day = _DAYS.get(value.toordinal())
-        if day is None:
-            day = _day_text(value)
-        two, three, micro = _TWO_DIGITS, _THREE_DIGITS, value.microsecond
-        return (f"{day}{two[value.hour]}:{two[value.minute]}:{two[value.second]}."
-                f"{three[micro // 1000]}{three[micro % 1000]}+00:00")
-    return value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-_TWO_DIGITS = tuple(f"{n:02d}" for n in range(100))
-_THREE_DIGITS = tuple(f"{n:03d}" for n in range(1000))
-_DAYS: dict[int, str] = {}
-"""``YYYY-MM-DDT`` of the days formatted lately, by their ordinal."""
-_MAX_DAYS = 1024
-
-
-def _day_text(value: dt.datetime) -> str:
-    if len(_DAYS) >= _MAX_DAYS:  # (a long-lived process sees a new day now and then)
-        _DAYS.clear()
-    text = _DAYS[value.toordinal()] = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
-    return text
-
-
-def parse_time(text: str) -> dt.datetime:
-    """The inverse of :func:`format_time` (raises ``ValueError`` on malformed text)."""
-    value = dt.datetime.fromisoformat(text)
-    if value.tzinfo is None:
-        raise ValueError(f"time {text!r} has no time zone")
     return value.astimezone(dt.timezone.utc)
 
 
@@ -239,15 +203,14 @@ def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at
                    sent_mono_ns: int, kind: str, payload: str) -> str:
     """:func:`record_checksum`, with the schema version and thread id given encoded (a batch
     shares them): the canonical encoding of :func:`_digest`, written out as one formatted
-    header for the short fields, then the payload. It runs for every record written."""
+    text hashed at once (each update of a hash costs a call into OpenSSL). It runs for every
+    record written."""
     seq_text, time, mono = (
         str(seq).encode("utf-8"), format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
     who, what, body = sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8")
-    h = _sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:" % (
+    return _sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b" % (
         len(version), version, len(thread), thread, len(seq_text), seq_text, len(who), who,
-        len(time), time, len(mono), mono, len(what), what, len(body)))
-    h.update(body)
-    return h.hexdigest()
+        len(time), time, len(mono), mono, len(what), what, len(body), body)).hexdigest()
 
 
 def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
@@ -311,6 +274,7 @@ def seal_records(
     low, high = _INT64
     version = SCHEMA_VERSION
     version_bytes = str(version).encode("utf-8")
+    thread: bytes | None = None  # (encoded with the first record: its failure names that record)
     for index, rec in enumerate(records):
         if not isinstance(rec, NewRecord):
             raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
@@ -335,11 +299,26 @@ def seal_records(
         seq = first_seq + index
         sent_at = rec.sent_at
         try:
-            checksum = _record_digest(version_bytes, thread_id.encode("utf-8"), seq, sender, sent_at, mono,
-                                      kind, payload)
+            if thread is None:
+                thread = thread_id.encode("utf-8")
+            checksum = _record_digest(version_bytes, thread, seq, sender, sent_at, mono, kind, payload)
         except UnicodeEncodeError:
             raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        sealed.append(_stored_record(seq, thread_id, sender, sent_at, mono, kind, payload, version, checksum))
+        if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
+            sent_at = _to_utc(sent_at)  # (what StoredRecord's converter does, returning the rest as is)
+        record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
+        (set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version,
+         set_checksum) = _STORED_RECORD_SLOTS
+        set_seq(record, seq)
+        set_thread_id(record, thread_id)
+        set_sender(record, sender)
+        set_sent_at(record, sent_at)
+        set_mono(record, mono)
+        set_kind(record, kind)
+        set_payload(record, payload)
+        set_version(record, version)
+        set_checksum(record, checksum)
+        sealed.append(record)
     return sealed
 
 
@@ -359,26 +338,6 @@ def _slot_setters(cls: type) -> tuple[Any, ...]:
 
 _NEW_RECORD_SLOTS = _slot_setters(NewRecord)
 _STORED_RECORD_SLOTS = _slot_setters(StoredRecord)
-
-
-def _stored_record(seq: int, thread_id: str, sender: str, sent_at: dt.datetime, mono: int, kind: str,
-                   payload: str, version: int, checksum: str) -> StoredRecord:
-    """``StoredRecord(seq, thread_id, ...)``, built directly (see :func:`_slot_setters`)."""
-    if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
-        sent_at = _to_utc(sent_at)  # (what the field's converter does, returning the rest as is)
-    record = _new_object(StoredRecord)
-    (set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version,
-     set_checksum) = _STORED_RECORD_SLOTS
-    set_seq(record, seq)
-    set_thread_id(record, thread_id)
-    set_sender(record, sender)
-    set_sent_at(record, sent_at)
-    set_mono(record, mono)
-    set_kind(record, kind)
-    set_payload(record, payload)
-    set_version(record, version)
-    set_checksum(record, checksum)
-    return record
 
 
 def _batch_index(index: int) -> str:

@@ -41,8 +41,6 @@ from ._records import (
     StoredRecord,
     ThreadInfo,
     checksum_matches,
-    format_time,
-    parse_time,
     rehome,
     rehome_snapshot,
     supported_version,
@@ -57,6 +55,7 @@ from ._sqlite_schema import (
     snapshot_from_row,
     snapshot_to_row,
 )
+from ._time import format_time, parse_time
 
 _SELECT_RECORDS = f"SELECT {RECORD_COLUMNS} FROM records WHERE thread_id = ?"
 _LAST_RECORD = f"{_SELECT_RECORDS} ORDER BY seq DESC LIMIT 1"

@@ -18,7 +18,8 @@ from __future__ import annotations
 import sqlite3
 
 from ._errors import StoreFormatError
-from ._records import Snapshot, StoredRecord, format_time, parse_time
+from ._records import Snapshot, StoredRecord
+from ._time import format_time, parse_time
 
 STORE_FORMAT_VERSION = 1
 """The SQLite store layout this build writes and reads (``PRAGMA user_version``)."""

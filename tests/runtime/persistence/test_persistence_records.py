@@ -216,7 +216,7 @@ def test_the_record_checksum_is_the_canonical_encoding_of_the_module_doc(
 @settings(max_examples=300, deadline=None)
 @given(any_times)
 def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> None:
-    from livecontext.runtime.persistence._records import format_time
+    from livecontext.runtime.persistence._time import format_time
 
     assert format_time(value) == value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
     assert format_time(value.astimezone(dt.timezone.utc)).endswith("+00:00")
@@ -247,7 +247,7 @@ def test_records_built_directly_are_those_their_classes_build_in_any_zone(
 
 def test_stored_times_stay_right_across_many_days_the_day_texts_kept_or_not() -> None:
     # format_time keeps the text of the days it formats (and starts afresh past a limit)
-    from livecontext.runtime.persistence._records import format_time
+    from livecontext.runtime.persistence._time import format_time
 
     start = dt.datetime(2024, 2, 28, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)
     for _ in range(2):
