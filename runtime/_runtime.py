@@ -442,14 +442,10 @@ class Runtime:
 
     async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
         cell, name = self._target(to, message)
-        env = self._envelope(ctx.self_id, cell.id, message)
-        if not self._told_at_once(cell, env, name):
-            await self._enqueue(cell, env)
-            return
-        await trio.lowlevel.checkpoint_if_cancelled()
+        await self._deliver(cell, self._envelope(ctx.self_id, cell.id, message), name)
 
     async def _deliver(self, cell: _Cell, env: Envelope, name: str | None) -> None:
-        """Put a published envelope in ``cell``'s mailbox, or handle it at once (see
+        """Put a told or published envelope in ``cell``'s mailbox, or handle it at once (see
         :meth:`_told_at_once`); ``name``: its handler, if known."""
         if not self._told_at_once(cell, env, name):
             await self._enqueue(cell, env)
