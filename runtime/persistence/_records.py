@@ -115,7 +115,23 @@ class StoredRecord:
     schema_version: int
     """The protocol schema version the payload was written with."""
     checksum: str
-    """SHA-256 hex of the other fields; see :func:`record_checksum`."""
+    """SHA-256 hex of the other fields; see :func:`record_checksum`.
+
+    A record sealed by :func:`seal_records` computes it when first read (then keeps it): a
+    record kept in memory and never written out or verified needs none, and hashing was a
+    tenth of the cost of writing one. Nothing can tell the difference: the fields it hashes
+    cannot change, and every read of ``checksum`` (``==``, ``repr``, ``evolve``, a backend
+    writing it) goes through :meth:`__getattr__`, which computes it.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        # Python calls this only when the normal lookup fails: for a record whose checksum
+        # slot was left empty by seal_records (validated there, so hashing cannot fail)
+        if name != "checksum":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        checksum = _checksum_in(self, self.thread_id)
+        object.__setattr__(self, "checksum", checksum)
+        return checksum
 
     def verify(self) -> None:
         """Check the schema version, then the checksum.
@@ -263,7 +279,8 @@ def _check_json(text: object, what: str) -> str:
 def seal_records(
     thread_id: str, first_seq: int, records: Sequence[NewRecord]
 ) -> list[StoredRecord]:
-    """Validate ``records`` and number them from ``first_seq``, with checksums.
+    """Validate ``records`` and number them from ``first_seq``, with checksums (computed when
+    first read: see :attr:`StoredRecord.checksum`).
 
     Raises:
         InvalidRecordError: a record is not a :class:`NewRecord`, a text field is not a str
@@ -273,8 +290,7 @@ def seal_records(
     sealed: list[StoredRecord] = []
     low, high = _INT64
     version = SCHEMA_VERSION
-    version_bytes = str(version).encode("utf-8")
-    thread: bytes | None = None  # (encoded with the first record: its failure names that record)
+    texts_checked = thread_id.isascii()  # (else the thread id is checked with the first record's texts)
     for index, rec in enumerate(records):
         if not isinstance(rec, NewRecord):
             raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
@@ -298,17 +314,21 @@ def seal_records(
             raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
         seq = first_seq + index
         sent_at = rec.sent_at
-        try:
-            if thread is None:
-                thread = thread_id.encode("utf-8")
-            checksum = _record_digest(version_bytes, thread, seq, sender, sent_at, mono, kind, payload)
-        except UnicodeEncodeError:
-            raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
+        # the checksum is computed when first read (see StoredRecord.checksum): what would make
+        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead
+        if not (texts_checked and sender.isascii() and kind.isascii() and payload.isascii()):  # (O(1) each)
+            try:
+                thread_id.encode("utf-8")
+                sender.encode("utf-8")
+                kind.encode("utf-8")
+                payload.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
         if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
             sent_at = _to_utc(sent_at)  # (what StoredRecord's converter does, returning the rest as is)
         record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
-        (set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version,
-         set_checksum) = _STORED_RECORD_SLOTS
+        set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _ = (
+            _STORED_RECORD_SLOTS)
         set_seq(record, seq)
         set_thread_id(record, thread_id)
         set_sender(record, sender)
@@ -317,7 +337,6 @@ def seal_records(
         set_kind(record, kind)
         set_payload(record, payload)
         set_version(record, version)
-        set_checksum(record, checksum)
         sealed.append(record)
     return sealed
 

@@ -306,3 +306,30 @@ def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
     (stored,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), Nanos(5), "k", "[1]")])
     stored.verify()
     assert stored.sent_mono_ns == 5
+
+
+def test_a_sealed_records_checksum_is_computed_once_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from livecontext.runtime.persistence import _records
+
+    digests: list[int] = []
+    digest = _records._record_digest
+    monkeypatch.setattr(_records, "_record_digest", lambda *args: digests.append(1) or digest(*args))
+    (record,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
+    assert digests == []  # a record nobody verifies or writes out is never hashed
+    first, again = record.checksum, record.checksum
+    assert digests == [1]  # kept: read again, not hashed again
+    assert first == again == record_checksum(
+        thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k", payload="{}",
+        schema_version=record.schema_version)
+    with pytest.raises(AttributeError, match="has no attribute 'checksums'"):
+        record.checksums  # type: ignore[attr-defined]  # noqa: B018
+
+
+@pytest.mark.parametrize("field", ["thread", "sender", "kind", "payload"])
+def test_text_that_is_not_valid_utf8_is_refused_when_sealed_in_any_field(field: str) -> None:
+    bad = "\ud800"
+    texts = {"thread": "t", "sender": "s", "kind": "k", "payload": '"ok"'}
+    texts[field] = json.dumps(bad, ensure_ascii=False) if field == "payload" else bad
+    record = NewRecord(texts["sender"], dt.datetime.now(dt.timezone.utc), 1, texts["kind"], texts["payload"])
+    with pytest.raises(InvalidRecordError, match=r"record 0 of the batch.* not valid UTF-8"):
+        seal_records(texts["thread"], 1, [record])
