@@ -109,7 +109,7 @@ from ._records import (
     ToolStarted,
 )
 from ._state import EngineState, derive_state
-from ._ids import ActorId, Topic, format_message_id, message_id_time_ns
+from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
 from ._message import Message
@@ -225,6 +225,7 @@ __all__ = [
     "check_schema_version",
     "derive_state",
     "format_message_id",
+    "message_id_template",
     "make_converter",
     "message_id_time_ns",
     "dump_json",

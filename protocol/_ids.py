@@ -50,7 +50,7 @@ class ActorId:
         return cls(kind, name)
 
 
-@frozen(order=True)
+@frozen(order=True, cache_hash=True)
 class Topic:
     """A named publish/subscribe channel, e.g. ``Topic("history.changes")``."""
 
@@ -70,7 +70,15 @@ def format_message_id(unix_ns: int, counter: int, node: int) -> str:
     (as strings) in the order they were made by one runtime, and ``node`` (a random number
     chosen per runtime) keeps two runtimes' ids apart.
     """
-    return "%016x-%04x%08x" % (unix_ns, node & 0xFFFF, counter & 0xFFFFFFFF)  # (faster than an f-string)
+    return message_id_template(node) % (unix_ns, counter & 0xFFFFFFFF)
+
+
+def message_id_template(node: int) -> str:
+    """The %-format of :func:`format_message_id`'s ids for ``node``, taking
+    ``(unix_ns, counter)`` with ``counter`` below 2**32: a runtime makes it once, and
+    formats every id with it (faster than an f-string, or than formatting the node each time).
+    """
+    return "%%016x-%04x%%08x" % (node & 0xFFFF)
 
 
 def message_id_time_ns(message_id: str) -> int:

@@ -42,7 +42,7 @@ from livecontext.protocol import (
     ErrorReply,
     Message,
     Topic,
-    format_message_id,
+    message_id_template,
 )
 
 from ._actor import Actor, find_handler
@@ -81,6 +81,8 @@ SUPERVISOR_ID = ActorId("system", "supervisor")
 """The sender id of the runtime's own messages."""
 
 _FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
+_NOTHING: frozenset[Hashable] = frozenset()
+"""What an actor spawned without capabilities was granted."""
 # bound once: every envelope calls them (module attribute lookups showed in profiles)
 _time_ns, _monotonic_ns = time.time_ns, time.monotonic_ns
 _from_timestamp, _UTC = dt.datetime.fromtimestamp, dt.timezone.utc
@@ -98,6 +100,11 @@ class _State(enum.Enum):
     RUNNING = "running"
     STOPPING = "stopping"
     STOPPED = "stopped"
+
+
+# the states the hot paths test, bound once: an Enum member's lookup through its class costs
+# ~75 ns, a global's ~10 (several per message)
+_RUNNING, _STOPPING, _STOPPED = _State.RUNNING, _State.STOPPING, _State.STOPPED
 
 
 class _Cell:
@@ -141,7 +148,7 @@ class _Cell:
     def can_run_inline(self) -> bool:
         """Whether an ask (or a tell, for a handler with no await) may run its handler in the
         sender's task now (see Runtime._run_inline and Runtime._deliver)."""
-        return self.parked and not self.pending and self.inline is None and self.state is _State.RUNNING
+        return self.parked and not self.pending and self.inline is None and self.state is _RUNNING
 
 
 @frozen
@@ -181,6 +188,7 @@ class Runtime:
         self._graph = WaitGraph()
         self._hooks: list[AuditHook] = []
         self._node = random.getrandbits(16)
+        self._id_template = message_id_template(self._node)
         self._counter = 0
         self._unyielded = 0  # inline asks since one last yielded (see _inline_checkpoint)
         self._last_ns = 0
@@ -253,12 +261,12 @@ class Runtime:
 
     def has_capability(self, actor: ActorId, capability: Hashable) -> bool:
         """Whether ``actor`` was granted ``capability`` when it was spawned (or made a client)."""
-        granted = self._capabilities.get(actor, frozenset())
+        granted = self._capabilities.get(actor, _NOTHING)
         return granted is None or capability in granted
 
     def capabilities(self, actor: ActorId) -> frozenset[Hashable] | None:
         """What ``actor`` was granted (``None``: everything, for an unrestricted client)."""
-        return self._capabilities.get(actor, frozenset())
+        return self._capabilities.get(actor, _NOTHING)
 
     def ref(self, actor_id: ActorId | str) -> ActorRef[Any]:
         """The ref of a spawned actor, by id."""
@@ -385,7 +393,7 @@ class Runtime:
             cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
         return Envelope(
-            format_message_id(now_ns, self._counter, self._node), sender, recipient,
+            self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
             _from_timestamp(now_ns / 1e9, _UTC), _monotonic_ns(), payload, correlation_id, causation_id,
         )
 
@@ -406,7 +414,7 @@ class Runtime:
             UnhandledMessageError: the actor has no handler for the message's type.
         """
         cell = self._cell(to)
-        if cell.state is _State.STOPPED or cell.state is _State.STOPPING:
+        if cell.state is _STOPPED or cell.state is _STOPPING:
             raise ActorStoppedError(cell.id, type(message).__name__)
         cls = cell.actor_cls
         if cls is None:
