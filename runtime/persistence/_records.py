@@ -299,8 +299,9 @@ def seal_records(
             raise InvalidRecordError(f"{_batch_index(index)}: sender must be a str")
         if not isinstance(kind, str):
             raise InvalidRecordError(f"{_batch_index(index)}: kind must be a str")
-        if rec._encoded:
-            pass  # encoded by dump_json a moment ago: standard JSON by construction
+        encoded = rec._encoded
+        if encoded:
+            pass  # encoded by dump_json a moment ago: standard JSON (and valid UTF-8) by construction
         elif payload.__class__ is str:  # _check_json, inline: the path of every record
             try:
                 load_json(payload)
@@ -316,12 +317,13 @@ def seal_records(
         sent_at = rec.sent_at
         # the checksum is computed when first read (see StoredRecord.checksum): what would make
         # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead
-        if not (texts_checked and sender.isascii() and kind.isascii() and payload.isascii()):  # (O(1) each)
+        if not (texts_checked and sender.isascii() and kind.isascii() and (encoded or payload.isascii())):  # (O(1) each)
             try:
                 thread_id.encode("utf-8")
                 sender.encode("utf-8")
                 kind.encode("utf-8")
-                payload.encode("utf-8")
+                if not encoded:
+                    payload.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
         if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
