@@ -85,7 +85,7 @@ _NOTHING: frozenset[Hashable] = frozenset()
 """What an actor spawned without capabilities was granted."""
 # bound once: every envelope calls them (module attribute lookups showed in profiles)
 _time_ns, _monotonic_ns = time.time_ns, time.monotonic_ns
-_from_timestamp, _UTC = dt.datetime.fromtimestamp, dt.timezone.utc
+_stamped = Envelope.stamped
 
 
 class _Wake(Message):
@@ -392,9 +392,9 @@ class Runtime:
         if causation_id is None:
             cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
-        return Envelope(
+        return _stamped(
             self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
-            _from_timestamp(now_ns / 1e9, _UTC), _monotonic_ns(), payload, correlation_id, causation_id,
+            now_ns, _monotonic_ns(), payload, correlation_id, causation_id,
         )
 
     def _cell(self, to: Address) -> _Cell:
