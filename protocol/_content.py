@@ -23,6 +23,9 @@ class Level(enum.Enum):
     __hash__ = object.__hash__  # (C, not Enum's Python hash of the name: see Capability)
 
 
+_LIVE, _RECENT = Level.LIVE, Level.RECENT  # (bound once: an Enum class's attributes are slow to look up)
+
+
 class Retention(enum.Enum):
     """What the recap maintainer and limits may do with an entry."""
 
@@ -61,8 +64,8 @@ class Content:
 
     def at(self, level: Level) -> LevelText:
         """The text at ``level``."""
-        if level is Level.LIVE:
+        if level is _LIVE:
             return self.live
-        if level is Level.RECENT:
+        if level is _RECENT:
             return self.recent
         return self.gist

@@ -87,6 +87,22 @@ from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextE
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
+# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
+# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
+(
+    _WAITING_INPUT,
+    _PENDING_INPUT,
+    _PENDING_TOOL_RESULTS,
+    _WAITING_TOOL_RESULTS,
+    _TOOL_RESULTS_READY,
+) = (
+    EngineState.WAITING_INPUT,
+    EngineState.PENDING_INPUT,
+    EngineState.PENDING_TOOL_RESULTS,
+    EngineState.WAITING_TOOL_RESULTS,
+    EngineState.TOOL_RESULTS_READY,
+)
+
 log = logging.getLogger("livecontext.engine")
 
 CANCELLED = "cancelled"
@@ -170,7 +186,7 @@ class Engine(Actor):
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
-        self._last_state = EngineState.WAITING_INPUT
+        self._last_state = _WAITING_INPUT
         self._run_done: trio.Event | None = None
         """Set when the run in progress is over; made only when a Cancel waits for that."""
         self._tool_in_flight: str | None = None
@@ -463,12 +479,12 @@ class Engine(Actor):
         if tail is None:
             tail = await self._tail()
         state = tail.state
-        if state is EngineState.WAITING_INPUT:
+        if state is _WAITING_INPUT:
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
-        elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
+        elif state in (_PENDING_INPUT, _PENDING_TOOL_RESULTS):
             try:
                 after = await self._step_model(tail)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
@@ -477,9 +493,9 @@ class Engine(Actor):
                     log.info("engine %s: model step failed: %s", self.thread_id, error)
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
-        elif state is EngineState.WAITING_TOOL_RESULTS:
+        elif state is _WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
-        elif state is EngineState.TOOL_RESULTS_READY:
+        elif state is _TOOL_RESULTS_READY:
             after = await self._ask(self.wiring.history, AppendToolResults(), Tail, shield=True)
         else:  # pragma: no cover - exhaustive
             assert_never(state)

@@ -53,6 +53,10 @@ from livecontext.runtime import Actor, UsageError, handler
 
 from ._state import HistoryState
 
+# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
+# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
+_OK, _SOFT, _HARD, _TRUNCATE = LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE
+
 CAPABILITY_OF: dict[type, Capability] = {
     GetTail: Capability.READ,
     ReadEntries: Capability.READ,
@@ -113,12 +117,12 @@ class HistoryLimits:
         """The threshold crossed by this usage."""
         f = self.fraction(entries, tokens, size)
         if f >= self.truncate:
-            return LimitLevel.TRUNCATE
+            return _TRUNCATE
         if f >= self.hard:
-            return LimitLevel.HARD
+            return _HARD
         if f >= self.soft:
-            return LimitLevel.SOFT
-        return LimitLevel.OK
+            return _SOFT
+        return _OK
 
 
 def entry_number(entry_id: str) -> int:
@@ -151,7 +155,7 @@ class ContextManagement(Actor):
     state: HistoryState
     limits: HistoryLimits
     thread_id: str
-    published_level: LimitLevel = LimitLevel.OK
+    published_level: LimitLevel = _OK
     """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
     def _commit_now(self, payloads: list[Message]) -> None:  # provided by HistoryStore
@@ -324,12 +328,12 @@ class ContextManagement(Actor):
     def limit_level(self) -> LimitLevel:
         limits, s = self.limits, self.state
         if limits.max_entries is None and limits.max_tokens is None and limits.max_bytes is None:
-            return LimitLevel.OK  # no limit: nothing can be full (the default, asked at every step)
+            return _OK  # no limit: nothing can be full (the default, asked at every step)
         return limits.level(len(s.active), s.active_tokens, s.active_bytes)
 
     def limits_to_check(self) -> bool:
         """Whether :meth:`check_limits` would do anything now: drop entries or publish a usage."""
-        return self.limit_level() is not LimitLevel.OK or self.published_level is not LimitLevel.OK
+        return self.limit_level() is not _OK or self.published_level is not _OK
 
     async def check_limits(self) -> None:
         """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""
@@ -337,7 +341,7 @@ class ContextManagement(Actor):
         if edit is not None:
             await self._commit([edit])
         level = self.limit_level()
-        if level is not LimitLevel.OK or level is not self.published_level:
+        if level is not _OK or level is not self.published_level:
             self.published_level = level
             s = self.state
             await self.ctx.publish(self.topic, HistoryUsage(  # type: ignore[attr-defined]
@@ -354,7 +358,7 @@ class ContextManagement(Actor):
     def _truncation(self) -> HistoryEdited | None:
         """The edit dropping DISPOSABLE entries, if the truncate threshold is crossed and
         there are some to drop."""
-        if self.limit_level() is not LimitLevel.TRUNCATE:
+        if self.limit_level() is not _TRUNCATE:
             return None
         drop = self._disposable_to_drop()
         return HistoryEdited((), tuple(drop)) if drop else None
@@ -387,7 +391,7 @@ class ContextManagement(Actor):
             entries -= len(unit)
             tokens -= sum(_tokens(e) for e in unit)
             size -= sum(_size(e) for e in unit)
-            if self.limits.level(entries, tokens, size) not in (LimitLevel.HARD, LimitLevel.TRUNCATE):
+            if self.limits.level(entries, tokens, size) not in (_HARD, _TRUNCATE):
                 break
         return drop
 

@@ -31,6 +31,10 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 
+# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
+# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
+_LIVE, _RECENT, _GIST = Level.LIVE, Level.RECENT, Level.GIST
+
 JOIN_TOKENS = 1
 """The blank line joining two texts in one message: its own token. No token spans it, because
 every bundled encoding splits text at runs of newlines before merging."""
@@ -296,8 +300,8 @@ def _latest(active: Sequence[HistoryEntry], start: int, stop: int, budget: int, 
             windows: str, windows_tokens: int) -> _Piece:
     """The latest observation's unit, at LIVE with the windows, falling back level by level."""
     needed = 0
-    for level, with_windows in ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True),
-                                (Level.GIST, False)):
+    for level, with_windows in ((_LIVE, True), (_RECENT, True), (_GIST, True),
+                                (_GIST, False)):
         msgs, tokens = _unit_messages(active, start, stop, level,
                                       windows=windows if with_windows else None,
                                       windows_tokens=windows_tokens)
@@ -312,7 +316,7 @@ def _recaps(recaps: Sequence[RecapEntry], budget: int, used: int) -> tuple[list[
     recap_msgs: list[ChatMessage] = []
     for recap in reversed(recaps):
         fitted = False
-        for level in (Level.LIVE, Level.GIST):
+        for level in (_LIVE, _GIST):
             lt = recap.content.at(level)
             cost = lt.tokens + RECAP_PREFIX_TOKENS + OVERHEAD
             if used + cost <= budget:
@@ -329,11 +333,11 @@ def _older(active: Sequence[HistoryEntry], i: int, budget: int, used: int, count
            tail: list[Sequence[ChatMessage]], cache: RenderCache | None) -> tuple[int, int]:
     """Older units ending at ``active[i]``, newest first (added to ``tail``): RECENT while they
     fit, then GIST; stop at the first misfit. Returns the tokens used and entries rendered."""
-    level = Level.RECENT
+    level = _RECENT
     older, older_tokens, older_end = len(tail), 0, i
     prefix_end = cache.prefix_end() if cache is not None else -1
     while i >= 0:
-        if i == prefix_end and level is Level.RECENT:
+        if i == prefix_end and level is _RECENT:
             assert cache is not None
             prefix = cache.older_prefix(active, i, budget - used)
             if prefix is not None:  # the rest, as the loop would take it
@@ -349,8 +353,8 @@ def _older(active: Sequence[HistoryEntry], i: int, budget: int, used: int, count
         else:
             msgs, tokens = _unit_messages(active, start, i + 1, level)
         if used + tokens > budget:
-            if level is Level.RECENT:
-                level = Level.GIST
+            if level is _RECENT:
+                level = _GIST
                 continue
             break
         tail.append(msgs)
@@ -358,6 +362,6 @@ def _older(active: Sequence[HistoryEntry], i: int, budget: int, used: int, count
         older_tokens += tokens
         count += i + 1 - start
         i = start - 1
-    if cache is not None and level is Level.RECENT and i < 0 and older_end >= 0:
+    if cache is not None and level is _RECENT and i < 0 and older_end >= 0:
         cache.keep_prefix(list(active[: older_end + 1]), tail[older:], older_tokens)
     return used, count
