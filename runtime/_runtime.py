@@ -604,6 +604,9 @@ class Runtime:
         """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`),
         run to its end here and now: its coroutine finishes at the first ``send``.
 
+        When the actor's ``on_denied`` may yield, :meth:`_handler_may_yield` has found the
+        sender allowed already: the handler is not asked again (``granted``).
+
         No other task runs until it returns, so nothing can see it running: the loop needs no
         event to wait on and no task of record, and there is no cancel point to shield. Being
         synchronous, it serves ``tell_nowait`` too.
@@ -612,7 +615,7 @@ class Runtime:
         :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
         :meth:`_finish_suspended`.
         """
-        coro = self._handle(cell, instance, env, name)
+        coro = self._handle(cell, instance, env, name, granted=not type(instance)._denial_unawaiting)
         try:
             trap = coro.send(None)
         except StopIteration:
@@ -862,8 +865,10 @@ class Runtime:
                 cell.carried = taken
             raise failure
 
-    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None) -> None:
-        """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up)."""
+    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
+                      granted: bool = False) -> None:
+        """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
+        ``granted``: the caller found the sender allowed to send it)."""
         payload = env.payload
         if name is None:
             name = find_handler(type(instance), type(payload))
@@ -883,7 +888,7 @@ class Runtime:
         token = handling.set((cell.id, env))
         self.busy += 1
         try:
-            needed = instance.capability_for(type(payload))
+            needed = None if granted else instance.capability_for(type(payload))
             if needed is not None and not self.has_capability(env.sender, needed):
                 # a denial is an answer, not a failure of the actor: no restart
                 try:
