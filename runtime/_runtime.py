@@ -181,7 +181,9 @@ class Runtime:
         """Each parent's children, in spawn order (so stopping one needs no scan of every cell)."""
         self._clients: set[ActorId] = set()
         self._capabilities: dict[ActorId, frozenset[Hashable] | None] = {}
-        self._topics: dict[Topic, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
+        self._topics: dict[str, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
+        """Each topic's subscribers, by the topic's name (a str hashes in C; a Topic's hash is a
+        Python call, and every step of an agent asks whether its topic has listeners)."""
         self._slots: dict[str, ReplySlot] = {}
         self._ask_ids: set[str] = set()
         self._deferred: set[str] = set()
@@ -359,7 +361,7 @@ class Runtime:
 
         Lets a publisher skip building messages nobody would receive (e.g. streamed text).
         """
-        return bool(self._topics.get(topic if isinstance(topic, Topic) else Topic(topic)))
+        return bool(self._topics.get(topic.name if isinstance(topic, Topic) else Topic(topic).name))
 
     @asynccontextmanager
     async def open_subscription(self, topic: Topic | str, *, buffer: int = 256) -> AsyncIterator[trio.MemoryReceiveChannel[Envelope]]:
@@ -369,12 +371,12 @@ class Runtime:
         """
         t = topic if isinstance(topic, Topic) else Topic(topic)
         send, receive = trio.open_memory_channel[Envelope](buffer)
-        self._topics.setdefault(t, []).append(send)
+        self._topics.setdefault(t.name, []).append(send)
         try:
             async with receive:
                 yield receive
         finally:
-            subs = self._topics.get(t, [])
+            subs = self._topics.get(t.name, [])
             if send in subs:
                 subs.remove(send)
             send.close()
@@ -712,7 +714,7 @@ class Runtime:
         self._audit(AuditRecord(AuditEvent.REPLIED, env))
 
     async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
-        subs = self._topics.get(topic)
+        subs = self._topics.get(topic.name)
         if not subs:
             await trio.lowlevel.checkpoint_if_cancelled()
             return
@@ -745,14 +747,14 @@ class Runtime:
             raise RuntimeError(
                 f"{ctx.self_id} is not an actor; use Runtime.open_subscription() outside actors"
             )
-        subs = self._topics.setdefault(topic, [])
+        subs = self._topics.setdefault(topic.name, [])
         if cell not in subs:
             subs.append(cell)
             cell.topics.add(topic)
 
     def _unsubscribe(self, ctx: Context, topic: Topic) -> None:
         cell = ctx._cell
-        subs = self._topics.get(topic, [])
+        subs = self._topics.get(topic.name, [])
         if cell in subs:
             subs.remove(cell)
         if cell is not None:

@@ -122,7 +122,7 @@ async def test_open_subscription_receives_what_is_published_outside_any_actor() 
         assert first.payload == Headline("first")
         assert second.payload == Weather(21)
         assert first.recipient == NEWS
-        assert rt._topics[NEWS] == []  # the subscription ended with the block
+        assert rt._topics[NEWS.name] == []  # the subscription ended with the block
 
 
 async def test_a_full_subscription_buffer_makes_the_publisher_wait() -> None:
