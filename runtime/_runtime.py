@@ -361,7 +361,7 @@ class Runtime:
 
         Lets a publisher skip building messages nobody would receive (e.g. streamed text).
         """
-        return bool(self._topics.get(topic.name if isinstance(topic, Topic) else Topic(topic).name))
+        return bool(self._topics.get(topic.name if isinstance(topic, Topic) else topic))
 
     @asynccontextmanager
     async def open_subscription(self, topic: Topic | str, *, buffer: int = 256) -> AsyncIterator[trio.MemoryReceiveChannel[Envelope]]:
