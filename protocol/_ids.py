@@ -50,7 +50,7 @@ class ActorId:
         return cls(kind, name)
 
 
-@frozen(order=True, cache_hash=True)
+@frozen(order=True)
 class Topic:
     """A named publish/subscribe channel, e.g. ``Topic("history.changes")``."""
 

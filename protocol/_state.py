@@ -6,6 +6,7 @@ import enum
 
 from ._entries import HistoryEntry, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 
+
 class EngineState(enum.Enum):
     """Where an agent thread stands; a pure function of its history's tail."""
 
@@ -21,23 +22,6 @@ class EngineState(enum.Enum):
     """The last entry is a tool-results entry: the next step calls the model."""
 
 
-# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
-# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-(
-    _WAITING_INPUT,
-    _PENDING_INPUT,
-    _PENDING_TOOL_RESULTS,
-    _WAITING_TOOL_RESULTS,
-    _TOOL_RESULTS_READY,
-) = (
-    EngineState.WAITING_INPUT,
-    EngineState.PENDING_INPUT,
-    EngineState.PENDING_TOOL_RESULTS,
-    EngineState.WAITING_TOOL_RESULTS,
-    EngineState.TOOL_RESULTS_READY,
-)
-
-
 def derive_state(last: HistoryEntry | None, recorded_results: int) -> EngineState:
     """The state for the last (non-recap) entry and the number of recorded tool results.
 
@@ -46,15 +30,15 @@ def derive_state(last: HistoryEntry | None, recorded_results: int) -> EngineStat
         recorded_results: tool results recorded for ``last``'s calls, not yet in an entry.
     """
     if last is None:
-        return _WAITING_INPUT
+        return EngineState.WAITING_INPUT
     if isinstance(last, ModelInputEntry):
-        return _PENDING_INPUT
+        return EngineState.PENDING_INPUT
     if isinstance(last, ToolResultsEntry):
-        return _PENDING_TOOL_RESULTS
+        return EngineState.PENDING_TOOL_RESULTS
     if isinstance(last, ModelOutputEntry):
         if not last.tool_calls:
-            return _WAITING_INPUT
+            return EngineState.WAITING_INPUT
         if recorded_results < len(last.tool_calls):
-            return _WAITING_TOOL_RESULTS
-        return _TOOL_RESULTS_READY
+            return EngineState.WAITING_TOOL_RESULTS
+        return EngineState.TOOL_RESULTS_READY
     raise TypeError(f"derive_state got a {type(last).__name__}; pass the last non-recap entry")

@@ -26,7 +26,7 @@ import math
 import random
 import time
 import types
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Hashable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Hashable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -637,10 +637,17 @@ class Runtime:
         log.error("%s.%s suspended although completes_at_once() said it would not: it ran "
                   "unshielded from its asker's cancellation; make completes_at_once() answer "
                   "False for this case", type(instance).__name__, name)
-        done = cell.inline = trio.Event()  # nothing ran since it started: as if set then
+        # (marked running only now: nothing else ran since it started, so it is as if it was then)
+        await self._as_inline(cell, _resume(*suspended))
+
+    async def _as_inline(self, cell: _Cell, handling: Awaitable[None]) -> None:
+        """Await ``handling``, the run of one of ``cell``'s inline handlers, in this task: the
+        actor's loop waits on ``cell.inline`` meanwhile, and a failure is raised in that loop
+        (see :meth:`_inline_failed`) rather than here."""
+        done = cell.inline = trio.Event()
         cell.inline_task = trio.lowlevel.current_task()
         try:
-            await _resume(*suspended)
+            await handling
         except BaseException as exc:
             if _failure_of(exc) is None:
                 raise
@@ -675,19 +682,11 @@ class Runtime:
         A handler that never yields runs through :meth:`_run_now` instead: with no
         cancel point there is nothing to shield it from, and no other task to see it run.
         """
-        done = cell.inline = trio.Event()
-        cell.inline_task = trio.lowlevel.current_task()
-        try:
-            with trio.CancelScope(shield=True):
-                await self._handle(cell, instance, env, name)
-        except BaseException as exc:
-            if _failure_of(exc) is None:
-                raise
-            self._inline_failed(cell, exc)
-        finally:
-            cell.inline = None
-            cell.inline_task = None
-            done.set()
+        await self._as_inline(cell, self._handle_shielded(cell, instance, env, name))
+
+    async def _handle_shielded(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+        with trio.CancelScope(shield=True):
+            await self._handle(cell, instance, env, name)
 
     def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
         if request.message_id not in self._ask_ids:

@@ -56,23 +56,6 @@ from ._lod import input_content, output_content, results_content
 from ._render import RenderCache, render_parts
 from ._state import FoldError, HistoryState, SnapshotDraft
 
-# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
-# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-(
-    _WAITING_INPUT,
-    _PENDING_INPUT,
-    _PENDING_TOOL_RESULTS,
-    _WAITING_TOOL_RESULTS,
-    _TOOL_RESULTS_READY,
-) = (
-    EngineState.WAITING_INPUT,
-    EngineState.PENDING_INPUT,
-    EngineState.PENDING_TOOL_RESULTS,
-    EngineState.WAITING_TOOL_RESULTS,
-    EngineState.TOOL_RESULTS_READY,
-)
-_COMPRESSIBLE, _EPHEMERAL = Retention.COMPRESSIBLE, Retention.EPHEMERAL
-
 log = logging.getLogger("livecontext.history")
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -138,7 +121,7 @@ class HistoryStore(ContextManagement):
         from its tool results or remove the newest entry (the engine's state stands on it)."""
         newest = self.state.last
         gone = [e.id for e in self.state.active
-                if e.retention is _EPHEMERAL and (newest is None or e.id != newest.id)]
+                if e.retention is Retention.EPHEMERAL and (newest is None or e.id != newest.id)]
         gone = [i for i in gone if not self._unit_conflicts({i} | set(gone))]
         if gone:
             await self._commit([HistoryEdited((), tuple(gone))])
@@ -215,13 +198,13 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_append_input(self, msg: AppendInput) -> Tail:
-        self._expect(_WAITING_INPUT, what="append an input")
+        self._expect(EngineState.WAITING_INPUT, what="append an input")
         if not msg.text.strip():
             raise HistoryConflictError("blank input is not recorded; send text with something in it")
         notes = tuple(self.state.pending_notifications)
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=_COMPRESSIBLE, content=input_content(msg.text, notes, self.counter),
+            retention=Retention.COMPRESSIBLE, content=input_content(msg.text, notes, self.counter),
             text=msg.text, notifications=notes,
         )
         await self._commit([EntryAppended(entry)])
@@ -229,10 +212,10 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_append_output(self, msg: AppendOutput) -> Tail:
-        self._expect(_PENDING_INPUT, _PENDING_TOOL_RESULTS, what="append a model output")
+        self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
         entry = ModelOutputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=_COMPRESSIBLE,
+            retention=Retention.COMPRESSIBLE,
             content=output_content(msg.text, msg.tool_calls, self.counter),
             tool_calls=msg.tool_calls, model=msg.model, usage=msg.usage,
         )
@@ -241,12 +224,12 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_tool_started(self, msg: RecordToolStarted) -> None:
-        self._expect(_WAITING_TOOL_RESULTS, what="start a tool")
+        self._expect(EngineState.WAITING_TOOL_RESULTS, what="start a tool")
         await self._commit([ToolStarted(msg.call_id, msg.name)])
 
     @handler(inline=True)
     async def on_tool_result(self, msg: RecordToolResult) -> Tail:
-        self._expect(_WAITING_TOOL_RESULTS, what="record a tool result")
+        self._expect(EngineState.WAITING_TOOL_RESULTS, what="record a tool result")
         last = self.state.last
         assert isinstance(last, ModelOutputEntry)
         expected = last.tool_calls[len(self.state.recorded)].id
@@ -259,11 +242,11 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
-        self._expect(_TOOL_RESULTS_READY, what="append the tool results")
+        self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=_COMPRESSIBLE, content=results_content(notes, self.counter),
+            retention=Retention.COMPRESSIBLE, content=results_content(notes, self.counter),
             results=tuple(self.state.recorded), notifications=notes,
         )
         await self._commit([EntryAppended(entry)])
