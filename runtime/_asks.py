@@ -18,13 +18,16 @@ class ReplySlot:
     asker would wait, and one event less per ask counts at tens of thousands of asks a second.
     """
 
-    __slots__ = ("_event", "reply", "target")
+    __slots__ = ("_event", "registered", "reply", "target")
 
     def __init__(self, target: ActorId) -> None:
         self._event: trio.Event | None = None
         self.reply: Message | None = None
         """The reply's payload, once it came."""
         self.target = target
+        self.registered = False
+        """Whether the runtime finds it by its ask's id (an ask answered at once is not, unless
+        its reply was deferred)."""
 
     def answer(self, reply: Message) -> None:
         """Set the reply and wake the asker, if it waits."""

@@ -185,6 +185,8 @@ class Runtime:
         """Each topic's subscribers, by the topic's name (a str hashes in C; a Topic's hash is a
         Python call, and every step of an agent asks whether its topic has listeners)."""
         self._slots: dict[str, ReplySlot] = {}
+        self._answering: tuple[Envelope, ReplySlot] | None = None
+        """The ask being answered at once now, and its slot (see :meth:`_ask_at_once`)."""
         self._ask_ids: set[str] = set()
         self._deferred: set[str] = set()
         self._graph = WaitGraph()
@@ -394,10 +396,8 @@ class Runtime:
         if causation_id is None:
             cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
-        return _stamped(
-            self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
-            now_ns, _monotonic_ns(), payload, correlation_id, causation_id,
-        )
+        return _stamped(self._id_template, self._counter, sender, recipient, now_ns, _monotonic_ns(),
+                        payload, correlation_id, causation_id)
 
     def _cell(self, to: Address) -> _Cell:
         if isinstance(to, ActorRef):
@@ -475,7 +475,7 @@ class Runtime:
         instance = cell.instance
         if (name is not None and instance is not None and self._inline and cell.can_run_inline()
                 and name in type(instance)._inline_unawaiting
-                and not self._handler_may_yield(instance, name, env)):
+                and not self._handler_may_yield(instance, name, env.payload, env.sender)):
             if self._run_now(cell, instance, env, name) is not None:  # pragma: no cover
                 raise AssertionError(f"{cell.id}: {name} has no await, yet it suspended")
             return True
@@ -500,8 +500,74 @@ class Runtime:
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
                    shield: bool = False) -> Any:
         cell, name = self._target(to, message)
+        instance = cell.instance
+        if (name is not None and instance is not None and self._inline and cell.can_run_inline()
+                and name in type(instance)._inline):
+            if not self._handler_may_yield(instance, name, message, ctx.self_id):
+                return await self._ask_at_once(ctx, cell, instance, message, name, timeout, shield)
+            return await self._ask_waiting(ctx, cell, message, timeout, shield, instance, name)
+        return await self._ask_waiting(ctx, cell, message, timeout, shield)
+
+    async def _ask_at_once(self, ctx: Context, cell: _Cell, instance: Actor, message: Message,
+                           name: str, timeout: float | None, shield: bool) -> Any:
+        """An ask whose handler never yields (see :meth:`_handler_may_yield`), to an idle actor:
+        most of an agent's asks. The handler runs here and now (:meth:`_run_now`) and mostly
+        answers before it returns, so the ask is over before any other task could see it:
+        there is no wait to record in the wait-for graph, nor a cycle to find (an idle
+        actor's handlers wait for nobody), and ``busy`` would be put back as it was. Only a
+        deferred reply, or a handler that suspended after all, is waited for, by
+        :meth:`_ask_unfinished`, which does that bookkeeping then."""
+        asking = handling.get()  # whom the asker handles for, if anyone (a suspended handler changes it)
         env = self._envelope(ctx.self_id, cell.id, message)
-        blocking = ctx._cell is not None and _in_handler(ctx._cell)
+        # the reply goes straight to the slot: the ask is registered by its id (which is then
+        # formatted, see Envelope.stamped) only if the handler defers its reply (see _defer)
+        slot = ReplySlot(cell.id)
+        outer, self._answering = self._answering, (env, slot)
+        try:
+            suspended = self._run_now(cell, instance, env, name, slot)
+        finally:
+            self._answering = outer
+        if suspended is not None or slot.reply is None:
+            await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield,
+                                       asking)
+        else:
+            await self._inline_checkpoint(shield)
+        return self._reply_of(cell, message, slot, timeout)
+
+    async def _ask_unfinished(self, ctx: Context, cell: _Cell, instance: Actor, env: Envelope,
+                              name: str, slot: ReplySlot,
+                              suspended: tuple[Coroutine[Any, Any, None], Any] | None,
+                              timeout: float | None, shield: bool,
+                              asking: tuple[ActorId, Envelope] | None) -> None:
+        """Finish an ask that :meth:`_ask_at_once` left waiting: the handler suspended (a
+        broken ``completes_at_once`` promise), or its reply was deferred. ``asking``: the
+        asker's ``handling`` at the ask."""
+        self._register(env, slot)  # (if it is not yet: a handler that suspended may defer later)
+        blocking = ctx._cell is not None and _in_handler(ctx._cell, asking)
+        if blocking:  # cannot close a cycle (the actor was idle) but others must see the wait
+            self._graph.check_and_add(ctx.self_id, cell.id)
+            self.busy -= 1
+        try:
+            if suspended is not None:
+                await self._finish_suspended(cell, instance, name, suspended)
+            # no time passed for Trio while the handler ran: the ask's time is taken after it
+            if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
+                await self._wait_reply(slot, trio.current_time() + timeout if timeout is not None else math.inf,
+                                       shield)
+            else:
+                await self._inline_checkpoint(shield)
+        finally:
+            if blocking:
+                self.busy += 1
+                self._graph.remove(ctx.self_id, cell.id)
+            self._slots.pop(env.message_id, None)
+
+    async def _ask_waiting(self, ctx: Context, cell: _Cell, message: Message, timeout: float | None,
+                           shield: bool, instance: Actor | None = None, name: str | None = None) -> Any:
+        """An ask whose asker waits: through the mailbox, or (given ``instance`` and ``name``)
+        for an inline handler that may yield, run in this task by :meth:`_run_inline`."""
+        env = self._envelope(ctx.self_id, cell.id, message)
+        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
         if blocking:
             self._graph.check_and_add(ctx.self_id, cell.id)
         slot = ReplySlot(cell.id)
@@ -511,20 +577,12 @@ class Runtime:
             self.busy -= 1
         queued = False
         try:
-            instance = cell.instance
-            if (name is not None and instance is not None and self._inline and cell.can_run_inline()
-                    and name in type(instance)._inline):
+            if instance is not None and name is not None:
                 queued = True
-                # the asker's cancel cannot cut the handler short (it is shielded, or never yields):
-                # a shielded ask needs no scope of its own here
-                if self._handler_may_yield(instance, name, env):
-                    asked_at = trio.current_time()
-                    await self._run_inline(cell, instance, env, name)
-                else:  # no time passes for Trio while it runs: the ask's time is taken after it
-                    suspended = self._run_now(cell, instance, env, name)
-                    if suspended is not None:  # a broken completes_at_once promise
-                        await self._finish_suspended(cell, instance, name, suspended)
-                    asked_at = trio.current_time() if slot.reply is None else 0.0
+                # the asker's cancel cannot cut the handler short (it is shielded): a shielded
+                # ask needs no scope of its own here
+                asked_at = trio.current_time()
+                await self._run_inline(cell, instance, env, name)
                 if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                     await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
                 else:
@@ -550,9 +608,14 @@ class Runtime:
             self._slots.pop(env.message_id, None)
             if not queued:  # never reaches the actor: nobody will answer it
                 self._ask_ids.discard(env.message_id)
-        if slot.reply is None:
-            raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
+        return self._reply_of(cell, message, slot, timeout)
+
+    @staticmethod
+    def _reply_of(cell: _Cell, message: Message, slot: ReplySlot, timeout: float | None) -> Any:
+        """What an ask returns for its ``slot``: the reply's payload, or the error it carries."""
         payload = slot.reply
+        if payload is None:
+            raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
         if isinstance(payload, ErrorReply):
             if payload.error_type == ActorStoppedError.__name__:
                 raise ActorStoppedError(cell.id, type(message).__name__)
@@ -589,20 +652,20 @@ class Runtime:
         with trio.CancelScope(deadline=deadline, shield=shield):
             await slot.wait()
 
-    def _handler_may_yield(self, instance: Actor, name: str, env: Envelope) -> bool:
-        """Whether handling ``env`` with ``instance``'s inline handler ``name`` may yield to Trio
-        (see ``Actor._inline_unawaiting``); if not, it needs no shield."""
+    def _handler_may_yield(self, instance: Actor, name: str, payload: Message, sender: ActorId) -> bool:
+        """Whether handling ``payload`` from ``sender`` with ``instance``'s inline handler
+        ``name`` may yield to Trio (see ``Actor._inline_unawaiting``); if not, it needs no shield."""
         cls = type(instance)
         if name not in cls._inline_unawaiting and not (
-                cls._promises_completion and instance.completes_at_once(env.payload)):
+                cls._promises_completion and instance.completes_at_once(payload)):
             return True
         if cls._denial_unawaiting:
             return False
-        needed = instance.capability_for(type(env.payload))  # on_denied may run instead
-        return needed is not None and not self.has_capability(env.sender, needed)
+        needed = instance.capability_for(type(payload))  # on_denied may run instead
+        return needed is not None and not self.has_capability(sender, needed)
 
-    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope,
-                 name: str) -> tuple[Coroutine[Any, Any, None], Any] | None:
+    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope, name: str,
+                 slot: ReplySlot | None = None) -> tuple[Coroutine[Any, Any, None], Any] | None:
         """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`),
         run to its end here and now: its coroutine finishes at the first ``send``.
 
@@ -617,7 +680,7 @@ class Runtime:
         :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
         :meth:`_finish_suspended`.
         """
-        coro = self._handle(cell, instance, env, name, granted=not type(instance)._denial_unawaiting)
+        coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot)
         try:
             trap = coro.send(None)
         except StopIteration:
@@ -688,16 +751,31 @@ class Runtime:
         with trio.CancelScope(shield=True):
             await self._handle(cell, instance, env, name)
 
+    def _register(self, request: Envelope, slot: ReplySlot) -> None:
+        """Make an ask answered at once (see :meth:`_ask_at_once`) findable by its id, as an
+        ask through the mailbox is: for a reply sent later (:meth:`_defer`)."""
+        if not slot.registered:
+            slot.registered = True
+            self._slots[request.message_id] = slot
+            self._ask_ids.add(request.message_id)
+
     def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
-        if request.message_id not in self._ask_ids:
+        answering = self._answering
+        if answering is not None and answering[0] is request:
+            self._register(request, answering[1])
+        elif request.message_id not in self._ask_ids:
             return None
         self._deferred.add(request.message_id)
         return PendingReply(self, request, responder)
 
-    def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
-        self._ask_ids.discard(request.message_id)
-        self._deferred.discard(request.message_id)
-        slot = self._slots.get(request.message_id)
+    def _reply(self, request: Envelope, responder: ActorId, payload: Message,
+               slot: ReplySlot | None = None) -> None:
+        """Answer ``request``: to ``slot`` (an ask answered at once, not registered), or to
+        whoever waits for its id."""
+        if slot is None or slot.registered:
+            self._ask_ids.discard(request.message_id)
+            self._deferred.discard(request.message_id)
+            slot = self._slots.get(request.message_id)
         if slot is not None and not self._hooks:
             # the asker needs only the payload: the envelope would be made for the audit alone
             slot.answer(payload)
@@ -867,18 +945,19 @@ class Runtime:
             raise failure
 
     async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
-                      granted: bool = False) -> None:
+                      granted: bool = False, slot: ReplySlot | None = None) -> None:
         """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
-        ``granted``: the caller found the sender allowed to send it)."""
+        ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
+        an ask answered at once, see :meth:`_ask_at_once`)."""
         payload = env.payload
         if name is None:
             name = find_handler(type(instance), type(payload))
-        is_ask = env.message_id in self._ask_ids
+        is_ask = slot is not None or env.message_id in self._ask_ids
         if name is None:
             err = UnhandledMessageError(cell.id, type(payload).__name__,
                                         [t.__name__ for t in type(instance).handled_types()])
             if is_ask:
-                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
+                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)), slot)
             else:
                 self._drop(env, str(err))
             return
@@ -903,25 +982,25 @@ class Runtime:
         except UsageError as exc:
             # the sender's mistake, not the actor's failure: answer it, do not restart
             if is_ask:
-                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)))
+                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)), slot)
             else:
                 self._drop(env, f"{type(exc).__name__}: {exc}")
             return
         except BaseException as exc:
             if is_ask:  # the asker must hear of it now, not at its timeout
-                self._reply(env, cell.id, _error_reply(cell, env, exc))
+                self._reply(env, cell.id, _error_reply(cell, env, exc), slot)
             raise
         finally:
             self.busy -= 1
             handling.reset(token)
-        if is_ask and env.message_id not in self._deferred:
+        if is_ask and not ((slot is None or slot.registered) and env.message_id in self._deferred):
             if result is None:
                 result = Ack()
             elif not isinstance(result, Message):
                 err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
-                self._reply(env, cell.id, ErrorReply("TypeError", str(err)))
+                self._reply(env, cell.id, ErrorReply("TypeError", str(err)), slot)
                 return
-            self._reply(env, cell.id, result)
+            self._reply(env, cell.id, result, slot)
 
     async def _supervise(self, cell: _Cell, failure: BaseException) -> bool:
         """Restart ``cell`` after ``failure`` (returns True) or escalate and stop it (False)."""
@@ -1011,14 +1090,14 @@ def _resume(coro: Coroutine[Any, Any, None], trap: Any) -> Generator[Any, Any, N
                 return
 
 
-def _in_handler(cell: _Cell) -> bool:
-    """Whether the current task is running (part of) one of ``cell``'s handlers.
+def _in_handler(cell: _Cell, now: tuple[ActorId, Envelope] | None) -> bool:
+    """Whether the current task is running (part of) one of ``cell``'s handlers (``now``: the
+    task's ``handling``).
 
     A handler blocks its actor's mailbox while it waits; a background task started in
     ``ctx.nursery`` does not, even though it inherits the handler's context variables.
     Tasks of a nursery the handler opened itself are part of the handler.
     """
-    now = handling.get()
     if now is None or (now[0] is not cell.id and now[0] != cell.id):
         return False
     task = trio.lowlevel.current_task()

@@ -89,3 +89,36 @@ async def test_after_a_broken_promise_the_actor_handles_its_next_messages_as_usu
         second = await client.ask(ref, Work(slow=False))
         assert isinstance(first, Done) and isinstance(second, Done)
         assert rt.statistics().restarts == 0
+
+
+@frozen
+class DeferLater(Message):
+    """Handled by awaiting once, then deferring the reply and sending it from a background task."""
+
+
+class LateDeferrer(Actor):
+    def completes_at_once(self, message: Message) -> bool:
+        return True  # wrong: the handler awaits
+
+    @handler(inline=True)
+    async def on_defer_later(self, msg: DeferLater) -> Done:
+        await trio.lowlevel.checkpoint()
+        pending = self.ctx.defer_reply()
+        assert pending is not None, "the ask was forgotten while its handler was suspended"
+
+        async def answer() -> None:
+            await trio.sleep(0.01)
+            pending.send(Done(-1.0))
+
+        self.ctx.nursery.start_soon(answer)
+        return Done(0.0)  # ignored: the reply is deferred
+
+
+async def test_a_broken_promise_can_still_defer_its_reply_after_it_suspended() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(LateDeferrer, "worker/w")
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.fail_after(5):
+            done = await rt.client("asker").ask(ref, DeferLater())
+        assert done == Done(-1.0)
+        assert rt.statistics().pending_asks == 0

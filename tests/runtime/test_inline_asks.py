@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Message
+from livecontext.protocol import ActorId, Envelope, Message, message_id_time_ns
 from livecontext.runtime import (
     Actor,
     AskTimeoutError,
@@ -750,3 +750,34 @@ async def test_a_cancelled_asker_still_gets_a_handler_without_await_run_whole_an
             await rt.client("asker").ask(ref, Query("late"))
         assert scope.cancelled_caught
         assert actor.seen == ["late"]  # type: ignore[union-attr]
+
+
+@frozen
+class Peek(Message):
+    """Handled at once (no await): keeps the envelope it came in."""
+
+
+class Peeker(Actor):
+    def __init__(self) -> None:
+        self.seen: list[Envelope] = []
+
+    @handler(inline=True)
+    async def on_peek(self, msg: Peek) -> Answer:
+        current = self.ctx.current
+        assert current is not None
+        self.seen.append(current)
+        return Answer("peeked")
+
+
+async def test_an_ask_answered_at_once_never_needs_its_message_id_made() -> None:
+    async with open_runtime() as rt:
+        peeker = Peeker()
+        ref = await rt.spawn(lambda: peeker, "peek/p")
+        await trio.testing.wait_all_tasks_blocked()
+        assert await rt.client("asker").ask(ref, Peek()) == Answer("peeked")
+        (env,) = peeker.seen
+        with pytest.raises(AttributeError):  # the id's slot is still empty: nobody looked it up
+            Envelope.message_id.__get__(env)  # type: ignore[attr-defined]
+        # made when read, and sorting by the time it was sent
+        assert abs(message_id_time_ns(env.message_id) - env.sent_at.timestamp() * 1e9) < 1e3
+        assert rt.statistics().pending_asks == 0
