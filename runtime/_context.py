@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
@@ -103,7 +104,7 @@ class Context:
     @property
     def current(self) -> Envelope | None:
         """The envelope whose handler is running in this task, if any (sender, ids, times)."""
-        now = handling.get()
+        now = self._rt._current()
         return now[1] if now is not None else None
 
     @property
@@ -115,6 +116,7 @@ class Context:
         """
         if self._cell is None or self._cell.nursery is None:
             raise RuntimeError(f"{self.self_id} has no nursery: only a running actor has one")
+        self._rt._pass_on()  # a task started from a handler knows what the handler handled
         return self._cell.nursery
 
     async def tell(self, to: Address, message: Message) -> None:
@@ -130,8 +132,8 @@ class Context:
         """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
         self._rt._tell_nowait(self, to, message)
 
-    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
-                  shield: bool = False) -> Any:
+    def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
+            shield: bool = False) -> Coroutine[Any, Any, Any]:
         """Send ``message`` and wait for the reply: the handler's return value.
 
         Args:
@@ -158,7 +160,9 @@ class Context:
             RemoteActorError: the handler raised; the error's type and text are carried over.
             ActorStoppedError, UnhandledMessageError: as for :meth:`tell`.
         """
-        return await self._rt._ask(self, to, message, timeout, shield)
+        # the runtime's coroutine itself (nothing runs until it is awaited): one frame less
+        # per ask, the commonest message
+        return self._rt._ask(self, to, message, timeout, shield)
 
     async def publish(self, topic: Topic | str, message: Message) -> None:
         """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
@@ -171,7 +175,7 @@ class Context:
         waits until :meth:`PendingReply.send` (or its own timeout). Returns ``None`` when the
         message being handled is a ``tell`` (nobody waits for a reply).
         """
-        now = handling.get()
+        now = self._rt._current()
         if now is None:
             raise RuntimeError("defer_reply() is only valid inside a handler")
         return self._rt._defer(now[1], self.self_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import datetime as dt
 import enum
 import logging
@@ -185,6 +186,11 @@ class Runtime:
         """Each topic's subscribers, by the topic's name (a str hashes in C; a Topic's hash is a
         Python call, and every step of an agent asks whether its topic has listeners)."""
         self._slots: dict[str, ReplySlot] = {}
+        self._now: tuple[ActorId, Envelope] | None = None
+        """While a never-yielding handler runs (:meth:`_run_now`): its actor and envelope, which
+        every reader of ``handling`` sees instead (see :meth:`_current`)."""
+        self._now_set: contextvars.Token[tuple[ActorId, Envelope] | None] | None = None
+        """``handling`` set to ``_now`` for a task the handler starts (see :meth:`_pass_on`)."""
         self._answering: tuple[Envelope, ReplySlot] | None = None
         """The ask being answered at once now, and its slot (see :meth:`_ask_at_once`)."""
         self._ask_ids: set[str] = set()
@@ -394,7 +400,9 @@ class Runtime:
             now_ns = self._last_ns
         self._last_ns = now_ns
         if causation_id is None:
-            cause = handling.get()
+            cause = self._now
+            if cause is None:
+                cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
         return _stamped(self._id_template, self._counter, sender, recipient, now_ns, _monotonic_ns(),
                         payload, correlation_id, causation_id)
@@ -517,7 +525,6 @@ class Runtime:
         actor's handlers wait for nobody), and ``busy`` would be put back as it was. Only a
         deferred reply, or a handler that suspended after all, is waited for, by
         :meth:`_ask_unfinished`, which does that bookkeeping then."""
-        asking = handling.get()  # whom the asker handles for, if anyone (a suspended handler changes it)
         env = self._envelope(ctx.self_id, cell.id, message)
         # the reply goes straight to the slot: the ask is registered by its id (which is then
         # formatted, see Envelope.stamped) only if the handler defers its reply (see _defer)
@@ -528,8 +535,7 @@ class Runtime:
         finally:
             self._answering = outer
         if suspended is not None or slot.reply is None:
-            await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield,
-                                       asking)
+            await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield)
         else:
             await self._inline_checkpoint(shield)
         return self._reply_of(cell, message, slot, timeout)
@@ -537,19 +543,18 @@ class Runtime:
     async def _ask_unfinished(self, ctx: Context, cell: _Cell, instance: Actor, env: Envelope,
                               name: str, slot: ReplySlot,
                               suspended: tuple[Coroutine[Any, Any, None], Any] | None,
-                              timeout: float | None, shield: bool,
-                              asking: tuple[ActorId, Envelope] | None) -> None:
+                              timeout: float | None, shield: bool) -> None:
         """Finish an ask that :meth:`_ask_at_once` left waiting: the handler suspended (a
-        broken ``completes_at_once`` promise), or its reply was deferred. ``asking``: the
-        asker's ``handling`` at the ask."""
+        broken ``completes_at_once`` promise), or its reply was deferred."""
         self._register(env, slot)  # (if it is not yet: a handler that suspended may defer later)
-        blocking = ctx._cell is not None and _in_handler(ctx._cell, asking)
+        # (the handler ran with what it handles in `_now`: `handling` is still the asker's)
+        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
         if blocking:  # cannot close a cycle (the actor was idle) but others must see the wait
             self._graph.check_and_add(ctx.self_id, cell.id)
             self.busy -= 1
         try:
             if suspended is not None:
-                await self._finish_suspended(cell, instance, name, suspended)
+                await self._finish_suspended(cell, instance, env, name, suspended)
             # no time passed for Trio while the handler ran: the ask's time is taken after it
             if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
                 await self._wait_reply(slot, trio.current_time() + timeout if timeout is not None else math.inf,
@@ -680,7 +685,12 @@ class Runtime:
         :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
         :meth:`_finish_suspended`.
         """
-        coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot)
+        # what it handles is kept in `_now` rather than in the context variable: with no other
+        # task running meanwhile, nobody can tell, and setting and resetting the variable was
+        # ~2% of an agent's time (see _current and _pass_on)
+        outer, outer_set = self._now, self._now_set
+        self._now, self._now_set = (cell.id, env), None
+        coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
         try:
             trap = coro.send(None)
         except StopIteration:
@@ -690,18 +700,43 @@ class Runtime:
                 raise
             self._inline_failed(cell, exc)
             return None
+        finally:
+            passed_on = self._now_set
+            self._now, self._now_set = outer, outer_set
+            if passed_on is not None:
+                handling.reset(passed_on)
         return coro, trap
 
-    async def _finish_suspended(self, cell: _Cell, instance: Actor, name: str,
+    def _current(self) -> tuple[ActorId, Envelope] | None:
+        """The actor whose handler runs now and the envelope it handles, or None: ``handling``,
+        or ``_now`` while a never-yielding handler runs (:meth:`_run_now`)."""
+        now = self._now
+        return now if now is not None else handling.get()
+
+    def _pass_on(self) -> None:
+        """Set ``handling`` to ``_now`` until the never-yielding handler running now returns,
+        so that a task it starts inherits it as a task started by any handler does. Called
+        when the handler reads ``ctx.nursery``, the way an actor starts a task."""
+        if self._now is not None and self._now_set is None:
+            self._now_set = handling.set(self._now)
+
+    async def _finish_suspended(self, cell: _Cell, instance: Actor, env: Envelope, name: str,
                                 suspended: tuple[Coroutine[Any, Any, None], Any]) -> None:
         """Finish a handler that :meth:`_run_now` found suspended, as :meth:`_run_inline` would
         but unshielded (a scope entered now would not nest around the handler's own), and log
-        the broken promise: the actor's ``completes_at_once`` said it would not suspend."""
+        the broken promise: the actor's ``completes_at_once`` said it would not suspend.
+
+        Other tasks run while it waits, so what it handles (``env``) goes in ``handling``, in
+        this task, as for any handler."""
         log.error("%s.%s suspended although completes_at_once() said it would not: it ran "
                   "unshielded from its asker's cancellation; make completes_at_once() answer "
                   "False for this case", type(instance).__name__, name)
         # (marked running only now: nothing else ran since it started, so it is as if it was then)
-        await self._as_inline(cell, _resume(*suspended))
+        token = handling.set((cell.id, env))
+        try:
+            await self._as_inline(cell, _resume(*suspended))
+        finally:
+            handling.reset(token)
 
     async def _as_inline(self, cell: _Cell, handling: Awaitable[None]) -> None:
         """Await ``handling``, the run of one of ``cell``'s inline handlers, in this task: the
@@ -945,10 +980,11 @@ class Runtime:
             raise failure
 
     async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
-                      granted: bool = False, slot: ReplySlot | None = None) -> None:
+                      granted: bool = False, slot: ReplySlot | None = None, now: bool = False) -> None:
         """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
         ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
-        an ask answered at once, see :meth:`_ask_at_once`)."""
+        an ask answered at once, see :meth:`_ask_at_once`; ``now``: run by :meth:`_run_now`,
+        which keeps what is handled in ``_now``)."""
         payload = env.payload
         if name is None:
             name = find_handler(type(instance), type(payload))
@@ -965,7 +1001,7 @@ class Runtime:
         cell.handled += 1
         if self._hooks:
             self._audit(AuditRecord(AuditEvent.DELIVERED, env))
-        token = handling.set((cell.id, env))
+        token = None if now else handling.set((cell.id, env))
         self.busy += 1
         try:
             needed = None if granted else instance.capability_for(type(payload))
@@ -992,7 +1028,8 @@ class Runtime:
             raise
         finally:
             self.busy -= 1
-            handling.reset(token)
+            if token is not None:
+                handling.reset(token)
         if is_ask and not ((slot is None or slot.registered) and env.message_id in self._deferred):
             if result is None:
                 result = Ack()
