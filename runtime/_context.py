@@ -21,8 +21,10 @@ handling: contextvars.ContextVar[tuple[ActorId, Envelope] | None] = contextvars.
     "livecontext_handling", default=None
 )
 """The actor whose handler the current task is running and the envelope it handles (for
-causation ids), or None (in background tasks). One variable, not two: setting and resetting
-context variables at every message showed in profiles."""
+causation ids), or None (outside handlers; a task a handler starts inherits it). One variable,
+not two: setting and resetting context variables at every message showed in profiles. A
+handler with no ``await`` run at once is not set here: the runtime keeps it in ``Runtime._now``
+while it runs (see ``Runtime._run_now``), so read it through ``Runtime._current``."""
 
 
 @frozen

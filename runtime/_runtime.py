@@ -7,7 +7,11 @@ still an envelope, audited and capability-checked; the actor still handles one m
 time, in mailbox order), as does a tell or publish to such a handler with no ``await`` in it
 (or whose actor vouches that this call reaches none, ``Actor.completes_at_once``, for asks);
 and a reply is made into an envelope only when an audit hook is
-installed (the asker needs only its payload). See :meth:`Runtime._run_inline`.
+installed (the asker needs only its payload). See :meth:`Runtime._run_inline`. An ask whose
+handler never yields (:meth:`Runtime._ask_at_once`) is answered into its asker's slot without
+being registered by id (so its envelope's id, made lazily by ``Envelope.stamped``, is mostly
+never formatted), and what such a handler handles is kept in ``Runtime._now`` rather than in
+the ``handling`` context variable (:meth:`Runtime._run_now`).
 
 What an asker does see: an inline ask is a cancel point, but a schedule point only once every
 ``_FAIRNESS_BATCH`` inline asks (see :meth:`Runtime._inline_checkpoint`), where Trio's own
