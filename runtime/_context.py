@@ -91,17 +91,15 @@ class Context:
     :meth:`Runtime.client`. There is no way to send with another sender id.
     """
 
-    __slots__ = ("_cell", "_rt", "self_id")
+    __slots__ = ("_cell", "_rt", "runtime", "self_id")
 
     def __init__(self, runtime: Runtime, self_id: ActorId, cell: _Cell | None) -> None:
         self._rt = runtime
+        self.runtime = runtime
+        """The runtime this context belongs to (an attribute, not a property: an agent's
+        actors read it ~26 times a turn, to ask it whether anyone listens or is idle)."""
         self.self_id = self_id
         self._cell = cell
-
-    @property
-    def runtime(self) -> Runtime:
-        """The runtime this context belongs to."""
-        return self._rt
 
     @property
     def current(self) -> Envelope | None:
