@@ -8,7 +8,7 @@ time, in mailbox order), as does a tell or publish to such a handler with no ``a
 (or whose actor vouches that this call reaches none, ``Actor.completes_at_once``, for asks);
 and a reply is made into an envelope only when an audit hook is
 installed (the asker needs only its payload). See :meth:`Runtime._run_inline`. An ask whose
-handler never yields (:meth:`Runtime._ask_at_once`) is answered into its asker's slot without
+handler never yields (:meth:`Runtime._ask`) is answered into its asker's slot without
 being registered by id (so its envelope's id, made lazily by ``Envelope.stamped``, is mostly
 never formatted), and what such a handler handles is kept in ``Runtime._now`` rather than in
 the ``handling`` context variable (:meth:`Runtime._run_now`).
@@ -195,8 +195,8 @@ class Runtime:
         every reader of ``handling`` sees instead (see :meth:`_current`)."""
         self._now_set: contextvars.Token[tuple[ActorId, Envelope] | None] | None = None
         """``handling`` set to ``_now`` for a task the handler starts (see :meth:`_pass_on`)."""
-        self._answering: tuple[Envelope, ReplySlot] | None = None
-        """The ask being answered at once now, and its slot (see :meth:`_ask_at_once`)."""
+        self._answering: ReplySlot | None = None
+        """While ``_now``'s handler answers an ask at once: the asker's slot (see :meth:`_ask`)."""
         self._ask_ids: set[str] = set()
         self._deferred: set[str] = set()
         self._graph = WaitGraph()
@@ -511,44 +511,40 @@ class Runtime:
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
                    shield: bool = False) -> Any:
+        """Ask ``to``; see :meth:`Context.ask`.
+
+        Most of an agent's asks go to an idle actor whose inline handler never yields (see
+        :meth:`_handler_may_yield`): the handler runs here and now (:meth:`_run_now`) and mostly
+        answers before it returns, so the ask is over before any other task could see it.
+        There is no wait to record in the wait-for graph, nor a cycle to find (an idle actor's
+        handlers wait for nobody), ``busy`` would be put back as it was, and the reply goes
+        straight to the slot: the ask is registered by its id (which is then formatted, see
+        ``Envelope.stamped``) only if the handler defers its reply (see :meth:`_defer`). Only
+        a deferred reply, or a handler that suspended after all, is waited for, by
+        :meth:`_ask_unfinished`, which does that bookkeeping then. (Written out here rather
+        than in a coroutine of its own: one frame less for the commonest message.)
+        """
         cell, name = self._target(to, message)
         instance = cell.instance
         if (name is not None and instance is not None and self._inline and cell.can_run_inline()
                 and name in type(instance)._inline):
-            if not self._handler_may_yield(instance, name, message, ctx.self_id):
-                return await self._ask_at_once(ctx, cell, instance, message, name, timeout, shield)
-            return await self._ask_waiting(ctx, cell, message, timeout, shield, instance, name)
-        return await self._ask_waiting(ctx, cell, message, timeout, shield)
-
-    async def _ask_at_once(self, ctx: Context, cell: _Cell, instance: Actor, message: Message,
-                           name: str, timeout: float | None, shield: bool) -> Any:
-        """An ask whose handler never yields (see :meth:`_handler_may_yield`), to an idle actor:
-        most of an agent's asks. The handler runs here and now (:meth:`_run_now`) and mostly
-        answers before it returns, so the ask is over before any other task could see it:
-        there is no wait to record in the wait-for graph, nor a cycle to find (an idle
-        actor's handlers wait for nobody), and ``busy`` would be put back as it was. Only a
-        deferred reply, or a handler that suspended after all, is waited for, by
-        :meth:`_ask_unfinished`, which does that bookkeeping then."""
-        env = self._envelope(ctx.self_id, cell.id, message)
-        # the reply goes straight to the slot: the ask is registered by its id (which is then
-        # formatted, see Envelope.stamped) only if the handler defers its reply (see _defer)
-        slot = ReplySlot(cell.id)
-        outer, self._answering = self._answering, (env, slot)
-        try:
+            if self._handler_may_yield(instance, name, message, ctx.self_id):
+                return await self._ask_waiting(ctx, cell, message, timeout, shield, instance, name)
+            env = self._envelope(ctx.self_id, cell.id, message)
+            slot = ReplySlot(cell.id)
             suspended = self._run_now(cell, instance, env, name, slot)
-        finally:
-            self._answering = outer
-        if suspended is not None or slot.reply is None:
-            await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield)
-        else:
-            await self._inline_checkpoint(shield)
-        return self._reply_of(cell, message, slot, timeout)
+            if suspended is not None or slot.reply is None:
+                await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield)
+            else:
+                await self._inline_checkpoint(shield)
+            return self._reply_of(cell, message, slot, timeout)
+        return await self._ask_waiting(ctx, cell, message, timeout, shield)
 
     async def _ask_unfinished(self, ctx: Context, cell: _Cell, instance: Actor, env: Envelope,
                               name: str, slot: ReplySlot,
                               suspended: tuple[Coroutine[Any, Any, None], Any] | None,
                               timeout: float | None, shield: bool) -> None:
-        """Finish an ask that :meth:`_ask_at_once` left waiting: the handler suspended (a
+        """Finish an ask answered at once (see :meth:`_ask`) that is left waiting: the handler suspended (a
         broken ``completes_at_once`` promise), or its reply was deferred."""
         self._register(env, slot)  # (if it is not yet: a handler that suspended may defer later)
         # (the handler ran with what it handles in `_now`: `handling` is still the asker's)
@@ -683,7 +679,7 @@ class Runtime:
 
         No other task runs until it returns, so nothing can see it running: the loop needs no
         event to wait on and no task of record, and there is no cancel point to shield. Being
-        synchronous, it serves ``tell_nowait`` too.
+        synchronous, it serves ``tell_nowait`` too. ``slot``: for an ask, where the reply goes.
 
         Returns ``None``, or, if the handler suspended after all (only a wrong
         :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
@@ -692,8 +688,8 @@ class Runtime:
         # what it handles is kept in `_now` rather than in the context variable: with no other
         # task running meanwhile, nobody can tell, and setting and resetting the variable was
         # ~2% of an agent's time (see _current and _pass_on)
-        outer, outer_set = self._now, self._now_set
-        self._now, self._now_set = (cell.id, env), None
+        outer, outer_set, outer_slot = self._now, self._now_set, self._answering
+        self._now, self._now_set, self._answering = (cell.id, env), None, slot
         coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
         try:
             trap = coro.send(None)
@@ -706,7 +702,7 @@ class Runtime:
             return None
         finally:
             passed_on = self._now_set
-            self._now, self._now_set = outer, outer_set
+            self._now, self._now_set, self._answering = outer, outer_set, outer_slot
             if passed_on is not None:
                 handling.reset(passed_on)
         return coro, trap
@@ -791,7 +787,7 @@ class Runtime:
             await self._handle(cell, instance, env, name)
 
     def _register(self, request: Envelope, slot: ReplySlot) -> None:
-        """Make an ask answered at once (see :meth:`_ask_at_once`) findable by its id, as an
+        """Make an ask answered at once (see :meth:`_ask`) findable by its id, as an
         ask through the mailbox is: for a reply sent later (:meth:`_defer`)."""
         if not slot.registered:
             slot.registered = True
@@ -799,9 +795,9 @@ class Runtime:
             self._ask_ids.add(request.message_id)
 
     def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
-        answering = self._answering
-        if answering is not None and answering[0] is request:
-            self._register(request, answering[1])
+        now, answering = self._now, self._answering
+        if answering is not None and now is not None and now[1] is request:
+            self._register(request, answering)
         elif request.message_id not in self._ask_ids:
             return None
         self._deferred.add(request.message_id)
@@ -987,7 +983,7 @@ class Runtime:
                       granted: bool = False, slot: ReplySlot | None = None, now: bool = False) -> None:
         """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
         ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
-        an ask answered at once, see :meth:`_ask_at_once`; ``now``: run by :meth:`_run_now`,
+        an ask answered at once, see :meth:`_ask`; ``now``: run by :meth:`_run_now`,
         which keeps what is handled in ``_now``)."""
         payload = env.payload
         if name is None:
