@@ -91,10 +91,9 @@ class Context:
     :meth:`Runtime.client`. There is no way to send with another sender id.
     """
 
-    __slots__ = ("_cell", "_rt", "runtime", "self_id")
+    __slots__ = ("_cell", "runtime", "self_id")
 
     def __init__(self, runtime: Runtime, self_id: ActorId, cell: _Cell | None) -> None:
-        self._rt = runtime
         self.runtime = runtime
         """The runtime this context belongs to (an attribute, not a property: an agent's
         actors read it ~26 times a turn, to ask it whether anyone listens or is idle)."""
@@ -104,7 +103,7 @@ class Context:
     @property
     def current(self) -> Envelope | None:
         """The envelope whose handler is running in this task, if any (sender, ids, times)."""
-        now = self._rt._current()
+        now = self.runtime._current()
         return now[1] if now is not None else None
 
     @property
@@ -116,7 +115,7 @@ class Context:
         """
         if self._cell is None or self._cell.nursery is None:
             raise RuntimeError(f"{self.self_id} has no nursery: only a running actor has one")
-        self._rt._pass_on()  # a task started from a handler knows what the handler handled
+        self.runtime._pass_on()  # a task started from a handler knows what the handler handled
         return self._cell.nursery
 
     async def tell(self, to: Address, message: Message) -> None:
@@ -126,11 +125,11 @@ class Context:
             UnhandledMessageError: ``to`` has no handler for the message's type.
             ActorStoppedError: ``to`` is stopped.
         """
-        await self._rt._tell(self, to, message)
+        await self.runtime._tell(self, to, message)
 
     def tell_nowait(self, to: Address, message: Message) -> None:
         """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
-        self._rt._tell_nowait(self, to, message)
+        self.runtime._tell_nowait(self, to, message)
 
     def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
             shield: bool = False) -> Coroutine[Any, Any, Any]:
@@ -162,11 +161,11 @@ class Context:
         """
         # the runtime's coroutine itself (nothing runs until it is awaited): one frame less
         # per ask, the commonest message
-        return self._rt._ask(self, to, message, timeout, shield)
+        return self.runtime._ask(self, to, message, timeout, shield)
 
     async def publish(self, topic: Topic | str, message: Message) -> None:
         """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
-        await self._rt._publish(self, topic if isinstance(topic, Topic) else Topic(topic), message)
+        await self.runtime._publish(self, topic if isinstance(topic, Topic) else Topic(topic), message)
 
     def defer_reply(self) -> PendingReply | None:
         """Answer the ask being handled later, from another task, instead of by returning.
@@ -175,15 +174,15 @@ class Context:
         waits until :meth:`PendingReply.send` (or its own timeout). Returns ``None`` when the
         message being handled is a ``tell`` (nobody waits for a reply).
         """
-        now = self._rt._current()
+        now = self.runtime._current()
         if now is None:
             raise RuntimeError("defer_reply() is only valid inside a handler")
-        return self._rt._defer(now[1], self.self_id)
+        return self.runtime._defer(now[1], self.self_id)
 
     def subscribe(self, topic: Topic | str) -> None:
         """Deliver what is published on ``topic`` to this actor's mailbox."""
-        self._rt._subscribe(self, topic if isinstance(topic, Topic) else Topic(topic))
+        self.runtime._subscribe(self, topic if isinstance(topic, Topic) else Topic(topic))
 
     def unsubscribe(self, topic: Topic | str) -> None:
         """Stop receiving ``topic``."""
-        self._rt._unsubscribe(self, topic if isinstance(topic, Topic) else Topic(topic))
+        self.runtime._unsubscribe(self, topic if isinstance(topic, Topic) else Topic(topic))

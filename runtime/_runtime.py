@@ -547,11 +547,9 @@ class Runtime:
         """Finish an ask answered at once (see :meth:`_ask`) that is left waiting: the handler suspended (a
         broken ``completes_at_once`` promise), or its reply was deferred."""
         self._register(env, slot)  # (if it is not yet: a handler that suspended may defer later)
-        # (the handler ran with what it handles in `_now`: `handling` is still the asker's)
-        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
-        if blocking:  # cannot close a cycle (the actor was idle) but others must see the wait
-            self._graph.check_and_add(ctx.self_id, cell.id)
-            self.busy -= 1
+        # (it cannot close a cycle: the actor was idle; but others must see the wait. The
+        # handler ran with what it handles in `_now`: `handling` is still the asker's)
+        blocking = self._start_waiting(ctx, cell)
         try:
             if suspended is not None:
                 await self._finish_suspended(cell, instance, env, name, suspended)
@@ -562,24 +560,34 @@ class Runtime:
             else:
                 await self._inline_checkpoint(shield)
         finally:
-            if blocking:
-                self.busy += 1
-                self._graph.remove(ctx.self_id, cell.id)
+            self._stop_waiting(ctx, cell, blocking)
             self._slots.pop(env.message_id, None)
+
+    def _start_waiting(self, ctx: Context, cell: _Cell) -> bool:
+        """If the asker is (part of) a handler, record that its actor now waits for ``cell``'s
+        (raising :class:`AskCycleError` if that closes a cycle) and that its handler no longer
+        runs (``busy``); return whether it was. :meth:`_stop_waiting` undoes it."""
+        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
+        if blocking:
+            self._graph.check_and_add(ctx.self_id, cell.id)
+            self.busy -= 1
+        return blocking
+
+    def _stop_waiting(self, ctx: Context, cell: _Cell, blocking: bool) -> None:
+        """Undo :meth:`_start_waiting` (``blocking``: what it returned)."""
+        if blocking:
+            self.busy += 1
+            self._graph.remove(ctx.self_id, cell.id)
 
     async def _ask_waiting(self, ctx: Context, cell: _Cell, message: Message, timeout: float | None,
                            shield: bool, instance: Actor | None = None, name: str | None = None) -> Any:
         """An ask whose asker waits: through the mailbox, or (given ``instance`` and ``name``)
         for an inline handler that may yield, run in this task by :meth:`_run_inline`."""
         env = self._envelope(ctx.self_id, cell.id, message)
-        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
-        if blocking:
-            self._graph.check_and_add(ctx.self_id, cell.id)
+        blocking = self._start_waiting(ctx, cell)
         slot = ReplySlot(cell.id)
         self._slots[env.message_id] = slot
         self._ask_ids.add(env.message_id)
-        if blocking:
-            self.busy -= 1
         queued = False
         try:
             if instance is not None and name is not None:
@@ -607,9 +615,7 @@ class Runtime:
                         queued = True
                         await slot.wait()
         finally:
-            if blocking:
-                self.busy += 1
-                self._graph.remove(ctx.self_id, cell.id)
+            self._stop_waiting(ctx, cell, blocking)
             self._slots.pop(env.message_id, None)
             if not queued:  # never reaches the actor: nobody will answer it
                 self._ask_ids.discard(env.message_id)
