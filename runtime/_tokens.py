@@ -8,6 +8,7 @@ nothing is downloaded, so it works on a machine with the network off.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 
@@ -32,6 +33,13 @@ DEFAULT_ENCODING = "cl100k_base"
 TOKENIZER_ENV_VAR = "LIVECONTEXT_TOKENIZER"
 """The environment variable :meth:`TokenCounter.from_env` reads the encoding name from."""
 
+CACHED_COUNTS = 4096
+"""How many counts of short texts a :class:`TokenCounter` keeps (least recently used first out)."""
+
+CACHED_TEXT_CHARS = 2048
+"""The longest text whose count a :class:`TokenCounter` keeps: longer ones are counted each
+time (tokenizing them dwarfs the lookup, and they would pin memory)."""
+
 MESSAGE_OVERHEAD_TOKENS = 4
 """Tokens a chat API spends on each message besides its text (role and separators).
 
@@ -51,6 +59,14 @@ class TokenCounter:
     Text is counted as ordinary text: a special-token string such as ``<|endoftext|>`` typed
     by a user counts as the tokens of its characters, and never raises.
 
+    A counter remembers the counts of the last :data:`CACHED_COUNTS` distinct short texts
+    (up to :data:`CACHED_TEXT_CHARS` characters; at most ~32 MiB held, usually far less). One
+    counter is shared by every agent of a runtime, and their texts repeat: a system prompt,
+    tool names and their arguments, an app's window, short tool results and their gists.
+    Counting is a pure function of the text, so the cache changes no result; looking a text
+    up costs a hash (computed once per string object) where tokenizing costs ~1 µs plus the
+    text's length.
+
     Args:
         encoding: One of :data:`BUNDLED_ENCODINGS`.
 
@@ -66,6 +82,7 @@ class TokenCounter:
             )
         self._encoding = encoding
         self._tokenizer = quicktok.get_encoding(encoding)
+        self._count_short = functools.lru_cache(maxsize=CACHED_COUNTS)(self._count_text)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenCounter:
@@ -95,6 +112,11 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """The number of tokens of ``text`` (0 for the empty string)."""
+        if text.__class__ is str and len(text) <= CACHED_TEXT_CHARS:
+            return self._count_short(text)
+        return int(self._tokenizer.count(text))
+
+    def _count_text(self, text: str) -> int:
         return int(self._tokenizer.count(text))
 
     def content(self, live: str, recent: str, gist: str) -> Content:

@@ -6,11 +6,15 @@ import textwrap
 
 import pytest
 import quicktok
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from livecontext.protocol import Content, LevelText
 from livecontext.runtime._errors import UsageError
 from livecontext.runtime._tokens import (
     BUNDLED_ENCODINGS,
+    CACHED_COUNTS,
+    CACHED_TEXT_CHARS,
     DEFAULT_ENCODING,
     MESSAGE_OVERHEAD_TOKENS,
     TOKENIZER_ENV_VAR,
@@ -164,3 +168,62 @@ def test_content_gives_every_level_its_text_and_count_counting_each_distinct_tex
     assert content == Content(LevelText(live, real_count(live)), LevelText(recent, real_count(recent)),
                               LevelText(gist, real_count(gist)))
     assert counted == list(dict.fromkeys([live, recent, gist]))
+
+
+class _CountingTokenizer:
+    """Stands in for quicktok's tokenizer and records what it is asked to count."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.asked.append(text)
+        return self.real.count(text)  # type: ignore[attr-defined]
+
+
+def _with_counting_tokenizer() -> tuple[TokenCounter, _CountingTokenizer]:
+    counter = TokenCounter()
+    tokenizer = _CountingTokenizer(counter._tokenizer)
+    counter._tokenizer = tokenizer
+    return counter, tokenizer
+
+
+def test_a_short_text_counted_again_is_not_tokenized_again() -> None:
+    counter, tokenizer = _with_counting_tokenizer()
+    assert [counter.count("hello world") for _ in range(3)] == [2, 2, 2]
+    assert tokenizer.asked == ["hello world"]
+
+
+def test_a_text_longer_than_the_cached_length_is_tokenized_every_time() -> None:
+    counter, tokenizer = _with_counting_tokenizer()
+    long_text = "word " * (CACHED_TEXT_CHARS // 5 + 1)
+    assert len(long_text) > CACHED_TEXT_CHARS
+    first, second = counter.count(long_text), counter.count(long_text)
+    assert first == second == len(quicktok.get_encoding("cl100k_base").encode(long_text))
+    assert tokenizer.asked == [long_text, long_text]
+
+
+def test_the_counter_keeps_at_most_its_cached_number_of_counts_dropping_the_least_recent() -> None:
+    counter, tokenizer = _with_counting_tokenizer()
+    texts = [f"text {i}" for i in range(CACHED_COUNTS + 1)]
+    for text in texts:
+        counter.count(text)
+    tokenizer.asked.clear()
+    counter.count(texts[-1])  # kept
+    counter.count(texts[0])  # the least recently used: dropped when the last one came in
+    assert tokenizer.asked == [texts[0]]
+
+
+def test_a_value_that_is_not_text_is_still_refused_by_the_tokenizer_with_its_own_error() -> None:
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        TokenCounter().count(["not", "text"])  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=30))
+def test_remembered_counts_always_equal_a_fresh_tokenization(texts: list[str]) -> None:
+    counter = TokenCounter()
+    encoding = quicktok.get_encoding("cl100k_base")
+    for text in texts + texts[::-1]:
+        assert counter.count(text) == len(encoding.encode(text))
