@@ -413,7 +413,12 @@ class Runtime:
 
     def _cell(self, to: Address) -> _Cell:
         if isinstance(to, ActorRef):
-            return to._cell if self._cells.get(to.id) is to._cell else self._cell(to.id)
+            cell = to._cell
+            if cell.state is not _STOPPED:
+                # a cell never leaves STOPPED, and only a stopped one is replaced (see spawn):
+                # one that is not stopped is its id's current cell, no lookup needed
+                return cell
+            to = to.id
         cell = self._cells.get(to)
         if cell is None:
             raise UnknownActorError(to)

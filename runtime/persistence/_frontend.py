@@ -215,7 +215,7 @@ class _Log(_Reader, ThreadLog):
         return self._append_sync(batch) if batch else []
 
     def would_block(self) -> bool:
-        return self._store.blocking or self._lock.locked()
+        return self._blocking or self._lock.locked()
 
     def _append_sync(self, batch: list[NewRecord]) -> list[StoredRecord]:
         handle = self._handle
