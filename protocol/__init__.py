@@ -114,6 +114,7 @@ from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
 from ._message import Message
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+from ._utc import utc_iso_text
 
 __all__ = [
     "ENTRY_KINDS",
@@ -231,4 +232,5 @@ __all__ = [
     "dump_json",
     "dump_standard_json",
     "load_json",
+    "utc_iso_text",
 ]

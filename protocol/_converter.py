@@ -42,6 +42,7 @@ from ._envelope import Envelope
 from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
 from ._ids import ActorId, Topic
 from ._message import Message
+from ._utc import utc_iso_text
 
 SCHEMA_VERSION = 1
 """The version of the wire format written by this build."""
@@ -345,32 +346,9 @@ class ProtocolConverter:
 
 
 def _unstructure_datetime(value: dt.datetime) -> str:
-    """``value.isoformat()``; for a UTC datetime (every time the runtime stamps) from a table
-    of digits and the day's text made once, at half the cost: each entry written has one."""
-    if value.__class__ is not _DATETIME or value.tzinfo is not _UTC:
-        return value.isoformat()
-    day = _DAYS.get(value.toordinal())
-    if day is None:
-        day = _day_text(value)
-    two, micro = _TWO_DIGITS, value.microsecond
-    clock = f"{two[value.hour]}:{two[value.minute]}:{two[value.second]}"
-    if micro:  # isoformat() leaves out a zero fraction
-        return f"{day}{clock}.{str(micro + 1_000_000)[1:]}+00:00"
-    return f"{day}{clock}+00:00"
-
-
-_DATETIME = dt.datetime
-_UTC = dt.timezone.utc
-_TWO_DIGITS = tuple(f"{n:02d}" for n in range(100))
-_DAYS: dict[int, str] = {}
-"""``YYYY-MM-DDT`` of the days unstructured lately, by their ordinal."""
-
-
-def _day_text(value: dt.datetime) -> str:
-    if len(_DAYS) >= 1024:  # (a long-lived process sees a new day now and then)
-        _DAYS.clear()
-    text = _DAYS[value.toordinal()] = f"{value.year:04d}-{value.month:02d}-{value.day:02d}T"
-    return text
+    """``value.isoformat()`` (each entry written has one; see :func:`utc_iso_text`)."""
+    text = utc_iso_text(value, False)
+    return text if text is not None else value.isoformat()
 
 
 def _enum_value(value: enum.Enum) -> Any:
