@@ -24,7 +24,8 @@ handling: contextvars.ContextVar[tuple[ActorId, Envelope] | None] = contextvars.
 causation ids), or None (outside handlers; a task a handler starts inherits it). One variable,
 not two: setting and resetting context variables at every message showed in profiles. A
 handler with no ``await`` run at once is not set here: the runtime keeps it in ``Runtime._now``
-while it runs (see ``Runtime._run_now``), so read it through ``Runtime._current``."""
+while it runs (see ``Runtime._run_now``), so read it through ``Runtime._current``; a task
+such a handler starts gets it here all the same (``_PassOn`` in ``_runtime.py``)."""
 
 
 @frozen
@@ -115,7 +116,6 @@ class Context:
         """
         if self._cell is None or self._cell.nursery is None:
             raise RuntimeError(f"{self.self_id} has no nursery: only a running actor has one")
-        self.runtime._pass_on()  # a task started from a handler knows what the handler handled
         return self._cell.nursery
 
     async def tell(self, to: Address, message: Message) -> None:

@@ -11,7 +11,8 @@ installed (the asker needs only its payload). See :meth:`Runtime._run_inline`. A
 handler never yields (:meth:`Runtime._ask`) is answered into its asker's slot without
 being registered by id (so its envelope's id, made lazily by ``Envelope.stamped``, is mostly
 never formatted), and what such a handler handles is kept in ``Runtime._now`` rather than in
-the ``handling`` context variable (:meth:`Runtime._run_now`).
+the ``handling`` context variable (:meth:`Runtime._run_now`); a task it starts still gets it
+there (``_PassOn``, a Trio instrument told of every task spawned while a runtime is open).
 
 What an asker does see: an inline ask is a cancel point, but a schedule point only once every
 ``_FAIRNESS_BATCH`` inline asks (see :meth:`Runtime._inline_checkpoint`), where Trio's own
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import contextvars
 import datetime as dt
 import enum
 import logging
@@ -193,8 +193,6 @@ class Runtime:
         self._now: tuple[ActorId, Envelope] | None = None
         """While a never-yielding handler runs (:meth:`_run_now`): its actor and envelope, which
         every reader of ``handling`` sees instead (see :meth:`_current`)."""
-        self._now_set: contextvars.Token[tuple[ActorId, Envelope] | None] | None = None
-        """``handling`` set to ``_now`` for a task the handler starts (see :meth:`_pass_on`)."""
         self._answering: ReplySlot | None = None
         """While ``_now``'s handler answers an ask at once: the asker's slot (see :meth:`_ask`)."""
         self._ask_ids: set[str] = set()
@@ -698,9 +696,9 @@ class Runtime:
         """
         # what it handles is kept in `_now` rather than in the context variable: with no other
         # task running meanwhile, nobody can tell, and setting and resetting the variable was
-        # ~2% of an agent's time (see _current and _pass_on)
-        outer, outer_set, outer_slot = self._now, self._now_set, self._answering
-        self._now, self._now_set, self._answering = (cell.id, env), None, slot
+        # ~2% of an agent's time (see _current; a task it starts gets it from _PassOn)
+        outer, outer_slot = self._now, self._answering
+        self._now, self._answering = (cell.id, env), slot
         coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
         try:
             trap = coro.send(None)
@@ -712,10 +710,7 @@ class Runtime:
             self._inline_failed(cell, exc)
             return None
         finally:
-            passed_on = self._now_set
-            self._now, self._now_set, self._answering = outer, outer_set, outer_slot
-            if passed_on is not None:
-                handling.reset(passed_on)
+            self._now, self._answering = outer, outer_slot
         return coro, trap
 
     def _current(self) -> tuple[ActorId, Envelope] | None:
@@ -723,13 +718,6 @@ class Runtime:
         or ``_now`` while a never-yielding handler runs (:meth:`_run_now`)."""
         now = self._now
         return now if now is not None else handling.get()
-
-    def _pass_on(self) -> None:
-        """Set ``handling`` to ``_now`` until the never-yielding handler running now returns,
-        so that a task it starts inherits it as a task started by any handler does. Called
-        when the handler reads ``ctx.nursery``, the way an actor starts a task."""
-        if self._now is not None and self._now_set is None:
-            self._now_set = handling.set(self._now)
 
     async def _finish_suspended(self, cell: _Cell, instance: Actor, env: Envelope, name: str,
                                 suspended: tuple[Coroutine[Any, Any, None], Any]) -> None:
@@ -1220,16 +1208,39 @@ async def open_runtime(
     """
     if scheduler is not None:
         scheduler._check_free()  # raised here, not inside the nursery's exception group
-    with gc_tuned() if tune_gc else contextlib.nullcontext():
-        async with _open_runtime(scheduler, drain_timeout, inline_asks) as rt:
-            yield rt
+    passing = _PassOn()
+    trio.lowlevel.add_instrument(passing)
+    try:
+        with gc_tuned() if tune_gc else contextlib.nullcontext():
+            async with _open_runtime(scheduler, drain_timeout, inline_asks, passing) as rt:
+                yield rt
+    finally:
+        with contextlib.suppress(KeyError):  # (Trio drops an instrument that raised)
+            trio.lowlevel.remove_instrument(passing)
+
+
+class _PassOn(trio.abc.Instrument):
+    """Gives a task started while a handler runs at once (see :meth:`Runtime._run_now`) what
+    that handler handles, in ``handling``, as a task started by any other handler inherits it
+    from its parent's context: whatever nursery it is started in (the actor's, read during
+    the handler or kept from ``on_start``, or one of the handler's own)."""
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        # (called by Trio as the task is made, before its first step; only spawns pay for it)
+        now = self.runtime._now if self.runtime is not None else None
+        if now is not None:
+            task.context.run(handling.set, now)
 
 
 @asynccontextmanager
 async def _open_runtime(scheduler: SteppingScheduler | None, drain_timeout: float,
-                        inline_asks: bool) -> AsyncIterator[Runtime]:
+                        inline_asks: bool, passing: _PassOn) -> AsyncIterator[Runtime]:
     async with trio.open_nursery() as nursery:
         rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout, inline_asks=inline_asks)
+        passing.runtime = rt
         # the timer is in the caller's context before any actor starts, so actors, the tasks
         # they start and the caller's own sleep through it; it serves them while aclose()
         # drains the actors and is cancelled after (a sleeper left then falls back to trio's)

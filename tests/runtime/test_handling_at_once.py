@@ -1,9 +1,10 @@
 """What a handler run at once (an inline handler with no ``await``, in its sender's task) sees
 and passes on: its own envelope as ``ctx.current`` and as the cause of what it sends, also to a
-task it starts; and its sender finds its own ``ctx.current`` unchanged afterwards."""
+task it starts in any nursery; and its sender finds its own ``ctx.current`` unchanged afterwards."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from attrs import frozen
@@ -42,9 +43,15 @@ class Sink(Actor):
 
 
 class Kicker(Actor):
-    def __init__(self) -> None:
+    def __init__(self, kept_nursery: bool = False) -> None:
         self.kicks: list[Envelope] = []
         self.seen_in_task: list[Envelope | None] = []
+        self.kept_nursery = kept_nursery
+        self.nursery: trio.Nursery | None = None
+
+    async def on_start(self) -> None:
+        if self.kept_nursery:  # started tasks go there later, without reading ctx.nursery
+            self.nursery = self.ctx.nursery
 
     @handler(inline=True)
     async def on_kick(self, msg: Kick) -> None:
@@ -58,7 +65,7 @@ class Kicker(Actor):
             self.seen_in_task.append(self.ctx.current)
             await self.ctx.tell(msg.to, Note("from its task"))
 
-        self.ctx.nursery.start_soon(later)
+        (self.nursery or self.ctx.nursery).start_soon(later)
 
 
 class Relayer(Actor):
@@ -75,8 +82,8 @@ class Relayer(Actor):
         await self.ctx.tell(ActorId("sink", "s"), Note("from the relay"))
 
 
-async def _run() -> tuple[Sink, Kicker, Relayer]:
-    sink, kicker, relayer = Sink(), Kicker(), Relayer()
+async def _run(kept_nursery: bool = False) -> tuple[Sink, Kicker, Relayer]:
+    sink, kicker, relayer = Sink(), Kicker(kept_nursery), Relayer()
     async with open_runtime() as rt:
         await rt.spawn(lambda: sink, "sink/s")
         kick = await rt.spawn(lambda: kicker, "kick/k")
@@ -96,8 +103,9 @@ async def test_what_a_handler_run_at_once_sends_names_its_message_as_the_cause()
     assert by_text["from the handler"].causation_id == kick.message_id
 
 
-async def test_a_task_started_by_a_handler_run_at_once_inherits_what_it_handled() -> None:
-    sink, kicker, _ = await _run()
+@pytest.mark.parametrize("kept_nursery", [False, True], ids=["ctx.nursery", "a nursery kept from on_start"])
+async def test_a_task_started_by_a_handler_run_at_once_inherits_what_it_handled(kept_nursery: bool) -> None:
+    sink, kicker, _ = await _run(kept_nursery)
     (kick,) = kicker.kicks
     assert kicker.seen_in_task == [kick]
     by_text = {env.payload.text: env for env in sink.received if isinstance(env.payload, Note)}
