@@ -170,6 +170,9 @@ class HistoryState:
         if at is None:
             raise FoldError(f"edit of unknown entry {new.id} in {self.thread_id}")
         old = self.entries[at]
+        if type(new) is not type(old):  # (an edit changes content, retention or folding only)
+            raise FoldError(f"edit of entry {new.id} in {self.thread_id} would turn a "
+                            f"{type(old).__name__} into a {type(new).__name__}")
         self.entries[at] = new
         if not old.folded and not isinstance(old, RecapEntry):
             self._deactivate_ids({old.id})
@@ -180,6 +183,7 @@ class HistoryState:
                 self.active_tokens += new.content.recent.tokens + _results_tokens(new)
                 self.active_bytes += _bytes(new)
         elif isinstance(old, RecapEntry):
+            assert isinstance(new, RecapEntry)  # (same kind: checked above)
             self.recaps = [new if r.id == new.id else r for r in self.recaps if not new.folded or r.id != new.id]
 
     def _edited(self, rec: HistoryEdited) -> None:

@@ -12,6 +12,7 @@ from livecontext.protocol import (
     ActorId,
     EntriesFolded,
     EntryAppended,
+    HistoryEdited,
     HistoryEntry,
     ModelInputEntry,
     RecapEntry,
@@ -55,3 +56,13 @@ def test_a_fold_failing_halfway_leaves_no_stale_newest_entry() -> None:
         state.apply(2, EntriesFolded(recap, ("e1", "e7")))  # e1 is folded before e7 is missed
     assert state.seq == 1
     assert state.last is _scanned_last(state) and state.last.folded
+
+
+def test_an_edit_record_that_would_change_an_entrys_kind_is_refused_leaving_the_entry_as_it_was() -> None:
+    state = HistoryState("t")
+    state.apply(1, EntryAppended(_entry(1)))
+    recap = RecapEntry(id="e1", revision=2, author=ActorId("recap", "t"), created_at=NOW,
+                       retention=Retention.CRITICAL, content=counter().content("r", "r", "r"), covers=())
+    with pytest.raises(FoldError, match="edit of entry e1 in t would turn a ModelInputEntry into a RecapEntry"):
+        state.apply(2, HistoryEdited((recap,)))
+    assert state.entries == [_entry(1)] and state.recaps == []
