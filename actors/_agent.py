@@ -105,7 +105,7 @@ async def spawn_agent(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
                              snapshot_every=settings.snapshot_every, limits=settings.limits),
         ids.history, capabilities=HISTORY_CAPABILITIES)
-    app_list = list(apps) if apps is not None else [Notebook()]
+    app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)
     pending = collections.deque(inputs)  # kept across the source's restarts (see InputSource)

@@ -10,6 +10,7 @@ import trio
 from livecontext.protocol import (
     Entries,
     Idle,
+    Message,
     ModelOutputEntry,
     ReadEntries,
     RunUntilIdle,
@@ -54,8 +55,8 @@ class SubAgents(App):
     def view(self) -> str:
         return f"{self.runs} sub-agent run(s) so far; call spawn_subagent(task) to delegate a task."
 
-    def apply(self, effect: object) -> None:  # type: ignore[override]
-        super().apply(effect)  # type: ignore[arg-type]
+    def apply(self, effect: Message) -> None:
+        super().apply(effect)
 
     def state_text(self) -> str:
         return '{"version": 1}'

@@ -144,7 +144,7 @@ class ProtocolConverter:
 
     def load_message(self, data: Any) -> Message:
         """A message from tagged data, checking its tag."""
-        return typing.cast(Message, self.structure(data, Message))
+        return self.structure(data, Message)
 
     def envelope_to_data(self, envelope: Envelope) -> dict[str, Any]:
         """An envelope as JSON-safe data with the schema version."""
@@ -217,7 +217,7 @@ class ProtocolConverter:
         as one dict literal with the common hooks written inline."""
         fields = attrs.fields(attrs.resolve_types(cls))
         if any(_needs_generic(f.type) for f in fields):
-            plain = make_dict_unstructure_fn(cls, self._c)
+            plain: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, self._c)
             if not tagged:
                 return plain
             tag = cls.__name__
@@ -277,6 +277,7 @@ class ProtocolConverter:
     def _tagged_fn(self, cls: type) -> Callable[[Any], dict[str, Any]]:
         if cls not in self._tagged:
             raise UnknownMessageTypeError(cls.__name__, self.tags)
+        fn: Callable[[Any], dict[str, Any]]
         if self._generic:
             hook = self._c.get_unstructure_hook(cls)
             tag = cls.__name__
@@ -295,7 +296,7 @@ class ProtocolConverter:
             raise MalformedDataError("tagged object", f"expected a JSON object, got {type(data).__name__}")
         tag = data.get("type")
         cls = self._by_tag.get(tag) if isinstance(tag, str) else None
-        if cls is None:
+        if cls is None or not isinstance(tag, str):
             raise UnknownMessageTypeError(tag, self.tags)
         body = {k: v for k, v in data.items() if k != "type"}
         try:

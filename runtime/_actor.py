@@ -52,7 +52,8 @@ def handler(fn: F | None = None, /, *, inline: bool = False) -> F | Callable[[F]
     sender's task, when the actor is idle (it cannot wait, so the sender is not held up).
     """
     def mark(f: F) -> F:
-        if not inspect.iscoroutinefunction(f):
+        is_async = inspect.iscoroutinefunction(f)  # (kept apart: as a condition it would narrow f)
+        if not is_async:
             raise TypeError(f"@handler needs an 'async def' method, got {f!r}")
         setattr(f, _HANDLER_MARK, True)
         if inline:

@@ -411,11 +411,11 @@ class Runtime:
 
     def _cell(self, to: Address) -> _Cell:
         if isinstance(to, ActorRef):
-            cell = to._cell
-            if cell.state is not _STOPPED:
+            known = to._cell
+            if known.state is not _STOPPED:
                 # a cell never leaves STOPPED, and only a stopped one is replaced (see spawn):
                 # one that is not stopped is its id's current cell, no lookup needed
-                return cell
+                return known
             to = to.id
         cell = self._cells.get(to)
         if cell is None:

@@ -12,7 +12,7 @@ import functools
 import os
 from collections.abc import Mapping
 
-import quicktok
+import quicktok  # type: ignore[import-untyped]  # (it ships no type information)
 
 from livecontext.protocol import Content, LevelText
 

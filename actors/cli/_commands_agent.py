@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import click
@@ -22,7 +24,8 @@ from ._session import open_session, run_until_idle
 from ._transcript import ChatView, Transcript
 
 
-def model_options(fn):  # type: ignore[no-untyped-def]
+def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that choose a model: ``--model``, ``--base-url``, ``--api-key``."""
     fn = click.option("--api-key", default=None, help="API key (default: $OPENAI_API_KEY).")(fn)
     fn = click.option("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")(fn)
     fn = click.option("--model", "model_spec", default="echo", show_default=True, metavar="SPEC",

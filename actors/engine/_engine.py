@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import trio
 from attrs import define, frozen
@@ -89,19 +89,12 @@ from livecontext.runtime.tokens import TokenCounter
 
 # Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
 # the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-(
-    _WAITING_INPUT,
-    _PENDING_INPUT,
-    _PENDING_TOOL_RESULTS,
-    _WAITING_TOOL_RESULTS,
-    _TOOL_RESULTS_READY,
-) = (
-    EngineState.WAITING_INPUT,
-    EngineState.PENDING_INPUT,
-    EngineState.PENDING_TOOL_RESULTS,
-    EngineState.WAITING_TOOL_RESULTS,
-    EngineState.TOOL_RESULTS_READY,
-)
+# (Final: to a type checker each is its member, so `state is _WAITING_INPUT` narrows `state`)
+_WAITING_INPUT: Final = EngineState.WAITING_INPUT
+_PENDING_INPUT: Final = EngineState.PENDING_INPUT
+_PENDING_TOOL_RESULTS: Final = EngineState.PENDING_TOOL_RESULTS
+_WAITING_TOOL_RESULTS: Final = EngineState.WAITING_TOOL_RESULTS
+_TOOL_RESULTS_READY: Final = EngineState.TOOL_RESULTS_READY
 
 log = logging.getLogger("livecontext.engine")
 

@@ -8,6 +8,8 @@ results, fold a CRITICAL entry, or touch the newest entry (the engine's state st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 from attrs import frozen
 
@@ -183,7 +185,7 @@ class ContextManagement(Actor):
         stop = msg.stop if msg.stop is not None else len(s.entries)
         out = []
         if msg.include_folded or msg.start is not None or msg.stop is not None:
-            positions = range(max(start, 0), min(stop, len(s.entries)))
+            positions: Sequence[int] = range(max(start, 0), min(stop, len(s.entries)))
         else:  # only unfolded entries: walk those, not the whole (mostly folded) history
             positions = sorted(s.pos[e.id] for e in (*s.recaps, *s.active))
         for i in positions:
@@ -256,6 +258,7 @@ class ContextManagement(Actor):
                                                   f"only DISPOSABLE entries can be removed; it is {entry.retention.value}"))
                     removed.append(ref.id)
                 continue
+            assert isinstance(edit, (ReplaceContent, SetRetention, MarkFolded))  # (checked above)
             entry = changed.get(edit.entry.id) or self.state.entry(edit.entry.id)
             assert entry is not None
             if isinstance(edit, ReplaceContent):

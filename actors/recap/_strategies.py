@@ -128,7 +128,7 @@ async def model_summary(previous: str, entries: Sequence[HistoryEntry], max_char
                         model: ModelClient, counter: TokenCounter, budget: int, call_index: int,
                         thread_id: str) -> str:
     """A model call that summarises the previous recap and the entries within ``budget`` tokens."""
-    texts = []
+    texts: list[str] = []
     used = counter.count(previous)
     detailed = True
     for e in reversed(entries):  # newest first, so the budget keeps the most recent detail

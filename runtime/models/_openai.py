@@ -10,6 +10,7 @@ an asyncio loop that does not exist under trio; and the package's own retries ar
 from __future__ import annotations
 
 import json
+import typing
 import os
 
 import openai
@@ -98,6 +99,8 @@ class OpenAIModel(ModelClient):
                 stream=True,
                 stream_options={"include_usage": True} if self._include_usage else openai.omit,
             )
+            # (stream=True makes it a stream; the ignores above hide that from the overloads)
+            stream = typing.cast(AsyncStream[ChatCompletionChunk], stream)
             try:
                 await self._read(stream, accumulator, on_text)
             finally:

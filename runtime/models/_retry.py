@@ -51,7 +51,7 @@ class RetryPolicy:
 
     def delay_s(self, failed_attempt: int, rng: random.Random, retry_after_s: float | None = None) -> float:
         """How long to wait after attempt ``failed_attempt`` (1-based) failed."""
-        backoff = min(self.max_delay_s, self.base_delay_s * 2 ** (failed_attempt - 1))
+        backoff = min(self.max_delay_s, self.base_delay_s * 2.0 ** (failed_attempt - 1))
         backoff *= 1 - self.jitter * rng.random()
         if retry_after_s is not None:
             backoff = max(backoff, min(retry_after_s, self.max_delay_s))
