@@ -25,7 +25,9 @@ from ._kernel_errors import (
     UnhandledMessageError,
     UnknownActorError,
 )
-from ._runtime import SUPERVISION_TOPIC, SUPERVISOR_ID, Runtime, RuntimeStatistics, open_runtime
+from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID
+from ._open import open_runtime
+from ._runtime import Runtime, RuntimeStatistics
 from ._stepping import Delivery, SteppingScheduler
 from ._timer import sleep
 

@@ -13,7 +13,8 @@ from livecontext.protocol import ActorId, Envelope, Message, Topic
 
 if TYPE_CHECKING:
     from ._actor import Actor
-    from ._runtime import Runtime, _Cell
+    from ._cell import _Cell
+    from ._runtime import Runtime
 
 A = TypeVar("A", bound="Actor")
 

@@ -1,5 +1,9 @@
 """The :class:`Runtime`: owns the root nursery, spawns, routes, supervises and stops actors.
 
+Routing, asks and replies live here; an actor's own life (its task, message loop, handling one
+message, supervision) in ``_lives.py``, its record in ``_cell.py``, and :func:`open_runtime`
+in ``_open.py``.
+
 Two departures from DESIGN.md's kernel, both for speed and both invisible to an actor's
 handlers: an ask for a brief (``@handler(inline=True)``) handler that finds the actor idle
 runs the handler in the asker's task rather than through the mailbox channel (the request is
@@ -22,10 +26,6 @@ background worker, say) must yield itself or wait for what it needs.
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import datetime as dt
-import enum
 import logging
 import math
 import random
@@ -42,7 +42,6 @@ from livecontext.protocol import (
     Ack,
     ActorEscalated,
     ActorId,
-    ActorRestarted,
     Envelope,
     ErrorReply,
     Message,
@@ -53,7 +52,17 @@ from livecontext.protocol import (
 from ._actor import Actor, find_handler
 from ._asks import ReplySlot, WaitGraph
 from ._audit import AuditEvent, AuditHook, AuditRecord
-from ._gc import gc_tuned
+from ._cell import (
+    _FAIRNESS_BATCH,
+    _STOPPED,
+    _STOPPING,
+    _WAKE,
+    SUPERVISOR_ID,
+    _Cell,
+    _failure_of,
+    _in_handler,
+    _State,
+)
 from ._context import (
     ActorRef,
     Address,
@@ -62,7 +71,6 @@ from ._context import (
     RestartPolicy,
     handling,
 )
-from ._errors import UsageError
 from ._kernel_errors import (
     ActorStoppedError,
     AskTimeoutError,
@@ -72,7 +80,7 @@ from ._kernel_errors import (
     UnhandledMessageError,
     UnknownActorError,
 )
-from ._timer import Timer, current_timer
+from ._lives import cell_main, handle
 
 if TYPE_CHECKING:
     from ._stepping import SteppingScheduler
@@ -80,80 +88,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("livecontext.runtime")
 A = TypeVar("A", bound=Actor)
 
-SUPERVISION_TOPIC = Topic("system.supervision")
-"""Where the runtime publishes :class:`ActorRestarted` and :class:`ActorEscalated`."""
-SUPERVISOR_ID = ActorId("system", "supervisor")
-"""The sender id of the runtime's own messages."""
-
-_FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
 _NOTHING: frozenset[Hashable] = frozenset()
 """What an actor spawned without capabilities was granted."""
 # bound once: every envelope calls them (module attribute lookups showed in profiles)
 _time_ns, _monotonic_ns = time.time_ns, time.monotonic_ns
 _stamped = Envelope.stamped
-
-
-class _Wake(Message):
-    """Wakes a parked message loop so that it raises the failure of an inline handler."""
-
-
-_WAKE = Envelope("wake", SUPERVISOR_ID, SUPERVISOR_ID, dt.datetime.fromtimestamp(0, dt.timezone.utc), 0, _Wake())
-
-
-class _State(enum.Enum):
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-
-
-# the states the hot paths test, bound once: an Enum member's lookup through its class costs
-# ~75 ns, a global's ~10 (several per message)
-_RUNNING, _STOPPING, _STOPPED = _State.RUNNING, _State.STOPPING, _State.STOPPED
-
-
-class _Cell:
-    """The runtime's private record of one actor: mailbox, instance, supervision state."""
-
-    def __init__(
-        self, rt: Runtime, actor_id: ActorId, factory: Callable[[], Actor], mailbox_size: int,
-        policy: RestartPolicy | None, parent: ActorId | None,
-    ) -> None:
-        self.id = actor_id
-        self.factory = factory
-        self.mailbox_size = mailbox_size
-        self.send, self.receive = trio.open_memory_channel[Envelope](mailbox_size)
-        self.policy = policy
-        self.parent = parent
-        self.state = _State.STARTING
-        self.instance: Actor | None = None
-        self.actor_cls: type[Actor] | None = None
-        self.nursery: trio.Nursery | None = None
-        self.task: trio.lowlevel.Task | None = None
-        """The task running the actor's handlers (its background tasks are in ``nursery``)."""
-        self.scope = trio.CancelScope()
-        self.done = trio.Event()
-        self.failures: collections.deque[float] = collections.deque()
-        self.topics: set[Topic] = set()
-        self.ctx = Context(rt, actor_id, self)
-        self.handled = 0
-        # the inline fast path for asks and tells (see Runtime._run_inline, Runtime._deliver)
-        self.pending = 0
-        """Envelopes put in the mailbox and not yet taken by the message loop."""
-        self.parked = False
-        """The message loop waits in ``receive()`` (nothing queued, no handler running)."""
-        self.inline: trio.Event | None = None
-        """Set while an inline handler runs in an asker's task; the loop waits for it."""
-        self.inline_task: trio.lowlevel.Task | None = None
-        self.inline_failure: BaseException | None = None
-        """An inline handler failed: the loop raises it, so the actor restarts."""
-        self.carried: Envelope | None = None
-        """A message the loop took when it learnt of such a failure: the next start handles it."""
-
-    def can_run_inline(self) -> bool:
-        """Whether an ask (or a tell, for a handler with no await) may run its handler in the
-        sender's task now (see Runtime._run_inline and Runtime._deliver)."""
-        return self.parked and not self.pending and self.inline is None and self.state is _RUNNING
 
 
 @frozen
@@ -255,7 +194,7 @@ class Runtime:
             self._order.append(aid)
         if parent is not None:
             self._children.setdefault(parent, {})[aid] = None
-        await self._nursery.start(self._cell_main, cell)
+        await self._nursery.start(cell_main, self, cell)
         return ActorRef(aid, cell)
 
     def client(self, name: str, *, capabilities: Iterable[Hashable] | None = None) -> Context:
@@ -699,7 +638,7 @@ class Runtime:
         # ~2% of an agent's time (see _current; a task it starts gets it from _PassOn)
         outer, outer_slot = self._now, self._answering
         self._now, self._answering = (cell.id, env), slot
-        coro = self._handle(cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
+        coro = handle(self, cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
         try:
             trap = coro.send(None)
         except StopIteration:
@@ -783,7 +722,7 @@ class Runtime:
 
     async def _handle_shielded(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
         with trio.CancelScope(shield=True):
-            await self._handle(cell, instance, env, name)
+            await handle(self, cell, instance, env, name)
 
     def _register(self, request: Envelope, slot: ReplySlot) -> None:
         """Make an ask answered at once (see :meth:`_ask`) findable by its id, as an
@@ -885,228 +824,6 @@ class Runtime:
         if self._hooks:
             self._audit(AuditRecord(AuditEvent.DROPPED, env, reason))
 
-    # -- an actor's life ---------------------------------------------------------------------------
-
-    async def _cell_main(self, cell: _Cell, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        started = False
-        cell.task = trio.lowlevel.current_task()
-        try:
-            with cell.scope:
-                while True:
-                    # after a failure, an inline handler of the old instance may still be running
-                    # in an asker's task: the new instance starts once it is done (never two at
-                    # once), and the restart answers any failure it had
-                    while cell.inline is not None:
-                        await cell.inline.wait()
-                    cell.inline_failure = None
-                    in_on_stop = False
-                    try:
-                        async with trio.open_nursery() as nursery:
-                            cell.nursery = nursery
-                            instance = cell.factory()
-                            instance.ctx = cell.ctx
-                            cell.instance = instance
-                            cell.actor_cls = type(instance)
-                            await instance.on_start()
-                            if not started:
-                                started = True
-                                task_status.started()
-                            cell.state = _State.RUNNING if cell.state is _State.STARTING else cell.state
-                            await self._message_loop(cell, instance)
-                            in_on_stop = True
-                            await instance.on_stop()
-                            nursery.cancel_scope.cancel()
-                        return
-                    except BaseException as exc:
-                        failure = _failure_of(exc)
-                        if failure is None:
-                            raise
-                        if not started:  # the spawner gets on_start's own error, not a group
-                            raise failure from None
-                        if in_on_stop:  # the mailbox is closed and drained: nothing to restart for
-                            log.warning("actor %s failed in on_stop: %s: %s", cell.id,
-                                        type(failure).__name__, failure)
-                            await self._escalate(cell, failure)
-                            return
-                        if not await self._supervise(cell, failure):
-                            return
-        finally:
-            self._finish(cell)
-
-    async def _message_loop(self, cell: _Cell, instance: Actor) -> None:
-        receive = cell.receive
-        batch = 0
-        if cell.carried is not None:
-            env, cell.carried = cell.carried, None
-            await self._handle(cell, instance, env)
-        while True:
-            try:
-                env = receive.receive_nowait()
-                cell.pending -= 1
-                batch += 1
-                if batch >= _FAIRNESS_BATCH:
-                    batch = 0
-                    await trio.lowlevel.checkpoint()
-            except trio.WouldBlock:
-                batch = 0
-                cell.parked = True
-                try:
-                    env = await receive.receive()
-                    cell.pending -= 1
-                except trio.EndOfChannel:
-                    await self._inline_done(cell, None)
-                    return
-                finally:
-                    cell.parked = False
-            except trio.EndOfChannel:
-                await self._inline_done(cell, None)
-                return
-            await self._inline_done(cell, env)
-            if env is _WAKE:
-                continue
-            await self._handle(cell, instance, env)
-
-    @staticmethod
-    async def _inline_done(cell: _Cell, taken: Envelope | None) -> None:
-        """Wait for a handler running in an asker's task; raise its failure here, if it failed
-        (``taken``, the message the loop holds, is then handled first after the restart)."""
-        while cell.inline is not None:
-            await cell.inline.wait()
-        failure, cell.inline_failure = cell.inline_failure, None
-        if failure is not None:
-            if taken is not None and taken is not _WAKE:
-                cell.carried = taken
-            raise failure
-
-    async def _handle(self, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
-                      granted: bool = False, slot: ReplySlot | None = None, now: bool = False) -> None:
-        """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
-        ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
-        an ask answered at once, see :meth:`_ask`; ``now``: run by :meth:`_run_now`,
-        which keeps what is handled in ``_now``)."""
-        payload = env.payload
-        if name is None:
-            name = find_handler(type(instance), type(payload))
-        is_ask = slot is not None or env.message_id in self._ask_ids
-        if name is None:
-            err = UnhandledMessageError(cell.id, type(payload).__name__,
-                                        [t.__name__ for t in type(instance).handled_types()])
-            if is_ask:
-                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)), slot)
-            else:
-                self._drop(env, str(err))
-            return
-        self._delivered += 1
-        cell.handled += 1
-        if self._hooks:
-            self._audit(AuditRecord(AuditEvent.DELIVERED, env))
-        token = None if now else handling.set((cell.id, env))
-        self.busy += 1
-        try:
-            needed = None if granted else instance.capability_for(type(payload))
-            if needed is not None and not self.has_capability(env.sender, needed):
-                # a denial is an answer, not a failure of the actor: no restart
-                try:
-                    result = await instance.on_denied(payload, needed)
-                except PermissionError as denied:
-                    result = ErrorReply(type(denied).__name__, str(denied))
-                    if not is_ask:
-                        self._drop(env, str(denied))
-            else:
-                result = await getattr(instance, name)(payload)
-        except UsageError as exc:
-            # the sender's mistake, not the actor's failure: answer it, do not restart
-            if is_ask:
-                self._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)), slot)
-            else:
-                self._drop(env, f"{type(exc).__name__}: {exc}")
-            return
-        except BaseException as exc:
-            if is_ask:  # the asker must hear of it now, not at its timeout
-                self._reply(env, cell.id, _error_reply(cell, env, exc), slot)
-            raise
-        finally:
-            self.busy -= 1
-            if token is not None:
-                handling.reset(token)
-        if is_ask and not ((slot is None or slot.registered) and env.message_id in self._deferred):
-            if result is None:
-                result = Ack()
-            elif not isinstance(result, Message):
-                err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
-                self._reply(env, cell.id, ErrorReply("TypeError", str(err)), slot)
-                return
-            self._reply(env, cell.id, result, slot)
-
-    async def _supervise(self, cell: _Cell, failure: BaseException) -> bool:
-        """Restart ``cell`` after ``failure`` (returns True) or escalate and stop it (False)."""
-        policy = cell.policy
-        now = trio.current_time()
-        cell.failures.append(now)
-        if policy is not None:
-            while cell.failures and cell.failures[0] < now - policy.within_s:
-                cell.failures.popleft()
-        log.warning("actor %s failed: %s: %s", cell.id, type(failure).__name__, failure)
-        if policy is None or len(cell.failures) > policy.max_restarts or self._closing:
-            await self._escalate(cell, failure)
-            return False
-        self._restarts += 1
-        backoff = min(policy.backoff_initial_s * 2 ** (len(cell.failures) - 1), policy.backoff_max_s)
-        with trio.move_on_after(1.0):  # a stuck subscriber must not stall the restart
-            await self._system.publish(SUPERVISION_TOPIC, ActorRestarted(
-                cell.id, type(failure).__name__, str(failure), len(cell.failures), backoff))
-        await trio.sleep(backoff)
-        return cell.state is not _State.STOPPED
-
-    async def _escalate(self, cell: _Cell, failure: BaseException) -> None:
-        policy = cell.policy
-        msg = ActorEscalated(cell.id, type(failure).__name__, str(failure), len(cell.failures),
-                             policy.within_s if policy is not None else 0.0)
-        cell.state = _State.STOPPED
-        self._drain_dead(cell)
-        parent = self._cells.get(cell.parent) if cell.parent is not None else None
-        if (parent is not None and parent.state is _State.RUNNING and parent.actor_cls is not None
-                and find_handler(parent.actor_cls, ActorEscalated) is not None):
-            try:
-                await self._system.tell(ActorRef(parent.id, parent), msg)
-                return
-            except ActorStoppedError:
-                pass
-        self.failures.append(msg)
-        log.error("actor %s stopped after %d failures: %s", cell.id, len(cell.failures), failure)
-        await self._system.publish(SUPERVISION_TOPIC, msg)
-
-    def _drain_dead(self, cell: _Cell) -> None:
-        """Answer what is left in a dead actor's mailbox: asks get an error, tells are dropped."""
-        cell.send.close()
-        while True:
-            if cell.carried is not None:
-                env, cell.carried = cell.carried, None
-            else:
-                try:
-                    env = cell.receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-            if env is _WAKE:
-                continue
-            if env.message_id in self._ask_ids:
-                err = ActorStoppedError(cell.id, type(env.payload).__name__)
-                self._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
-            else:
-                self._drop(env, f"{cell.id} stopped before handling it")
-        cell.receive.close()
-
-    def _finish(self, cell: _Cell) -> None:
-        cell.state = _State.STOPPED
-        cell.nursery = None
-        for topic in list(cell.topics):
-            self._unsubscribe(cell.ctx, topic)
-        if self._stepping is not None:
-            self._stepping._release(cell)
-        self._drain_dead(cell)
-        cell.done.set()
-
-
 @types.coroutine
 def _resume(coro: Coroutine[Any, Any, None], trap: Any) -> Generator[Any, Any, None]:
     """Carry on a coroutine that was started by hand (``send``) and yielded ``trap`` to Trio:
@@ -1124,135 +841,3 @@ def _resume(coro: Coroutine[Any, Any, None], trap: Any) -> Generator[Any, Any, N
                 trap = coro.send(value)
             except StopIteration:
                 return
-
-
-def _in_handler(cell: _Cell, now: tuple[ActorId, Envelope] | None) -> bool:
-    """Whether the current task is running (part of) one of ``cell``'s handlers (``now``: the
-    task's ``handling``).
-
-    A handler blocks its actor's mailbox while it waits; a background task started in
-    ``ctx.nursery`` does not, even though it inherits the handler's context variables.
-    Tasks of a nursery the handler opened itself are part of the handler.
-    """
-    if now is None or (now[0] is not cell.id and now[0] != cell.id):
-        return False
-    task = trio.lowlevel.current_task()
-    while task is not cell.task and task is not cell.inline_task:
-        nursery = task.parent_nursery
-        if nursery is None or nursery is cell.nursery:
-            return False
-        task = nursery.parent_task
-    return True
-
-
-def _error_reply(cell: _Cell, request: Envelope, exc: BaseException) -> ErrorReply:
-    """The reply to an ask whose handler ended with ``exc`` instead of a result."""
-    if isinstance(exc, trio.Cancelled):
-        if cell.state in (_State.STOPPING, _State.STOPPED):
-            err = ActorStoppedError(cell.id, type(request.payload).__name__)
-            return ErrorReply(type(err).__name__, str(err))
-        return ErrorReply("Cancelled", "the handler was cancelled before it answered: the actor "
-                                       "failed in a background task (it restarts) or is being stopped")
-    if isinstance(exc, BaseExceptionGroup):  # from a nursery in the handler: name what failed
-        leaves = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc))
-        return ErrorReply(type(exc).__name__, f"{exc.message}: {leaves}")
-    return ErrorReply(type(exc).__name__, str(exc))
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for inner in group.exceptions:
-        out.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
-    return out
-
-
-def _failure_of(exc: BaseException) -> BaseException | None:
-    """The actor's own failure inside ``exc``, or None if ``exc`` is (or holds) a cancellation."""
-    if isinstance(exc, BaseExceptionGroup):
-        if exc.subgroup(lambda e: isinstance(e, (trio.Cancelled, KeyboardInterrupt, SystemExit))) is not None:
-            return None
-        for inner in exc.exceptions:
-            found = _failure_of(inner)
-            if found is not None:
-                return found
-        return None
-    if isinstance(exc, Exception):
-        return exc
-    return None
-
-
-@asynccontextmanager
-async def open_runtime(
-    *, scheduler: SteppingScheduler | None = None, drain_timeout: float = 2.0,
-    inline_asks: bool = True, tune_gc: bool = True,
-) -> AsyncIterator[Runtime]:
-    """Open a runtime; on exit every actor is stopped in order, then the nursery closes.
-
-    Args:
-        scheduler: ``None`` for live Trio scheduling, or a :class:`SteppingScheduler` to hold
-            every envelope until ``step()`` delivers it.
-        drain_timeout: how long an actor may drain its mailbox at shutdown before cancellation.
-        inline_asks: let an ask for an inline handler (``@handler(inline=True)``) that finds
-            the actor idle run the handler in the asker's task instead of switching tasks
-            twice. The actor still handles one message at a time, in mailbox order; only which
-            task runs the handler changes. ``False`` always goes through the mailbox (and so
-            does a stepping scheduler, which must hold every envelope).
-        tune_gc: raise the cyclic garbage collector's thresholds while the runtime is open
-            (:data:`GC_THRESHOLDS`, restored when the last runtime closes); with thousands of
-            actors the default thresholds cost more CPU than the actors (see ``_gc.py``).
-            ``False`` leaves the process's thresholds alone.
-
-    Code running in the runtime (its actors, the tasks they start, the ``async with`` block)
-    can sleep with :func:`livecontext.runtime.sleep`: one timer task of the runtime wakes
-    every such sleeper, for a fraction of ``trio.sleep``'s CPU (not under a stepping scheduler).
-    """
-    if scheduler is not None:
-        scheduler._check_free()  # raised here, not inside the nursery's exception group
-    passing = _PassOn()
-    trio.lowlevel.add_instrument(passing)
-    try:
-        with gc_tuned() if tune_gc else contextlib.nullcontext():
-            async with _open_runtime(scheduler, drain_timeout, inline_asks, passing) as rt:
-                yield rt
-    finally:
-        with contextlib.suppress(KeyError):  # (Trio drops an instrument that raised)
-            trio.lowlevel.remove_instrument(passing)
-
-
-class _PassOn(trio.abc.Instrument):
-    """Gives a task started while a handler runs at once (see :meth:`Runtime._run_now`) what
-    that handler handles, in ``handling``, as a task started by any other handler inherits it
-    from its parent's context: whatever nursery it is started in (the actor's, read during
-    the handler or kept from ``on_start``, or one of the handler's own)."""
-
-    def __init__(self) -> None:
-        self.runtime: Runtime | None = None
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        # (called by Trio as the task is made, before its first step; only spawns pay for it)
-        now = self.runtime._now if self.runtime is not None else None
-        if now is not None:
-            task.context.run(handling.set, now)
-
-
-@asynccontextmanager
-async def _open_runtime(scheduler: SteppingScheduler | None, drain_timeout: float,
-                        inline_asks: bool, passing: _PassOn) -> AsyncIterator[Runtime]:
-    async with trio.open_nursery() as nursery:
-        rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout, inline_asks=inline_asks)
-        passing.runtime = rt
-        # the timer is in the caller's context before any actor starts, so actors, the tasks
-        # they start and the caller's own sleep through it; it serves them while aclose()
-        # drains the actors and is cancelled after (a sleeper left then falls back to trio's)
-        timer = Timer() if scheduler is None else None
-        if timer is not None:
-            nursery.start_soon(timer.run, name="livecontext.runtime timer")
-        token = current_timer.set(timer)
-        try:
-            yield rt
-        finally:
-            with trio.CancelScope(shield=True) as scope:
-                scope.deadline = trio.current_time() + max(drain_timeout * 4, 1.0)
-                await rt.aclose()
-            current_timer.reset(token)
-            nursery.cancel_scope.cancel()

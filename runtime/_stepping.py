@@ -15,7 +15,8 @@ from livecontext.protocol import Envelope, ErrorReply
 from ._kernel_errors import ActorStoppedError
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime, _Cell
+    from ._cell import _Cell
+    from ._runtime import Runtime
 
 
 @frozen

@@ -26,7 +26,8 @@ from typing import Any, Generic, TypeVar
 import trio
 from attrs import frozen
 
-from ._runtime import Runtime, open_runtime
+from ._open import open_runtime
+from ._runtime import Runtime
 from ._stepping import Delivery, SteppingScheduler
 
 T = TypeVar("T")

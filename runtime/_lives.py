@@ -1,0 +1,270 @@
+"""An actor's life in the runtime: its task (:func:`cell_main`), its message loop, handling
+one message (:func:`handle`, also run in an asker's task for an inline ask), supervision
+(restart or escalate) and what is left when it stops.
+
+Functions of the :class:`~livecontext.runtime.Runtime` they are given, which calls them: split
+from ``_runtime.py`` (routing, asks and replies) to keep each module to one concern.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from livecontext.protocol import (
+    Ack,
+    ActorEscalated,
+    ActorRestarted,
+    Envelope,
+    ErrorReply,
+    Message,
+)
+
+from ._actor import Actor, find_handler
+from ._asks import ReplySlot
+from ._audit import AuditEvent, AuditRecord
+from ._cell import (
+    _FAIRNESS_BATCH,
+    _WAKE,
+    SUPERVISION_TOPIC,
+    _Cell,
+    _error_reply,
+    _failure_of,
+    _State,
+)
+from ._context import ActorRef, handling
+from ._errors import UsageError
+from ._kernel_errors import ActorStoppedError, UnhandledMessageError
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+log = logging.getLogger("livecontext.runtime")
+
+
+async def cell_main(rt: Runtime, cell: _Cell, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    started = False
+    cell.task = trio.lowlevel.current_task()
+    try:
+        with cell.scope:
+            while True:
+                # after a failure, an inline handler of the old instance may still be running
+                # in an asker's task: the new instance starts once it is done (never two at
+                # once), and the restart answers any failure it had
+                while cell.inline is not None:
+                    await cell.inline.wait()
+                cell.inline_failure = None
+                in_on_stop = False
+                try:
+                    async with trio.open_nursery() as nursery:
+                        cell.nursery = nursery
+                        instance = cell.factory()
+                        instance.ctx = cell.ctx
+                        cell.instance = instance
+                        cell.actor_cls = type(instance)
+                        await instance.on_start()
+                        if not started:
+                            started = True
+                            task_status.started()
+                        cell.state = _State.RUNNING if cell.state is _State.STARTING else cell.state
+                        await message_loop(rt, cell, instance)
+                        in_on_stop = True
+                        await instance.on_stop()
+                        nursery.cancel_scope.cancel()
+                    return
+                except BaseException as exc:
+                    failure = _failure_of(exc)
+                    if failure is None:
+                        raise
+                    if not started:  # the spawner gets on_start's own error, not a group
+                        raise failure from None
+                    if in_on_stop:  # the mailbox is closed and drained: nothing to restart for
+                        log.warning("actor %s failed in on_stop: %s: %s", cell.id,
+                                    type(failure).__name__, failure)
+                        await escalate(rt, cell, failure)
+                        return
+                    if not await supervise(rt, cell, failure):
+                        return
+    finally:
+        finish(rt, cell)
+
+
+async def message_loop(rt: Runtime, cell: _Cell, instance: Actor) -> None:
+    receive = cell.receive
+    batch = 0
+    if cell.carried is not None:
+        env, cell.carried = cell.carried, None
+        await handle(rt, cell, instance, env)
+    while True:
+        try:
+            env = receive.receive_nowait()
+            cell.pending -= 1
+            batch += 1
+            if batch >= _FAIRNESS_BATCH:
+                batch = 0
+                await trio.lowlevel.checkpoint()
+        except trio.WouldBlock:
+            batch = 0
+            cell.parked = True
+            try:
+                env = await receive.receive()
+                cell.pending -= 1
+            except trio.EndOfChannel:
+                await inline_done(cell, None)
+                return
+            finally:
+                cell.parked = False
+        except trio.EndOfChannel:
+            await inline_done(cell, None)
+            return
+        await inline_done(cell, env)
+        if env is _WAKE:
+            continue
+        await handle(rt, cell, instance, env)
+
+
+async def inline_done(cell: _Cell, taken: Envelope | None) -> None:
+    """Wait for a handler running in an asker's task; raise its failure here, if it failed
+    (``taken``, the message the loop holds, is then handled first after the restart)."""
+    while cell.inline is not None:
+        await cell.inline.wait()
+    failure, cell.inline_failure = cell.inline_failure, None
+    if failure is not None:
+        if taken is not None and taken is not _WAKE:
+            cell.carried = taken
+        raise failure
+
+
+async def handle(rt: Runtime, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
+                 granted: bool = False, slot: ReplySlot | None = None, now: bool = False) -> None:
+    """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
+    ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
+    an ask answered at once, see :meth:`Runtime._ask`; ``now``: run by :meth:`Runtime._run_now`,
+    which keeps what is handled in ``_now``)."""
+    payload = env.payload
+    if name is None:
+        name = find_handler(type(instance), type(payload))
+    is_ask = slot is not None or env.message_id in rt._ask_ids
+    if name is None:
+        err = UnhandledMessageError(cell.id, type(payload).__name__,
+                                    [t.__name__ for t in type(instance).handled_types()])
+        if is_ask:
+            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)), slot)
+        else:
+            rt._drop(env, str(err))
+        return
+    rt._delivered += 1
+    cell.handled += 1
+    if rt._hooks:
+        rt._audit(AuditRecord(AuditEvent.DELIVERED, env))
+    token = None if now else handling.set((cell.id, env))
+    rt.busy += 1
+    try:
+        needed = None if granted else instance.capability_for(type(payload))
+        if needed is not None and not rt.has_capability(env.sender, needed):
+            # a denial is an answer, not a failure of the actor: no restart
+            try:
+                result = await instance.on_denied(payload, needed)
+            except PermissionError as denied:
+                result = ErrorReply(type(denied).__name__, str(denied))
+                if not is_ask:
+                    rt._drop(env, str(denied))
+        else:
+            result = await getattr(instance, name)(payload)
+    except UsageError as exc:
+        # the sender's mistake, not the actor's failure: answer it, do not restart
+        if is_ask:
+            rt._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)), slot)
+        else:
+            rt._drop(env, f"{type(exc).__name__}: {exc}")
+        return
+    except BaseException as exc:
+        if is_ask:  # the asker must hear of it now, not at its timeout
+            rt._reply(env, cell.id, _error_reply(cell, env, exc), slot)
+        raise
+    finally:
+        rt.busy -= 1
+        if token is not None:
+            handling.reset(token)
+    if is_ask and not ((slot is None or slot.registered) and env.message_id in rt._deferred):
+        if result is None:
+            result = Ack()
+        elif not isinstance(result, Message):
+            err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
+            rt._reply(env, cell.id, ErrorReply("TypeError", str(err)), slot)
+            return
+        rt._reply(env, cell.id, result, slot)
+
+
+async def supervise(rt: Runtime, cell: _Cell, failure: BaseException) -> bool:
+    """Restart ``cell`` after ``failure`` (returns True) or escalate and stop it (False)."""
+    policy = cell.policy
+    now = trio.current_time()
+    cell.failures.append(now)
+    if policy is not None:
+        while cell.failures and cell.failures[0] < now - policy.within_s:
+            cell.failures.popleft()
+    log.warning("actor %s failed: %s: %s", cell.id, type(failure).__name__, failure)
+    if policy is None or len(cell.failures) > policy.max_restarts or rt._closing:
+        await escalate(rt, cell, failure)
+        return False
+    rt._restarts += 1
+    backoff = min(policy.backoff_initial_s * 2 ** (len(cell.failures) - 1), policy.backoff_max_s)
+    with trio.move_on_after(1.0):  # a stuck subscriber must not stall the restart
+        await rt._system.publish(SUPERVISION_TOPIC, ActorRestarted(
+            cell.id, type(failure).__name__, str(failure), len(cell.failures), backoff))
+    await trio.sleep(backoff)
+    return cell.state is not _State.STOPPED
+
+
+async def escalate(rt: Runtime, cell: _Cell, failure: BaseException) -> None:
+    policy = cell.policy
+    msg = ActorEscalated(cell.id, type(failure).__name__, str(failure), len(cell.failures),
+                         policy.within_s if policy is not None else 0.0)
+    cell.state = _State.STOPPED
+    drain_dead(rt, cell)
+    parent = rt._cells.get(cell.parent) if cell.parent is not None else None
+    if (parent is not None and parent.state is _State.RUNNING and parent.actor_cls is not None
+            and find_handler(parent.actor_cls, ActorEscalated) is not None):
+        try:
+            await rt._system.tell(ActorRef(parent.id, parent), msg)
+            return
+        except ActorStoppedError:
+            pass
+    rt.failures.append(msg)
+    log.error("actor %s stopped after %d failures: %s", cell.id, len(cell.failures), failure)
+    await rt._system.publish(SUPERVISION_TOPIC, msg)
+
+
+def drain_dead(rt: Runtime, cell: _Cell) -> None:
+    """Answer what is left in a dead actor's mailbox: asks get an error, tells are dropped."""
+    cell.send.close()
+    while True:
+        if cell.carried is not None:
+            env, cell.carried = cell.carried, None
+        else:
+            try:
+                env = cell.receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+        if env is _WAKE:
+            continue
+        if env.message_id in rt._ask_ids:
+            err = ActorStoppedError(cell.id, type(env.payload).__name__)
+            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
+        else:
+            rt._drop(env, f"{cell.id} stopped before handling it")
+    cell.receive.close()
+
+
+def finish(rt: Runtime, cell: _Cell) -> None:
+    cell.state = _State.STOPPED
+    cell.nursery = None
+    for topic in list(cell.topics):
+        rt._unsubscribe(cell.ctx, topic)
+    if rt._stepping is not None:
+        rt._stepping._release(cell)
+    drain_dead(rt, cell)
+    cell.done.set()
