@@ -7,6 +7,7 @@ the check runs on a tree of links laid out as the installed package.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_package_type_checks_under_mypy_strict(tmp_path: Path) -> None:
+    assert importlib.util.find_spec("mypy") is not None, (
+        "mypy is not installed in this environment: run pip install -e '.[test]'")
     package = tmp_path / "livecontext"
     package.mkdir()
     (package / "__init__.py").write_text("")
