@@ -26,7 +26,7 @@ causation ids), or None (outside handlers; a task a handler starts inherits it).
 not two: setting and resetting context variables at every message showed in profiles. A
 handler with no ``await`` run at once is not set here: the runtime keeps it in ``Runtime._now``
 while it runs (see ``Runtime._run_now``), so read it through ``Runtime._current``; a task
-such a handler starts gets it here all the same (``_PassOn`` in ``_runtime.py``)."""
+such a handler starts gets it here all the same (``_PassOn`` in ``_open.py``)."""
 
 
 @frozen

@@ -8,7 +8,7 @@ import trio.testing
 from attrs import frozen
 
 from livecontext.protocol import Message
-from livecontext.runtime import Actor, AuditEvent, AuditRecord, handler, open_runtime
+from livecontext.runtime import Actor, ActorRef, AuditEvent, AuditRecord, Runtime, handler, open_runtime
 
 TOPIC = "inline.tells"
 
@@ -37,8 +37,12 @@ class Boom(Message):
     """Handled inline, without an await, by raising."""
 
 
+Log = list[tuple[str, trio.lowlevel.Task]]
+"""What a Listener handled, and in which task."""
+
+
 class Listener(Actor):
-    def __init__(self, log: list[tuple[str, trio.lowlevel.Task]], starts: list[trio.lowlevel.Task]) -> None:
+    def __init__(self, log: Log, starts: list[trio.lowlevel.Task]) -> None:
         self.log = log
         self.starts = starts
 
@@ -64,38 +68,36 @@ class Listener(Actor):
         raise ValueError("boom")
 
 
-async def _listener(rt, log, starts):  # type: ignore[no-untyped-def]
+async def _listener(rt: Runtime) -> tuple[ActorRef[Listener], Log, list[trio.lowlevel.Task]]:
+    """A spawned, idle Listener, with what it handled and the tasks it started in (both kept
+    across its restarts)."""
+    log: Log = []
+    starts: list[trio.lowlevel.Task] = []
     ref = await rt.spawn(lambda: Listener(log, starts), "listener/l")
     await trio.testing.wait_all_tasks_blocked()  # its loop is parked on an empty mailbox
-    return ref
+    return ref, log, starts
 
 
 async def test_a_tell_to_an_idle_actors_await_free_inline_handler_is_handled_before_tell_returns() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     records: list[AuditRecord] = []
     async with open_runtime() as rt:
         rt.add_audit_hook(records.append)
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         await rt.client("sender").tell(ref, Ping("now"))
         assert log == [("now", trio.lowlevel.current_task())]  # done, in the sender's task
     assert [r.envelope.payload for r in records if r.event is AuditEvent.DELIVERED] == [Ping("now")]
 
 
 async def test_a_publish_runs_an_idle_subscribers_await_free_inline_handler_in_the_publishers_task() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        await _listener(rt, log, starts)
+        _, log, _ = await _listener(rt)
         await rt.client("publisher").publish(TOPIC, Ping("published"))
         assert log == [("published", trio.lowlevel.current_task())]
 
 
 async def test_a_handler_that_awaits_or_is_not_inline_is_told_through_the_mailbox() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         await sender.tell(ref, Yielding("awaits"))
         assert log == []  # queued, not handled yet
@@ -107,10 +109,8 @@ async def test_a_handler_that_awaits_or_is_not_inline_is_told_through_the_mailbo
 
 
 async def test_messages_queued_before_an_inline_eligible_tell_from_the_same_sender_are_handled_first() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         await sender.tell(ref, Plain("first"))
         await sender.tell(ref, Plain("second"))
@@ -123,10 +123,8 @@ async def test_messages_queued_before_an_inline_eligible_tell_from_the_same_send
 async def test_a_failing_inline_tell_does_not_reach_the_sender_and_restarts_the_actor(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         await sender.tell(ref, Boom())  # no exception here: a tell has no answer
         await trio.sleep(1)  # past the restart's backoff
@@ -137,10 +135,8 @@ async def test_a_failing_inline_tell_does_not_reach_the_sender_and_restarts_the_
 
 
 async def test_with_inline_asks_off_a_tell_always_goes_through_the_mailbox() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime(inline_asks=False) as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         await rt.client("sender").tell(ref, Ping("queued"))
         assert log == []
         await trio.testing.wait_all_tasks_blocked()
@@ -148,19 +144,15 @@ async def test_with_inline_asks_off_a_tell_always_goes_through_the_mailbox() -> 
 
 
 async def test_a_tell_nowait_to_an_idle_actors_await_free_inline_handler_is_handled_before_it_returns() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         rt.client("sender").tell_nowait(ref, Ping("at once"))
         assert log == [("at once", trio.lowlevel.current_task())]
 
 
 async def test_a_tell_nowait_behind_queued_mail_or_to_an_awaiting_handler_goes_through_the_mailbox() -> None:
-    log: list[tuple[str, trio.lowlevel.Task]] = []
-    starts: list[trio.lowlevel.Task] = []
     async with open_runtime() as rt:
-        ref = await _listener(rt, log, starts)
+        ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         sender.tell_nowait(ref, Yielding("awaits"))
         sender.tell_nowait(ref, Ping("behind it"))  # the mailbox holds one: no inline run

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
@@ -15,6 +17,7 @@ from livecontext.protocol import (
     Cancel,
     EngineState,
     GetWindows,
+    Idle,
     Message,
     ModelReply,
     ModelRequest,
@@ -323,13 +326,19 @@ class PauseOnApply(CancelOnApply):
 EDIT = {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "kept"}}
 
 
-async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_ends_the_run() -> None:
-    edit = {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "kept"}}
-    app = CancelOnApply()
-    async with open_agent([{"tool_calls": [edit]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
+@contextlib.asynccontextmanager
+async def _run_told_while_recording(app: CancelOnApply) -> AsyncIterator[tuple[AgentHarness, Idle]]:
+    """An agent whose model makes one notebook edit (with ``app``, armed to tell its engine
+    while the edit is recorded), run until idle: the harness and the run's answer."""
+    async with open_agent([{"tool_calls": [EDIT]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
         app.armed["engine"] = h.agent.engine.id
         with trio.fail_after(5):
             idle = await h.run_until_idle(timeout=5)
+        yield h, idle
+
+
+async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_ends_the_run() -> None:
+    async with _run_told_while_recording(CancelOnApply()) as (h, idle):
         # the run ended at the cancel, before the model was asked again
         assert idle.reason == "cancelled"
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
@@ -353,11 +362,7 @@ async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_
 
 @pytest.mark.parametrize("attempt", range(8))
 async def test_a_cancel_told_while_a_step_records_ends_the_run_before_the_next_step(attempt: int) -> None:
-    app = CancelOnApply()
-    async with open_agent([{"tool_calls": [EDIT]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
-        app.armed["engine"] = h.agent.engine.id
-        with trio.fail_after(5):
-            idle = await h.run_until_idle(timeout=5)
+    async with _run_told_while_recording(CancelOnApply()) as (h, idle):
         # input, model call, tool call (during which the Cancel came): the results were not appended
         assert (idle.state, idle.steps, idle.reason) == (S.TOOL_RESULTS_READY, 3, "cancelled")
         assert [type(e).__name__ for e in await h.entries()] == ["ModelInputEntry", "ModelOutputEntry"]
@@ -367,11 +372,7 @@ async def test_a_cancel_told_while_a_step_records_ends_the_run_before_the_next_s
 async def test_a_pause_told_while_a_step_records_ends_run_until_idle_before_the_model_is_called_again(
         attempt: int) -> None:
     # told with tell_nowait, the Pause waits in the engine's mailbox for the engine's own task
-    app = PauseOnApply()
-    async with open_agent([{"tool_calls": [EDIT]}, {"text": "done"}], inputs=["edit"], apps=[app]) as h:
-        app.armed["engine"] = h.agent.engine.id
-        with trio.fail_after(5):
-            idle = await h.run_until_idle(timeout=5)
+    async with _run_told_while_recording(PauseOnApply()) as (h, idle):
         # it ends after the step that was recording, or after the next one (which appends the
         # results), never after the model call that would follow
         assert idle.reason == "paused"
