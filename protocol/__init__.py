@@ -39,6 +39,7 @@ from ._agent import (
     RecordToolStarted,
     Render,
     Rendered,
+    RenderedSpan,
     Resume,
     RunUntilIdle,
     StateTransition,
@@ -76,7 +77,7 @@ from ._context_mgmt import (
 from ._apps import NotebookEdited
 from ._catalog import TAGGED_TYPES
 from ._chat import ChatMessage, ModelReply, ModelRequest, Role
-from ._content import Content, Level, LevelText, Retention
+from ._content import Content, Level, LevelText, Retention, Shown
 from ._converter import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
@@ -102,10 +103,13 @@ from ._errors import (
     UnsupportedSchemaVersionError,
 )
 from ._records import (
+    AppInfo,
     EntryAppended,
     HistorySnapshot,
     SystemPromptSet,
+    ThreadConfigured,
     ToolResultRecorded,
+    ToolResultsAppended,
     ToolStarted,
 )
 from ._state import EngineState, derive_state
@@ -129,6 +133,7 @@ __all__ = [
     "AfterModelCall",
     "AfterToolExecute",
     "AppEffects",
+    "AppInfo",
     "AppendInput",
     "AppendOutput",
     "AppendToolResults",
@@ -197,21 +202,25 @@ __all__ = [
     "RemoveEntries",
     "Render",
     "Rendered",
+    "RenderedSpan",
     "ReplaceContent",
     "Resume",
     "Retention",
     "Role",
     "RunUntilIdle",
     "SetRetention",
+    "Shown",
     "StateTransition",
     "Step",
     "StepDone",
     "SystemPromptSet",
     "Tail",
+    "ThreadConfigured",
     "ToolCall",
     "ToolInvoked",
     "ToolResult",
     "ToolResultRecorded",
+    "ToolResultsAppended",
     "ToolResultsEntry",
     "ToolSpec",
     "ToolStarted",

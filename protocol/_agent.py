@@ -8,6 +8,7 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from ._chat import ChatMessage
+from ._content import Retention, Shown
 from ._context_mgmt import LimitLevel
 from ._entries import HistoryEntry, Notification, Usage
 from ._message import Message
@@ -166,6 +167,9 @@ class AppendInput(Message):
     """Append a model input with this text and the pending notifications (ask: :class:`Tail`)."""
 
     text: str
+    retention: Retention | None = None
+    """The entry's retention class; ``None``: the store's default (CRITICAL for a thread's
+    first input when it pins the task, COMPRESSIBLE otherwise)."""
 
 
 @frozen
@@ -223,6 +227,15 @@ class Render(Message):
 
 
 @frozen
+class RenderedSpan:
+    """A run of consecutive entries (by id, inclusive) shown the same way in one render."""
+
+    first: str
+    last: str
+    shown: Shown
+
+
+@frozen
 class Rendered(Message):
     """OpenAI chat messages and their token count."""
 
@@ -230,6 +243,9 @@ class Rendered(Message):
     tokens: int
     entries: int
     """How many history entries are represented."""
+    spans: tuple[RenderedSpan, ...] = ()
+    """How each unfolded entry and recap was shown (oldest first); folded entries are
+    represented by the recaps."""
 
 
 @frozen
@@ -335,6 +351,8 @@ class ProvideInput(Message):
     """Buffer a line of input for the engine."""
 
     text: str
+    retention: Retention | None = None
+    """The retention class its entry gets (``None``: the history store's default)."""
 
 
 @frozen
@@ -348,6 +366,8 @@ class InputText(Message):
 
     text: str | None
     remaining: int = 0
+    retention: Retention | None = None
+    """The retention class given with the input (``None``: the history store's default)."""
 
 
 @frozen

@@ -69,7 +69,9 @@ from ._records import (
     EntryAppended,
     HistorySnapshot,
     SystemPromptSet,
+    ThreadConfigured,
     ToolResultRecorded,
+    ToolResultsAppended,
     ToolStarted,
 )
 from ._entries import ModelInputEntry, ModelOutputEntry, RecapEntry, ToolResultsEntry
@@ -147,6 +149,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     ToolResultRecorded,
     HistorySnapshot,
     SystemPromptSet,
+    ToolResultsAppended,
+    ThreadConfigured,
     # app effects
     NotebookEdited,
     # history entries

@@ -41,6 +41,21 @@ class Retention(enum.Enum):
     """Gone when the session ends; never persisted across a restart."""
 
 
+class Shown(enum.Enum):
+    """How an entry appears in one rendered context (``render --json``, :class:`Rendered`)."""
+
+    LIVE = "live"
+    """In full: the latest observation, with the apps' windows."""
+    RECENT = "recent"
+    """At its RECENT level."""
+    GIST = "gist"
+    """At its GIST level."""
+    RECAP = "recap"
+    """Folded: a recap stands for it (or, for a recap, rendered)."""
+    OMITTED = "omitted"
+    """Left out for want of budget (said in one line of the context)."""
+
+
 @frozen
 class LevelText:
     """One level of an entry's content and its cached token count."""

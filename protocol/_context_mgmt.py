@@ -144,6 +144,8 @@ class FoldIntoRecap(Message):
     strategy: str
     previous_recap: EntryRef | None = None
     """The recap this one replaces (its text should be included in ``live``)."""
+    data: str = ""
+    """The strategy's own state as JSON text, kept in the recap for the next fold."""
 
 
 @frozen

@@ -6,7 +6,7 @@ import datetime as dt
 
 from attrs import field, frozen
 
-from ._content import Content, Retention
+from ._content import Content, Level, Retention
 from ._ids import ActorId
 from ._tools import ToolCall, ToolResult
 
@@ -66,6 +66,25 @@ class ModelOutputEntry:
     model: str = ""
     usage: Usage = field(factory=Usage)
     folded: bool = False
+    recent_arguments: tuple[str, ...] = ()
+    """The calls' arguments at RECENT, one per call, long strings elided inside valid JSON;
+    empty when they are the arguments as written (nothing was long)."""
+    gist_arguments: tuple[str, ...] = ()
+    """The calls' arguments at GIST, elided harder; empty when they are those of RECENT."""
+
+    def calls_at(self, level: Level) -> tuple[ToolCall, ...]:
+        """The tool calls as rendered at ``level``: same ids and names, arguments of that level.
+
+        The level's token count (in :attr:`content`) includes these calls.
+        """
+        if level is Level.LIVE:
+            return self.tool_calls
+        arguments = self.recent_arguments
+        if level is Level.GIST and self.gist_arguments:
+            arguments = self.gist_arguments
+        if not arguments:
+            return self.tool_calls
+        return tuple(ToolCall(c.id, c.name, a) for c, a in zip(self.tool_calls, arguments, strict=True))
 
 
 @frozen(kw_only=True)
@@ -99,6 +118,8 @@ class RecapEntry:
     strategy: str = ""
     """How it was made: ``simple_extract``, ``model_summary`` or ``structured``."""
     folded: bool = False
+    data: str = ""
+    """The strategy's own state as JSON text (what the next fold builds on), or empty."""
 
 
 HistoryEntry = ModelInputEntry | ModelOutputEntry | ToolResultsEntry | RecapEntry

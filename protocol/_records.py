@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from ._entries import HistoryEntry, Notification
+from ._entries import HistoryEntry, Notification, ToolResultsEntry
 from ._message import Message
-from ._tools import ToolResult
+from ._tools import ToolResult, ToolSpec
 
 
 @frozen
@@ -19,6 +19,33 @@ class EntryAppended(Message):
     an entry carrying notifications delivers them)."""
 
     entry: HistoryEntry
+
+
+@frozen
+class ToolResultsAppended(Message):
+    """A tool-results entry was appended; its results are the recorded ones (each result's
+    text is stored once, in its :class:`ToolResultRecorded`), so ``entry.results`` is empty
+    here and filled in by the fold."""
+
+    entry: ToolResultsEntry
+
+
+@frozen
+class AppInfo:
+    """One app of a thread: its name and the class that makes it (``module:qualname``)."""
+
+    name: str
+    source: str
+
+
+@frozen
+class ThreadConfigured(Message):
+    """What a thread's agent renders with: its budget, the tools it offers the model and its
+    apps (recorded when a thread starts or any of them changes)."""
+
+    budget: int
+    tools: tuple[ToolSpec, ...] = ()
+    apps: tuple[AppInfo, ...] = ()
 
 
 @frozen

@@ -6,7 +6,7 @@ import enum
 
 from attrs import frozen
 
-from ._content import Content
+from ._content import Content, Retention
 
 
 @frozen
@@ -21,6 +21,9 @@ class ToolSpec:
     """The JSON schema (an object schema) of the arguments, as JSON text."""
     idempotent: bool = False
     """Whether running it twice has the effect of running it once (re-run after a crash)."""
+    retention: Retention = Retention.COMPRESSIBLE
+    """The retention class of its results (and of a model output that only calls such tools
+    and says nothing): DISPOSABLE for results that a later state supersedes."""
 
 
 @frozen

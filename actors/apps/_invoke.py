@@ -204,9 +204,11 @@ def _raised(tool_def: ToolDef, exc: Exception) -> ToolOutcome:
 
 
 def _checked(app: App, tool_def: ToolDef, result: object) -> ToolOutcome:
+    if isinstance(result, str):  # plain text: the runtime makes its shorter levels
+        return ToolOutcome.ok(result)
     if not isinstance(result, ToolOutcome):
         return ToolOutcome.failed(
-            f"{tool_def.name} returned {type(result).__name__} instead of a ToolOutcome "
+            f"{tool_def.name} returned {type(result).__name__} instead of a ToolOutcome or text "
             f"(a bug in app {app.name!r}); the call had no effect"
         )
     return result

@@ -8,8 +8,10 @@ from attrs import frozen
 
 from livecontext.protocol import Message, ToolCall, ToolResult, ToolStatus
 
+from ..history._lod import result_content
+
 if TYPE_CHECKING:
-    from livecontext.runtime._tokens import TokenCounter
+    from livecontext.runtime.tokens import TokenCounter
 
 
 class ToolFailure(Exception):
@@ -40,10 +42,12 @@ class ToolOutcome:
     """How the call ended."""
     live: str
     """Everything the model should see right after the call (e.g. the whole new text)."""
-    recent: str
-    """The detail for a recent step (e.g. a diff)."""
-    gist: str
-    """One line for old history (e.g. ``notebook edited: 120 -> 184 chars (+64)``)."""
+    recent: str | None = None
+    """The detail for a recent step (e.g. a diff); ``None``: the runtime makes it from
+    :attr:`live` (its head and tail lines when it is long, else all of it)."""
+    gist: str | None = None
+    """One line for old history (e.g. ``notebook edited: 120 -> 184 chars (+64)``); ``None``:
+    the runtime makes it (the tool, its status, the size and the line that says most)."""
     effect: Message | None = None
     """The state change to commit with the result; ``None`` when nothing changes."""
 
@@ -55,14 +59,17 @@ class ToolOutcome:
             )
 
     @classmethod
-    def ok(cls, live: str, recent: str, gist: str, effect: Message | None = None) -> ToolOutcome:
-        """A successful call, with its three levels and the effect to commit, if any."""
+    def ok(cls, live: str, recent: str | None = None, gist: str | None = None,
+           effect: Message | None = None) -> ToolOutcome:
+        """A successful call: its full text, the shorter levels if the tool has better ones
+        than the runtime would make, and the effect to commit, if any."""
         return cls(ToolStatus.OK, live, recent, gist, effect)
 
     @classmethod
     def failed(cls, message: str) -> ToolOutcome:
-        """A failed call: every level carries ``message``, and nothing changes."""
-        return cls(ToolStatus.FAILED, message, message, message)
+        """A failed call: ``message`` in full, its shorter levels made by the runtime, and
+        nothing changes."""
+        return cls(ToolStatus.FAILED, message)
 
     def to_result(self, call: ToolCall, tokens: TokenCounter) -> ToolResult:
         """The :class:`~livecontext.protocol.ToolResult` answering ``call``, with token counts."""
@@ -70,5 +77,5 @@ class ToolOutcome:
             call_id=call.id,
             name=call.name,
             status=self.status,
-            content=tokens.content(self.live, self.recent, self.gist),
+            content=result_content(call.name, self.status, self.live, self.recent, self.gist, tokens),
         )

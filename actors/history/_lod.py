@@ -1,14 +1,48 @@
-"""Building entries' content at every level of detail, once, when they are written."""
+"""Building entries' content at every level of detail, once, when they are written.
+
+Levels are decided here and never by cutting text at render time: rendering only chooses
+among them and adds up their cached token counts. Where a writer gives only the full text
+(a tool returning plain text), the runtime makes the shorter levels:
+
+- RECENT of a long text result is its head and tail lines with a marker saying how much was
+  elided, at most :data:`RECENT_TOKENS` tokens and at most half the full text's (so a
+  result's two texts never cost more than 1.5 times the one).
+- GIST of a result is one line: the tool, its status, the output's size and the line that
+  best says what happened (see :func:`~._text.salient_line`).
+- A model output's tool-call arguments are valid JSON at every level; at RECENT and GIST its
+  long strings are elided inside the JSON (``"cat > a.py <<EOF…[3,412 chars elided]"``).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
-from livecontext.protocol import Content, LevelText, Notification, ToolCall
+from livecontext.protocol import Content, LevelText, Notification, ToolCall, ToolStatus
 from livecontext.runtime.tokens import TokenCounter
+
+from ._text import meaningful, salient_line
 
 GIST_CHARS = 160
 """The longest gist line, in characters."""
+
+RECENT_TOKENS = 400
+"""The most tokens a RECENT level made by the runtime from a text result may cost."""
+HEAD_SHARE = 2 / 3
+"""The share of an excerpt's tokens given to the head lines (the tail gets the rest: a log's
+summary and a traceback's error are at its end)."""
+LINE_CHARS = 400
+"""A line longer than this is cut inside an excerpt (minified code, a one-line JSON blob)."""
+
+RECENT_STRING_CHARS = 400
+"""At RECENT, a tool-call argument string longer than this is elided..."""
+RECENT_KEEP_CHARS = 200
+"""...to its first this many characters and a marker."""
+GIST_STRING_CHARS = 120
+"""At GIST, an argument string longer than this is elided..."""
+GIST_KEEP_CHARS = 60
+"""...to its first this many characters and a marker."""
 
 
 def gist_line(text: str, limit: int = GIST_CHARS) -> str:
@@ -16,8 +50,12 @@ def gist_line(text: str, limit: int = GIST_CHARS) -> str:
     for line in text.splitlines():
         line = line.strip()
         if line:
-            return line if len(line) <= limit else line[: limit - 1] + "…"
+            return _cut(line, limit)
     return ""
+
+
+def _cut(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def notifications_text(notifications: Sequence[Notification]) -> str:
@@ -37,17 +75,42 @@ def input_content(text: str, notifications: Sequence[Notification], counter: Tok
     return counter.content(full, full, gist)
 
 
-def output_content(text: str, tool_calls: Sequence[ToolCall], counter: TokenCounter) -> Content:
-    """A model output: the answer's text; token counts include the tool calls it makes."""
-    calls_tokens = sum(counter.count(c.name) + counter.count(c.arguments) + 3 for c in tool_calls)
+def output_levels(text: str, tool_calls: Sequence[ToolCall],
+                  counter: TokenCounter) -> tuple[Content, tuple[str, ...], tuple[str, ...]]:
+    """A model output's content and its calls' arguments at RECENT and GIST.
+
+    Returns ``(content, recent_arguments, gist_arguments)`` as
+    :class:`~livecontext.protocol.ModelOutputEntry` keeps them: each level's token count
+    includes its calls; an arguments tuple is empty when it equals the level above.
+    """
     calls = ", ".join(c.name for c in tool_calls)
     gist = gist_line(text) or (f"(called {calls})" if calls else "")
-    if not calls_tokens:
-        return counter.content(text, text, gist)
-    # what counter.content(text, text, gist) gives, each level's count plus the calls'
-    live = LevelText(text, counter.count(text) + calls_tokens)
-    short = live if gist == text else LevelText(gist, counter.count(gist) + calls_tokens)
-    return Content(live, live, short)
+    if not tool_calls:
+        return counter.content(text, text, gist), (), ()
+    live_args = tuple(c.arguments for c in tool_calls)
+    recent_args = tuple(elide_arguments(a, RECENT_STRING_CHARS, RECENT_KEEP_CHARS) for a in live_args)
+    gist_args = tuple(elide_arguments(a, GIST_STRING_CHARS, GIST_KEEP_CHARS) for a in recent_args)
+
+    def calls_tokens(arguments: tuple[str, ...]) -> int:
+        return sum(counter.count(c.name) + counter.count(a) + 3 for c, a in zip(tool_calls, arguments))
+
+    live_calls = calls_tokens(live_args)
+    recent_calls = live_calls if recent_args == live_args else calls_tokens(recent_args)
+    gist_calls = recent_calls if gist_args == recent_args else calls_tokens(gist_args)
+    text_tokens = counter.count(text)
+    live = LevelText(text, text_tokens + live_calls)
+    recent = live if recent_calls == live_calls else LevelText(text, text_tokens + recent_calls)
+    short = LevelText(gist, (text_tokens if gist == text else counter.count(gist)) + gist_calls)
+    if short == recent:
+        short = recent
+    return (Content(live, recent, short),
+            () if recent_args == live_args else recent_args,
+            () if gist_args == recent_args else gist_args)
+
+
+def output_content(text: str, tool_calls: Sequence[ToolCall], counter: TokenCounter) -> Content:
+    """A model output's content (see :func:`output_levels`)."""
+    return output_levels(text, tool_calls, counter)[0]
 
 
 def results_content(notifications: Sequence[Notification], counter: TokenCounter) -> Content:
@@ -55,3 +118,124 @@ def results_content(notifications: Sequence[Notification], counter: TokenCounter
     note = notifications_text(notifications)
     gist = f"{len(notifications)} notifications" if notifications else ""
     return counter.content(note, note, gist)
+
+
+# -- results given as plain text -----------------------------------------------------------------
+
+
+def result_content(name: str, status: ToolStatus, live: str, recent: str | None, gist: str | None,
+                   counter: TokenCounter) -> Content:
+    """A tool result's content; levels not given are made from ``live`` (see the module)."""
+    if recent is None:
+        recent = excerpt(live, counter)
+    if gist is None:
+        gist = result_gist(name, status, live)
+    return counter.content(live, recent, gist)
+
+
+def result_gist(name: str, status: ToolStatus, text: str) -> str:
+    """One line for a result: ``bash ok, 212 lines: 3 failed, 12 passed in 0.52s``.
+
+    A one-line output is its own size: ``notebook_replace failed: old_text not found``.
+    """
+    lines = text.splitlines()
+    head = f"{name} {status.value}"
+    if len(lines) > 1 or len(text) > GIST_CHARS:
+        size = f"{len(lines):,} lines" if len(lines) > 1 else f"{len(text):,} chars"
+        head = f"{head}, {size}"
+    said = salient_line(text)
+    if not said:
+        return f"{head} (no output)" if not text.strip() else head
+    return f"{head}: {_cut(said, GIST_CHARS - min(len(head), GIST_CHARS // 2) - 2)}"
+
+
+def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS) -> str:
+    """``text`` itself if it costs at most ``max_tokens``, else its head and tail lines around
+    a marker of what was elided, costing at most ``max_tokens`` and half of ``text``'s tokens."""
+    total = counter.count(text)
+    if total <= max_tokens:
+        return text
+    room = min(max_tokens, total // 2)
+    lines = text.splitlines()
+    head_room = int(room * HEAD_SHARE)
+    head, used = _take(lines, counter, head_room)
+    tail_rev, _ = _take(lines[len(head):][::-1], counter, room - used)
+    tail = tail_rev[::-1]
+    kept_chars = sum(len(line) for line in head) + sum(len(line) for line in tail)
+    shown = len(head) + len(tail)
+    elided_lines = len(lines) - shown
+    marker = _marker(elided_lines, max(len(text) - kept_chars - shown, 0))
+    out = "\n".join([*head, marker, *tail])
+    while head and counter.count(out) > room:  # (the marker and joins cost a few tokens more)
+        head.pop()
+        out = "\n".join([*head, _marker(elided_lines + 1, len(text) - kept_chars), *tail])
+    return out
+
+
+def _marker(lines: int, chars: int) -> str:
+    what = f"{lines:,} lines, {chars:,} chars" if lines > 0 else f"{chars:,} chars"
+    return f"… [{what} elided] …"
+
+
+def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> tuple[list[str], int]:
+    """The first lines of ``lines`` that fit ``room`` tokens (each line with its newline); a
+    line too long to fit is cut rather than skipped, and taking stops there."""
+    taken: list[str] = []
+    used = 0
+    for line in lines:
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS] + "…"
+        cost = counter.count(line) + 1
+        if used + cost > room:
+            left = room - used - 2
+            if left > 4 and meaningful(line):
+                cut = line[: max(left * 3, 1)] + "…"  # ~3 chars a token in code and logs
+                while cut and counter.count(cut) + 1 > room - used:
+                    cut = cut[: len(cut) * 3 // 4]
+                if len(cut) > 1:
+                    taken.append(cut)
+                    used += counter.count(cut) + 1
+            break
+        taken.append(line)
+        used += cost
+    return taken, used
+
+
+# -- tool-call arguments ---------------------------------------------------------------------------
+
+
+def elide_arguments(arguments: str, max_chars: int, keep: int) -> str:
+    """``arguments`` (a call's JSON text) with every string longer than ``max_chars`` cut to its
+    first ``keep`` characters and a marker (``"…[3,412 chars elided]"``), still valid JSON.
+
+    Returns ``arguments`` unchanged when nothing is that long. Text that is not JSON, if long,
+    becomes a JSON object holding its elided head under ``"_unparsed"``.
+    """
+    if len(arguments) <= max_chars:
+        return arguments
+    try:
+        data = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return json.dumps({"_unparsed": _elided(arguments, keep)}, ensure_ascii=False)
+    changed, value = _elide(data, max_chars, keep)
+    if not changed:
+        return arguments
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _elided(text: str, keep: int) -> str:
+    return f"{text[:keep]}…[{len(text) - keep:,} chars elided]"
+
+
+def _elide(value: Any, max_chars: int, keep: int) -> tuple[bool, Any]:
+    if isinstance(value, str):
+        if len(value) > max_chars:
+            return True, _elided(value, keep)
+        return False, value
+    if isinstance(value, list):
+        pairs = [_elide(v, max_chars, keep) for v in value]
+        return any(c for c, _ in pairs), [v for _, v in pairs]
+    if isinstance(value, dict):
+        items = {k: _elide(v, max_chars, keep) for k, v in value.items()}
+        return any(c for c, _ in items.values()), {k: v for k, (_, v) in items.items()}
+    return False, value

@@ -132,8 +132,8 @@ def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = 
         text, tokens = _with_windows(lt.text, lt.tokens, windows, windows_tokens)
         return [ChatMessage(Role.USER, text)], tokens + OVERHEAD
     if isinstance(entry, ModelOutputEntry):
-        lt = entry.content.at(level)  # its tokens include the tool calls'
-        calls = entry.tool_calls if paired else ()
+        lt = entry.content.at(level)  # its tokens include the tool calls' (of that level)
+        calls = entry.calls_at(level) if paired else ()
         return [ChatMessage(Role.ASSISTANT, lt.text, calls)], lt.tokens + OVERHEAD
     if isinstance(entry, ToolResultsEntry):
         return _results_messages(entry, level, paired, windows, windows_tokens)

@@ -52,7 +52,7 @@ from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredR
 from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import ContextManagement, HistoryLimits
-from ._lod import input_content, output_content, results_content
+from ._lod import input_content, output_levels, results_content
 from ._render import RenderCache, render_parts
 from ._state import FoldError, HistoryState, SnapshotDraft
 
@@ -213,11 +213,12 @@ class HistoryStore(ContextManagement):
     @handler(inline=True)
     async def on_append_output(self, msg: AppendOutput) -> Tail:
         self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
+        content, recent_arguments, gist_arguments = output_levels(msg.text, msg.tool_calls, self.counter)
         entry = ModelOutputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE,
-            content=output_content(msg.text, msg.tool_calls, self.counter),
-            tool_calls=msg.tool_calls, model=msg.model, usage=msg.usage,
+            retention=Retention.COMPRESSIBLE, content=content, tool_calls=msg.tool_calls,
+            model=msg.model, usage=msg.usage, recent_arguments=recent_arguments,
+            gist_arguments=gist_arguments,
         )
         await self._commit([EntryAppended(entry)])
         return self._tail()

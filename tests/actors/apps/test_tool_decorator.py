@@ -114,7 +114,7 @@ class Calculator(Stateless):
     @tool
     def wrong_return(self) -> ToolOutcome:
         """Return the wrong thing."""
-        return "oops"  # type: ignore[return-value]
+        return 42  # type: ignore[return-value]
 
     @tool
     async def wait_forever(self) -> ToolOutcome:
@@ -459,7 +459,7 @@ async def test_the_first_app_offering_a_tool_name_runs_it() -> None:
 
 
 def failed(message: str) -> ToolOutcome:
-    return ToolOutcome(ToolStatus.FAILED, message, message, message, None)
+    return ToolOutcome(ToolStatus.FAILED, message)
 
 
 async def test_an_unknown_tool_fails_listing_the_available_tools() -> None:
@@ -559,7 +559,7 @@ async def test_an_exception_without_a_message_is_reported_by_its_type() -> None:
 async def test_a_tool_returning_something_else_than_an_outcome_fails() -> None:
     outcome = await invoke_tool([Calculator()], call("wrong_return", {}))
     assert outcome == failed(
-        "wrong_return returned str instead of a ToolOutcome (a bug in app 'calc'); the call "
+        "wrong_return returned int instead of a ToolOutcome or text (a bug in app 'calc'); the call "
         "had no effect"
     )
 
@@ -613,9 +613,9 @@ class Async(Stateless):
 
     @tool
     async def wrong_later(self) -> ToolOutcome:
-        """Return a str after a checkpoint."""
+        """Return a number after a checkpoint."""
         await trio.lowlevel.checkpoint()
-        return "oops"  # type: ignore[return-value]
+        return 42  # type: ignore[return-value]
 
     @tool
     def wrapped(self) -> ToolOutcome:
@@ -650,7 +650,7 @@ async def test_start_tool_gives_what_invoke_tool_gives_for_a_sync_tool() -> None
         ("fail_later", {"why": "the sky"}, failed("the sky")),
         ("crash_later", {}, failed("crash_later raised ValueError: late")),
         ("wrong_later", {}, failed(
-            "wrong_later returned str instead of a ToolOutcome (a bug in app 'async'); the call "
+            "wrong_later returned int instead of a ToolOutcome or text (a bug in app 'async'); the call "
             "had no effect")),
         ("wrapped", {}, ToolOutcome.ok("wrapped", "wrapped", "wrapped")),
     ],
@@ -675,15 +675,17 @@ async def test_cancellation_inside_an_async_tool_started_earlier_is_never_swallo
 # -- outcomes ---------------------------------------------------------------------------------
 
 
-def test_a_failed_outcome_carries_its_message_at_every_level_and_no_effect() -> None:
+def test_a_failed_outcome_carries_its_message_and_no_effect_and_the_runtime_makes_its_levels() -> None:
     outcome = ToolOutcome.failed("nope")
     assert (outcome.status, outcome.live, outcome.recent, outcome.gist, outcome.effect) == (
         ToolStatus.FAILED,
         "nope",
-        "nope",
-        "nope",
+        None,
+        None,
         None,
     )
+    content = outcome.to_result(call("add", {}), TokenCounter()).content
+    assert (content.live.text, content.recent.text, content.gist.text) == ("nope", "nope", "add failed: nope")
 
 
 def test_an_outcome_that_failed_cannot_carry_an_effect() -> None:
