@@ -15,6 +15,15 @@ from ._message import Message
 from ._state import EngineState
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
 
+@frozen
+class RenderedSpan:
+    """A run of consecutive entries (by id, inclusive) shown the same way in one render."""
+
+    first: str
+    last: str
+    shown: Shown
+
+
 # -- engine control ------------------------------------------------------------------------------
 
 
@@ -85,6 +94,10 @@ class BeforeModelCall(Message):
     call_index: int
     messages: int
     tokens: int
+    budget: int = 0
+    """The token budget the context was rendered under."""
+    spans: tuple[RenderedSpan, ...] = ()
+    """How each unfolded entry and recap was shown (see :attr:`Rendered.spans`)."""
 
 
 @frozen
@@ -224,15 +237,6 @@ class Render(Message):
     budget: int
     windows: str = ""
     """The apps' windows, injected into the latest observation alone."""
-
-
-@frozen
-class RenderedSpan:
-    """A run of consecutive entries (by id, inclusive) shown the same way in one render."""
-
-    first: str
-    last: str
-    shown: Shown
 
 
 @frozen
