@@ -192,6 +192,10 @@ def _summarize(kind: str, data: Any) -> str:
         return f"{n['id']} from {n['sender']}: {n['text'][:80]}"
     if kind == "SystemPromptSet":
         return f"system prompt: {data['text'][:80]}"
+    if kind == "ThreadConfigured":
+        tools = ", ".join(t["name"] for t in data.get("tools", ())) or "none"
+        apps = ", ".join(a["name"] for a in data.get("apps", ())) or "none"
+        return f"budget {data['budget']}; tools {tools}; apps {apps}"
     if kind == "HistoryEdited":
         edited = ", ".join(f"{e['id']} r{e['revision']}" for e in data.get("entries", ()))
         removed = ", ".join(data.get("removed", ()))

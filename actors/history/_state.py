@@ -21,7 +21,9 @@ from livecontext.protocol import (
     Notification,
     NotificationPosted,
     RecapEntry,
+    Retention,
     SystemPromptSet,
+    ThreadConfigured,
     ToolResult,
     ToolResultRecorded,
     ToolResultsEntry,
@@ -33,6 +35,8 @@ from livecontext.protocol import (
 
 
 from ._lazy import Decoder, LazyEntries, Raw
+
+_CRITICAL = Retention.CRITICAL
 
 
 class FoldError(Exception):
@@ -66,6 +70,10 @@ class HistoryState:
         self.next_entry = 1
         self.next_notification = 1
         self.system_prompt = ""
+        self.config: ThreadConfigured | None = None
+        """The thread's budget, tools and apps, as last recorded (``None``: never recorded)."""
+        self.pinned: list[str] = []
+        """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
         """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
 
@@ -116,6 +124,8 @@ class HistoryState:
             self._record(payload)
         elif isinstance(payload, SystemPromptSet):
             self.system_prompt = payload.text
+        elif isinstance(payload, ThreadConfigured):
+            self.config = payload
         elif isinstance(payload, HistoryEdited):
             self._edited(payload)
         elif isinstance(payload, EntriesFolded):
@@ -141,6 +151,8 @@ class HistoryState:
 
     def _activate(self, entry: HistoryEntry) -> None:
         self.active.append(entry)
+        if entry.retention is _CRITICAL:
+            self.pinned.append(entry.id)
         if isinstance(entry, ToolResultsEntry):
             self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
             self.active_bytes += _bytes(entry)
@@ -159,6 +171,24 @@ class HistoryState:
                 kept.append(entry)
         self.active = kept
         self.recaps = [r for r in self.recaps if r.id not in ids]
+        if self.pinned:
+            self.pinned = [p for p in self.pinned if p not in ids]
+
+    def pinned_positions(self) -> list[int]:
+        """The positions in :attr:`active` of the pinned entries, ascending (found by binary
+        search on the ids, which increase; entries not decoded yet stay so)."""
+        return [self._active_position(entry_id) for entry_id in self.pinned]
+
+    def _active_position(self, entry_id: str) -> int:
+        target = _number(entry_id)
+        lo, hi = 0, len(self.active)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _number(list.__getitem__(self.active, mid).id) < target:  # (Raw or entry: both have .id)
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def entry(self, entry_id: str) -> HistoryEntry | None:
         """The entry with this id, or ``None``."""
@@ -180,6 +210,8 @@ class HistoryState:
                 # keep the active list in order: re-insert at the entry's place
                 index = next((i for i, e in enumerate(self.active) if self.pos[e.id] > at), len(self.active))
                 self.active.insert(index, new)
+                if new.retention is _CRITICAL:
+                    self.pinned = sorted([*self.pinned, new.id], key=_number)
                 self.active_tokens += new.content.recent.tokens + _results_tokens(new)
                 self.active_bytes += _bytes(new)
         elif isinstance(old, RecapEntry):
@@ -247,7 +279,7 @@ class HistoryState:
             self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
             tuple(self.app_effects.values()), self.model_outputs, self.next_entry,
-            self.next_notification, self.system_prompt,
+            self.next_notification, self.system_prompt, config=self.config,
         ))
 
     @classmethod
@@ -262,7 +294,7 @@ class HistoryState:
         state.entries = LazyEntries(items, decode)
         active = []
         for at, raw in enumerate(items):
-            entry_id, kind, folded, tokens, size = raw.row
+            entry_id, kind, folded, tokens, size = raw.row[:5]
             state.pos[entry_id] = at
             if folded:
                 continue
@@ -272,6 +304,11 @@ class HistoryState:
                 active.append(raw)
                 state.active_tokens += tokens
                 state.active_bytes += size
+                # (a snapshot written before rows said the retention: read the entry itself)
+                critical = (raw.row[5] == _CRITICAL.value if len(raw.row) > 5
+                            else state.entries[at].retention is _CRITICAL)
+                if critical:
+                    state.pinned.append(entry_id)
         state.active = LazyEntries(active, decode)
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
@@ -281,6 +318,7 @@ class HistoryState:
         state.next_entry = snap.next_entry
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt
+        state.config = snap.config
         return state
 
     @classmethod
@@ -294,9 +332,10 @@ class HistoryState:
 
 
 def index_row(entry: HistoryEntry) -> list[Any]:
-    """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes."""
+    """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes,
+    retention."""
     return [entry.id, ENTRY_KINDS[type(entry)], entry.folded,
-            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry)]
+            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry), entry.retention.value]
 
 
 class SnapshotDraft:

@@ -39,6 +39,8 @@ from livecontext.protocol import (
     Retention,
     SystemPromptSet,
     Tail,
+    ThreadConfigured,
+    ToolCall,
     ToolResultRecorded,
     ToolResultsEntry,
     ToolStarted,
@@ -51,9 +53,9 @@ from livecontext.runtime import UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
-from ._manage import ContextManagement, HistoryLimits
-from ._lod import input_content, output_levels, results_content
-from ._render import RenderCache, render_parts
+from ._manage import BudgetLimits, ContextManagement, HistoryLimits
+from ._lod import input_content, output_levels, results_content, tools_tokens
+from ._render import RenderCache, render
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
@@ -88,16 +90,30 @@ class HistoryStore(ContextManagement):
 
     def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
                  counter: TokenCounter, *, system_prompt: str | None = None,
-                 snapshot_every: int = 1000, limits: HistoryLimits | None = None) -> None:
+                 snapshot_every: int = 1000, limits: HistoryLimits | BudgetLimits | None = None,
+                 config: ThreadConfigured | None = None, pin_task: bool = True) -> None:
+        """
+        Args:
+            config: The thread's budget, tools and apps, recorded when they differ from the
+                log's (``None``: keep what the log says).
+            pin_task: The thread's first input is CRITICAL (never folded, always rendered)
+                unless its :class:`AppendInput` names another retention class.
+            limits: :class:`BudgetLimits` are resolved on start, once the system prompt and
+                the tools are known.
+        """
         self.thread_id = thread_id
         self.log = log
         self.converter = converter
         self.counter = counter
         self.wanted_prompt = system_prompt
+        self.wanted_config = config
+        self.pin_task = pin_task
         self.system_tokens = 0
+        self.tools_tokens = 0
         self.snapshot_every = snapshot_every
         self._snapshotting = False
-        self.limits = limits if limits is not None else HistoryLimits()
+        self._derive_limits = limits if isinstance(limits, BudgetLimits) else None
+        self.limits = limits if isinstance(limits, HistoryLimits) else HistoryLimits()
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
         self._render_cache = RenderCache()
@@ -110,9 +126,18 @@ class HistoryStore(ContextManagement):
         wanted = self.wanted_prompt
         if wanted is None and self.state.seq == 0:
             wanted = DEFAULT_SYSTEM_PROMPT
+        changes: list[Message] = []
         if wanted is not None and wanted != self.state.system_prompt:
-            await self._commit([SystemPromptSet(wanted)])
+            changes.append(SystemPromptSet(wanted))
+        if self.wanted_config is not None and self.wanted_config != self.state.config:
+            changes.append(self.wanted_config)
+        if changes:
+            await self._commit(changes)
         self.system_tokens = self.counter.count(self.state.system_prompt)
+        config = self.state.config
+        self.tools_tokens = tools_tokens(config.tools, self.counter) if config is not None else 0
+        if self._derive_limits is not None:
+            self.limits = self._derive_limits.resolve(self.system_tokens + self.tools_tokens)
         await self._end_ephemeral()
 
     async def _end_ephemeral(self) -> None:
@@ -161,11 +186,14 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
-        windows_tokens = self._windows_tokens(msg.windows)
-        return Rendered(*render_parts(
-            self.state.active, self.state.recaps, msg.budget, system_prompt=self.state.system_prompt,
-            system_tokens=self.system_tokens, windows=msg.windows, windows_tokens=windows_tokens,
-            cache=self._render_cache))
+        s = self.state
+        result = render(
+            s.active, s.recaps, msg.budget, system_prompt=s.system_prompt,
+            system_tokens=self.system_tokens, windows=msg.windows,
+            windows_tokens=self._windows_tokens(msg.windows), tools_tokens=self.tools_tokens,
+            pinned=s.pinned_positions() if s.pinned else (), cache=self._render_cache,
+            count=self.counter.count)
+        return Rendered(result.messages, result.tokens, result.entries, result.spans)
 
     def _windows_tokens(self, windows: str) -> int:
         """The tokens of the apps' windows: counted once while the text stays the same (it
@@ -202,9 +230,13 @@ class HistoryStore(ContextManagement):
         if not msg.text.strip():
             raise HistoryConflictError("blank input is not recorded; send text with something in it")
         notes = tuple(self.state.pending_notifications)
+        retention = msg.retention
+        if retention is None:  # the thread's first input is its task
+            first = self.state.next_entry == 1 and not self.state.entries
+            retention = Retention.CRITICAL if first and self.pin_task else Retention.COMPRESSIBLE
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=input_content(msg.text, notes, self.counter),
+            retention=retention, content=input_content(msg.text, notes, self.counter),
             text=msg.text, notifications=notes,
         )
         await self._commit([EntryAppended(entry)])
@@ -214,9 +246,11 @@ class HistoryStore(ContextManagement):
     async def on_append_output(self, msg: AppendOutput) -> Tail:
         self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
         content, recent_arguments, gist_arguments = output_levels(msg.text, msg.tool_calls, self.counter)
+        # an output that only calls tools whose results may go, and says nothing, may go with them
+        retention = self._calls_retention(msg.tool_calls) if not msg.text.strip() else Retention.COMPRESSIBLE
         entry = ModelOutputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=content, tool_calls=msg.tool_calls,
+            retention=retention, content=content, tool_calls=msg.tool_calls,
             model=msg.model, usage=msg.usage, recent_arguments=recent_arguments,
             gist_arguments=gist_arguments,
         )
@@ -245,13 +279,27 @@ class HistoryStore(ContextManagement):
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
         self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
+        last = self.state.last
+        calls = last.tool_calls if isinstance(last, ModelOutputEntry) else ()
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=results_content(notes, self.counter),
+            retention=self._calls_retention(calls), content=results_content(notes, self.counter),
             results=tuple(self.state.recorded), notifications=notes,
         )
         await self._commit([EntryAppended(entry)])
         return self._tail()
+
+    def _calls_retention(self, calls: tuple[ToolCall, ...]) -> Retention:
+        """The retention class of results of ``calls``: what their tools declare when every one
+        declares DISPOSABLE or EPHEMERAL (the least disposable of those), else COMPRESSIBLE."""
+        config = self.state.config
+        if not calls or config is None:
+            return Retention.COMPRESSIBLE
+        declared = {spec.name: spec.retention for spec in config.tools}
+        classes = {declared.get(call.name, Retention.COMPRESSIBLE) for call in calls}
+        if classes <= {Retention.DISPOSABLE, Retention.EPHEMERAL}:
+            return Retention.DISPOSABLE if Retention.DISPOSABLE in classes else Retention.EPHEMERAL
+        return Retention.COMPRESSIBLE
 
     @handler(inline=True)
     async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:

@@ -13,17 +13,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
-from livecontext.actors.history._lod import output_content
+from livecontext.actors.apps import describe_tools
+from livecontext.actors.history._lod import output_content, tools_tokens
+from livecontext.actors.history._render import unit_messages
 from livecontext.protocol import (
     ActorId,
     ChatMessage,
     Content,
     HistoryEntry,
+    Level,
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
+    RenderedSpan,
     Retention,
     Role,
+    Shown,
     ToolCall,
     ToolResult,
     ToolResultsEntry,
@@ -143,22 +148,61 @@ def level_of(message: ChatMessage) -> str:
     return "-"
 
 
-async def test_the_latest_observation_is_live_then_older_entries_recent_then_gist_then_none() -> None:
+async def test_the_latest_observation_is_live_then_older_entries_recent_then_gist_then_a_line_for_the_rest() -> None:
     history = [e for n in range(0, 40, 2) for e in (inp(n), out(n + 1, text=f"gist {n + 1}"))]
     history.append(inp(40))
     full = do_render(history, 100_000)
     assert len(full.messages) == 42  # the system prompt and every entry
-    tight = do_render(history, full.tokens // 2)
-    inputs = [m for m in tight.messages if m.role is Role.USER]
-    seen = [level_of(m) for m in reversed(inputs)]
-    assert seen[0] == "live"
-    assert "recent" in seen and "gist" in seen
-    first_gist = seen.index("gist")
-    assert set(seen[1:first_gist]) == {"recent"}
-    assert set(seen[first_gist:]) == {"gist"}
-    assert len(inputs) < 21  # the oldest ones did not fit even as gists
-    assert tight.messages[0] == ChatMessage(Role.SYSTEM, SYSTEM)
-    assert recount(tight.messages) <= tight.tokens <= full.tokens // 2
+    assert full.spans == (RenderedSpan("e0", "e39", Shown.RECENT), RenderedSpan("e40", "e40", Shown.LIVE))
+    zones_seen = set()
+    for budget in range(full.tokens // 4, full.tokens, 13):
+        tight = do_render(history, budget)
+        inputs = [m for m in tight.messages if m.role is Role.USER]
+        seen = [level_of(m) for m in reversed(inputs)]
+        assert seen[0] == "live"
+        ranks = ["live", "recent", "gist"]
+        assert seen == sorted(seen, key=ranks.index)  # newest first: live, recent, then gist
+        zones_seen.add(tuple(dict.fromkeys(seen)))
+        assert tight.messages[0] == ChatMessage(Role.SYSTEM, SYSTEM)
+        assert recount(tight.messages) <= tight.tokens <= budget
+        # what is not shown is named, in one line, where it was: at the oldest end
+        notes = [m for m in tight.messages if "left out for want of budget" in m.content]
+        omitted = tight.spans[0]
+        if omitted.shown is not Shown.OMITTED:  # every entry shown, some as gists
+            assert notes == [] and tight.entries == 41 and "gist" in seen
+            continue
+        zones_seen.add("omitted")
+        assert len(notes) == 1 and tight.messages[1] is notes[0] and notes[0].role is Role.SYSTEM
+        assert omitted.first == "e0"
+        assert notes[0].content == (f"[{_number(omitted.last) + 1} earlier entries left out for want of "
+                                    f"budget: e0–{omitted.last}]")
+        assert tight.entries == 41 - _number(omitted.last) - 1
+        # the budget is filled: not even the next older entry's gist would fit
+        assert budget - tight.tokens < counter().count(f"gist {omitted.last}") + MESSAGE_OVERHEAD_TOKENS + 12
+    assert {("live", "recent", "gist"), ("live", "recent"), "omitted"} <= zones_seen
+
+
+def _number(entry_id: str) -> int:
+    return int(entry_id[1:])
+
+
+async def test_rendering_goes_on_past_a_unit_too_big_even_as_a_gist_and_names_it() -> None:
+    wide = out(11, text="", calls=30)  # thirty results: a gist of thirty lines
+    history: list[HistoryEntry] = [inp(n, f"old input {n}") for n in range(10)]
+    history += [wide, results(12, wide), inp(13, "the latest")]
+    c = counter()
+    latest = do_render(history[-1:], 100_000).tokens
+    wide_gist = unit_messages(history[10:12], Level.GIST)[1]
+    budget = latest + wide_gist - 1  # with the line saying what is left out, not even the wide unit's gist fits
+    result = do_render(history, budget)
+    assert [s.shown for s in result.spans] == [Shown.GIST, Shown.OMITTED, Shown.LIVE]
+    assert result.spans[1] == RenderedSpan("e11", "e12", Shown.OMITTED)
+    assert [m.content for m in result.messages if m.role is Role.USER][:10] == [f"old input {n}" for n in range(10)]
+    note = "[2 earlier entries left out for want of budget: e11–e12]"
+    assert [m.content for m in result.messages][11:13] == [note, "the latest\n\n" + WINDOW]
+    assert_no_orphans(result.messages)
+    assert recount(result.messages) <= result.tokens <= budget
+    assert c.count(note) < wide_gist
 
 
 async def test_the_window_is_injected_into_the_latest_observation_alone() -> None:
@@ -420,12 +464,17 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
         entries = await h.entries()
         full = await h.render(100_000, WINDOW)
         assert full.entries == len(entries)
-        for budget in (120, 200, 400, full.tokens):
+        tools = tools_tokens(describe_tools(ProbeApp()), counter())
+        assert full.tokens - recount(full.messages) >= tools > 0  # the tools' schemas count
+        for budget in (tools + 120, tools + 200, tools + 400, full.tokens):
             rendered = await h.render(budget, WINDOW)
-            assert recount(rendered.messages) <= rendered.tokens <= budget
+            assert recount(rendered.messages) + tools <= rendered.tokens <= budget
             assert_no_orphans(rendered.messages)
             assert_window_only_in_latest_observation(rendered.messages, entries[-1])
             assert rendered.messages[-1].content.startswith("and now?")
+            assert rendered.messages[1] == ChatMessage(Role.USER, "please record things")  # the task, pinned
+        with pytest.raises(Exception, match="token budget 100 is too small"):
+            await h.render(100, WINDOW)  # the tools alone cost more
 
 
 async def test_the_history_store_counts_the_windows_once_while_their_text_stays_the_same() -> None:
@@ -461,7 +510,6 @@ def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, 
     tool_calls = tuple(ToolCall(f"c{k}", f"tool_{k}", f'{{"k": {k}}}') for k in range(calls))
     content = output_content(text, tool_calls, c)
     extra = sum(c.count(t.name) + c.count(t.arguments) + 3 for t in tool_calls)
-    names = ", ".join(t.name for t in tool_calls)
-    gist = gist_line(text) or (f"(called {names})" if names else "")
+    gist = gist_line(text)
     assert content == Content(LevelText(text, c.count(text) + extra), LevelText(text, c.count(text) + extra),
                               LevelText(gist, c.count(gist) + extra))
