@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimits
 from ._render import BudgetTooSmallError, RenderCache, RenderResult, render
 from ._state import FoldError, HistoryState
-from ._store import HistoryConflictError, HistoryStore, history_topic, load_state
+from ._store import HistoryConflictError, HistoryStore, history_topic, load_state, render_state
 
 __all__ = [
     "CAPABILITY_OF",
@@ -22,4 +22,5 @@ __all__ = [
     "history_topic",
     "load_state",
     "render",
+    "render_state",
 ]

@@ -54,8 +54,9 @@ from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredR
 from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import BudgetLimits, ContextManagement, HistoryLimits
-from ._lod import input_content, output_levels, results_content, tools_tokens
-from ._render import RenderCache, render
+from ._lod import input_content, output_levels, results_content
+from ._lod import tools_tokens as count_tools
+from ._render import RenderCache, RenderResult, render
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
@@ -135,7 +136,7 @@ class HistoryStore(ContextManagement):
             await self._commit(changes)
         self.system_tokens = self.counter.count(self.state.system_prompt)
         config = self.state.config
-        self.tools_tokens = tools_tokens(config.tools, self.counter) if config is not None else 0
+        self.tools_tokens = count_tools(config.tools, self.counter) if config is not None else 0
         if self._derive_limits is not None:
             self.limits = self._derive_limits.resolve(self.system_tokens + self.tools_tokens)
         await self._end_ephemeral()
@@ -186,13 +187,10 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
-        s = self.state
-        result = render(
-            s.active, s.recaps, msg.budget, system_prompt=s.system_prompt,
-            system_tokens=self.system_tokens, windows=msg.windows,
-            windows_tokens=self._windows_tokens(msg.windows), tools_tokens=self.tools_tokens,
-            pinned=s.pinned_positions() if s.pinned else (), cache=self._render_cache,
-            count=self.counter.count)
+        result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
+                              windows_tokens=self._windows_tokens(msg.windows),
+                              system_tokens=self.system_tokens, tools_tokens=self.tools_tokens,
+                              cache=self._render_cache)
         return Rendered(result.messages, result.tokens, result.entries, result.spans)
 
     def _windows_tokens(self, windows: str) -> int:
@@ -393,6 +391,25 @@ class HistoryStore(ContextManagement):
             log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
         finally:
             self._snapshotting = False
+
+
+def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, windows: str = "",
+                 windows_tokens: int | None = None, system_tokens: int | None = None,
+                 tools_tokens: int | None = None, cache: RenderCache | None = None) -> RenderResult:
+    """Render a thread's state as its agent does: its system prompt and recorded tools, its
+    pinned entries, ``windows`` in the latest observation (counts not given are counted).
+
+    Raises:
+        BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
+    """
+    if tools_tokens is None:
+        tools_tokens = count_tools(state.config.tools, counter) if state.config is not None else 0
+    return render(
+        state.active, state.recaps, budget, system_prompt=state.system_prompt,
+        system_tokens=counter.count(state.system_prompt) if system_tokens is None else system_tokens,
+        windows=windows, windows_tokens=counter.count(windows) if windows_tokens is None else windows_tokens,
+        tools_tokens=tools_tokens, pinned=state.pinned_positions() if state.pinned else (),
+        cache=cache, count=counter.count)
 
 
 def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> str:
