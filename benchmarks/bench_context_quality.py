@@ -4,7 +4,7 @@ long coding session, under a budget, with no recap and with each recap strategy.
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_context_quality.py            # 4 transcripts, about a minute
-    .venv/bin/python benchmarks/bench_context_quality.py --quick    # 1 transcript of 90 steps, ~12 s
+    .venv/bin/python benchmarks/bench_context_quality.py --quick    # 1 transcript of 90 steps, under half a minute
     .venv/bin/python benchmarks/bench_context_quality.py --seed 7 --transcripts 6
 
 It generates coding-agent transcripts from a seed (``transcripts.py``: a fictional repository,
@@ -280,7 +280,8 @@ async def main(quick: bool, seed: int, count: int | None) -> None:
     n = count if count is not None else (1 if quick else 4)
     lo, hi = STEPS
     targets = [90] if quick and count is None else [round(lo + (hi - lo) * i / max(n - 1, 1)) for i in range(n)]
-    transcripts = [generate(f"{seed}.{i}", steps=s) for i, s in enumerate(targets)]
+    names = ["quick"] if quick and count is None else [str(i) for i in range(n)]
+    transcripts = [generate(f"{seed}.{name}", steps=s) for name, s in zip(names, targets)]
     print(f"{len(transcripts)} transcript(s), seed {seed}:")
     for t in transcripts:
         outputs = [COUNTER.count(c.output) for c in t.calls()]
