@@ -79,17 +79,17 @@ SYSTEM_PROMPT = (
     "each action, make minimal changes, verify them with tests, and finish with a summary of what you "
     "changed and why.")
 
-RUNTIME_DERIVES_LIMITS = False
+RUNTIME_DERIVES_LIMITS = True
 """Flip once the runtime derives ``HistoryLimits`` from the budget when a recap is given
 without limits: the benchmark then passes none (see :func:`recap_limits`)."""
 
 
-def recap_limits(budget: int) -> HistoryLimits:
+def recap_limits(budget: int) -> HistoryLimits | None:
     """The limits of a recap case: the runtime's own derivation once it has one; until then
     the unfolded history (counted at RECENT) is limited to the budget, so that the maintainer
     folds from 60% of it (soft) and folds until under 80% (hard)."""
     if RUNTIME_DERIVES_LIMITS:
-        return HistoryLimits()
+        return None
     return HistoryLimits(max_tokens=budget)
 
 
@@ -132,7 +132,7 @@ async def replay(transcript: Transcript, budget: int, strategy: str | None, kind
     model = CapturingModel(ScriptedModel.from_turns(transcript.turns(), name=f"transcript-{transcript.seed}"))
     recap = RecapSettings(strategy) if strategy else None
     settings = AgentSettings(thread_id=THREAD, system_prompt=SYSTEM_PROMPT, budget=budget, recap=recap,
-                             limits=recap_limits(budget) if recap else HistoryLimits())
+                             limits=recap_limits(budget) if recap else None)
     events: list[BeforeModelCall] = []
     async with await open_store(url) as store:
         async with await store.open_thread(THREAD, create=True, owner="bench") as log, open_runtime() as rt:

@@ -8,7 +8,10 @@ What goes in, in order of priority:
 4. the recaps, newest first, at LIVE else GIST, stopping at the first that does not fit;
 5. older entries, newest first: at RECENT while they fit, then at GIST. A unit that does not
    fit even at GIST is left out and rendering goes on with older ones (a smaller one may
-   fit), until the budget is spent: :data:`MAX_MISFITS` misfits in a row end it.
+   fit), until the budget is spent: :data:`MAX_MISFITS` misfits in a row end it;
+6. with budget left once everything has its place, the newest units are shown in more
+   detail (GIST to RECENT, then RECENT to LIVE), so a budget larger than the history's
+   RECENT is spent on full outputs rather than left unused.
 
 What was left out is said in one line (:func:`omission_note`), placed where it was. Messages
 are sent oldest first; the recaps come right before the first entry newer than everything
@@ -329,6 +332,7 @@ class _Planner:
             self.omitted_before = 0
             self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
         note = self._note(recap_shown)
+        self._upgrade(latest[0] if latest is not None else None)
         messages = self._lay_out(head, recap_msgs, recap_shown, note)
         shown = sum(stop - start for start, (stop, _, _) in self.taken.items())
         return RenderResult(tuple(messages), self.used, shown, self._spans(recap_shown))
@@ -430,6 +434,25 @@ class _Planner:
                 self.take(start, i + 1, _SHOWN[level], piece)
             i = start - 1
 
+    def _upgrade(self, latest: int | None) -> None:
+        """With budget left once every unit has its place, show more of the newest ones: GIST
+        to RECENT, then RECENT to LIVE, newest first (one whose next level does not fit is
+        passed over). What is shown stays shown: this only spends what would go unused."""
+        for shown, level in ((Shown.GIST, Level.RECENT), (Shown.RECENT, Level.LIVE)):
+            for start in sorted(self.taken, reverse=True):
+                if self.used >= self.budget:
+                    return
+                stop, was, _ = self.taken[start]
+                if was is not shown or start == latest:
+                    continue
+                if not _differs(self.entries(start, stop), _LEVEL[was], level):
+                    continue
+                old = self.unit(start, stop, _LEVEL[was])[1]
+                piece = self.unit(start, stop, level)
+                if self.used - old + piece[1] <= self.budget:
+                    self.taken[start] = (stop, _SHOWN[level], piece[0])
+                    self.used += piece[1] - old
+
     # -- the omission line ----------------------------------------------------------------------
 
     def _omitted_runs(self) -> list[tuple[int, int]]:
@@ -525,6 +548,20 @@ class _Planner:
 
 _SHOWN = {Level.LIVE: Shown.LIVE, Level.RECENT: Shown.RECENT, Level.GIST: Shown.GIST}
 _LEVEL = {shown: level for level, shown in _SHOWN.items()}
+
+
+def _differs(unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
+    """Whether any entry of ``unit`` shows more at ``higher`` than at ``lower``."""
+    for entry in unit:
+        if entry.content.at(higher) != entry.content.at(lower):
+            return True
+        if isinstance(entry, ModelOutputEntry) and entry.calls_at(higher) != entry.calls_at(lower):
+            return True
+        if isinstance(entry, ToolResultsEntry):
+            for result in entry.results:
+                if result.content.at(higher) != result.content.at(lower):
+                    return True
+    return False
 
 
 def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int = 0) -> str:
