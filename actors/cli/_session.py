@@ -36,7 +36,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ..recap import recap_topic
 from .._agent import Agent, AgentSettings, spawn_agent
-from ..apps import App
+from ..apps import App, Notebook
 from ._format import apps_json, entry_json, event_json
 
 
@@ -72,6 +72,8 @@ class Session:
     held_inputs: tuple[str, ...] = ()
     """Inputs not fed because the thread was resumed in the middle of a step (see
     :func:`open_session`)."""
+    app_names: tuple[str, ...] = ()
+    """The agent's apps."""
 
     async def summary(self) -> dict[str, Any]:
         """The ``run --json`` object: thread, state, entries, apps."""
@@ -84,7 +86,7 @@ class Session:
             "thread": self.agent.thread_id,
             "state": tail.state.value,
             "entries": [entry_json(e) for e in entries.entries],
-            "apps": apps_json(effects.effects),
+            "apps": apps_json(effects.effects, self.app_names),
         }
 
 
@@ -136,7 +138,8 @@ async def open_session(
                             f"thread {settings.thread_id} was stopped in the middle of a step "
                             f"({state.value}); it resumes where it stopped and the given input "
                             "is not fed (it was probably fed before); run again to give new input")
-                    yield Session(rt, agent, store, log, converter, state, held)
+                    names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
+                    yield Session(rt, agent, store, log, converter, state, held, names)
 
 
 def _note(text: str) -> None:

@@ -129,9 +129,12 @@ def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:
     big = ok_json("render", "--store", store, "--thread", "t", "--budget", "8000")
     roles = [m["role"] for m in big["messages"]]
     assert roles[:2] == ["system", "user"] and roles.count("tool") == EDITS
-    assert 0 < big["tokens"] <= 8000
-    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "120")
-    assert small["tokens"] <= 120 and len(small["messages"]) < len(big["messages"])
+    assert 0 < big["tokens"] <= 8000 and big["budget"] == 8000
+    assert [t["name"] for t in big["tools"]] == ["notebook_replace", "notebook_replace_span"]
+    assert [e["level"] for e in big["entries"]][0] == "recent"  # the task, pinned
+    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "520")
+    assert small["tokens"] <= 520 and len(small["messages"]) < len(big["messages"])
+    assert "omitted" in [e["level"] for e in small["entries"]]
     calls = {c["id"] for m in small["messages"] for c in m.get("tool_calls", ())}
     answered = {m["tool_call_id"] for m in small["messages"] if m["role"] == "tool"}
     assert calls == answered  # a call and its result come together or not at all
