@@ -123,7 +123,7 @@ def test_a_thread_without_a_notebook_shows_no_notebook(tmp_path: Path) -> None:
                 await rt.aclose()
 
     trio.run(run)
-    got = render(store)
+    got = render(store, "--at", str(output_seqs(store)[0] - 1))  # as the model call saw it
     assert "[Window: probe]\nPROBE-WINDOW" in got["messages"][-1]["content"]
     assert "notebook" not in json.dumps(got["messages"])
     result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
