@@ -61,11 +61,20 @@ from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful agent. Keep what you must remember in your notebook, "
-    "using its tools; its window shows its current text."
+DEFAULT_SYSTEM_PROMPT = "You are a helpful agent."
+"""The system prompt of a new thread when none is given..."""
+NOTEBOOK_PROMPT = (
+    " Keep what you must remember in your notebook, using its tools; its window shows its "
+    "current text."
 )
-"""The system prompt of a new thread when none is given."""
+"""...and what it says more when the agent has the Memory Notebook."""
+
+
+def default_system_prompt(config: ThreadConfigured | None) -> str:
+    """The system prompt of a new thread when none is given: it speaks of the notebook only
+    to an agent that has one."""
+    has_notebook = config is None or any(app.name == "notebook" for app in config.apps)
+    return DEFAULT_SYSTEM_PROMPT + (NOTEBOOK_PROMPT if has_notebook else "")
 
 
 class HistoryConflictError(UsageError):
@@ -126,7 +135,7 @@ class HistoryStore(ContextManagement):
         self.state = await load_state(self.log, self.converter, self.thread_id)
         wanted = self.wanted_prompt
         if wanted is None and self.state.seq == 0:
-            wanted = DEFAULT_SYSTEM_PROMPT
+            wanted = default_system_prompt(self.wanted_config)
         changes: list[Message] = []
         if wanted is not None and wanted != self.state.system_prompt:
             changes.append(SystemPromptSet(wanted))

@@ -125,6 +125,6 @@ def test_a_thread_without_a_notebook_shows_no_notebook(tmp_path: Path) -> None:
     trio.run(run)
     got = render(store, "--at", str(output_seqs(store)[0] - 1))  # as the model call saw it
     assert "[Window: probe]\nPROBE-WINDOW" in got["messages"][-1]["content"]
-    assert "notebook" not in json.dumps(got["messages"])
+    assert "notebook" not in json.dumps(got["messages"])  # not even the default system prompt speaks of it
     result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
     assert json.loads(result.stdout)["apps"] == {"probe": ""}
