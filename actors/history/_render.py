@@ -29,6 +29,7 @@ rendered (and at most :data:`MAX_MISFITS` units more), not with the history's le
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 from attrs import frozen
 
@@ -260,8 +261,8 @@ class _Planner:
         self.cache = cache
         self.count = count if count is not None else _utf8_length
         self.used = 0
-        self.taken: dict[int, tuple[int, Shown, Sequence[ChatMessage]]] = {}
-        """Units shown: start -> (stop, how, messages)."""
+        self.taken: dict[int, _Taken] = {}
+        """Units shown, by start."""
         self.omitted: list[tuple[int, int]] = []
         """Units left out, as (start, stop)."""
         self.omitted_before = 0
@@ -300,7 +301,7 @@ class _Planner:
         return self.used + tokens + reserve <= self.budget
 
     def take(self, start: int, stop: int, shown: Shown, piece: _Piece) -> None:
-        self.taken[start] = (stop, shown, piece[0])
+        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], self.entries(start, stop))
         self.used += piece[1]
 
     def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: str,
@@ -334,7 +335,7 @@ class _Planner:
         note = self._note(recap_shown)
         self._upgrade(latest[0] if latest is not None else None)
         messages = self._lay_out(head, recap_msgs, recap_shown, note)
-        shown = sum(stop - start for start, (stop, _, _) in self.taken.items())
+        shown = sum(t.stop - start for start, t in self.taken.items())
         return RenderResult(tuple(messages), self.used, shown, self._spans(recap_shown))
 
     # -- choosing ---------------------------------------------------------------------------------
@@ -442,16 +443,13 @@ class _Planner:
             for start in sorted(self.taken, reverse=True):
                 if self.used >= self.budget:
                     return
-                stop, was, _ = self.taken[start]
-                if was is not shown or start == latest:
+                was = self.taken[start]
+                if was.shown is not shown or start == latest or not _differs(was.entries, _LEVEL[shown], level):
                     continue
-                if not _differs(self.entries(start, stop), _LEVEL[was], level):
-                    continue
-                old = self.unit(start, stop, _LEVEL[was])[1]
-                piece = self.unit(start, stop, level)
-                if self.used - old + piece[1] <= self.budget:
-                    self.taken[start] = (stop, _SHOWN[level], piece[0])
-                    self.used += piece[1] - old
+                piece = self.unit(start, was.stop, level)
+                if self.used - was.tokens + piece[1] <= self.budget:
+                    self.taken[start] = _Taken(was.stop, _SHOWN[level], piece[0], piece[1], was.entries)
+                    self.used += piece[1] - was.tokens
 
     # -- the omission line ----------------------------------------------------------------------
 
@@ -493,9 +491,9 @@ class _Planner:
         """Leave out the oldest older unit shown (to make room for the omission line)."""
         for start in sorted(self.taken):
             if start not in self.kept:
-                stop, shown, _ = self.taken.pop(start)
-                self.used -= self.unit(start, stop, _LEVEL[shown])[1]
-                self.omitted.append((start, stop))
+                gone = self.taken.pop(start)
+                self.used -= gone.tokens
+                self.omitted.append((start, gone.stop))
                 return True
         return False
 
@@ -513,14 +511,14 @@ class _Planner:
         recaps_placed = not recap_msgs
         note_placed = note is None
         for start in sorted(self.taken):
-            stop, _, msgs = self.taken[start]
-            if not recaps_placed and _number(self.at(start).id) > boundary:
+            taken = self.taken[start]
+            if not recaps_placed and _number(taken.entries[0].id) > boundary:
                 messages += recap_msgs
                 recaps_placed = True
             if not note_placed and start > note_at:
                 messages.append(note)  # type: ignore[arg-type]
                 note_placed = True
-            messages += msgs
+            messages += taken.messages
         if not recaps_placed:
             messages += recap_msgs
         if not note_placed:
@@ -530,13 +528,15 @@ class _Planner:
     def _spans(self, recap_shown: list[bool]) -> tuple[RenderedSpan, ...]:
         """How each unfolded entry and recap was shown, oldest first (by id), in runs."""
         marks: list[tuple[int, str, str, Shown]] = []  # (id number, first id, last id, shown)
-        for start, (stop, shown, _) in self.taken.items():
-            marks.append((_number(self.at(start).id), self.at(start).id, self.at(stop - 1).id, shown))
+        for taken in self.taken.values():
+            first, last = taken.entries[0].id, taken.entries[-1].id
+            marks.append((_number(first), first, last, taken.shown))
         for a, b in self._omitted_runs():
-            marks.append((_number(self.at(a).id), self.at(a).id, self.at(b).id, Shown.OMITTED))
+            first, last = self.at(a).id, self.at(b).id
+            marks.append((_number(first), first, last, Shown.OMITTED))
         for recap, on in zip(self.recaps, recap_shown):
             marks.append((_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
-        marks.sort(key=lambda m: m[0])
+        marks.sort(key=itemgetter(0))
         spans: list[RenderedSpan] = []
         for _, first, last, shown in marks:
             if spans and spans[-1].shown is shown and shown is not Shown.RECAP:
@@ -546,6 +546,20 @@ class _Planner:
         return tuple(spans)
 
 
+class _Taken:
+    """A unit shown: where it stops, how, its messages and their tokens, its entries."""
+
+    __slots__ = ("entries", "messages", "shown", "stop", "tokens")
+
+    def __init__(self, stop: int, shown: Shown, messages: Sequence[ChatMessage], tokens: int,
+                 entries: list[HistoryEntry]) -> None:
+        self.stop = stop
+        self.shown = shown
+        self.messages = messages
+        self.tokens = tokens
+        self.entries = entries
+
+
 _SHOWN = {Level.LIVE: Shown.LIVE, Level.RECENT: Shown.RECENT, Level.GIST: Shown.GIST}
 _LEVEL = {shown: level for level, shown in _SHOWN.items()}
 
@@ -553,15 +567,19 @@ _LEVEL = {shown: level for level, shown in _SHOWN.items()}
 def _differs(unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
     """Whether any entry of ``unit`` shows more at ``higher`` than at ``lower``."""
     for entry in unit:
-        if entry.content.at(higher) != entry.content.at(lower):
+        if not _same(entry.content.at(higher), entry.content.at(lower)):
             return True
         if isinstance(entry, ModelOutputEntry) and entry.calls_at(higher) != entry.calls_at(lower):
             return True
         if isinstance(entry, ToolResultsEntry):
             for result in entry.results:
-                if result.content.at(higher) != result.content.at(lower):
+                if not _same(result.content.at(higher), result.content.at(lower)):
                     return True
     return False
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b  # (levels with the same text are one object, as the counter makes them)
 
 
 def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int = 0) -> str:
@@ -585,5 +603,8 @@ def _utf8_length(text: str) -> int:
 
 def _number(entry_id: str) -> int:
     """The number of an entry id (``e12`` -> 12); ids are given in increasing order."""
+    rest = entry_id[1:]
+    if rest.isdigit():  # ("e12": what the store writes)
+        return int(rest)
     digits = "".join(ch for ch in entry_id if ch.isdigit())
     return int(digits) if digits else 0
