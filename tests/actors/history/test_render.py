@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
 from livecontext.actors.apps import describe_tools
 from livecontext.actors.history._lod import output_content, tools_tokens
-from livecontext.actors.history._render import unit_messages
+from livecontext.actors.history._render import (
+    JOIN_TOKENS,
+    RECAP_PREFIX,
+    RECAP_PREFIX_TOKENS,
+    STATUS_PREFIX_TOKENS,
+    answers,
+    unit_messages,
+    unit_start,
+)
 from livecontext.protocol import (
     ActorId,
     ChatMessage,
@@ -516,3 +524,65 @@ def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, 
     gist = gist_line(text)
     assert content == Content(LevelText(text, c.count(text) + extra), LevelText(text, c.count(text) + extra),
                               LevelText(gist, c.count(gist) + extra))
+
+
+# -- exact costs and the rules around pairing and recaps ---------------------------------------------
+
+
+def test_a_tool_results_entry_costs_exactly_its_results_their_status_prefixes_and_overheads() -> None:
+    o = out(1, calls=2)
+    res = results(2, o)
+    paired = unit_messages([o, res], Level.RECENT)
+    result_tokens = sum(r.content.recent.tokens for r in res.results)
+    assert paired[1] == o.content.recent.tokens + MESSAGE_OVERHEAD_TOKENS + result_tokens + 2 * (
+        STATUS_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS)
+    alone = unit_messages([res], Level.RECENT)  # its output not rendered: one user message
+    assert [m.role for m in alone[0]] == [Role.USER]
+    assert alone[0][0].content == "[ok] result recent 2\n\n[ok] result recent 2"
+    assert alone[1] == result_tokens + 2 * (STATUS_PREFIX_TOKENS + JOIN_TOKENS) + MESSAGE_OVERHEAD_TOKENS
+
+
+def test_a_results_entry_keeps_its_own_note_whether_paired_or_not() -> None:
+    o = out(1, calls=1)
+    res = attrs.evolve(results(2, o), content=levels("[Notifications]\n- hi", "[Notifications]\n- hi", "1 note"))
+    paired = unit_messages([o, res], Level.RECENT)[0]
+    assert paired[-1] == ChatMessage(Role.USER, "[Notifications]\n- hi")
+    alone = unit_messages([res], Level.GIST)[0]
+    assert alone[-1].content == "[ok] result gist 2\n\n1 note"
+
+
+@pytest.mark.parametrize("case", ["no calls", "fewer results", "other ids", "not results"])
+def test_only_results_answering_exactly_an_outputs_calls_pair_with_it(case: str) -> None:
+    o = out(1, calls=2)
+    res = results(2, o)
+    assert answers(o, res)
+    if case == "no calls":
+        o = out(1)
+    elif case == "fewer results":
+        res = attrs.evolve(res, results=res.results[:1])
+    elif case == "other ids":
+        res = attrs.evolve(res, results=(res.results[0], attrs.evolve(res.results[1], call_id="elsewhere")))
+    else:
+        res = inp(2)  # type: ignore[assignment]
+    assert not answers(o, res)
+    assert unit_start([inp(0), o, res], 2) == 2
+
+
+def test_several_recaps_are_sent_oldest_first_and_a_recap_that_does_not_fit_ends_the_older_ones() -> None:
+    history = [inp(10, "now")]
+    recaps = [recap(1, "first"), recap(2, "second " * 400), recap(3, "third " * 5)]
+    roomy = do_render(history, 100_000, recaps=recaps)
+    assert [m.content.split("\n")[1][:5] for m in roomy.messages if m.content.startswith(RECAP_PREFIX)] == [
+        "first", "secon", "third"]
+    c = counter()
+    cost = {r.id: c.count(r.content.live.text) + RECAP_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS for r in recaps}
+    gist = {r.id: c.count(r.content.gist.text) + RECAP_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS for r in recaps}
+    latest = do_render(history, 100_000).tokens
+    assert cost["e1"] < gist["e2"] - 1  # the oldest would fit where the middle one does not
+    tight = do_render(history, latest + cost["e3"] + gist["e2"] - 1, recaps=recaps)
+    # the newest fits at LIVE, the middle one not even at GIST: the oldest is not tried
+    shown = [m.content for m in tight.messages if m.content.startswith(RECAP_PREFIX)]
+    assert shown == [f"{RECAP_PREFIX}{recaps[2].content.live.text}"]
+    assert tight.spans == (RenderedSpan("e1", "e2", Shown.OMITTED), RenderedSpan("e3", "e3", Shown.RECAP),
+                           RenderedSpan("e10", "e10", Shown.LIVE))
+    assert ChatMessage(Role.SYSTEM, "[2 recaps left out for want of budget]") in tight.messages
