@@ -95,7 +95,7 @@ def do_render(active: Sequence[HistoryEntry], budget: int, *, windows: str = WIN
               system: str = SYSTEM, recaps: Sequence[RecapEntry] = ()) -> RenderResult:
     c = counter()
     return render(active, recaps, budget, system_prompt=system, system_tokens=c.count(system),
-                  windows=windows, windows_tokens=c.count(windows) if windows else 0)
+                  windows=windows, windows_tokens=c.count(windows) if windows else 0, count=c.count)
 
 
 # -- checking what was rendered ---------------------------------------------------------------
