@@ -50,6 +50,7 @@ from livecontext.protocol import (
     SetRetention,
     ToolResultsEntry,
     FoldIntoRecap,
+    id_number,
 )
 from livecontext.runtime import Actor, UsageError, handler
 
@@ -151,10 +152,8 @@ class BudgetLimits:
         return HistoryLimits(max_tokens=room, soft=self.soft, hard=self.hard, truncate=self.truncate)
 
 
-def entry_number(entry_id: str) -> int:
-    """The number in an entry id (``e12`` -> 12): ids are given in increasing order."""
-    digits = "".join(ch for ch in entry_id if ch.isdigit())
-    return int(digits) if digits else 0
+entry_number = id_number
+"""The number in an entry id (``e12`` -> 12): ids are given in increasing order."""
 
 
 def matches(entry: HistoryEntry, msg: ReadHistory) -> bool:

@@ -44,6 +44,7 @@ from livecontext.protocol import (
     Role,
     Shown,
     ToolResultsEntry,
+    id_number,
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
@@ -91,6 +92,8 @@ class RenderResult:
 
 
 _Piece = tuple[Sequence[ChatMessage], int]
+Windows = tuple[str, int]
+"""The apps' windows and their token count, injected into the latest observation."""
 
 
 def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
@@ -106,16 +109,16 @@ def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
     return True
 
 
-def _with_windows(text: str, tokens: int, windows: str | None, windows_tokens: int) -> tuple[str, int]:
-    if not windows:
+def _with_windows(text: str, tokens: int, windows: Windows | None) -> tuple[str, int]:
+    if windows is None or not windows[0]:
         return text, tokens
     if not text:
-        return windows, windows_tokens
-    return f"{text}\n\n{windows}", tokens + JOIN_TOKENS + windows_tokens
+        return windows
+    return f"{text}\n\n{windows[0]}", tokens + JOIN_TOKENS + windows[1]
 
 
-def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool, windows: str | None,
-                      windows_tokens: int) -> tuple[list[ChatMessage], int]:
+def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool,
+                      windows: Windows | None) -> tuple[list[ChatMessage], int]:
     """Tool messages answering the calls (``paired``), or, for results whose output is not
     rendered, one user message: a tool message without its call is refused by chat APIs."""
     msgs: list[ChatMessage] = []
@@ -134,15 +137,15 @@ def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool, windo
     extra, extra_tokens = note.text, note.tokens
     if texts:
         extra = "\n\n".join([*texts, extra] if extra else texts)
-    extra, extra_tokens = _with_windows(extra, extra_tokens, windows, windows_tokens)
+    extra, extra_tokens = _with_windows(extra, extra_tokens, windows)
     if extra:
         msgs.append(ChatMessage(Role.USER, extra))
         tokens += extra_tokens + OVERHEAD
     return msgs, tokens
 
 
-def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = None,
-                    windows_tokens: int = 0, paired: bool = True) -> tuple[list[ChatMessage], int]:
+def _entry_messages(entry: HistoryEntry, level: Level, *, windows: Windows | None = None,
+                    paired: bool = True) -> tuple[list[ChatMessage], int]:
     """The messages of one entry at ``level`` (``windows`` injected if given) and their tokens.
 
     ``paired``: a model output's calls are answered by the results rendered after it (else
@@ -150,41 +153,25 @@ def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = 
     """
     if isinstance(entry, ModelInputEntry):
         lt = entry.content.at(level)
-        text, tokens = _with_windows(lt.text, lt.tokens, windows, windows_tokens)
+        text, tokens = _with_windows(lt.text, lt.tokens, windows)
         return [ChatMessage(Role.USER, text)], tokens + OVERHEAD
     if isinstance(entry, ModelOutputEntry):
         lt = entry.content.at(level)  # its tokens include the tool calls' (of that level)
         calls = entry.calls_at(level) if paired else ()
         return [ChatMessage(Role.ASSISTANT, lt.text, calls)], lt.tokens + OVERHEAD
     if isinstance(entry, ToolResultsEntry):
-        return _results_messages(entry, level, paired, windows, windows_tokens)
+        return _results_messages(entry, level, paired, windows)
     raise TypeError(f"cannot render a {type(entry).__name__} as an entry")
 
 
-def unit_start(active: Sequence[HistoryEntry], i: int) -> int:
-    """Where the unit ending at ``active[i]`` starts: a model output and its results are one."""
-    if i > 0 and answers(active[i - 1], active[i]):
-        return i - 1
-    return i
-
-
-def unit_of(active: Sequence[HistoryEntry], i: int) -> tuple[int, int]:
-    """The unit ``active[i]`` belongs to, as ``(start, stop)``."""
-    if i + 1 < len(active) and answers(active[i], active[i + 1]):
-        return i, i + 2
-    return unit_start(active, i), i + 1
-
-
-def unit_messages(unit: Sequence[HistoryEntry], level: Level, *, windows: str | None = None,
-                  windows_tokens: int = 0) -> _Piece:
+def unit_messages(unit: Sequence[HistoryEntry], level: Level, windows: Windows | None = None) -> _Piece:
     """The messages of one unit (an entry, or a model output and its results), the windows
     on its last entry."""
     if len(unit) == 1:
-        return _entry_messages(unit[0], level, windows=windows, windows_tokens=windows_tokens,
-                               paired=False)
+        return _entry_messages(unit[0], level, windows=windows, paired=False)
     output, results = unit
     out_msgs, out_tokens = _entry_messages(output, level)
-    res_msgs, res_tokens = _entry_messages(results, level, windows=windows, windows_tokens=windows_tokens)
+    res_msgs, res_tokens = _entry_messages(results, level, windows=windows)
     return out_msgs + res_msgs, out_tokens + res_tokens
 
 
@@ -247,7 +234,7 @@ def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget:
         BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
     """
     plan = _Planner(active, recaps, budget, cache, count)
-    return plan.run(system_prompt, system_tokens, tools_tokens, windows, windows_tokens, pinned)
+    return plan.run(system_prompt, system_tokens, tools_tokens, (windows, windows_tokens), pinned)
 
 
 class _Planner:
@@ -265,8 +252,6 @@ class _Planner:
         """Units shown, by start."""
         self.omitted: list[tuple[int, int]] = []
         """Units left out, as (start, stop)."""
-        self.omitted_before = 0
-        """Everything in ``active[:omitted_before]`` is left out too (rendering stopped there)."""
         self.kept: set[int] = set()
         """Starts of the units never given back for the omission line: the latest, the pinned."""
         self._read: dict[int, HistoryEntry] = {}
@@ -282,11 +267,11 @@ class _Planner:
         return [self.at(k) for k in range(start, stop)]
 
     def unit_start(self, i: int) -> int:
-        """Where the unit ending at position ``i`` starts (see :func:`unit_start`)."""
+        """Where the unit ending at position ``i`` starts: a model output and its results are one."""
         return i - 1 if i > 0 and answers(self.at(i - 1), self.at(i)) else i
 
     def unit_of(self, i: int) -> tuple[int, int]:
-        """The unit position ``i`` belongs to (see :func:`unit_of`)."""
+        """The unit position ``i`` belongs to, as ``(start, stop)``."""
         if i + 1 < len(self.active) and answers(self.at(i), self.at(i + 1)):
             return i, i + 2
         return self.unit_start(i), i + 1
@@ -304,8 +289,8 @@ class _Planner:
         self.taken[start] = _Taken(stop, shown, piece[0], piece[1], self.entries(start, stop))
         self.used += piece[1]
 
-    def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: str,
-            windows_tokens: int, pinned: Sequence[int]) -> RenderResult:
+    def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: Windows,
+            pinned: Sequence[int]) -> RenderResult:
         head: list[ChatMessage] = []
         if system_prompt:
             head.append(self.cache.system_message(system_prompt) if self.cache is not None
@@ -319,18 +304,17 @@ class _Planner:
         self.kept = {start for start, _ in pins} | ({latest[0]} if latest is not None else set())
         reserve = sum(self.unit(start, stop, Level.GIST)[1] for start, stop in pins)
         if latest is not None:
-            self._place_latest(latest, windows, windows_tokens, reserve)
+            self._place_latest(latest, windows, reserve)
         self._place_pinned(pins, reserve)
         recap_msgs, recap_shown = self._place_recaps()
         older_end = latest[0] if latest is not None else len(self.active)
         pinned_starts = {start for start, _ in pins}
         before = (dict(self.taken), list(self.omitted), self.used)
         self._place_older(older_end, pinned_starts, 0)
-        if self.omitted or self.omitted_before or not all(recap_shown):
+        if self.omitted or not all(recap_shown):
             # something is left out: place the older units again, keeping room for the line
             # that says so (counted only when needed: most renders leave nothing out)
             self.taken, self.omitted, self.used = before
-            self.omitted_before = 0
             self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
         note = self._note(recap_shown)
         self._upgrade(latest[0] if latest is not None else None)
@@ -355,13 +339,12 @@ class _Planner:
                 units[start] = stop
         return sorted(units.items())
 
-    def _place_latest(self, latest: tuple[int, int], windows: str, windows_tokens: int, reserve: int) -> None:
+    def _place_latest(self, latest: tuple[int, int], windows: Windows, reserve: int) -> None:
         start, stop = latest
         choices = ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True), (Level.GIST, False))
         for keep in (reserve, 0):  # room for the pinned entries' gists first, if there is any
             for level, with_windows in choices:
-                piece = unit_messages(self.entries(start, stop), level,
-                                      windows=windows if with_windows else None, windows_tokens=windows_tokens)
+                piece = unit_messages(self.entries(start, stop), level, windows if with_windows else None)
                 if self.fits(piece[1], keep):
                     self.take(start, stop, Shown.LIVE if level is Level.LIVE else _SHOWN[level], piece)
                     return
@@ -428,7 +411,7 @@ class _Planner:
                 self.omitted.append((start, i + 1))
                 misfits += 1
                 if misfits >= MAX_MISFITS:
-                    self.omitted_before = start
+                    self._omit_all_before(start)
                     return
             else:
                 misfits = 0
@@ -453,12 +436,20 @@ class _Planner:
 
     # -- the omission line ----------------------------------------------------------------------
 
+    def _omit_all_before(self, end: int) -> None:
+        """Leave out every unit before position ``end`` but the pinned ones (already shown)."""
+        start = 0
+        for pinned in sorted(s for s in self.taken if s < end):
+            if start < pinned:
+                self.omitted.append((start, pinned))
+            start = self.taken[pinned].stop
+        if start < end:
+            self.omitted.append((start, end))
+
     def _omitted_runs(self) -> list[tuple[int, int]]:
         """Left-out positions as runs ``(first, last)`` of consecutive active positions,
         oldest first (pinned units rendered between two left-out ones split a run)."""
         spans = sorted(self.omitted)
-        if self.omitted_before:
-            spans.insert(0, (0, self.omitted_before))
         runs: list[tuple[int, int]] = []
         for start, stop in spans:
             if runs and runs[-1][1] + 1 == start:
@@ -503,7 +494,7 @@ class _Planner:
                  note: ChatMessage | None) -> list[ChatMessage]:
         """Oldest first: the recaps before the first unit newer than all they stand for, the
         omission line where the oldest left-out unit was."""
-        boundary = max((_number(r.covers[-1]) for r, on in zip(self.recaps, recap_shown) if on and r.covers),
+        boundary = max((id_number(r.covers[-1]) for r, on in zip(self.recaps, recap_shown) if on and r.covers),
                        default=-1)
         runs = self._omitted_runs()
         note_at = runs[0][0] if runs else len(self.active)
@@ -512,7 +503,7 @@ class _Planner:
         note_placed = note is None
         for start in sorted(self.taken):
             taken = self.taken[start]
-            if not recaps_placed and _number(taken.entries[0].id) > boundary:
+            if not recaps_placed and id_number(taken.entries[0].id) > boundary:
                 messages += recap_msgs
                 recaps_placed = True
             if not note_placed and start > note_at:
@@ -530,12 +521,12 @@ class _Planner:
         marks: list[tuple[int, str, str, Shown]] = []  # (id number, first id, last id, shown)
         for taken in self.taken.values():
             first, last = taken.entries[0].id, taken.entries[-1].id
-            marks.append((_number(first), first, last, taken.shown))
+            marks.append((id_number(first), first, last, taken.shown))
         for a, b in self._omitted_runs():
             first, last = self.at(a).id, self.at(b).id
-            marks.append((_number(first), first, last, Shown.OMITTED))
+            marks.append((id_number(first), first, last, Shown.OMITTED))
         for recap, on in zip(self.recaps, recap_shown):
-            marks.append((_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
+            marks.append((id_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
         marks.sort(key=itemgetter(0))
         spans: list[RenderedSpan] = []
         for _, first, last, shown in marks:
@@ -567,9 +558,7 @@ _LEVEL = {shown: level for level, shown in _SHOWN.items()}
 def _differs(unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
     """Whether any entry of ``unit`` shows more at ``higher`` than at ``lower``."""
     for entry in unit:
-        if not _same(entry.content.at(higher), entry.content.at(lower)):
-            return True
-        if isinstance(entry, ModelOutputEntry) and entry.calls_at(higher) != entry.calls_at(lower):
+        if not _same(entry.content.at(higher), entry.content.at(lower)):  # (an output's count includes its calls)
             return True
         if isinstance(entry, ToolResultsEntry):
             for result in entry.results:
@@ -582,7 +571,7 @@ def _same(a: object, b: object) -> bool:
     return a is b or a == b  # (levels with the same text are one object, as the counter makes them)
 
 
-def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int = 0) -> str:
+def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int) -> str:
     """The line saying what a render left out: ``[12 earlier entries left out for want of
     budget: e3–e9, e15–e19]``."""
     named = [first if first == last else f"{first}–{last}" for first, last in runs[:SHOWN_RANGES]]
@@ -600,11 +589,3 @@ def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int = 0
 def _utf8_length(text: str) -> int:
     return len(text.encode("utf-8"))
 
-
-def _number(entry_id: str) -> int:
-    """The number of an entry id (``e12`` -> 12); ids are given in increasing order."""
-    rest = entry_id[1:]
-    if rest.isdigit():  # ("e12": what the store writes)
-        return int(rest)
-    digits = "".join(ch for ch in entry_id if ch.isdigit())
-    return int(digits) if digits else 0

@@ -30,6 +30,7 @@ from livecontext.protocol import (
     ToolStarted,
     derive_state,
     dump_json,
+    id_number,
     load_json,
 )
 
@@ -134,7 +135,7 @@ class HistoryState:
             pass  # an audit record: the attempt changed nothing
         elif isinstance(payload, NotificationPosted):
             self.pending_notifications.append(payload.notification)
-            self.next_notification = max(self.next_notification, _number(payload.notification.id) + 1)
+            self.next_notification = max(self.next_notification, id_number(payload.notification.id) + 1)
         else:
             raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
         self.seq = seq
@@ -180,11 +181,11 @@ class HistoryState:
         return [self._active_position(entry_id) for entry_id in self.pinned]
 
     def _active_position(self, entry_id: str) -> int:
-        target = _number(entry_id)
+        target = id_number(entry_id)
         lo, hi = 0, len(self.active)
         while lo < hi:
             mid = (lo + hi) // 2
-            if _number(list.__getitem__(self.active, mid).id) < target:  # (Raw or entry: both have .id)
+            if id_number(list.__getitem__(self.active, mid).id) < target:  # (Raw or entry: both have .id)
                 lo = mid + 1
             else:
                 hi = mid
@@ -211,7 +212,7 @@ class HistoryState:
                 index = next((i for i, e in enumerate(self.active) if self.pos[e.id] > at), len(self.active))
                 self.active.insert(index, new)
                 if new.retention is _CRITICAL:
-                    self.pinned = sorted([*self.pinned, new.id], key=_number)
+                    self.pinned = sorted([*self.pinned, new.id], key=id_number)
                 self.active_tokens += new.content.recent.tokens + _results_tokens(new)
                 self.active_bytes += _bytes(new)
         elif isinstance(old, RecapEntry):
@@ -237,7 +238,7 @@ class HistoryState:
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
         self._deactivate_ids(ids)
         self._index(rec.recap)
-        self.next_entry = max(self.next_entry, _number(rec.recap.id) + 1)
+        self.next_entry = max(self.next_entry, id_number(rec.recap.id) + 1)
 
     def _append(self, entry: HistoryEntry) -> None:
         self._index(entry)
@@ -250,7 +251,7 @@ class HistoryState:
         if notes:
             delivered = {n.id for n in notes}
             self.pending_notifications = [n for n in self.pending_notifications if n.id not in delivered]
-        number = _number(entry.id)
+        number = id_number(entry.id)
         if number >= self.next_entry:
             self.next_entry = number + 1
 
@@ -376,10 +377,3 @@ def _bytes(entry: HistoryEntry) -> int:
 def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
-
-def _number(ident: str) -> int:
-    rest = ident[1:]
-    if rest.isdigit() and not ident[0].isdigit():  # "e12", "n3": what the store writes
-        return int(rest)
-    digits = "".join(ch for ch in ident if ch.isdigit())
-    return int(digits) if digits else 0

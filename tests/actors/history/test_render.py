@@ -17,12 +17,13 @@ from livecontext.actors.apps import describe_tools
 from livecontext.actors.history._lod import output_content, tools_tokens
 from livecontext.actors.history._render import (
     JOIN_TOKENS,
+    MAX_MISFITS,
     RECAP_PREFIX,
     RECAP_PREFIX_TOKENS,
     STATUS_PREFIX_TOKENS,
     answers,
+    omission_note,
     unit_messages,
-    unit_start,
 )
 from livecontext.protocol import (
     ActorId,
@@ -42,7 +43,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
-from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS
+from livecontext.runtime.tokens import BUNDLED_ENCODINGS, MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from tests.actors.agent_harness import ProbeApp, counter, open_agent
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
@@ -92,10 +93,11 @@ def recap(n: int, text: str) -> RecapEntry:
 
 
 def do_render(active: Sequence[HistoryEntry], budget: int, *, windows: str = WINDOW,
-              system: str = SYSTEM, recaps: Sequence[RecapEntry] = ()) -> RenderResult:
+              system: str = SYSTEM, recaps: Sequence[RecapEntry] = (), pinned: Sequence[int] = ()) -> RenderResult:
     c = counter()
     return render(active, recaps, budget, system_prompt=system, system_tokens=c.count(system),
-                  windows=windows, windows_tokens=c.count(windows) if windows else 0, count=c.count)
+                  windows=windows, windows_tokens=c.count(windows) if windows else 0, count=c.count,
+                  pinned=pinned)
 
 
 # -- checking what was rendered ---------------------------------------------------------------
@@ -565,7 +567,9 @@ def test_only_results_answering_exactly_an_outputs_calls_pair_with_it(case: str)
     else:
         res = inp(2)  # type: ignore[assignment]
     assert not answers(o, res)
-    assert unit_start([inp(0), o, res], 2) == 2
+    rendered = do_render([inp(0), o, res, inp(3, "latest")], 100_000)
+    assert [m.role for m in rendered.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.USER, Role.USER]
+    assert rendered.messages[2].tool_calls == ()  # calls not answered are not sent
 
 
 def test_several_recaps_are_sent_oldest_first_and_a_recap_that_does_not_fit_ends_the_older_ones() -> None:
@@ -586,3 +590,111 @@ def test_several_recaps_are_sent_oldest_first_and_a_recap_that_does_not_fit_ends
     assert tight.spans == (RenderedSpan("e1", "e2", Shown.OMITTED), RenderedSpan("e3", "e3", Shown.RECAP),
                            RenderedSpan("e10", "e10", Shown.LIVE))
     assert ChatMessage(Role.SYSTEM, "[2 recaps left out for want of budget]") in tight.messages
+
+
+@pytest.mark.parametrize("encoding", BUNDLED_ENCODINGS)
+def test_the_fixed_costs_are_what_every_bundled_encoding_spends_plus_one(encoding: str) -> None:
+    c = TokenCounter(encoding)
+    assert c.count(RECAP_PREFIX) + 1 <= RECAP_PREFIX_TOKENS
+    assert max(c.count(f"[{s.value}] ") for s in ToolStatus) + 1 <= STATUS_PREFIX_TOKENS
+    assert c.count("a\n\nb") - c.count("a") - c.count("b") <= JOIN_TOKENS
+
+
+FOLLOWING = ["hello world", "def foo(x):\n    return x", "  indented", "漢字 text", "🙂 emoji", "x", '{"a": 1}',
+             ".,;", "-- dash", "\n\nnewline first", "ok"]
+"""Texts a status prefix may stand before: the prefix's cost includes its boundary with them."""
+
+
+def test_the_fixed_costs_are_no_larger_than_the_costliest_encoding_needs() -> None:
+    counters = [TokenCounter(e) for e in BUNDLED_ENCODINGS]
+    assert max(c.count(RECAP_PREFIX) for c in counters) + 1 == RECAP_PREFIX_TOKENS
+    prefix = max(c.count(f"[{s.value}] {t}") - c.count(t) for c in counters for s in ToolStatus for t in FOLLOWING)
+    assert prefix + 1 == STATUS_PREFIX_TOKENS
+
+
+def test_the_omission_line_names_three_runs_then_says_there_are_more() -> None:
+    runs = [("e1", "e1"), ("e3", "e5"), ("e9", "e10"), ("e12", "e12")]
+    assert omission_note(runs, 8, 0) == "[8 earlier entries left out for want of budget: e1, e3–e5, e9–e10, …]"
+    assert omission_note(runs[2:3], 2, 1) == "[2 earlier entries and 1 recap left out for want of budget: e9–e10]"
+    assert omission_note([], 0, 2) == "[2 recaps left out for want of budget]"
+    assert omission_note([("e7", "e7")], 1, 0) == "[1 earlier entry left out for want of budget: e7]"
+
+
+def _pinned(entry: ModelInputEntry | ModelOutputEntry) -> Any:
+    return attrs.evolve(entry, retention=Retention.CRITICAL)
+
+
+def _cost(entries: Sequence[HistoryEntry], level: Level) -> int:
+    return unit_messages(entries, level)[1]
+
+
+def test_a_pinned_entry_is_shown_where_it_was_while_older_and_newer_ones_are_left_out() -> None:
+    task = _pinned(inp(0, "THE TASK " * 20))
+    history: list[HistoryEntry] = [task, *[inp(n, f"filler {n} " * 40) for n in range(1, 30)], inp(30, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost([task], Level.RECENT) + 60
+    result = do_render(history, budget, pinned=[0])
+    assert result.messages[1] == ChatMessage(Role.USER, task.content.recent.text)  # right after the system prompt
+    assert result.spans[0] == RenderedSpan("e0", "e0", Shown.RECENT)
+    assert result.spans[-1] == RenderedSpan("e30", "e30", Shown.LIVE)
+    unpinned = do_render(history, budget)
+    assert all("THE TASK" not in m.content for m in unpinned.messages)
+
+
+def test_a_pinned_model_output_is_shown_with_its_results() -> None:
+    o = _pinned(out(1, "the plan", calls=2))
+    history: list[HistoryEntry] = [inp(0, "go"), o, results(2, o),
+                                   *[inp(n, f"filler {n} " * 60) for n in range(3, 20)], inp(20, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost(history[1:3], Level.RECENT) + 40
+    result = do_render(history, budget, pinned=[1])
+    roles = [m.role for m in result.messages]
+    assert roles[:5] == [Role.SYSTEM, Role.SYSTEM, Role.ASSISTANT, Role.TOOL, Role.TOOL]  # after the omission line
+    assert result.messages[1].content == "[17 earlier entries left out for want of budget: e0, e3–e18]"
+    assert_no_orphans(result.messages)
+    assert RenderedSpan("e1", "e2", Shown.RECENT) in result.spans
+
+
+def test_a_pinned_latest_observation_is_shown_once_live_with_the_windows() -> None:
+    task = _pinned(inp(0, "the task"))
+    result = do_render([task], 100_000, pinned=[0])
+    assert [m.content for m in result.messages] == [SYSTEM, f"the task\n\n{WINDOW}"]
+    assert result.spans == (RenderedSpan("e0", "e0", Shown.LIVE),)
+
+
+def test_what_fits_to_the_last_token_is_shown() -> None:
+    task = _pinned(inp(0, "the task " * 10))
+    history: list[HistoryEntry] = [task, inp(1, "now")]
+    summary = recap(5, "what happened before")
+    exact = do_render(history, 100_000, recaps=[summary], pinned=[0])
+    assert do_render(history, exact.tokens, recaps=[summary], pinned=[0]) == exact
+    short = do_render(history, exact.tokens - 1, recaps=[summary], pinned=[0])
+    assert short.messages != exact.messages and short.tokens < exact.tokens
+
+
+def test_rendering_stops_looking_back_after_sixteen_misfits_in_a_row_counted_from_the_last_fit() -> None:
+    wide = [out(2 * k + 100, text="", calls=20) for k in range(MAX_MISFITS)]
+    big: list[HistoryEntry] = [e for o in wide for e in (o, results(int(o.id[1:]) + 1, o))]
+    history: list[HistoryEntry] = [inp(0, "oldest"), *big, inp(500, "fits"), inp(501, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    small = _cost([inp(0, "oldest")], Level.GIST)
+    budget = latest + 2 * small + 60  # room for two small entries and the line, never for a wide one
+    assert _cost(big[:2], Level.GIST) > 2 * small + 60
+    result = do_render(history, budget)
+    shown = [m.content for m in result.messages]
+    assert "fits" in shown and "oldest" not in shown  # one fit, then sixteen misfits: it stopped
+    fewer = [inp(0, "oldest"), *big[2:], inp(500, "fits"), inp(501, "now")]
+    assert "oldest" in [m.content for m in do_render(fewer, budget).messages]  # fifteen: it went on
+
+
+def test_left_out_runs_are_named_apart_and_the_line_stands_where_the_oldest_was() -> None:
+    def wide(n: int) -> list[HistoryEntry]:
+        o = out(n, text="", calls=20)
+        return [o, results(n + 1, o)]
+    history: list[HistoryEntry] = [*wide(0), inp(2, "kept"), *wide(3), *wide(5), inp(7, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost([inp(2, "kept")], Level.RECENT) + 40
+    result = do_render(history, budget)
+    assert [m.content for m in result.messages] == [
+        SYSTEM, "[6 earlier entries left out for want of budget: e0–e1, e3–e6]", "kept", f"now\n\n{WINDOW}"]
+    assert [s.shown for s in result.spans] == [Shown.OMITTED, Shown.GIST, Shown.OMITTED, Shown.LIVE]
