@@ -349,6 +349,23 @@ def test_any_history_renders_within_any_budget_without_orphans(
             assert result.entries >= 1
     if system:
         assert result.messages[0] == ChatMessage(Role.SYSTEM, system)
+    # every entry is accounted for, once, in order: shown at a level or left out
+    assert expand(result.spans, history) == [e.id for e in history]
+    assert result.entries == sum(1 for e in history if shown_as(result.spans, e.id) is not Shown.OMITTED)
+
+
+def expand(spans: Sequence[RenderedSpan], history: Sequence[HistoryEntry]) -> list[str]:
+    """The ids the spans cover, in order (each span covers the history's entries in its range)."""
+    ids = []
+    for span in spans:
+        first, last = int(span.first[1:]), int(span.last[1:])
+        ids += [e.id for e in history if first <= int(e.id[1:]) <= last]
+    return ids
+
+
+def shown_as(spans: Sequence[RenderedSpan], entry_id: str) -> Shown:
+    n = int(entry_id[1:])
+    return next(s.shown for s in spans if int(s.first[1:]) <= n <= int(s.last[1:]))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -615,6 +632,7 @@ def test_the_fixed_costs_are_no_larger_than_the_costliest_encoding_needs() -> No
 def test_the_omission_line_names_three_runs_then_says_there_are_more() -> None:
     runs = [("e1", "e1"), ("e3", "e5"), ("e9", "e10"), ("e12", "e12")]
     assert omission_note(runs, 8, 0) == "[8 earlier entries left out for want of budget: e1, e3–e5, e9–e10, …]"
+    assert omission_note(runs[:3], 6, 0) == "[6 earlier entries left out for want of budget: e1, e3–e5, e9–e10]"
     assert omission_note(runs[2:3], 2, 1) == "[2 earlier entries and 1 recap left out for want of budget: e9–e10]"
     assert omission_note([], 0, 2) == "[2 recaps left out for want of budget]"
     assert omission_note([("e7", "e7")], 1, 0) == "[1 earlier entry left out for want of budget: e7]"
@@ -698,3 +716,61 @@ def test_left_out_runs_are_named_apart_and_the_line_stands_where_the_oldest_was(
     assert [m.content for m in result.messages] == [
         SYSTEM, "[6 earlier entries left out for want of budget: e0–e1, e3–e6]", "kept", f"now\n\n{WINDOW}"]
     assert [s.shown for s in result.spans] == [Shown.OMITTED, Shown.GIST, Shown.OMITTED, Shown.LIVE]
+
+
+def test_a_history_whose_oldest_unfolded_entry_is_a_model_output_renders_it_with_its_results() -> None:
+    o = out(1, "the call", calls=1)
+    result = do_render([o, results(2, o), inp(3, "now")], 100_000)
+    assert [m.role for m in result.messages] == [Role.SYSTEM, Role.ASSISTANT, Role.TOOL, Role.USER]
+    assert_no_orphans(result.messages)
+
+
+def test_fifteen_misfits_with_no_fit_before_them_do_not_stop_rendering() -> None:
+    wide = [out(2 * k + 100, text="", calls=20) for k in range(MAX_MISFITS - 1)]
+    big: list[HistoryEntry] = [e for o in wide for e in (o, results(int(o.id[1:]) + 1, o))]
+    history: list[HistoryEntry] = [inp(0, "oldest"), *big, inp(501, "now")]
+    budget = do_render(history[-1:], 100_000).tokens + 2 * _cost([inp(0, "oldest")], Level.GIST) + 60
+    assert "oldest" in [m.content for m in do_render(history, budget).messages]
+    more = [inp(0, "oldest"), out(98, text="", calls=20), results(99, out(98, text="", calls=20)), *history[1:]]
+    assert "oldest" not in [m.content for m in do_render(more, budget).messages]
+
+
+def test_units_older_than_a_pinned_one_are_still_shown() -> None:
+    history: list[HistoryEntry] = [inp(0, "first words"), _pinned(inp(1, "the task")),
+                                   *[inp(n, f"step {n}") for n in range(2, 6)], inp(6, "now")]
+    result = do_render(history, 100_000, pinned=[1])
+    assert [m.content for m in result.messages][1:3] == ["first words", "the task"]
+
+
+def test_a_recap_comes_after_the_pinned_entries_older_than_what_it_stands_for_and_before_the_rest() -> None:
+    summary = attrs.evolve(recap(20, "what happened in e2 to e10"), covers=tuple(f"e{n}" for n in range(2, 11) if n != 5))
+    history: list[HistoryEntry] = [_pinned(inp(1, "the task")), _pinned(inp(5, "a note pinned midway")),
+                                   inp(11, "after the fold"), inp(12, "now")]
+    result = do_render(history, 100_000, recaps=[summary], pinned=[0, 1])
+    assert [m.content for m in result.messages][1:5] == [
+        "the task", "a note pinned midway", f"{RECAP_PREFIX}what happened in e2 to e10", "after the fold"]
+
+
+def test_the_line_saying_what_is_left_out_was_planned_for_so_it_costs_no_unit_that_fit() -> None:
+    o = out(20, text="", calls=20)
+    olds = [inp(n, f"old {n}") for n in range(10)]
+    history: list[HistoryEntry] = [*olds, o, results(21, o), inp(22, "now")]
+    c = counter()
+    note = omission_note([("e20", "e21")], 2, 0)
+    budget = (do_render(history[-1:], 100_000).tokens + sum(_cost([e], Level.GIST) for e in olds)
+              + c.count(note) + MESSAGE_OVERHEAD_TOKENS)
+    result = do_render(history, budget)
+    assert [m.content for m in result.messages][1:11] == [f"old {n}" for n in range(10)]
+    assert note in [m.content for m in result.messages] and result.tokens == budget
+
+
+def test_room_is_kept_for_the_line_so_a_big_unit_does_not_crowd_out_smaller_older_ones() -> None:
+    wide = out(3, text="", calls=20)
+    history: list[HistoryEntry] = [inp(1, "older d"), inp(2, "older c"), wide, results(4, wide),
+                                   inp(5, "newer a"), inp(6, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    small = _cost([inp(5, "newer a")], Level.RECENT)
+    budget = latest + small + _cost(history[2:4], Level.GIST) + 3  # the wide unit fits only with no line
+    result = do_render(history, budget)
+    shown = [m.content for m in result.messages]
+    assert shown[1:5] == ["older d", "older c", "[2 earlier entries left out for want of budget: e3–e4]", "newer a"]
