@@ -108,12 +108,14 @@ async def test_a_v1_store_folds_to_the_entries_v1_folded_from_its_snapshot_and_f
     assert [n.id for n in results_entries[1].notifications] == ["n1"]
 
 
-async def test_a_v1_store_prints_the_history_and_state_v1_printed(backend: str, tmp_path: Path, cli: Any) -> None:
+async def test_a_v1_store_prints_the_history_state_and_audit_v1_printed(backend: str, tmp_path: Path,
+                                                                        cli: Any) -> None:
     url = copy_of_v1_store(backend, tmp_path)
-    for what in ("history", "state"):
+    for what in ("history", "state", "audit"):
         done = await cli(what, "--store", url, "--thread", THREAD, "--json")
         assert done.returncode == 0, done.stderr
-        [printed] = json_lines(done.stdout)
+        lines = json_lines(done.stdout)
+        printed = lines if what == "audit" else lines[0]
         old = printed_by_v1(backend, what)
         assert without_added_keys(printed, old) == old
 
