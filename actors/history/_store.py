@@ -40,6 +40,7 @@ from livecontext.protocol import (
     SystemPromptSet,
     Tail,
     ToolResultRecorded,
+    ToolResultsAppended,
     ToolResultsEntry,
     ToolStarted,
     Topic,
@@ -245,12 +246,14 @@ class HistoryStore(ContextManagement):
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
         self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
+        # no results: they are the ones recorded (each text is stored once, in its
+        # ToolResultRecorded); the fold puts them in
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=Retention.COMPRESSIBLE, content=results_content(notes, self.counter),
-            results=tuple(self.state.recorded), notifications=notes,
+            notifications=notes,
         )
-        await self._commit([EntryAppended(entry)])
+        await self._commit([ToolResultsAppended(entry)])
         return self._tail()
 
     @handler(inline=True)
@@ -296,7 +299,7 @@ class HistoryStore(ContextManagement):
     @staticmethod
     def _appends_entry(payloads: list[Message]) -> bool:
         for payload in payloads:
-            if isinstance(payload, EntryAppended):
+            if isinstance(payload, (EntryAppended, ToolResultsAppended)):
                 return True
         return False
 
