@@ -15,6 +15,7 @@ from livecontext.actors import AgentSettings
 from livecontext.actors.apps import Notebook
 from livecontext.actors.cli._session import open_session, run_until_idle
 from livecontext.actors.history import HistoryState, load_state
+from livecontext.actors.history._store import dump_snapshot
 from livecontext.protocol import (
     SCHEMA_VERSION,
     HistoryEntry,
@@ -132,7 +133,7 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
                               "arguments": {"old_text": "done: task one", "new_text": "done: tasks one, three"}}]},
              {"text": "noted"}]
     model = ScriptedModel.from_turns(turns)
-    async with open_session(url, AgentSettings(thread_id=THREAD, snapshot_every=4), "scripted",
+    async with open_session(url, AgentSettings(thread_id=THREAD), "scripted",
                             inputs=("task three",), model=model, apps=[Notebook()]) as s:
         await run_until_idle(s, None)
     assert model.unused_turns() == tuple(range(before.model_outputs))
@@ -145,12 +146,18 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     assert [r.call_id for r in added[2].results] == [c.id for c in added[1].tool_calls]
     assert [getattr(e, "text", None) for e in after.app_effects.values()] == ["plan: fix step_3\ndone: tasks one, three"]
     assert list((await replayed_from_the_first_record(url)).entries) == list(after.entries)
+    # a snapshot written now holds v1 entries (some still as the v1 snapshot wrote them) and new ones
+    converter = make_converter()
     async with await open_store(url) as store:
-        async with await store.open_reader(THREAD) as reader:
-            records = await reader.read(1)
-            snapshot = await reader.latest_snapshot()
+        async with await store.open_thread(THREAD, owner="test") as log:
+            state = await load_state(log, converter, THREAD)
+            await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
+            records = await log.read(1)
+            snapshot = await log.latest_snapshot()
     for record in records:
         record.verify()
     assert [r.schema_version for r in records] == [1] * before.seq + [SCHEMA_VERSION] * (len(records) - before.seq)
-    assert snapshot is not None and snapshot.seq > before.seq and snapshot.schema_version == SCHEMA_VERSION
+    assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
     snapshot.verify()
+    reopened = await folded(url)
+    assert reopened.seq == snapshot.seq and list(reopened.entries) == list(after.entries)

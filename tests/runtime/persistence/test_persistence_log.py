@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 import trio
 import trio.testing
+from livecontext.protocol import SCHEMA_VERSION
 from livecontext.runtime.persistence import (
     InvalidRecordError,
     InvalidThreadIdError,
@@ -44,7 +45,7 @@ async def test_appended_records_read_back_with_contiguous_seqs(
                     new.kind,
                     new.payload,
                 )
-                assert old.thread_id == "t" and old.schema_version == 1
+                assert old.thread_id == "t" and old.schema_version == SCHEMA_VERSION == 2
                 old.verify()
 
 
