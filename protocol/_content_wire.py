@@ -48,6 +48,11 @@ def unstructure_content(content: Content) -> dict[str, Any]:
 def _against_live(level: LevelText, live: str) -> dict[str, Any]:
     """``level`` as LIVE's head, its own middle and LIVE's tail, or as its whole text."""
     text = level.text
+    half = SHARED_MIN // 2
+    # (a level sharing less than half the minimum at each end shares less than the minimum:
+    # the common case of a GIST, decided by two short comparisons)
+    if len(text) < SHARED_MIN or (text[:half] != live[:half] and text[-half:] != live[-half:]):
+        return {"text": text, "tokens": level.tokens}
     head = _common_prefix(text, live)
     tail = _common_suffix(text, live, min(len(text), len(live)) - head)
     if head + tail < SHARED_MIN:
@@ -63,15 +68,25 @@ def _against_live(level: LevelText, live: str) -> dict[str, Any]:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` share at their start (found by bisection: each
-    comparison of two slices runs in C, a character loop would not)."""
-    low, high = 0, min(len(a), len(b))
-    if a[:high] == b[:high]:
-        return high
-    high -= 1  # (a[:low] == b[:low] always; a[:high + 1] != b[:high + 1])
+    """How many characters ``a`` and ``b`` share at their start.
+
+    Compared a slice at a time (each comparison runs in C; a loop over characters would
+    not): slices twice as long each time while they match, then halved within the first
+    that does not.
+    """
+    n = min(len(a), len(b))
+    low, step = 0, 64
+    while True:  # a[:low] == b[:low]
+        high = min(low + step, n)
+        if a[low:high] != b[low:high]:
+            break
+        if high == n:
+            return n
+        low, step = high, step * 2
+    high -= 1  # (a[:high + 1] != b[:high + 1])
     while low < high:
         mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[low:mid] == b[low:mid]:
             low = mid
         else:
             high = mid - 1
@@ -79,16 +94,21 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _common_suffix(a: str, b: str, limit: int) -> int:
-    """How many characters (at most ``limit``) ``a`` and ``b`` share at their end."""
+    """How many characters (at most ``limit``) ``a`` and ``b`` share at their end (as
+    :func:`_common_prefix` finds it, from the end)."""
     la, lb = len(a), len(b)
-    if limit <= 0:
-        return 0
-    if a[la - limit :] == b[lb - limit :]:
-        return limit
-    low, high = 0, limit - 1
+    low, step = 0, 64
+    while True:  # the last low characters match
+        if low >= limit:
+            return limit
+        high = min(low + step, limit)
+        if a[la - high : la - low] != b[lb - high : lb - low]:
+            break
+        low, step = high, step * 2
+    high -= 1
     while low < high:
         mid = (low + high + 1) // 2
-        if a[la - mid :] == b[lb - mid :]:
+        if a[la - mid : la - low] == b[lb - mid : lb - low]:
             low = mid
         else:
             high = mid - 1

@@ -99,7 +99,12 @@ class ProtocolConverter:
         self._c.register_unstructure_hook(ActorId | Topic, self._unstructure_address)
         # an entry's levels: each text written once (see _content_wire)
         self._c.register_unstructure_hook(Content, unstructure_content)
-        self._c.register_structure_hook(Content, lambda v, _: self._content(v))
+        level_hook = self._c.get_structure_hook(LevelText)
+
+        def level_text(value: Any) -> LevelText:
+            return typing.cast(LevelText, level_hook(value, LevelText))
+        self._c.register_structure_hook(
+            Content, lambda v, _: structure_content(v, level_text, _character_count))
         # Each tagged class, where its type is known, is a plain object (hooks made lazily, so
         # classes may refer to each other in any order). Where a field is declared as
         # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.
@@ -346,10 +351,6 @@ class ProtocolConverter:
         if isinstance(value, str) and value.startswith("#"):
             return Topic(value[1:])
         return self._actor_id(value)
-
-    def _content(self, value: Any) -> Content:
-        level_hook = self._c.get_structure_hook(LevelText)
-        return structure_content(value, lambda v: level_hook(v, LevelText), _character_count)
 
     @staticmethod
     def _unstructure_address(value: ActorId | Topic) -> str:
