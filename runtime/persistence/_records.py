@@ -378,8 +378,8 @@ def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
     _check_json(state, "snapshot state")
     try:
         checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION)
-    except UnicodeEncodeError:
-        raise InvalidRecordError("snapshot state holds text that is not valid UTF-8") from None
+    except UnicodeEncodeError:  # (the state was checked above: the thread id)
+        raise InvalidRecordError(f"the snapshot's thread id {thread_id!r} is not valid UTF-8") from None
     return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
 
 

@@ -10,10 +10,11 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.protocol import UnsupportedSchemaVersionError, dump_json, dump_standard_json
+from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, dump_json, dump_standard_json
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidThreadIdError,
     NewRecord,
     StoredRecord,
     record_checksum,
@@ -25,7 +26,13 @@ from livecontext.runtime.persistence._jsonl_codec import (
     encode_snapshot,
     prefix_seq,
 )
-from livecontext.runtime.persistence._records import seal_records, seal_snapshot
+from livecontext.runtime.persistence._records import (
+    check_thread_id,
+    rehome_snapshot,
+    seal_records,
+    seal_snapshot,
+    snapshot_checksum,
+)
 from livecontext.runtime.persistence._sqlite_schema import (
     _TABLES,
     INSERT_RECORD,
@@ -333,3 +340,79 @@ def test_text_that_is_not_valid_utf8_is_refused_when_sealed_in_any_field(field: 
     record = NewRecord(texts["sender"], dt.datetime.now(dt.timezone.utc), 1, texts["kind"], texts["payload"])
     with pytest.raises(InvalidRecordError, match=r"record 0 of the batch.* not valid UTF-8"):
         seal_records(texts["thread"], 1, [record])
+
+
+# -- snapshots ---------------------------------------------------------------------------------------
+
+
+def test_a_snapshot_checksum_covers_each_part_and_verify_fails_when_one_changes() -> None:
+    snapshot = seal_snapshot("t", 7, '{"entries":[]}')
+    snapshot.verify()
+    assert snapshot.checksum == snapshot_checksum("t", 7, '{"entries":[]}', SCHEMA_VERSION)
+    changed = {"thread_id": "u", "seq": 8, "state": '{"entries":[1]}', "schema_version": 1}
+    for name, value in changed.items():
+        other = attrs.evolve(snapshot, **{name: value})
+        with pytest.raises(CorruptRecordError, match="thread '.': the snapshot at seq .* is corrupt "
+                                                     r"\(checksum mismatch\)"):
+            other.verify()
+        assert snapshot_checksum(other.thread_id, other.seq, other.state, other.schema_version) != snapshot.checksum
+    # the parts' boundaries are encoded: moving text from one part to the next changes it
+    assert snapshot_checksum("t1", 2, "{}", 1) != snapshot_checksum("t", 12, "{}", 1)
+
+
+def test_a_snapshot_of_an_unknown_schema_version_is_refused_before_its_checksum_is_checked() -> None:
+    snapshot = seal_snapshot("t", 1, "{}")
+    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 99"):
+        attrs.evolve(snapshot, schema_version=99, checksum=snapshot_checksum("t", 1, "{}", 99)).verify()
+
+
+def test_a_snapshot_moved_to_another_thread_verifies_there_and_keeps_its_state() -> None:
+    snapshot = seal_snapshot("t", 3, '{"a":1}')
+    moved = rehome_snapshot(snapshot, "fork")
+    moved.verify()
+    assert (moved.thread_id, moved.seq, moved.state, moved.schema_version) == ("fork", 3, '{"a":1}', SCHEMA_VERSION)
+    assert moved.checksum != snapshot.checksum
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ("{not json", "snapshot state is not valid JSON text"),
+    (b"{}", "snapshot state must be JSON text \\(a str\\), got bytes"),
+    ('"\udc80"', "snapshot state is not valid JSON text"),
+])
+def test_a_snapshot_whose_state_is_not_json_text_is_refused(state: object, message: str) -> None:
+    with pytest.raises(InvalidRecordError, match=message):
+        seal_snapshot("t", 1, state)  # type: ignore[arg-type]
+
+
+def test_a_snapshot_of_a_thread_id_that_is_not_utf8_is_refused() -> None:
+    with pytest.raises(InvalidRecordError, match=r"the snapshot's thread id 't\\udc80' is not valid UTF-8"):
+        seal_snapshot("t\udc80", 1, "{}")
+
+
+# -- thread ids --------------------------------------------------------------------------------------
+
+
+def test_a_thread_id_may_have_1_to_200_characters() -> None:
+    for good in ("t", "x" * 200, "é" * 200):
+        assert check_thread_id(good) == good
+    for bad in ("", "x" * 201, "é" * 201):
+        with pytest.raises(InvalidThreadIdError, match="use 1 to 200 characters"):
+            check_thread_id(bad)
+
+
+def test_a_thread_id_with_a_control_character_is_refused_and_any_other_character_taken() -> None:
+    for bad in ("a\x00", "a\x1f", "a\nb", "a\x7f"):
+        with pytest.raises(InvalidThreadIdError, match="control characters are not allowed"):
+            check_thread_id(bad)
+    for good in ("a b", "~", "main/sub:1", "✓"):
+        assert check_thread_id(good) == good
+
+
+def test_a_thread_id_holding_a_lone_surrogate_is_refused_as_not_utf8() -> None:
+    with pytest.raises(InvalidThreadIdError, match="it is not valid UTF-8"):
+        check_thread_id("t\udc80")
+
+
+def test_a_thread_id_that_is_not_a_str_is_refused_naming_its_type() -> None:
+    with pytest.raises(InvalidThreadIdError, match="expected a str, got bytes"):
+        check_thread_id(b"t")
