@@ -316,14 +316,13 @@ def seal_records(
         seq = first_seq + index
         sent_at = rec.sent_at
         # the checksum is computed when first read (see StoredRecord.checksum): what would make
-        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead
-        if not (texts_checked and sender.isascii() and kind.isascii() and (encoded or payload.isascii())):  # (O(1) each)
+        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead (in
+        # the payload, load_json above refused it: JSON text must be valid UTF-8)
+        if not (texts_checked and sender.isascii() and kind.isascii()):  # (O(1) each)
             try:
                 thread_id.encode("utf-8")
                 sender.encode("utf-8")
                 kind.encode("utf-8")
-                if not encoded:
-                    payload.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
         if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:

@@ -28,6 +28,7 @@ from livecontext.runtime.persistence._jsonl_codec import (
 )
 from livecontext.runtime.persistence._records import (
     check_thread_id,
+    checksum_matches,
     rehome_snapshot,
     seal_records,
     seal_snapshot,
@@ -171,6 +172,15 @@ def test_verify_names_the_seq_of_a_damaged_record() -> None:
         attrs.evolve(record, schema_version=3).verify()
 
 
+def test_a_stored_record_holding_text_that_is_not_utf8_fails_verification_as_corrupt() -> None:
+    # (what a JSONL line's "\\udc80" escape decodes to: the checksum cannot cover it)
+    (record,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
+    damaged = StoredRecord(1, "t", "s\udc80", record.sent_at, 1, "k", "{}", record.schema_version, record.checksum)
+    assert not checksum_matches(damaged)
+    with pytest.raises(CorruptRecordError, match=r"the record at seq 1 is corrupt \(checksum mismatch\)"):
+        damaged.verify()
+
+
 def test_times_are_kept_in_utc_to_the_microsecond() -> None:
     plus_two = dt.timezone(dt.timedelta(hours=2))
     record = NewRecord(
@@ -269,6 +279,10 @@ def test_a_utc_time_is_stored_as_given_and_other_zones_are_converted() -> None:
     zero = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(0)))
     converted = NewRecord("s", zero, 1, "k", "{}").sent_at
     assert converted == zero and converted.tzinfo is dt.timezone.utc
+    paris = dt.datetime(2025, 1, 1, 13, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    for made in (NewRecord("s", paris, 1, "k", "{}"), NewRecord.encoding("s", paris, 1, "k", {})):
+        assert made.sent_at == utc_time and made.sent_at.tzinfo is dt.timezone.utc
+    assert NewRecord.encoding("s", utc_time, 1, "k", {}).sent_at is utc_time
 
 
 @pytest.mark.parametrize(
@@ -304,6 +318,32 @@ def test_sealing_refuses_a_bad_record_and_names_it(record: object, message: str)
     with pytest.raises(InvalidRecordError) as caught:
         seal_records("t", 1, [good, record])  # type: ignore[list-item]
     assert str(caught.value).startswith(message)
+
+
+def test_sealing_takes_the_first_and_last_64_bit_ints_as_the_monotonic_time() -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    sealed = seal_records("t", 1, [NewRecord("s", now, -(2**63), "k", "{}"), NewRecord("s", now, 2**63 - 1, "k", "{}")])
+    assert [r.sent_mono_ns for r in sealed] == [-(2**63), 2**63 - 1]
+
+
+def test_a_time_whose_zone_gives_no_offset_is_refused_as_having_no_time_zone() -> None:
+    class Nowhere(dt.tzinfo):
+        def utcoffset(self, when: dt.datetime | None) -> dt.timedelta | None:
+            return None
+
+    with pytest.raises(InvalidRecordError, match="has no time zone; pass an aware UTC datetime"):
+        NewRecord("s", dt.datetime(2025, 1, 1, tzinfo=Nowhere()), 1, "k", "{}")
+
+
+def test_a_subclass_of_new_record_made_by_encoding_is_built_by_its_own_class() -> None:
+    @attrs.frozen
+    class Noted(NewRecord):
+        note: str = "kept"
+
+    record = Noted.encoding("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1, "k", {"a": 1})
+    assert type(record) is Noted and record.note == "kept" and record.payload == '{"a":1}'
+    (sealed,) = seal_records("t", 1, [record])
+    assert sealed.payload == '{"a":1}'
 
 
 def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
