@@ -314,7 +314,7 @@ def seal_records(
                 or not low <= mono <= high):
             raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
         seq = first_seq + index
-        sent_at = rec.sent_at
+        sent_at = rec.sent_at  # (UTC already: NewRecord's converter, or encoding, made it so)
         # the checksum is computed when first read (see StoredRecord.checksum): what would make
         # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead (in
         # the payload, load_json above refused it: JSON text must be valid UTF-8)
@@ -325,8 +325,6 @@ def seal_records(
                 kind.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
-            sent_at = _to_utc(sent_at)  # (what StoredRecord's converter does, returning the rest as is)
         record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
         set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _ = (
             _STORED_RECORD_SLOTS)

@@ -335,6 +335,13 @@ def test_a_time_whose_zone_gives_no_offset_is_refused_as_having_no_time_zone() -
         NewRecord("s", dt.datetime(2025, 1, 1, tzinfo=Nowhere()), 1, "k", "{}")
 
 
+def test_only_new_record_encoding_can_vouch_for_a_payload_left_unchecked() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'encoded'"):
+        NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{not json", encoded=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 6 positional arguments but 7 were given"):
+        NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{not json", True)  # type: ignore[call-arg]
+
+
 def test_a_subclass_of_new_record_made_by_encoding_is_built_by_its_own_class() -> None:
     @attrs.frozen
     class Noted(NewRecord):
