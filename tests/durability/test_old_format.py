@@ -124,9 +124,9 @@ async def test_a_v1_store_prints_the_history_state_and_audit_v1_printed(backend:
 async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: str, tmp_path: Path) -> None:
     url = copy_of_v1_store(backend, tmp_path)
     before = await folded(url)
-    # the old thread's notebook holds "plan: fix step_3\ndone: task one": an edit that only
-    # applies to that text shows the app's state was rebuilt from the old records' effects
-    # a scripted model answers call k with turn k: the old thread made 5 calls already
+    # A scripted model answers call k with turn k: the old thread made 5 calls already. Its
+    # notebook holds "plan: fix step_3\ndone: task one": an edit that only applies to that
+    # text shows the app's state was rebuilt from the old records' effects.
     turns = [{"text": f"(call {k}: answered in v1)"} for k in range(before.model_outputs)] + [
              {"text": "noting task three",
               "tool_calls": [{"name": "notebook_replace",
@@ -157,6 +157,8 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     for record in records:
         record.verify()
     assert [r.schema_version for r in records] == [1] * before.seq + [SCHEMA_VERSION] * (len(records) - before.seq)
+    assert [r.kind for r in records[before.seq:]] == ["EntryAppended", "EntryAppended", "ToolResultRecorded",
+                                                      "ToolResultsAppended", "EntryAppended"]
     assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
     snapshot.verify()
     reopened = await folded(url)
