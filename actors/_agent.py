@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Capability, ProtocolConverter, Topic
+from livecontext.protocol import ActorId, AppInfo, Capability, ProtocolConverter, ProvideInput, ThreadConfigured, Topic
 from livecontext.runtime import ActorRef, Runtime, UsageError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import ThreadLog
@@ -20,9 +20,9 @@ from livecontext.runtime.tokens import TokenCounter
 from ._host import AppHost
 from ._input import InputSource
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
-from .apps import App, Notebook
+from .apps import App, Notebook, describe_tools
 from .engine import Engine, EngineWiring, engine_topic
-from .history import HistoryLimits, HistoryStore, history_topic
+from .history import BudgetLimits, HistoryLimits, HistoryStore, history_topic
 from .recap import RecapMaintainer, RecapSettings
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
@@ -58,12 +58,33 @@ class AgentSettings:
     """Token budget of each rendered context."""
     snapshot_every: int = 1000
     """Write a snapshot of the thread's state every this many log records."""
-    limits: HistoryLimits = HistoryLimits()
-    """Limits of the unfolded history (none by default)."""
+    limits: HistoryLimits | None = None
+    """Limits of the unfolded history. ``None``: derived from the budget when a recap runs
+    (see :class:`~livecontext.actors.history.BudgetLimits`), none otherwise; limits that set no
+    maximum, with a recap, give their thresholds to the derived ones."""
+    pin_task: bool = True
+    """The thread's first input (its task) is CRITICAL: never folded, always rendered."""
     recap: RecapSettings | None = None
     """Run a recap maintainer with these settings (``None``: no recap)."""
     analyzers: tuple[AnalyzerSettings, ...] = ()
     """Analyzers to run beside the engine."""
+
+    def history_limits(self) -> HistoryLimits | BudgetLimits:
+        """The limits the history store gets: :attr:`limits`, or ones derived from the budget
+        when a recap runs and no maximum is given (the recap's own text is kept room for)."""
+        given = self.limits
+        if self.recap is None:
+            return given if given is not None else HistoryLimits()
+        if given is not None and (given.max_entries or given.max_tokens or given.max_bytes):
+            return given
+        reserved = self.recap.max_summary_chars // 3 + RECAP_MESSAGE_TOKENS  # (~3 chars a token, at worst)
+        if given is None:
+            return BudgetLimits(self.budget, reserved)
+        return BudgetLimits(self.budget, reserved, given.soft, given.hard, given.truncate)
+
+
+RECAP_MESSAGE_TOKENS = 12
+"""What the recap's message costs besides its text (its heading and a message's overhead)."""
 
 
 @frozen
@@ -101,14 +122,17 @@ async def spawn_agent(
     engine_id = ActorId("engine", tid)
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
+    app_list: list[App] = list(apps) if apps is not None else [Notebook()]
+    config = thread_config(settings.budget, app_list)
+    limits = settings.history_limits()
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
-                             snapshot_every=settings.snapshot_every, limits=settings.limits),
+                             snapshot_every=settings.snapshot_every, limits=limits, config=config,
+                             pin_task=settings.pin_task),
         ids.history, capabilities=HISTORY_CAPABILITIES)
-    app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)
-    pending = collections.deque(inputs)  # kept across the source's restarts (see InputSource)
+    pending = collections.deque(ProvideInput(text) for text in inputs)  # kept across the source's restarts
     source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending), ids.input)
     recap: ActorRef[RecapMaintainer] | None = None
     if settings.recap is not None and ids.recap is not None:
@@ -127,6 +151,14 @@ async def spawn_agent(
             functools.partial(make_analyzer, tid, ids.history, a, model_for),
             ActorId("analyzer", f"{tid}.{a.name}"), capabilities=caps))
     return Agent(tid, engine, history, host, source, recap, tuple(analyzers))
+
+
+def thread_config(budget: int, apps: Sequence[App]) -> ThreadConfigured:
+    """What a thread records of how it renders: the budget, the tools its apps offer (as the
+    model is sent them) and the apps (by name and class)."""
+    tools = tuple(spec for app in apps for spec in describe_tools(app))
+    infos = tuple(AppInfo(app.name, f"{type(app).__module__}:{type(app).__qualname__}") for app in apps)
+    return ThreadConfigured(budget, tools, infos)
 
 
 def _fresh(apps: list[App]) -> list[App]:

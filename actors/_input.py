@@ -15,22 +15,23 @@ class InputSource(Actor):
     Input arriving is told to ``notify`` (the engine) as :class:`InputAvailable`, so an engine
     that found nothing wakes up. Pushing and pulling are decoupled (seed note 002).
 
-    Pass the same ``buffer`` (holding the start-up lines) to every instance its factory makes,
+    Pass the same ``buffer`` (holding the start-up inputs) to every instance its factory makes,
     so that a restart keeps the input not pulled yet and brings back no line already pulled;
-    ``lines`` are added to the buffer by each instance made.
+    ``lines`` are added to the buffer by each instance made. Each input keeps the retention
+    class it was given with (:attr:`ProvideInput.retention`) until the engine records it.
     """
 
     def __init__(self, lines: Iterable[str] = (), notify: ActorId | None = None, *,
-                 buffer: collections.deque[str] | None = None) -> None:
-        self.buffer: collections.deque[str] = buffer if buffer is not None else collections.deque()
-        self.buffer.extend(lines)
+                 buffer: collections.deque[ProvideInput] | None = None) -> None:
+        self.buffer: collections.deque[ProvideInput] = buffer if buffer is not None else collections.deque()
+        self.buffer.extend(ProvideInput(line) for line in lines)
         self.notify = notify
 
     @handler(inline=True)
     async def on_provide(self, msg: ProvideInput) -> None:
         # no await here: told to an idle source, this runs at once in the sender's task, and
         # so does the engine's InputAvailable handler (no task switch for either)
-        self.buffer.append(msg.text)
+        self.buffer.append(msg)
         if self.notify is None:
             return
         try:
@@ -53,5 +54,5 @@ class InputSource(Actor):
     async def on_pull(self, msg: PullInput) -> InputText:
         if not self.buffer:
             return InputText(None, 0)
-        text = self.buffer.popleft()
-        return InputText(text, len(self.buffer))
+        given = self.buffer.popleft()
+        return InputText(given.text, len(self.buffer), given.retention)

@@ -94,6 +94,7 @@ from ._entries import (
     RecapEntry,
     ToolResultsEntry,
     Usage,
+    id_number,
 )
 from ._envelope import Envelope
 from ._errors import (
@@ -235,6 +236,7 @@ __all__ = [
     "check_schema_version",
     "derive_state",
     "format_message_id",
+    "id_number",
     "message_id_template",
     "make_converter",
     "message_id_time_ns",

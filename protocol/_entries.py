@@ -132,3 +132,15 @@ ENTRY_KINDS: dict[type, str] = {
     RecapEntry: "recap",
 }
 """The short name of each entry type, as shown by the CLI and audits."""
+
+
+def id_number(ident: str) -> int:
+    """The number in an entry's or a notification's id (``e12`` -> 12, ``n3`` -> 3).
+
+    A history store gives ids in increasing order, so their numbers order entries by age.
+    """
+    rest = ident[1:]
+    if rest.isdigit() and not ident[0].isdigit():  # (what the store writes: the common case)
+        return int(rest)
+    digits = "".join(ch for ch in ident if ch.isdigit())
+    return int(digits) if digits else 0

@@ -92,5 +92,8 @@ class HistorySnapshot(Message):
     next_notification: int
     system_prompt: str = ""
     index: str = "[]"
-    """JSON array with one ``[id, kind, folded, recent_tokens, bytes]`` row per entry: what
-    opening needs to know of an entry without decoding it."""
+    """JSON array with one ``[id, kind, folded, recent_tokens, bytes, retention]`` row per
+    entry: what opening needs to know of an entry without decoding it (snapshots written
+    before retention was added have five columns)."""
+    config: ThreadConfigured | None = None
+    """The thread's last recorded configuration."""

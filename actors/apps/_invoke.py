@@ -80,6 +80,7 @@ def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
             description=tool_def.description,
             parameters_json=schema_json(tool_def),
             idempotent=tool_def.idempotent,
+            retention=tool_def.retention,
         )
     return tuple(specs.values())
 

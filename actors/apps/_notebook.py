@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from livecontext.protocol import Message, NotebookEdited
+from livecontext.protocol import Message, NotebookEdited, Retention
 
 from ._app import App
 from ._diff import unified_diff
@@ -23,6 +23,9 @@ class Notebook(App):
     result has three levels: LIVE the whole new text, RECENT a unified diff, GIST one line
     with the size change. The edit itself is a :class:`~livecontext.protocol.NotebookEdited`
     effect, applied once committed.
+
+    Its tools' results are DISPOSABLE: each shows the notebook as it was, which its window
+    shows as it is now; when the history is full they are the first to go.
     """
 
     name = "notebook"
@@ -73,7 +76,7 @@ class Notebook(App):
             )
         self._text = data["text"]
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, retention=Retention.DISPOSABLE)
     def notebook_replace(self, old_text: str, new_text: str) -> ToolOutcome:
         """Replace one exact passage of the notebook with new text.
 
@@ -97,7 +100,7 @@ class Notebook(App):
         start = _find_once("old_text", old_text, text)
         return _edited(self.name, text, text[:start] + new_text + text[start + len(old_text) :])
 
-    @tool(idempotent=True)
+    @tool(idempotent=True, retention=Retention.DISPOSABLE)
     def notebook_replace_span(
         self, start_anchor: str, end_anchor: str, new_text: str
     ) -> ToolOutcome:

@@ -21,6 +21,8 @@ import docstring_parser
 import pydantic
 from attrs import frozen
 
+from livecontext.protocol import Retention
+
 from ._errors import ToolDefinitionError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,12 +35,17 @@ _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperti
 _SCHEMA_DATA = frozenset({"default", "const", "enum", "examples"})
 
 
+_RESULT_RETENTIONS = (Retention.COMPRESSIBLE, Retention.DISPOSABLE, Retention.EPHEMERAL)
+"""What a tool may declare of its results (an input is pinned instead)."""
+
+
 @frozen
 class _Marker:
     """What ``@tool`` records on a method."""
 
     name: str
     idempotent: bool
+    retention: Retention = Retention.COMPRESSIBLE
 
 
 @frozen
@@ -55,6 +62,8 @@ class ToolDef:
     """The JSON schema of the arguments (an object schema, titles removed)."""
     idempotent: bool
     """Whether re-running it after a crash is safe."""
+    retention: Retention
+    """The retention class of its results."""
     arguments: type[pydantic.BaseModel]
     """Validates the arguments; field ``a<i>`` has the alias of parameter ``i``."""
     parameters: tuple[str, ...]
@@ -64,9 +73,11 @@ class ToolDef:
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(*, idempotent: bool = False, name: str | None = None) -> Callable[[F], F]: ...
+def tool(*, idempotent: bool = False, name: str | None = None,
+         retention: Retention = Retention.COMPRESSIBLE) -> Callable[[F], F]: ...
 def tool(
-    fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None
+    fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None,
+    retention: Retention = Retention.COMPRESSIBLE,
 ) -> F | Callable[[F], F]:
     """Mark an app's method as a tool the model may call.
 
@@ -81,15 +92,26 @@ def tool(
         idempotent: Whether running the call twice has the effect of running it once, so the
             engine may re-run it after a crash instead of reporting "outcome unknown".
         name: The name the model calls it by; the method's name when omitted.
+        retention: The retention class of its results: COMPRESSIBLE (the default: folded
+            into a recap in time), DISPOSABLE (dropped first when the history is full: results
+            a later state supersedes, such as a view of the app's own window) or EPHEMERAL
+            (gone when the session ends). A model output that only calls such tools and says
+            nothing gets the same class, so the two go together.
 
     Raises:
         ToolDefinitionError: if the method has no docstring, takes ``*args``/``**kwargs`` or
-            positional-only parameters, or the name is not 1-64 letters, digits, ``_`` or ``-``.
+            positional-only parameters, the name is not 1-64 letters, digits, ``_`` or ``-``,
+            or ``retention`` is not one of those three.
     """
+    if retention not in _RESULT_RETENTIONS:
+        raise ToolDefinitionError(
+            f"@tool(retention={retention!r}) is not a retention class for results: use "
+            f"{', '.join(r.name for r in _RESULT_RETENTIONS)} (pin an input to keep it for good)"
+        )
 
     def mark(f: F) -> F:
         _check_definition(f, name)
-        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent))
+        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention))
         return f
 
     if fn is not None:
@@ -197,6 +219,7 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         description=description,
         schema=schema,
         idempotent=marker.idempotent,
+        retention=marker.retention,
         arguments=model,
         parameters=names,
     )

@@ -45,6 +45,8 @@ class Blueprint:
     """The event store URL; ``None``: the default store."""
     inputs: tuple[str, ...] = ()
     """Inputs fed, in order, each time the engine waits for input."""
+    pins: tuple[str, ...] = ()
+    """Pinned inputs (CRITICAL: never folded, always rendered), fed before :attr:`inputs`."""
     max_steps: int | None = None
     """Stop after this many engine steps; ``None``: run until idle."""
     apps: tuple[str, ...] = ("notebook",)
@@ -57,12 +59,13 @@ class Blueprint:
     def override(
         self, *, model: str | None = None, store: str | None = None, thread: str | None = None,
         inputs: Sequence[str] | None = None, system_prompt: str | None = None,
-        budget: int | None = None, max_steps: int | None = None,
+        budget: int | None = None, max_steps: int | None = None, pins: Sequence[str] | None = None,
+        pin_task: bool | None = None,
     ) -> Blueprint:
         """A copy with the given values in place of the file's; ``None`` keeps the file's value.
 
         This is what ``livecontext run BLUEPRINT.toml`` does with the flags given on its
-        command line. ``inputs`` replaces the file's inputs as a whole. Paths in ``model`` and
+        command line. ``inputs`` (and ``pins``) replace the file's as a whole. Paths in ``model`` and
         ``store`` are taken as they are (from the current directory, like any flag).
 
         Raises:
@@ -78,6 +81,8 @@ class Blueprint:
             if budget < 1:
                 raise UsageError(f"budget must be >= 1, got {budget}")
             settings = attrs.evolve(settings, budget=budget)
+        if pin_task is not None:
+            settings = attrs.evolve(settings, pin_task=pin_task)
         if max_steps is not None and max_steps < 1:
             raise UsageError(f"max_steps must be >= 1, got {max_steps}")
         return attrs.evolve(
@@ -86,5 +91,6 @@ class Blueprint:
             model=self.model if model is None else model,
             store=self.store if store is None else store,
             inputs=self.inputs if inputs is None else tuple(inputs),
+            pins=self.pins if pins is None else tuple(pins),
             max_steps=self.max_steps if max_steps is None else max_steps,
         )

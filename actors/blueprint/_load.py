@@ -118,6 +118,11 @@ def _rule_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]
 
 def _limit_problems(doc: BlueprintFile) -> Iterator[tuple[Where, str]]:
     lim = doc.limits
+    if lim is None:
+        return
+    if lim.max_entries is None and lim.max_tokens is None and lim.max_bytes is None and doc.recap is None:
+        yield (Where("limits"), "[limits] sets no max_entries, max_tokens or max_bytes, so its thresholds "
+               "would apply to nothing; add one, or add [recap] to derive max_tokens from the budget")
     if lim.hard < lim.soft:
         yield Where("limits", key="hard"), f"[limits] hard must be >= soft ({lim.soft}), got {lim.hard}"
     if lim.truncate < lim.hard:
@@ -205,14 +210,16 @@ def _model_spec(spec: str, base: Path) -> str:
 
 def _blueprint(doc: BlueprintFile, source: str, base: Path) -> Blueprint:
     lim = doc.limits
-    limits = HistoryLimits(lim.max_entries, lim.max_tokens, lim.max_bytes, lim.soft, lim.hard, lim.truncate)
+    limits = None if lim is None else HistoryLimits(lim.max_entries, lim.max_tokens, lim.max_bytes,
+                                                    lim.soft, lim.hard, lim.truncate)
     recap = None
     if doc.recap is not None:
         r = doc.recap
         recap = RecapSettings(r.strategy, r.window, r.batch, r.max_summary_chars, r.budget, r.max_retries)
     analyzers = tuple(_analyzer(a) for a in doc.analyzers)
     settings = AgentSettings(thread_id=doc.thread, system_prompt=doc.system_prompt, budget=doc.budget,
-                             snapshot_every=doc.snapshot_every, limits=limits, recap=recap, analyzers=analyzers)
+                             snapshot_every=doc.snapshot_every, limits=limits, pin_task=doc.pin_task,
+                             recap=recap, analyzers=analyzers)
     return Blueprint(
         path=source,
         settings=settings,
@@ -221,6 +228,7 @@ def _blueprint(doc: BlueprintFile, source: str, base: Path) -> Blueprint:
         analyzer_models={a.name: _model_spec(a.model, base) for a in doc.analyzers if a.model is not None},
         store=None if doc.store is None else _store_url(doc.store, base),
         inputs=tuple(doc.inputs),
+        pins=tuple(doc.pins),
         max_steps=doc.max_steps,
         apps=tuple(name for name, on in doc.apps.model_dump().items() if on),
     )

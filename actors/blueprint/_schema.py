@@ -130,9 +130,11 @@ class BlueprintFile(_Table):
     snapshot_every: int = Field(default=_AGENT.snapshot_every, ge=1)
     store: str | None = None
     inputs: list[str] = Field(default_factory=list)
+    pins: list[str] = Field(default_factory=list)
+    pin_task: bool = _AGENT.pin_task
     max_steps: int | None = Field(default=None, ge=1)
     apps: AppsTable = Field(default_factory=AppsTable)
-    limits: LimitsTable = Field(default_factory=LimitsTable)
+    limits: LimitsTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
 

@@ -38,6 +38,10 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @store_option
 @click.option("--thread", "thread_id", default="main", show_default=True, help="Thread id (resumed if it exists).")
 @click.option("--input", "inputs", multiple=True, metavar="TEXT", help="Input, fed each time the engine waits for input (repeatable).")
+@click.option("--pin", "pins", multiple=True, metavar="TEXT",
+              help="A pinned input: never folded, always in the context (repeatable; fed before --input).")
+@click.option("--no-pin-task", "no_pin_task", is_flag=True,
+              help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
@@ -49,8 +53,9 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
-        inputs: tuple[str, ...], system_prompt: str | None, budget: int, max_steps: int | None,
-        snapshot_every: int, events_path: str | None, as_json: bool) -> None:
+        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, system_prompt: str | None,
+        budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
+        as_json: bool) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
 
     BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
@@ -59,16 +64,17 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     bp: Blueprint | None = None
     try:
         settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
-                                 snapshot_every=snapshot_every)
+                                 snapshot_every=snapshot_every, pin_task=not no_pin_task)
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
             bp = load_blueprint(blueprint_path).override(
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
-                budget=given.get("budget"), max_steps=given.get("max_steps"))
+                budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),
+                pin_task=False if no_pin_task else None)
             settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
-            inputs, max_steps, store_url = bp.inputs, bp.max_steps, bp.store or store_url
+            inputs, pins, max_steps, store_url = bp.inputs, bp.pins, bp.max_steps, bp.store or store_url
             if "snapshot_every" in given:
                 settings = attrs.evolve(settings, snapshot_every=snapshot_every)
     except UsageError as exc:
@@ -78,7 +84,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
 
     async def go() -> None:
         async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
-                open_session(store_url, settings, model_spec, inputs=inputs, base_url=base_url,
+                open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
                              api_key=api_key, apps=None if bp is None else bp.make_apps(),
                              recap_model=side.recap, analyzer_models=side.analyzers) as session:
             idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
@@ -111,10 +117,13 @@ def demo(store_url: str, thread_id: str | None) -> None:
 @click.option("--thread", "thread_id", default="chat", show_default=True, help="Thread id (resumed if it exists).")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1))
+@click.option("--no-pin-task", "no_pin_task", is_flag=True,
+              help="Do not pin the thread's first input (by default the task stays in every context).")
 def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
-         system_prompt: str | None, budget: int) -> None:
+         system_prompt: str | None, budget: int, no_pin_task: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL)."""
-    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt)
+    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
+                             pin_task=not no_pin_task)
     console = Console()
 
     async def go() -> None:

@@ -20,6 +20,7 @@ from livecontext.protocol import (
     ProtocolConverter,
     ProtocolError,
     SystemPromptSet,
+    ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
     ToolStarted,
@@ -34,9 +35,12 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from ..apps import Notebook
-from ..history import HistoryState, load_state, render
-from ._format import apps_json, chat_json, entry_json
+from livecontext.protocol import Shown
+
+from .._thread_apps import rebuild_apps, thread_apps
+from ..history import HistoryState, load_state, render_state
+from ..history._manage import entry_number
+from ._format import apps_json, chat_json, entry_json, tool_json
 from ._main import main, print_json, run_async, store_option
 
 
@@ -101,7 +105,7 @@ def _summary(state: HistoryState) -> dict[str, Any]:
         "state": state.state.value,
         "entries": len(state.entries),
         "pending_tool_results": len(state.recorded),
-        "apps": apps_json(tuple(state.app_effects.values())),
+        "apps": apps_json(tuple(state.app_effects.values()), tuple(a.name for a in thread_apps(state))),
         "seq": state.seq,
     }
 
@@ -212,6 +216,10 @@ def _summarize(message: Message) -> str:
         return f"{n.id} from {n.sender}: {n.text[:80]}"
     if isinstance(message, SystemPromptSet):
         return f"system prompt: {message.text[:80]}"
+    if isinstance(message, ThreadConfigured):
+        tools = ", ".join(t.name for t in message.tools) or "none"
+        apps = ", ".join(a.name for a in message.apps) or "none"
+        return f"budget {message.budget}; tools {tools}; apps {apps}"
     if isinstance(message, HistoryEdited):
         edited = ", ".join(f"{e.id} r{e.revision}" for e in message.entries)
         removed = ", ".join(message.removed)
@@ -227,24 +235,60 @@ def _summarize(message: Message) -> str:
 @main.command("render")
 @store_option
 @thread_option
-@click.option("--budget", type=click.IntRange(min=1), default=8000, show_default=True)
+@at_option
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Token budget (default: the thread's own, else 8000).")
 @json_option
-def render_cmd(store_url: str, thread_id: str, budget: int, as_json: bool) -> None:
-    """Print the chat messages that would be sent to the model now, and their token count."""
+def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | None, as_json: bool) -> None:
+    """Print what the model is sent (or was sent, --at SEQ): messages, tokens, tools, levels.
+
+    The thread is rendered as its agent renders it: its system prompt, its tools, its pinned
+    entries, and its own apps' windows, rebuilt from the log as of that seq.
+    """
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
-            st = await _state_at(reader, make_converter(), thread_id, None)
-        counter = TokenCounter.from_env()
-        notebook = Notebook()
-        for effect in st.app_effects.values():
-            if getattr(effect, "app", None) == notebook.name:
-                notebook.apply(effect)
-        windows = notebook.window()
-        result = render(st.active, st.recaps, budget, system_prompt=st.system_prompt,
-                        system_tokens=counter.count(st.system_prompt), windows=windows,
-                        windows_tokens=counter.count(windows))
-        print_json({"messages": [chat_json(m) for m in result.messages], "tokens": result.tokens})
+            st = await _state_at(reader, make_converter(), thread_id, at)
+        print_json(render_json(st, budget, TokenCounter.from_env()))
     run_async(go)
+
+
+def render_json(state: HistoryState, budget: int | None, counter: TokenCounter) -> dict[str, Any]:
+    """``render --json``: the messages, their tokens (the tools' included), the budget, the
+    tools sent, and how each entry of the thread was shown (``live``, ``recent``, ``gist``,
+    ``recap``: folded into a recap, or a recap shown; ``omitted``)."""
+    config = state.config
+    if budget is None:
+        budget = config.budget if config is not None else DEFAULT_BUDGET
+    windows = "\n\n".join(app.window() for app in rebuild_apps(state))
+    result = render_state(state, budget, counter, windows=windows)
+    return {
+        "messages": [chat_json(m) for m in result.messages],
+        "tokens": result.tokens,
+        "budget": budget,
+        "tools": [tool_json(spec) for spec in config.tools] if config is not None else [],
+        "entries": [{"id": e.id, "level": level} for e, level in _levels(state, result.spans)],
+    }
+
+
+DEFAULT_BUDGET = 8000
+"""The budget ``render`` uses for a thread that never recorded its own."""
+
+
+def _levels(state: HistoryState, spans: Any) -> list[tuple[Any, str]]:
+    """Each entry of the thread and how it was shown: its span's level, ``recap`` if folded."""
+    bounds = [(entry_number(s.first), entry_number(s.last), s.shown) for s in spans]
+    out = []
+    k = 0
+    for entry in state.entries:  # (ids increase, and so do the spans)
+        if entry.folded:
+            out.append((entry, Shown.RECAP.value))
+            continue
+        n = entry_number(entry.id)
+        while k < len(bounds) and bounds[k][1] < n:
+            k += 1
+        shown = bounds[k][2] if k < len(bounds) and bounds[k][0] <= n else Shown.OMITTED
+        out.append((entry, shown.value))
+    return out
 
 
 @main.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from livecontext.protocol import (
@@ -13,6 +14,7 @@ from livecontext.protocol import (
     ProtocolConverter,
     StateTransition,
     ToolResultsEntry,
+    ToolSpec,
 )
 
 
@@ -44,12 +46,18 @@ def entry_json(entry: HistoryEntry) -> dict[str, Any]:
     return out
 
 
-def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ("notebook",)) -> dict[str, Any]:
-    """Each app's current state, from its latest committed effect (the notebook: its text)."""
+def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Each app's current state, from its latest committed effect (the notebook: its text):
+    the apps named (``""`` for one with no effect yet) and any other with an effect."""
     apps: dict[str, Any] = {name: "" for name in app_names}
     for effect in effects:
         apps[getattr(effect, "app")] = getattr(effect, "text", None)
     return apps
+
+
+def tool_json(spec: ToolSpec) -> dict[str, Any]:
+    """A tool as a chat API is sent it (name, description, JSON schema of its arguments)."""
+    return {"name": spec.name, "description": spec.description, "parameters": json.loads(spec.parameters_json)}
 
 
 def chat_json(msg: ChatMessage) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from livecontext.protocol import (
     ProtocolConverter,
     ProvideInput,
     ReadEntries,
+    Retention,
     RunUntilIdle,
     Tail,
     make_converter,
@@ -35,7 +36,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ..recap import recap_topic
 from .._agent import Agent, AgentSettings, spawn_agent
-from ..apps import App
+from ..apps import App, Notebook
 from ._format import apps_json, entry_json, event_json
 
 
@@ -71,6 +72,8 @@ class Session:
     held_inputs: tuple[str, ...] = ()
     """Inputs not fed because the thread was resumed in the middle of a step (see
     :func:`open_session`)."""
+    app_names: tuple[str, ...] = ()
+    """The agent's apps."""
 
     async def summary(self) -> dict[str, Any]:
         """The ``run --json`` object: thread, state, entries, apps."""
@@ -83,13 +86,14 @@ class Session:
             "thread": self.agent.thread_id,
             "state": tail.state.value,
             "entries": [entry_json(e) for e in entries.entries],
-            "apps": apps_json(effects.effects),
+            "apps": apps_json(effects.effects, self.app_names),
         }
 
 
 @asynccontextmanager
 async def open_session(
     store_url: str, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
+    pins: Sequence[str] = (),
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None,
@@ -99,7 +103,8 @@ async def open_session(
 
     The model is opened before the store, so that a bad ``model_spec`` writes nothing.
 
-    ``inputs`` are fed only if the thread waits for input when the session opens (a new
+    ``pins`` (pinned inputs: CRITICAL) then ``inputs`` are fed only if the thread waits for
+    input when the session opens (a new
     thread, or one whose last step ended with an answer). A thread stopped in the middle of
     a step (a crash, ``kill -9``, ``--max-steps``) is resumed as it was: its interrupted work
     is finished first, and ``inputs`` are held back (see :attr:`Session.held_inputs`;
@@ -125,28 +130,32 @@ async def open_session(
                     agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                               counter=counter, apps=apps, auto=auto,
                                               recap_model=recap_model, analyzer_models=analyzer_models)
-                    state, held = await _feed(rt, agent, inputs)
+                    given = [ProvideInput(text, Retention.CRITICAL) for text in pins]
+                    given += [ProvideInput(text) for text in inputs]
+                    state, held = await _feed(rt, agent, given)
                     if held:
                         (on_note or _note)(
                             f"thread {settings.thread_id} was stopped in the middle of a step "
                             f"({state.value}); it resumes where it stopped and the given input "
                             "is not fed (it was probably fed before); run again to give new input")
-                    yield Session(rt, agent, store, log, converter, state, held)
+                    names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
+                    yield Session(rt, agent, store, log, converter, state, held, names)
 
 
 def _note(text: str) -> None:
     click.echo(f"livecontext: note: {text}", err=True)
 
 
-async def _feed(rt: Runtime, agent: Agent, inputs: Sequence[str]) -> tuple[EngineState, tuple[str, ...]]:
+async def _feed(rt: Runtime, agent: Agent,
+                inputs: Sequence[ProvideInput]) -> tuple[EngineState, tuple[str, ...]]:
     """Feed ``inputs`` if the thread waits for input; return its state and what was held back."""
     client = rt.client(f"feed-{agent.thread_id}")
     tail = await client.ask(agent.history, GetTail())
     assert isinstance(tail, Tail)
     if tail.state is not EngineState.WAITING_INPUT:
-        return tail.state, tuple(inputs)
-    for text in inputs:
-        await client.ask(agent.input, ProvideInput(text))
+        return tail.state, tuple(given.text for given in inputs)
+    for given in inputs:
+        await client.ask(agent.input, given)
     return tail.state, ()
 
 

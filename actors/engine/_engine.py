@@ -511,7 +511,8 @@ class Engine(Actor):
             if got.text is None:
                 return None
             if got.text.strip():  # blank input is ignored, not recorded
-                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text), Tail, shield=True)
+                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention), Tail,
+                                             shield=True)
                 return tail
 
     def _input_quiet(self) -> bool:
@@ -537,7 +538,7 @@ class Engine(Actor):
         tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
         await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
-                                   len(rendered.messages), rendered.tokens)
+                                   len(rendered.messages), rendered.tokens, self.budget, rendered.spans)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)

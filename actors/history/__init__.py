@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from ._manage import CAPABILITY_OF, ContextManagement, HistoryLimits
+from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimits
 from ._render import BudgetTooSmallError, RenderCache, RenderResult, render
 from ._state import FoldError, HistoryState
-from ._store import HistoryConflictError, HistoryStore, history_topic, load_state
+from ._store import HistoryConflictError, HistoryStore, history_topic, load_state, render_state
 
 __all__ = [
     "CAPABILITY_OF",
+    "BudgetLimits",
     "ContextManagement",
     "HistoryLimits",
     "BudgetTooSmallError",
@@ -21,4 +22,5 @@ __all__ = [
     "history_topic",
     "load_state",
     "render",
+    "render_state",
 ]

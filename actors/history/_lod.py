@@ -19,8 +19,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from livecontext.protocol import Content, LevelText, Notification, ToolCall, ToolStatus
-from livecontext.runtime.tokens import TokenCounter
+from livecontext.protocol import Content, LevelText, Notification, ToolCall, ToolSpec, ToolStatus
+from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 from ._text import meaningful, salient_line
 
@@ -83,8 +83,7 @@ def output_levels(text: str, tool_calls: Sequence[ToolCall],
     :class:`~livecontext.protocol.ModelOutputEntry` keeps them: each level's token count
     includes its calls; an arguments tuple is empty when it equals the level above.
     """
-    calls = ", ".join(c.name for c in tool_calls)
-    gist = gist_line(text) or (f"(called {calls})" if calls else "")
+    gist = gist_line(text)  # (an output that only calls tools shows its calls at every level)
     if not tool_calls:
         return counter.content(text, text, gist), (), ()
     live_args = tuple(c.arguments for c in tool_calls)
@@ -118,6 +117,18 @@ def results_content(notifications: Sequence[Notification], counter: TokenCounter
     note = notifications_text(notifications)
     gist = f"{len(notifications)} notifications" if notifications else ""
     return counter.content(note, note, gist)
+
+
+def tools_tokens(specs: Sequence[ToolSpec], counter: TokenCounter) -> int:
+    """What the tools' schemas cost in a model call: each as the JSON a chat API is sent
+    (``{"type": "function", "function": {...}}``), plus a message's overhead."""
+    total = 0
+    for spec in specs:
+        text = (f'{{"type":"function","function":{{"name":{json.dumps(spec.name)},'
+                f'"description":{json.dumps(spec.description, ensure_ascii=False)},'
+                f'"parameters":{spec.parameters_json}}}}}')
+        total += counter.count(text) + MESSAGE_OVERHEAD_TOKENS
+    return total
 
 
 # -- results given as plain text -----------------------------------------------------------------

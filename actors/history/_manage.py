@@ -50,6 +50,7 @@ from livecontext.protocol import (
     SetRetention,
     ToolResultsEntry,
     FoldIntoRecap,
+    id_number,
 )
 from livecontext.runtime import Actor, UsageError, handler
 
@@ -127,10 +128,32 @@ class HistoryLimits:
         return _OK
 
 
-def entry_number(entry_id: str) -> int:
-    """The number in an entry id (``e12`` -> 12): ids are given in increasing order."""
-    digits = "".join(ch for ch in entry_id if ch.isdigit())
-    return int(digits) if digits else 0
+@frozen
+class BudgetLimits:
+    """Limits derived from the token budget: what a recap without ``[limits]`` folds by.
+
+    The unfolded entries may cost (at RECENT) ``max_tokens = budget - system prompt - tools -
+    reserved`` (``reserved``: room kept for the recap itself); :meth:`resolve` makes the
+    :class:`HistoryLimits` once the thread's prompt and tools are known. The thresholds keep
+    the unfolded history near the room the budget leaves, so that once the history is longer
+    than the budget the rendered context stays close to full (the latest observation at LIVE
+    and older units at GIST take up the rest) while the recap stands for everything older.
+    """
+
+    budget: int
+    reserved: int = 0
+    soft: float = 0.8
+    hard: float = 0.9
+    truncate: float = 1.0
+
+    def resolve(self, fixed_tokens: int) -> HistoryLimits:
+        """The limits for a thread whose system prompt and tools cost ``fixed_tokens``."""
+        room = max(self.budget - self.reserved - fixed_tokens, 1)
+        return HistoryLimits(max_tokens=room, soft=self.soft, hard=self.hard, truncate=self.truncate)
+
+
+entry_number = id_number
+"""The number in an entry id (``e12`` -> 12): ids are given in increasing order."""
 
 
 def matches(entry: HistoryEntry, msg: ReadHistory) -> bool:
@@ -198,7 +221,10 @@ class ContextManagement(Actor):
 
     # -- edits ------------------------------------------------------------------------------------
 
-    def _check(self, refs: tuple[EntryRef, ...] | list[EntryRef]) -> list[Conflict]:
+    def _check(self, refs: tuple[EntryRef, ...] | list[EntryRef], *,
+               newest_ok: frozenset[str] = frozenset()) -> list[Conflict]:
+        """Conflicts of ``refs``: missing, stale, or the newest entry (unless its id is in
+        ``newest_ok``: an edit that keeps it where it is)."""
         conflicts = []
         newest = self.state.last
         for ref in refs:
@@ -207,7 +233,7 @@ class ContextManagement(Actor):
                 conflicts.append(Conflict(ref.id, ref.revision, None, "no such entry"))
             elif entry.revision != ref.revision:
                 conflicts.append(Conflict(ref.id, ref.revision, entry.revision))
-            elif newest is not None and entry.id == newest.id:
+            elif newest is not None and entry.id == newest.id and entry.id not in newest_ok:
                 conflicts.append(Conflict(ref.id, ref.revision, entry.revision,
                                           "the newest entry cannot be edited away: the engine's state stands on it"))
         return conflicts
@@ -237,15 +263,22 @@ class ContextManagement(Actor):
         conflicts: list[Conflict] = []
         if not msg.edits:
             raise UsageError("EditHistory needs at least one edit")
+        kept: set[str] = set()  # entries only given another retention class: nothing removed
+        touched: set[str] = set()  # content replaced, folded or removed: not the newest
         for edit in msg.edits:
-            if isinstance(edit, (ReplaceContent, SetRetention, MarkFolded)):
+            if isinstance(edit, SetRetention):
                 refs.append(edit.entry)
+                kept.add(edit.entry.id)
+            elif isinstance(edit, (ReplaceContent, MarkFolded)):
+                refs.append(edit.entry)
+                touched.add(edit.entry.id)
             elif isinstance(edit, RemoveEntries):
                 refs.extend(edit.entries)
+                touched.update(r.id for r in edit.entries)
             else:
                 raise UsageError(f"EditHistory cannot apply {type(edit).__name__}; use ReplaceContent, "
                                  "SetRetention, MarkFolded or RemoveEntries")
-        conflicts += self._check(refs)
+        conflicts += self._check(refs, newest_ok=frozenset(kept - touched))
         if conflicts:
             return EditConflict(tuple(conflicts))
         for edit in msg.edits:

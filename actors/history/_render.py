@@ -1,20 +1,35 @@
 """Rendering a history into chat messages under a token budget (DESIGN.md, "Rendering").
 
-Order of priority: the system prompt, the latest observation at LIVE with the apps' windows,
-the recap, then older entries newest first at RECENT while they fit and at GIST after that,
-stopping at the first that does not fit even at GIST. A model output and its tool results are
-one unit, rendered together or not at all. The work done is proportional to what is rendered,
-not to the history's length.
+What goes in, in order of priority:
 
-Token counts are added up from the counts cached in the entries, never recounted. What
-rendering adds around the cached texts (a tool result's ``[status]`` prefix, the blank line
-before the windows, the recap's heading) is charged at a fixed cost no smaller than what any
-bundled encoding spends on it, so the total is an upper bound of the tokens sent.
+1. the system prompt and the tools' schemas (they are sent with every call, so they count);
+2. the pinned entries (retention CRITICAL: the task), at RECENT, else GIST;
+3. the latest observation at LIVE with the apps' windows, falling back level by level;
+4. the recaps, newest first, at LIVE else GIST, stopping at the first that does not fit;
+5. older entries, newest first: at RECENT while they fit, then at GIST. A unit that does not
+   fit even at GIST is left out and rendering goes on with older ones (a smaller one may
+   fit), until the budget is spent: :data:`MAX_MISFITS` misfits in a row end it;
+6. with budget left once everything has its place, the newest units are shown in more
+   detail (GIST to RECENT, then RECENT to LIVE), so a budget larger than the history's
+   RECENT is spent on full outputs rather than left unused.
+
+What was left out is said in one line (:func:`omission_note`), placed where it was. Messages
+are sent oldest first; the recaps come right before the first entry newer than everything
+they stand for (after the pinned task, before the steps that followed the fold).
+
+A model output and its tool results are one *unit*, rendered together at one level or not
+at all (a chat API rejects a tool call without its result). Token counts are added up from
+the counts cached in the entries, never recounted. What rendering adds around the cached
+texts (a tool result's ``[status]`` prefix, the blank line before the windows, the recap's
+heading) is charged at a fixed cost no smaller than what any bundled encoding spends on it,
+so the total is an upper bound of the tokens sent. The work done grows with what is
+rendered (and at most :data:`MAX_MISFITS` units more), not with the history's length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 from attrs import frozen
 
@@ -25,15 +40,14 @@ from livecontext.protocol import (
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
+    RenderedSpan,
     Role,
+    Shown,
     ToolResultsEntry,
+    id_number,
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
-
-# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
-# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-_LIVE, _RECENT, _GIST = Level.LIVE, Level.RECENT, Level.GIST
 
 JOIN_TOKENS = 1
 """The blank line joining two texts in one message: its own token. No token spans it, because
@@ -44,32 +58,42 @@ bundled encoding, the boundary with the text included), plus one to spare."""
 RECAP_PREFIX = "[Recap of earlier steps]\n"
 RECAP_PREFIX_TOKENS = 8
 """:data:`RECAP_PREFIX` (7 tokens in every bundled encoding), plus one to spare."""
+MAX_MISFITS = 16
+"""Older units in a row that do not fit even at GIST before rendering stops looking further
+back (what is older is left out, and said so)."""
+SHOWN_RANGES = 3
+"""The omission line names at most this many runs of ids (then ``…``)."""
 
 
 class BudgetTooSmallError(UsageError):
-    """Not even the system prompt and the latest observation at GIST fit in the budget."""
+    """Not even the system prompt, the tools and the latest observation at GIST fit in the budget."""
 
     def __init__(self, budget: int, needed: int) -> None:
         self.budget = budget
         self.needed = needed
         super().__init__(
-            f"token budget {budget} is too small: the system prompt and the latest observation "
-            f"need at least {needed} tokens; raise --budget"
+            f"token budget {budget} is too small: the system prompt, the tools and the latest "
+            f"observation need at least {needed} tokens; raise --budget"
         )
 
 
 @frozen
 class RenderResult:
-    """The rendered messages (oldest first) and their token count."""
+    """The rendered messages (oldest first), their token count, and how each entry was shown."""
 
     messages: tuple[ChatMessage, ...]
     tokens: int
-    """An upper bound of the tokens the messages cost (cached counts plus fixed overheads)."""
+    """An upper bound of the tokens the messages and the tools' schemas cost (cached counts
+    plus fixed overheads)."""
     entries: int
-    """How many history entries the messages represent."""
+    """How many unfolded history entries the messages show (at any level)."""
+    spans: tuple[RenderedSpan, ...] = ()
+    """How each unfolded entry and recap was shown, oldest first, in runs."""
 
 
-_Piece = tuple[list[ChatMessage], int]
+_Piece = tuple[Sequence[ChatMessage], int]
+Windows = tuple[str, int]
+"""The apps' windows and their token count, injected into the latest observation."""
 
 
 def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
@@ -85,16 +109,16 @@ def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
     return True
 
 
-def _with_windows(text: str, tokens: int, windows: str | None, windows_tokens: int) -> tuple[str, int]:
-    if not windows:
+def _with_windows(text: str, tokens: int, windows: Windows | None) -> tuple[str, int]:
+    if windows is None or not windows[0]:
         return text, tokens
     if not text:
-        return windows, windows_tokens
-    return f"{text}\n\n{windows}", tokens + JOIN_TOKENS + windows_tokens
+        return windows
+    return f"{text}\n\n{windows[0]}", tokens + JOIN_TOKENS + windows[1]
 
 
-def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool, windows: str | None,
-                      windows_tokens: int) -> _Piece:
+def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool,
+                      windows: Windows | None) -> tuple[list[ChatMessage], int]:
     """Tool messages answering the calls (``paired``), or, for results whose output is not
     rendered, one user message: a tool message without its call is refused by chat APIs."""
     msgs: list[ChatMessage] = []
@@ -112,16 +136,16 @@ def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool, windo
     note = entry.content.at(level)
     extra, extra_tokens = note.text, note.tokens
     if texts:
-        extra, extra_tokens = "\n\n".join([*texts, extra] if extra else texts), extra_tokens
-    extra, extra_tokens = _with_windows(extra, extra_tokens, windows, windows_tokens)
+        extra = "\n\n".join([*texts, extra] if extra else texts)
+    extra, extra_tokens = _with_windows(extra, extra_tokens, windows)
     if extra:
         msgs.append(ChatMessage(Role.USER, extra))
         tokens += extra_tokens + OVERHEAD
     return msgs, tokens
 
 
-def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = None,
-                    windows_tokens: int = 0, paired: bool = True) -> _Piece:
+def _entry_messages(entry: HistoryEntry, level: Level, *, windows: Windows | None = None,
+                    paired: bool = True) -> tuple[list[ChatMessage], int]:
     """The messages of one entry at ``level`` (``windows`` injected if given) and their tokens.
 
     ``paired``: a model output's calls are answered by the results rendered after it (else
@@ -129,41 +153,26 @@ def _entry_messages(entry: HistoryEntry, level: Level, *, windows: str | None = 
     """
     if isinstance(entry, ModelInputEntry):
         lt = entry.content.at(level)
-        text, tokens = _with_windows(lt.text, lt.tokens, windows, windows_tokens)
+        text, tokens = _with_windows(lt.text, lt.tokens, windows)
         return [ChatMessage(Role.USER, text)], tokens + OVERHEAD
     if isinstance(entry, ModelOutputEntry):
         lt = entry.content.at(level)  # its tokens include the tool calls' (of that level)
         calls = entry.calls_at(level) if paired else ()
         return [ChatMessage(Role.ASSISTANT, lt.text, calls)], lt.tokens + OVERHEAD
     if isinstance(entry, ToolResultsEntry):
-        return _results_messages(entry, level, paired, windows, windows_tokens)
+        return _results_messages(entry, level, paired, windows)
     raise TypeError(f"cannot render a {type(entry).__name__} as an entry")
 
 
-def _unit(active: Sequence[HistoryEntry], i: int) -> int:
-    """Where the unit ending at ``active[i]`` starts: a model output and its results are one."""
-    if i > 0 and answers(active[i - 1], active[i]):
-        return i - 1
-    return i
-
-
-def _unit_messages(active: Sequence[HistoryEntry], start: int, stop: int, level: Level, *,
-                   windows: str | None = None, windows_tokens: int = 0) -> _Piece:
-    """The messages of ``active[start:stop]`` (one unit), the windows on its last entry."""
-    if stop - start == 1:  # (what the loop below does for one entry: most units are one)
-        return _entry_messages(active[start], level, windows=windows, windows_tokens=windows_tokens,
-                               paired=False)
-    entries = [active[k] for k in range(start, stop)]
-    paired = len(entries) == 2
-    msgs: list[ChatMessage] = []
-    tokens = 0
-    for k, entry in enumerate(entries):
-        last = k == len(entries) - 1
-        m, t = _entry_messages(entry, level, windows=windows if last else None,
-                               windows_tokens=windows_tokens, paired=paired)
-        msgs += m
-        tokens += t
-    return msgs, tokens
+def unit_messages(unit: Sequence[HistoryEntry], level: Level, windows: Windows | None = None) -> _Piece:
+    """The messages of one unit (an entry, or a model output and its results), the windows
+    on its last entry."""
+    if len(unit) == 1:
+        return _entry_messages(unit[0], level, windows=windows, paired=False)
+    output, results = unit
+    out_msgs, out_tokens = _entry_messages(output, level)
+    res_msgs, res_tokens = _entry_messages(results, level, windows=windows)
+    return out_msgs + res_msgs, out_tokens + res_tokens
 
 
 class RenderCache:
@@ -172,17 +181,11 @@ class RenderCache:
     An older unit renders the same way every time at a level (no windows), and an entry never
     changes without a new revision, so a unit is keyed by its entries' ids and revisions. At
     ``max_units`` the cache starts afresh: it holds at most what a few renders touch.
-
-    It also keeps the last render's older units when all of them fit at RECENT (a history
-    shorter than the budget, rendered at every model call): the next render, which has the
-    same entries before its newer ones, takes them whole when they still fit (see
-    :meth:`older_prefix`), instead of unit by unit.
     """
 
     def __init__(self, max_units: int = 4096) -> None:
         self.max_units = max_units
         self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
-        self._prefix: _Prefix | None = None
         self._system: ChatMessage | None = None
 
     def system_message(self, prompt: str) -> ChatMessage:
@@ -192,44 +195,13 @@ class RenderCache:
             kept = self._system = ChatMessage(Role.SYSTEM, prompt)
         return kept
 
-    def prefix_end(self) -> int:
-        """Where the kept older units end (-1: none kept): see :meth:`older_prefix`."""
-        return len(self._prefix.entries) - 1 if self._prefix is not None else -1
-
-    def older_prefix(self, active: Sequence[HistoryEntry], i: int, room: int) -> _Prefix | None:
-        """The kept older units if they are exactly ``active[: i + 1]`` and cost at most
-        ``room`` tokens: then a render that reached ``i`` at RECENT would take every one of
-        them, unit by unit, as they are (no unit costs fewer than zero tokens, so if the whole
-        fits, each fits when its turn comes). Their entries are compared only once they fit,
-        so a render reads no more entries than it renders."""
-        prefix = self._prefix
-        if prefix is None or i != len(prefix.entries) - 1 or prefix.tokens > room:
-            return None
-        same = active[i] is prefix.entries[i]
-        if same:
-            head = active[: i + 1]
-            same = (head if type(head) is list else list(head)) == prefix.entries
-        if not same:
-            self._prefix = None
-            return None
-        return prefix
-
-    def keep_prefix(self, entries: list[HistoryEntry], units: list[Sequence[ChatMessage]],
-                    tokens: int) -> None:
-        """Keep a render's older units: ``entries``, every one rendered at RECENT in ``units``
-        (newest first), costing ``tokens``."""
-        messages: list[ChatMessage] = []
-        for unit_msgs in reversed(units):
-            messages += unit_msgs
-        self._prefix = _Prefix(entries, tuple(messages), tokens)
-
-    def unit(self, active: Sequence[HistoryEntry], start: int, stop: int,
-             level: Level) -> tuple[Sequence[ChatMessage], int]:
-        first, last = active[start], active[stop - 1]
+    def unit(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
+        """:func:`unit_messages` without windows, kept."""
+        first, last = unit[0], unit[-1]
         key = (first.id, first.revision, last.id, last.revision, level)
         found = self._units.get(key)
         if found is None:
-            msgs, tokens = _unit_messages(active, start, stop, level)
+            msgs, tokens = unit_messages(unit, level)
             if len(self._units) >= self.max_units:
                 self._units.clear()
             found = self._units[key] = (tuple(msgs), tokens)
@@ -239,129 +211,381 @@ class RenderCache:
         return len(self._units)
 
 
-class _Prefix:
-    """Older units kept by a :class:`RenderCache`: their entries, messages and tokens."""
-
-    __slots__ = ("entries", "messages", "tokens")
-
-    def __init__(self, entries: list[HistoryEntry], messages: tuple[ChatMessage, ...], tokens: int) -> None:
-        self.entries = entries
-        self.messages = messages
-        self.tokens = tokens
-
-
 def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
            system_prompt: str, system_tokens: int, windows: str, windows_tokens: int,
-           cache: RenderCache | None = None) -> RenderResult:
+           tools_tokens: int = 0, pinned: Sequence[int] = (), cache: RenderCache | None = None,
+           count: Callable[[str], int] | None = None) -> RenderResult:
     """Render ``active`` entries (oldest first, none folded) under ``budget`` tokens.
 
-    ``cache`` keeps the messages of older units between calls (same result, less work).
+    Args:
+        active: The unfolded entries, oldest first (recaps apart).
+        recaps: The unfolded recaps, oldest first.
+        budget: Tokens the messages and the tools' schemas may cost.
+        system_prompt: The system prompt (``""``: none); ``system_tokens`` its count.
+        windows: The apps' windows, injected into the latest observation alone;
+            ``windows_tokens`` their count.
+        tools_tokens: What the tools' schemas cost (they are sent with the messages).
+        pinned: Positions in ``active`` of the CRITICAL entries, ascending.
+        cache: Keeps the messages of older units between calls (same result, less work).
+        count: Counts the omission line's tokens; its UTF-8 length (never fewer than its
+            tokens) when omitted.
 
     Raises:
-        BudgetTooSmallError: the system prompt and the latest observation do not fit.
+        BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
     """
-    return RenderResult(*render_parts(active, recaps, budget, system_prompt=system_prompt,
-                                      system_tokens=system_tokens, windows=windows,
-                                      windows_tokens=windows_tokens, cache=cache))
+    plan = _Planner(active, recaps, budget, cache, count)
+    return plan.run(system_prompt, system_tokens, tools_tokens, (windows, windows_tokens), pinned)
 
 
-def render_parts(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
-                 system_prompt: str, system_tokens: int, windows: str, windows_tokens: int,
-                 cache: RenderCache | None = None) -> tuple[tuple[ChatMessage, ...], int, int]:
-    """What :func:`render` gives, as ``(messages, tokens, entries)``: for a caller that puts
-    them in a message of its own (the history store's ``Rendered``)."""
-    head: list[ChatMessage] = []
-    used = 0
-    if system_prompt:
-        head.append(cache.system_message(system_prompt) if cache is not None
-                    else ChatMessage(Role.SYSTEM, system_prompt))
-        used += system_tokens + OVERHEAD
-    if used > budget:
-        raise BudgetTooSmallError(budget, used)
-    tail: list[Sequence[ChatMessage]] = []  # units, newest first
-    count = 0
-    i = len(active) - 1
-    if i >= 0 and not isinstance(active[i], ModelOutputEntry):
-        start = _unit(active, i)
-        msgs, tokens = _latest(active, start, i + 1, budget, used, windows, windows_tokens)
-        tail.append(msgs)
-        used += tokens
-        count += i + 1 - start
-        i = start - 1
-    recap_msgs, used = _recaps(recaps, budget, used)
-    used, count = _older(active, i, budget, used, count, tail, cache)
-    messages = head + recap_msgs
-    for unit_msgs in reversed(tail):
-        messages += unit_msgs
-    return tuple(messages), used, count
+class _Planner:
+    """One render: chooses each unit's level (or leaves it out), then lays the messages out."""
 
+    def __init__(self, active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int,
+                 cache: RenderCache | None, count: Callable[[str], int] | None) -> None:
+        self.active = active
+        self.recaps = recaps
+        self.budget = budget
+        self.cache = cache
+        self.count = count if count is not None else _utf8_length
+        self.used = 0
+        self.taken: dict[int, _Taken] = {}
+        """Units shown, by start."""
+        self.omitted: list[tuple[int, int]] = []
+        """Units left out, as (start, stop)."""
+        self.kept: set[int] = set()
+        """Starts of the units never given back for the omission line: the latest, the pinned."""
+        self._read: dict[int, HistoryEntry] = {}
 
-def _latest(active: Sequence[HistoryEntry], start: int, stop: int, budget: int, used: int,
-            windows: str, windows_tokens: int) -> _Piece:
-    """The latest observation's unit, at LIVE with the windows, falling back level by level."""
-    needed = 0
-    for level, with_windows in ((_LIVE, True), (_RECENT, True), (_GIST, True),
-                                (_GIST, False)):
-        msgs, tokens = _unit_messages(active, start, stop, level,
-                                      windows=windows if with_windows else None,
-                                      windows_tokens=windows_tokens)
-        needed = used + tokens
-        if needed <= budget:
-            return msgs, tokens
-    raise BudgetTooSmallError(budget, needed)
+    def at(self, k: int) -> HistoryEntry:
+        """``active[k]``, read once per render (a snapshot's entries decode when first read)."""
+        entry = self._read.get(k)
+        if entry is None:
+            entry = self._read[k] = self.active[k]
+        return entry
 
+    def entries(self, start: int, stop: int) -> list[HistoryEntry]:
+        return [self.at(k) for k in range(start, stop)]
 
-def _recaps(recaps: Sequence[RecapEntry], budget: int, used: int) -> tuple[list[ChatMessage], int]:
-    """The recaps' messages, newest first while they fit, and the tokens used after them."""
-    recap_msgs: list[ChatMessage] = []
-    for recap in reversed(recaps):
-        fitted = False
-        for level in (_LIVE, _GIST):
-            lt = recap.content.at(level)
-            cost = lt.tokens + RECAP_PREFIX_TOKENS + OVERHEAD
-            if used + cost <= budget:
-                recap_msgs.insert(0, ChatMessage(Role.SYSTEM, f"{RECAP_PREFIX}{lt.text}"))
-                used += cost
-                fitted = True
+    def unit_start(self, i: int) -> int:
+        """Where the unit ending at position ``i`` starts: a model output and its results are one."""
+        return i - 1 if i > 0 and answers(self.at(i - 1), self.at(i)) else i
+
+    def unit_of(self, i: int) -> tuple[int, int]:
+        """The unit position ``i`` belongs to, as ``(start, stop)``."""
+        if i + 1 < len(self.active) and answers(self.at(i), self.at(i + 1)):
+            return i, i + 2
+        return self.unit_start(i), i + 1
+
+    def unit(self, start: int, stop: int, level: Level) -> tuple[Sequence[ChatMessage], int]:
+        entries = self.entries(start, stop)
+        if self.cache is not None:
+            return self.cache.unit(entries, level)
+        return unit_messages(entries, level)
+
+    def fits(self, tokens: int, reserve: int = 0) -> bool:
+        return self.used + tokens + reserve <= self.budget
+
+    def take(self, start: int, stop: int, shown: Shown, piece: _Piece) -> None:
+        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], self.entries(start, stop))
+        self.used += piece[1]
+
+    def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: Windows,
+            pinned: Sequence[int]) -> RenderResult:
+        head: list[ChatMessage] = []
+        if system_prompt:
+            head.append(self.cache.system_message(system_prompt) if self.cache is not None
+                        else ChatMessage(Role.SYSTEM, system_prompt))
+            self.used += system_tokens + OVERHEAD
+        self.used += tools_tokens
+        if self.used > self.budget:
+            raise BudgetTooSmallError(self.budget, self.used)
+        latest = self._latest_unit()
+        pins = self._pinned_units(pinned, latest)
+        self.kept = {start for start, _ in pins} | ({latest[0]} if latest is not None else set())
+        reserve = sum(self.unit(start, stop, Level.GIST)[1] for start, stop in pins)
+        if latest is not None:
+            self._place_latest(latest, windows, reserve)
+        self._place_pinned(pins, reserve)
+        recap_msgs, recap_shown = self._place_recaps()
+        older_end = latest[0] if latest is not None else len(self.active)
+        pinned_starts = {start for start, _ in pins}
+        before = (dict(self.taken), list(self.omitted), self.used)
+        self._place_older(older_end, pinned_starts, 0)
+        if self.omitted or not all(recap_shown):
+            # something is left out: place the older units again, keeping room for the line
+            # that says so (counted only when needed: most renders leave nothing out)
+            self.taken, self.omitted, self.used = before
+            self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
+        note = self._note(recap_shown)
+        self._upgrade(latest[0] if latest is not None else None)
+        messages = self._lay_out(head, recap_msgs, recap_shown, note)
+        shown = sum(t.stop - start for start, t in self.taken.items())
+        return RenderResult(tuple(messages), self.used, shown, self._spans(recap_shown))
+
+    # -- choosing ---------------------------------------------------------------------------------
+
+    def _latest_unit(self) -> tuple[int, int] | None:
+        """The latest observation's unit (none when the history ends with a model output)."""
+        i = len(self.active) - 1
+        if i < 0 or isinstance(self.at(i), ModelOutputEntry):
+            return None
+        return self.unit_start(i), i + 1
+
+    def _pinned_units(self, pinned: Sequence[int], latest: tuple[int, int] | None) -> list[tuple[int, int]]:
+        units: dict[int, int] = {}
+        for p in pinned:
+            start, stop = self.unit_of(p)
+            if latest is None or start < latest[0]:
+                units[start] = stop
+        return sorted(units.items())
+
+    def _place_latest(self, latest: tuple[int, int], windows: Windows, reserve: int) -> None:
+        start, stop = latest
+        choices = ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True), (Level.GIST, False))
+        for keep in (reserve, 0):  # room for the pinned entries' gists first, if there is any
+            for level, with_windows in choices:
+                piece = unit_messages(self.entries(start, stop), level, windows if with_windows else None)
+                if self.fits(piece[1], keep):
+                    self.take(start, stop, Shown.LIVE if level is Level.LIVE else _SHOWN[level], piece)
+                    return
+        needed = self.used + unit_messages(self.entries(start, stop), Level.GIST)[1]
+        raise BudgetTooSmallError(self.budget, needed)
+
+    def _place_pinned(self, pins: list[tuple[int, int]], reserve: int) -> None:
+        for start, stop in pins:
+            gist = self.unit(start, stop, Level.GIST)
+            reserve -= gist[1]
+            recent = self.unit(start, stop, Level.RECENT)
+            if self.fits(recent[1], max(reserve, 0)):
+                self.take(start, stop, Shown.RECENT, recent)
+            elif self.fits(gist[1], max(reserve, 0)):
+                self.take(start, stop, Shown.GIST, gist)
+            else:
+                self.omitted.append((start, stop))
+
+    def _place_recaps(self) -> tuple[list[ChatMessage], list[bool]]:
+        """The recaps' messages (oldest first) and which recaps were shown: newest first at
+        LIVE else GIST while they fit; the first that does not fit ends it (an older recap
+        is superseded by a newer one)."""
+        msgs: list[ChatMessage] = []
+        shown = [False] * len(self.recaps)
+        for k in range(len(self.recaps) - 1, -1, -1):
+            content = self.recaps[k].content
+            for level in (Level.LIVE, Level.GIST):
+                lt = content.at(level)
+                cost = lt.tokens + RECAP_PREFIX_TOKENS + OVERHEAD
+                if self.fits(cost):
+                    msgs.insert(0, ChatMessage(Role.SYSTEM, f"{RECAP_PREFIX}{lt.text}"))
+                    self.used += cost
+                    shown[k] = True
+                    break
+            if not shown[k]:
                 break
-        if not fitted:
-            break
-    return recap_msgs, used
+        return msgs, shown
 
+    def _note_reserve(self, recaps: int) -> int:
+        """Room kept from the older units for the omission line: the line naming one run from
+        the oldest id to the newest (one naming more runs takes room back from the older units)."""
+        if not self.active:
+            return 0
+        run = (self.at(0).id, self.at(len(self.active) - 1).id)
+        return self.count(omission_note([run], len(self.active), recaps)) + OVERHEAD
 
-def _older(active: Sequence[HistoryEntry], i: int, budget: int, used: int, count: int,
-           tail: list[Sequence[ChatMessage]], cache: RenderCache | None) -> tuple[int, int]:
-    """Older units ending at ``active[i]``, newest first (added to ``tail``): RECENT while they
-    fit, then GIST; stop at the first misfit. Returns the tokens used and entries rendered."""
-    level = _RECENT
-    older, older_tokens, older_end = len(tail), 0, i
-    prefix_end = cache.prefix_end() if cache is not None else -1
-    while i >= 0:
-        if i == prefix_end and level is _RECENT:
-            assert cache is not None
-            prefix = cache.older_prefix(active, i, budget - used)
-            if prefix is not None:  # the rest, as the loop would take it
-                tail.append(prefix.messages)
-                used += prefix.tokens
-                older_tokens += prefix.tokens
-                count += i + 1
-                i = -1
-                break
-        start = _unit(active, i)
-        if cache is not None:
-            msgs, tokens = cache.unit(active, start, i + 1, level)
-        else:
-            msgs, tokens = _unit_messages(active, start, i + 1, level)
-        if used + tokens > budget:
-            if level is _RECENT:
-                level = _GIST
+    def _place_older(self, end: int, pinned_starts: set[int], reserve: int) -> None:
+        """Units before ``end``, newest first: RECENT while they fit, then GIST; misfits are left
+        out; :data:`MAX_MISFITS` in a row leave out everything older. ``reserve`` tokens are
+        kept free for the line saying so."""
+        level = Level.RECENT
+        misfits = 0
+        i = end - 1
+        while i >= 0:
+            start = self.unit_start(i)
+            if start in pinned_starts:
+                i = start - 1
                 continue
-            break
-        tail.append(msgs)
-        used += tokens
-        older_tokens += tokens
-        count += i + 1 - start
-        i = start - 1
-    if cache is not None and level is _RECENT and i < 0 and older_end >= 0:
-        cache.keep_prefix(list(active[: older_end + 1]), tail[older:], older_tokens)
-    return used, count
+            piece = self.unit(start, i + 1, level)
+            if not self.fits(piece[1], reserve):
+                if level is Level.RECENT:
+                    level = Level.GIST
+                    continue
+                self.omitted.append((start, i + 1))
+                misfits += 1
+                if misfits >= MAX_MISFITS:
+                    self._omit_all_before(start)
+                    return
+            else:
+                misfits = 0
+                self.take(start, i + 1, _SHOWN[level], piece)
+            i = start - 1
+
+    def _upgrade(self, latest: int | None) -> None:
+        """With budget left once every unit has its place, show more of the newest ones: GIST
+        to RECENT, then RECENT to LIVE, newest first (one whose next level does not fit is
+        passed over). What is shown stays shown: this only spends what would go unused."""
+        for shown, level in ((Shown.GIST, Level.RECENT), (Shown.RECENT, Level.LIVE)):
+            for start in sorted(self.taken, reverse=True):
+                if self.used >= self.budget:
+                    return
+                was = self.taken[start]
+                if was.shown is not shown or start == latest or not _differs(was.entries, _LEVEL[shown], level):
+                    continue
+                piece = self.unit(start, was.stop, level)
+                if self.used - was.tokens + piece[1] <= self.budget:
+                    self.taken[start] = _Taken(was.stop, _SHOWN[level], piece[0], piece[1], was.entries)
+                    self.used += piece[1] - was.tokens
+
+    # -- the omission line ----------------------------------------------------------------------
+
+    def _omit_all_before(self, end: int) -> None:
+        """Leave out every unit before position ``end`` but the pinned ones (already shown)."""
+        start = 0
+        for pinned in sorted(s for s in self.taken if s < end):
+            if start < pinned:
+                self.omitted.append((start, pinned))
+            start = self.taken[pinned].stop
+        if start < end:
+            self.omitted.append((start, end))
+
+    def _omitted_runs(self) -> list[tuple[int, int]]:
+        """Left-out positions as runs ``(first, last)`` of consecutive active positions,
+        oldest first (pinned units rendered between two left-out ones split a run)."""
+        spans = sorted(self.omitted)
+        runs: list[tuple[int, int]] = []
+        for start, stop in spans:
+            if runs and runs[-1][1] + 1 == start:
+                runs[-1] = (runs[-1][0], stop - 1)
+            else:
+                runs.append((start, stop - 1))
+        return runs
+
+    def _note(self, recap_shown: list[bool]) -> ChatMessage | None:
+        """The one line saying what was left out, fitted in by leaving out the oldest older
+        units if need be (never the latest or the pinned ones). If it cannot fit even so,
+        there is no line and nothing more is left out."""
+        recaps_left = recap_shown.count(False)
+        before = (dict(self.taken), list(self.omitted), self.used)
+        while True:
+            runs = self._omitted_runs()
+            if not runs and not recaps_left:
+                return None
+            text = omission_note([(self.at(a).id, self.at(b).id) for a, b in runs],
+                                 sum(b - a + 1 for a, b in runs), recaps_left)
+            cost = self.count(text) + OVERHEAD
+            if self.fits(cost):
+                self.used += cost
+                return ChatMessage(Role.SYSTEM, text)
+            if not self._drop_oldest_older():
+                self.taken, self.omitted, self.used = before
+                return None
+
+    def _drop_oldest_older(self) -> bool:
+        """Leave out the oldest older unit shown (to make room for the omission line)."""
+        for start in sorted(self.taken):
+            if start not in self.kept:
+                gone = self.taken.pop(start)
+                self.used -= gone.tokens
+                self.omitted.append((start, gone.stop))
+                return True
+        return False
+
+    # -- laying out -------------------------------------------------------------------------------
+
+    def _lay_out(self, head: list[ChatMessage], recap_msgs: list[ChatMessage], recap_shown: list[bool],
+                 note: ChatMessage | None) -> list[ChatMessage]:
+        """Oldest first: the recaps before the first unit newer than all they stand for, the
+        omission line where the oldest left-out unit was."""
+        boundary = max((id_number(r.covers[-1]) for r, on in zip(self.recaps, recap_shown) if on and r.covers),
+                       default=-1)
+        runs = self._omitted_runs()
+        note_at = runs[0][0] if runs else len(self.active)
+        messages = list(head)
+        recaps_placed = not recap_msgs
+        note_placed = note is None
+        for start in sorted(self.taken):
+            taken = self.taken[start]
+            if not recaps_placed and id_number(taken.entries[0].id) > boundary:
+                messages += recap_msgs
+                recaps_placed = True
+            if not note_placed and start > note_at:
+                messages.append(note)  # type: ignore[arg-type]
+                note_placed = True
+            messages += taken.messages
+        if not recaps_placed:
+            messages += recap_msgs
+        if not note_placed:
+            messages.append(note)  # type: ignore[arg-type]
+        return messages
+
+    def _spans(self, recap_shown: list[bool]) -> tuple[RenderedSpan, ...]:
+        """How each unfolded entry and recap was shown, oldest first (by id), in runs."""
+        marks: list[tuple[int, str, str, Shown]] = []  # (id number, first id, last id, shown)
+        for taken in self.taken.values():
+            first, last = taken.entries[0].id, taken.entries[-1].id
+            marks.append((id_number(first), first, last, taken.shown))
+        for a, b in self._omitted_runs():
+            first, last = self.at(a).id, self.at(b).id
+            marks.append((id_number(first), first, last, Shown.OMITTED))
+        for recap, on in zip(self.recaps, recap_shown):
+            marks.append((id_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
+        marks.sort(key=itemgetter(0))
+        spans: list[RenderedSpan] = []
+        for _, first, last, shown in marks:
+            if spans and spans[-1].shown is shown and shown is not Shown.RECAP:
+                spans[-1] = RenderedSpan(spans[-1].first, last, shown)
+            else:
+                spans.append(RenderedSpan(first, last, shown))
+        return tuple(spans)
+
+
+class _Taken:
+    """A unit shown: where it stops, how, its messages and their tokens, its entries."""
+
+    __slots__ = ("entries", "messages", "shown", "stop", "tokens")
+
+    def __init__(self, stop: int, shown: Shown, messages: Sequence[ChatMessage], tokens: int,
+                 entries: list[HistoryEntry]) -> None:
+        self.stop = stop
+        self.shown = shown
+        self.messages = messages
+        self.tokens = tokens
+        self.entries = entries
+
+
+_SHOWN = {Level.LIVE: Shown.LIVE, Level.RECENT: Shown.RECENT, Level.GIST: Shown.GIST}
+_LEVEL = {shown: level for level, shown in _SHOWN.items()}
+
+
+def _differs(unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
+    """Whether any entry of ``unit`` shows more at ``higher`` than at ``lower``."""
+    for entry in unit:
+        if not _same(entry.content.at(higher), entry.content.at(lower)):  # (an output's count includes its calls)
+            return True
+        if isinstance(entry, ToolResultsEntry):
+            for result in entry.results:
+                if not _same(result.content.at(higher), result.content.at(lower)):
+                    return True
+    return False
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b  # (levels with the same text are one object, as the counter makes them)
+
+
+def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int) -> str:
+    """The line saying what a render left out: ``[12 earlier entries left out for want of
+    budget: e3–e9, e15–e19]``."""
+    named = [first if first == last else f"{first}–{last}" for first, last in runs[:SHOWN_RANGES]]
+    if len(runs) > SHOWN_RANGES:
+        named.append("…")
+    what = []
+    if entries:
+        what.append(f"{entries} earlier {'entry' if entries == 1 else 'entries'}")
+    if recaps:
+        what.append(f"{recaps} {'recap' if recaps == 1 else 'recaps'}")
+    where = f": {', '.join(named)}" if named else ""
+    return f"[{' and '.join(what)} left out for want of budget{where}]"
+
+
+def _utf8_length(text: str) -> int:
+    return len(text.encode("utf-8"))
+

@@ -21,7 +21,9 @@ from livecontext.protocol import (
     Notification,
     NotificationPosted,
     RecapEntry,
+    Retention,
     SystemPromptSet,
+    ThreadConfigured,
     ToolResult,
     ToolResultRecorded,
     ToolResultsAppended,
@@ -29,11 +31,14 @@ from livecontext.protocol import (
     ToolStarted,
     derive_state,
     dump_json,
+    id_number,
     load_json,
 )
 
 
 from ._lazy import Decoder, LazyEntries, Raw
+
+_CRITICAL = Retention.CRITICAL
 
 
 class FoldError(Exception):
@@ -67,6 +72,10 @@ class HistoryState:
         self.next_entry = 1
         self.next_notification = 1
         self.system_prompt = ""
+        self.config: ThreadConfigured | None = None
+        """The thread's budget, tools and apps, as last recorded (``None``: never recorded)."""
+        self.pinned: list[str] = []
+        """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
         """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
 
@@ -119,6 +128,8 @@ class HistoryState:
             self._record(payload)
         elif isinstance(payload, SystemPromptSet):
             self.system_prompt = payload.text
+        elif isinstance(payload, ThreadConfigured):
+            self.config = payload
         elif isinstance(payload, HistoryEdited):
             self._edited(payload)
         elif isinstance(payload, EntriesFolded):
@@ -127,7 +138,7 @@ class HistoryState:
             pass  # an audit record: the attempt changed nothing
         elif isinstance(payload, NotificationPosted):
             self.pending_notifications.append(payload.notification)
-            self.next_notification = max(self.next_notification, _number(payload.notification.id) + 1)
+            self.next_notification = max(self.next_notification, id_number(payload.notification.id) + 1)
         else:
             raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
         self.seq = seq
@@ -144,6 +155,8 @@ class HistoryState:
 
     def _activate(self, entry: HistoryEntry) -> None:
         self.active.append(entry)
+        if entry.retention is _CRITICAL:
+            self.pinned.append(entry.id)
         if isinstance(entry, ToolResultsEntry):
             self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
             self.active_bytes += _bytes(entry)
@@ -162,6 +175,24 @@ class HistoryState:
                 kept.append(entry)
         self.active = kept
         self.recaps = [r for r in self.recaps if r.id not in ids]
+        if self.pinned:
+            self.pinned = [p for p in self.pinned if p not in ids]
+
+    def pinned_positions(self) -> list[int]:
+        """The positions in :attr:`active` of the pinned entries, ascending (found by binary
+        search on the ids, which increase; entries not decoded yet stay so)."""
+        return [self._active_position(entry_id) for entry_id in self.pinned]
+
+    def _active_position(self, entry_id: str) -> int:
+        target = id_number(entry_id)
+        lo, hi = 0, len(self.active)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if id_number(list.__getitem__(self.active, mid).id) < target:  # (Raw or entry: both have .id)
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def entry(self, entry_id: str) -> HistoryEntry | None:
         """The entry with this id, or ``None``."""
@@ -183,6 +214,8 @@ class HistoryState:
                 # keep the active list in order: re-insert at the entry's place
                 index = next((i for i, e in enumerate(self.active) if self.pos[e.id] > at), len(self.active))
                 self.active.insert(index, new)
+                if new.retention is _CRITICAL:
+                    self.pinned = sorted([*self.pinned, new.id], key=id_number)
                 self.active_tokens += new.content.recent.tokens + _results_tokens(new)
                 self.active_bytes += _bytes(new)
         elif isinstance(old, RecapEntry):
@@ -208,7 +241,7 @@ class HistoryState:
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
         self._deactivate_ids(ids)
         self._index(rec.recap)
-        self.next_entry = max(self.next_entry, _number(rec.recap.id) + 1)
+        self.next_entry = max(self.next_entry, id_number(rec.recap.id) + 1)
 
     def _append(self, entry: HistoryEntry) -> None:
         self._index(entry)
@@ -221,7 +254,7 @@ class HistoryState:
         if notes:
             delivered = {n.id for n in notes}
             self.pending_notifications = [n for n in self.pending_notifications if n.id not in delivered]
-        number = _number(entry.id)
+        number = id_number(entry.id)
         if number >= self.next_entry:
             self.next_entry = number + 1
 
@@ -268,7 +301,7 @@ class HistoryState:
             self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
             tuple(self.app_effects.values()), self.model_outputs, self.next_entry,
-            self.next_notification, self.system_prompt,
+            self.next_notification, self.system_prompt, config=self.config,
         ))
 
     @classmethod
@@ -283,7 +316,7 @@ class HistoryState:
         state.entries = LazyEntries(items, decode)
         active = []
         for at, raw in enumerate(items):
-            entry_id, kind, folded, tokens, size = raw.row
+            entry_id, kind, folded, tokens, size = raw.row[:5]
             state.pos[entry_id] = at
             if folded:
                 continue
@@ -293,6 +326,11 @@ class HistoryState:
                 active.append(raw)
                 state.active_tokens += tokens
                 state.active_bytes += size
+                # (a snapshot written before rows said the retention: read the entry itself)
+                critical = (raw.row[5] == _CRITICAL.value if len(raw.row) > 5
+                            else state.entries[at].retention is _CRITICAL)
+                if critical:
+                    state.pinned.append(entry_id)
         state.active = LazyEntries(active, decode)
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
@@ -302,6 +340,7 @@ class HistoryState:
         state.next_entry = snap.next_entry
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt
+        state.config = snap.config
         return state
 
     @classmethod
@@ -315,9 +354,10 @@ class HistoryState:
 
 
 def index_row(entry: HistoryEntry) -> list[Any]:
-    """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes."""
+    """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes,
+    retention."""
     return [entry.id, ENTRY_KINDS[type(entry)], entry.folded,
-            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry)]
+            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry), entry.retention.value]
 
 
 class SnapshotDraft:
@@ -358,10 +398,3 @@ def _bytes(entry: HistoryEntry) -> int:
 def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
-
-def _number(ident: str) -> int:
-    rest = ident[1:]
-    if rest.isdigit() and not ident[0].isdigit():  # "e12", "n3": what the store writes
-        return int(rest)
-    digits = "".join(ch for ch in ident if ch.isdigit())
-    return int(digits) if digits else 0

@@ -39,6 +39,8 @@ from livecontext.protocol import (
     Retention,
     SystemPromptSet,
     Tail,
+    ThreadConfigured,
+    ToolCall,
     ToolResultRecorded,
     ToolResultsAppended,
     ToolResultsEntry,
@@ -52,18 +54,28 @@ from livecontext.runtime import UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
-from ._manage import ContextManagement, HistoryLimits
+from ._manage import BudgetLimits, ContextManagement, HistoryLimits
 from ._lod import input_content, output_levels, results_content
-from ._render import RenderCache, render_parts
+from ._lod import tools_tokens as count_tools
+from ._render import RenderCache, RenderResult, render
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful agent. Keep what you must remember in your notebook, "
-    "using its tools; its window shows its current text."
+DEFAULT_SYSTEM_PROMPT = "You are a helpful agent."
+"""The system prompt of a new thread when none is given..."""
+NOTEBOOK_PROMPT = (
+    " Keep what you must remember in your notebook, using its tools; its window shows its "
+    "current text."
 )
-"""The system prompt of a new thread when none is given."""
+"""...and what it says more when the agent has the Memory Notebook."""
+
+
+def default_system_prompt(config: ThreadConfigured | None) -> str:
+    """The system prompt of a new thread when none is given: it speaks of the notebook only
+    to an agent that has one."""
+    has_notebook = config is None or any(app.name == "notebook" for app in config.apps)
+    return DEFAULT_SYSTEM_PROMPT + (NOTEBOOK_PROMPT if has_notebook else "")
 
 
 class HistoryConflictError(UsageError):
@@ -89,16 +101,30 @@ class HistoryStore(ContextManagement):
 
     def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
                  counter: TokenCounter, *, system_prompt: str | None = None,
-                 snapshot_every: int = 1000, limits: HistoryLimits | None = None) -> None:
+                 snapshot_every: int = 1000, limits: HistoryLimits | BudgetLimits | None = None,
+                 config: ThreadConfigured | None = None, pin_task: bool = True) -> None:
+        """
+        Args:
+            config: The thread's budget, tools and apps, recorded when they differ from the
+                log's (``None``: keep what the log says).
+            pin_task: The thread's first input is CRITICAL (never folded, always rendered)
+                unless its :class:`AppendInput` names another retention class.
+            limits: :class:`BudgetLimits` are resolved on start, once the system prompt and
+                the tools are known.
+        """
         self.thread_id = thread_id
         self.log = log
         self.converter = converter
         self.counter = counter
         self.wanted_prompt = system_prompt
+        self.wanted_config = config
+        self.pin_task = pin_task
         self.system_tokens = 0
+        self.tools_tokens = 0
         self.snapshot_every = snapshot_every
         self._snapshotting = False
-        self.limits = limits if limits is not None else HistoryLimits()
+        self._derive_limits = limits if isinstance(limits, BudgetLimits) else None
+        self.limits = limits if isinstance(limits, HistoryLimits) else HistoryLimits()
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
         self._render_cache = RenderCache()
@@ -110,10 +136,19 @@ class HistoryStore(ContextManagement):
         self.state = await load_state(self.log, self.converter, self.thread_id)
         wanted = self.wanted_prompt
         if wanted is None and self.state.seq == 0:
-            wanted = DEFAULT_SYSTEM_PROMPT
+            wanted = default_system_prompt(self.wanted_config)
+        changes: list[Message] = []
         if wanted is not None and wanted != self.state.system_prompt:
-            await self._commit([SystemPromptSet(wanted)])
+            changes.append(SystemPromptSet(wanted))
+        if self.wanted_config is not None and self.wanted_config != self.state.config:
+            changes.append(self.wanted_config)
+        if changes:
+            await self._commit(changes)
         self.system_tokens = self.counter.count(self.state.system_prompt)
+        config = self.state.config
+        self.tools_tokens = count_tools(config.tools, self.counter) if config is not None else 0
+        if self._derive_limits is not None:
+            self.limits = self._derive_limits.resolve(self.system_tokens + self.tools_tokens)
         await self._end_ephemeral()
 
     async def _end_ephemeral(self) -> None:
@@ -162,11 +197,11 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
-        windows_tokens = self._windows_tokens(msg.windows)
-        return Rendered(*render_parts(
-            self.state.active, self.state.recaps, msg.budget, system_prompt=self.state.system_prompt,
-            system_tokens=self.system_tokens, windows=msg.windows, windows_tokens=windows_tokens,
-            cache=self._render_cache))
+        result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
+                              windows_tokens=self._windows_tokens(msg.windows),
+                              system_tokens=self.system_tokens, tools_tokens=self.tools_tokens,
+                              cache=self._render_cache)
+        return Rendered(result.messages, result.tokens, result.entries, result.spans)
 
     def _windows_tokens(self, windows: str) -> int:
         """The tokens of the apps' windows: counted once while the text stays the same (it
@@ -203,9 +238,13 @@ class HistoryStore(ContextManagement):
         if not msg.text.strip():
             raise HistoryConflictError("blank input is not recorded; send text with something in it")
         notes = tuple(self.state.pending_notifications)
+        retention = msg.retention
+        if retention is None:  # the thread's first input is its task
+            first = self.state.next_entry == 1 and not self.state.entries
+            retention = Retention.CRITICAL if first and self.pin_task else Retention.COMPRESSIBLE
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=input_content(msg.text, notes, self.counter),
+            retention=retention, content=input_content(msg.text, notes, self.counter),
             text=msg.text, notifications=notes,
         )
         await self._commit([EntryAppended(entry)])
@@ -215,9 +254,11 @@ class HistoryStore(ContextManagement):
     async def on_append_output(self, msg: AppendOutput) -> Tail:
         self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
         content, recent_arguments, gist_arguments = output_levels(msg.text, msg.tool_calls, self.counter)
+        # an output that only calls tools whose results may go, and says nothing, may go with them
+        retention = self._calls_retention(msg.tool_calls) if not msg.text.strip() else Retention.COMPRESSIBLE
         entry = ModelOutputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=content, tool_calls=msg.tool_calls,
+            retention=retention, content=content, tool_calls=msg.tool_calls,
             model=msg.model, usage=msg.usage, recent_arguments=recent_arguments,
             gist_arguments=gist_arguments,
         )
@@ -246,15 +287,29 @@ class HistoryStore(ContextManagement):
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
         self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
+        last = self.state.last
+        calls = last.tool_calls if isinstance(last, ModelOutputEntry) else ()
         # no results: they are the ones recorded (each text is stored once, in its
         # ToolResultRecorded); the fold puts them in
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=Retention.COMPRESSIBLE, content=results_content(notes, self.counter),
+            retention=self._calls_retention(calls), content=results_content(notes, self.counter),
             notifications=notes,
         )
         await self._commit([ToolResultsAppended(entry)])
         return self._tail()
+
+    def _calls_retention(self, calls: tuple[ToolCall, ...]) -> Retention:
+        """The retention class of results of ``calls``: what their tools declare when every one
+        declares DISPOSABLE or EPHEMERAL (the least disposable of those), else COMPRESSIBLE."""
+        config = self.state.config
+        if not calls or config is None:
+            return Retention.COMPRESSIBLE
+        declared = {spec.name: spec.retention for spec in config.tools}
+        classes = {declared.get(call.name, Retention.COMPRESSIBLE) for call in calls}
+        if classes <= {Retention.DISPOSABLE, Retention.EPHEMERAL}:
+            return Retention.DISPOSABLE if Retention.DISPOSABLE in classes else Retention.EPHEMERAL
+        return Retention.COMPRESSIBLE
 
     @handler(inline=True)
     async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:
@@ -348,6 +403,25 @@ class HistoryStore(ContextManagement):
             log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
         finally:
             self._snapshotting = False
+
+
+def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, windows: str = "",
+                 windows_tokens: int | None = None, system_tokens: int | None = None,
+                 tools_tokens: int | None = None, cache: RenderCache | None = None) -> RenderResult:
+    """Render a thread's state as its agent does: its system prompt and recorded tools, its
+    pinned entries, ``windows`` in the latest observation (counts not given are counted).
+
+    Raises:
+        BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
+    """
+    if tools_tokens is None:
+        tools_tokens = count_tools(state.config.tools, counter) if state.config is not None else 0
+    return render(
+        state.active, state.recaps, budget, system_prompt=state.system_prompt,
+        system_tokens=counter.count(state.system_prompt) if system_tokens is None else system_tokens,
+        windows=windows, windows_tokens=counter.count(windows) if windows_tokens is None else windows_tokens,
+        tools_tokens=tools_tokens, pinned=state.pinned_positions() if state.pinned else (),
+        cache=cache, count=counter.count)
 
 
 def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> str:

@@ -21,6 +21,8 @@ from attrs import define, field
 
 from livecontext.actors import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
+from livecontext.actors.history import HistoryLimits
+from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     AppEffects,
     Cancel,
@@ -261,12 +263,14 @@ async def open_agent(
     model: ModelClient | None = None, apps: Sequence[App] | None = None,
     retry: RetryPolicy | None = FAST_RETRY, budget: int = 8000,
     system_prompt: str | None = "You are a test agent.", thread_id: str = "t1",
-    tool_timeout_s: float | None = None, listen: bool = True,
+    tool_timeout_s: float | None = None, listen: bool = True, pin_task: bool = True,
+    limits: HistoryLimits | None = None, recap: RecapSettings | None = None,
 ) -> AsyncIterator[AgentHarness]:
     """Spawn an agent on a fresh ``memory:`` store and collect its events while the block runs
     (``listen=False``: nobody subscribes to them, as in a fleet nobody watches)."""
     client_model = model if model is not None else scripted(turns, retry)
-    settings = agent_module.AgentSettings(thread_id=thread_id, system_prompt=system_prompt, budget=budget)
+    settings = agent_module.AgentSettings(thread_id=thread_id, system_prompt=system_prompt, budget=budget,
+                                          pin_task=pin_task, limits=limits, recap=recap)
     async with await open_store("memory:") as store:
         log = await store.open_thread(thread_id, create=True, owner="tests")
         async with log:

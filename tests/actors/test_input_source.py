@@ -40,7 +40,7 @@ class CrashingSource(InputSource):
 async def test_a_restarted_source_keeps_what_was_not_pulled_and_brings_back_nothing_pulled() -> None:
     async with open_runtime() as rt:
         client = rt.client("test")
-        shared = collections.deque(["a", "b"])  # made once, as spawn_agent does
+        shared = collections.deque([ProvideInput("a"), ProvideInput("b")])  # made once, as spawn_agent does
         source = await rt.spawn(lambda: CrashingSource(buffer=shared),
                                 "input/t", restart=RestartPolicy(backoff_initial_s=0.0))
         assert await client.ask(source, PullInput()) == InputText("a", 1)

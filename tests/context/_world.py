@@ -329,13 +329,18 @@ class HistoryWorld:
 
 
 @asynccontextmanager
-async def open_history(thread_id: str = "h", *, limits: HistoryLimits | None = None) -> AsyncIterator[HistoryWorld]:
-    """A history store on a memory log in a live runtime."""
+async def open_history(thread_id: str = "h", *, limits: HistoryLimits | None = None,
+                       pin_task: bool = False) -> AsyncIterator[HistoryWorld]:
+    """A history store on a memory log in a live runtime.
+
+    Its first input is not pinned unless ``pin_task``: these tests fold and edit entries from
+    the first one on (pinning has tests of its own).
+    """
     store = await open_store("memory:")
     async with store:
         log = await store.open_thread(thread_id, owner="test")
         async with open_runtime() as rt:
             history = await rt.spawn(
-                lambda: HistoryStore(thread_id, log, CONVERTER, COUNTER, limits=limits),
+                lambda: HistoryStore(thread_id, log, CONVERTER, COUNTER, limits=limits, pin_task=pin_task),
                 ActorId("history", thread_id), capabilities=HISTORY_CAPABILITIES)
             yield HistoryWorld(rt, history, rt.client("root"), log)

@@ -77,7 +77,7 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
             assert state.active_tokens <= MAX_TOKENS, f"{state.active_tokens} active tokens at seq {seq}"
         if isinstance(payload, EntriesFolded):
             recap_sizes.append(len(payload.recap.content.live.text))
-    assert published == {seq for seq, _, _ in records if seq > 1}  # (seq 1: the prompt, set at start)
+    assert published == {seq for seq, _, _ in records if seq > 2}  # (seqs 1-2: the prompt and configuration, set at start)
     for call in model_calls:
         assert call.tokens <= MAX_TOKENS, call
     for request in model.requests:

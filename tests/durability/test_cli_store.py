@@ -71,14 +71,14 @@ def audit(url: str, thread: str = "t") -> list[dict[str, Any]]:
 
 
 def test_threads_lists_each_thread_with_entry_count_state_and_last_activity(store: str) -> None:
-    ok_json("fork", "--store", store, "--thread", "t", "--at", "3", "--new-thread", "f")
+    ok_json("fork", "--store", store, "--thread", "t", "--at", "4", "--new-thread", "f")
     result = lc("threads", "--store", store, "--json")
     assert result.exit_code == 0, result.stderr
     rows = json_lines(result.stdout)
     assert [r["thread"] for r in rows] == ["f", "t"]
     f, t = rows
     assert (t["entries"], t["state"], t["seq"]) == (2 + 2 * EDITS, "WaitingInput", len(audit(store)))
-    assert (f["entries"], f["state"], f["forked_from"], f["forked_at"]) == (2, "WaitingToolResults", "t", 3)
+    assert (f["entries"], f["state"], f["forked_from"], f["forked_at"]) == (2, "WaitingToolResults", "t", 4)
     assert t["last_activity"] == audit(store)[-1]["sent_at"]
     text = lc("threads", "--store", store)
     assert text.exit_code == 0 and "WaitingInput" in text.stdout and " 8 entries" in text.stdout
@@ -117,7 +117,9 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     assert all(set(r) == {"seq", "sender", "sent_at", "kind", "summary"} for r in records)
     kinds = [r["kind"] for r in records]
-    assert kinds[:2] == ["SystemPromptSet", "EntryAppended"]
+    assert kinds[:3] == ["SystemPromptSet", "ThreadConfigured", "EntryAppended"]
+    assert records[1]["summary"] == ("budget 8000; tools notebook_replace, notebook_replace_span; "
+                                     "apps notebook")
     assert kinds.count("ToolResultRecorded") == EDITS
     results = [r for r in records if r["kind"] == "ToolResultRecorded"]
     assert all("+ effect NotebookEdited" in r["summary"] and r["sender"] == "engine/t" for r in results)
@@ -129,9 +131,12 @@ def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:
     big = ok_json("render", "--store", store, "--thread", "t", "--budget", "8000")
     roles = [m["role"] for m in big["messages"]]
     assert roles[:2] == ["system", "user"] and roles.count("tool") == EDITS
-    assert 0 < big["tokens"] <= 8000
-    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "120")
-    assert small["tokens"] <= 120 and len(small["messages"]) < len(big["messages"])
+    assert 0 < big["tokens"] <= 8000 and big["budget"] == 8000
+    assert [t["name"] for t in big["tools"]] == ["notebook_replace", "notebook_replace_span"]
+    assert [e["level"] for e in big["entries"]][0] == "recent"  # the task, pinned
+    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "520")
+    assert small["tokens"] <= 520 and len(small["messages"]) < len(big["messages"])
+    assert "omitted" in [e["level"] for e in small["entries"]]
     calls = {c["id"] for m in small["messages"] for c in m.get("tool_calls", ())}
     answered = {m["tool_call_id"] for m in small["messages"] if m["role"] == "tool"}
     assert calls == answered  # a call and its result come together or not at all

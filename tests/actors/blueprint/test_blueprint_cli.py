@@ -94,7 +94,7 @@ async def test_system_given_on_the_command_line_replaces_the_blueprints_prompt(t
 
 
 async def test_budget_comes_from_the_blueprint_unless_given_on_the_command_line(tmp_path: Path) -> None:
-    path = copy_offline(tmp_path, budget="budget = 150")
+    path = copy_offline(tmp_path, budget="budget = 700")
 
     async def rendered_tokens(*flags: str) -> list[int]:
         events = tmp_path / f"events{len(flags)}.jsonl"
@@ -102,8 +102,8 @@ async def test_budget_comes_from_the_blueprint_unless_given_on_the_command_line(
         lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
         return [e["tokens"] for e in lines if e["type"] == "BeforeModelCall"]
 
-    assert max(await rendered_tokens()) <= 150
-    assert max(await rendered_tokens("--budget", "100000")) > 150
+    assert max(await rendered_tokens()) <= 700
+    assert max(await rendered_tokens("--budget", "100000")) > 700
 
 
 async def test_the_blueprints_side_models_reach_the_recap_and_the_model_analyzer(tmp_path: Path) -> None:

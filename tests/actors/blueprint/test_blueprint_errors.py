@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from livecontext.actors.blueprint import BlueprintError, load_blueprint
+from livecontext.actors.blueprint import Blueprint, BlueprintError, load_blueprint
 from livecontext.runtime import UsageError
 
 
@@ -20,9 +20,9 @@ def exactly(message: str) -> str:
     return "^" + re.escape(message) + "$"
 
 
-def load(text: str) -> None:
+def load(text: str) -> Blueprint:
     Path("bp.toml").write_text(text, encoding="utf-8")
-    load_blueprint("bp.toml")
+    return load_blueprint("bp.toml")
 
 
 async def test_an_unknown_key_in_a_table_names_the_key_the_table_the_line_and_the_known_keys() -> None:
@@ -36,8 +36,8 @@ async def test_an_unknown_key_in_a_table_names_the_key_the_table_the_line_and_th
 async def test_an_unknown_top_level_key_suggests_the_nearest_known_one() -> None:
     with pytest.raises(BlueprintError, match=exactly(
             "bp.toml:2: unknown key 'budjet' at the top level (did you mean 'budget'?); known keys: "
-            "thread, system_prompt, model, budget, snapshot_every, store, inputs, max_steps, "
-            "[apps], [limits], [recap], [[analyzers]]")):
+            "thread, system_prompt, model, budget, snapshot_every, store, inputs, pins, pin_task, "
+            "max_steps, [apps], [limits], [recap], [[analyzers]]")):
         load('thread = "t"\nbudjet = 100\n')
 
 
@@ -105,8 +105,27 @@ async def test_the_problem_nearest_the_top_of_the_file_is_reported_first() -> No
 
 
 async def test_thresholds_out_of_order_blame_the_later_one() -> None:
-    with pytest.raises(BlueprintError, match=exactly("bp.toml:3: [limits] hard must be >= soft (0.9), got 0.5")):
-        load('[limits]\nsoft = 0.9\nhard = 0.5\n')
+    with pytest.raises(BlueprintError, match=exactly("bp.toml:4: [limits] hard must be >= soft (0.9), got 0.5")):
+        load('[limits]\nmax_entries = 9\nsoft = 0.9\nhard = 0.5\n')
+
+
+async def test_limits_without_a_maximum_and_without_a_recap_are_refused_as_doing_nothing() -> None:
+    with pytest.raises(BlueprintError, match=exactly(
+            "bp.toml:2: [limits] sets no max_entries, max_tokens or max_bytes, so its thresholds would "
+            "apply to nothing; add one, or add [recap] to derive max_tokens from the budget")):
+        load('budget = 4000\n[limits]\nsoft = 0.5\n')
+
+
+async def test_a_recap_without_limits_gets_limits_derived_from_the_budget() -> None:
+    from livecontext.actors.history import BudgetLimits
+
+    bp = load('budget = 4000\n[recap]\nmax_summary_chars = 1200\n')
+    assert bp.settings.limits is None
+    assert bp.settings.history_limits() == BudgetLimits(4000, 1200 // 3 + 12)
+    bp = load('budget = 4000\n[limits]\nsoft = 0.5\nhard = 0.7\n[recap]\n')
+    assert bp.settings.history_limits() == BudgetLimits(4000, 2000 // 3 + 12, 0.5, 0.7, 1.0)
+    given = load('budget = 4000\n[limits]\nmax_entries = 40\n[recap]\n').settings
+    assert given.history_limits() == given.limits
 
 
 async def test_a_model_summary_recap_needs_a_model_and_other_strategies_refuse_one() -> None:

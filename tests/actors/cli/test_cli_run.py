@@ -217,3 +217,33 @@ def test_demo_keeps_every_context_it_sends_under_its_budget(ran: dict[str, Ran])
     assert max(sent) <= 1500
     largest = re.search(r"largest context sent to the model was (\d+) tokens of the 1500-token budget", out)
     assert largest is not None and int(largest.group(1)) == max(sent)
+
+
+def test_pins_are_fed_first_as_critical_entries_and_the_task_is_pinned_unless_told_not_to(
+        tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "a"}, {"text": "b"}, {"text": "c"}]}))
+    base = ["run", "--store", "memory:", "--model", f"scripted:{script}", "--json"]
+    pinned = _json(_invoke([*base, "--input", "the task", "--input", "more", "--pin", "never forget this"]))
+    inputs = [(e["levels"]["live"], e["retention"]) for e in pinned["entries"] if e["kind"] == "model_input"]  # type: ignore[union-attr, index]
+    assert inputs == [("never forget this", "critical"), ("the task", "compressible"), ("more", "compressible")]
+    plain = _json(_invoke([*base, "--input", "the task", "--input", "more"]))
+    assert [e["retention"] for e in plain["entries"] if e["kind"] == "model_input"] == ["critical", "compressible"]  # type: ignore[union-attr, index]
+    unpinned = _json(_invoke([*base, "--input", "the task", "--no-pin-task"]))
+    assert [e["retention"] for e in unpinned["entries"]] == ["compressible", "compressible"]  # type: ignore[union-attr, index]
+
+
+def test_a_blueprint_with_a_recap_and_no_limits_folds_by_limits_derived_from_its_budget(tmp_path: Path) -> None:
+    turns = [{"text": f"Step {k}: " + "a long thought about the plan. " * 20} for k in range(30)]
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": turns}))
+    blueprint = tmp_path / "bp.toml"
+    blueprint.write_text(f'model = "scripted:{script}"\nbudget = 1500\n'
+                         f'inputs = {json.dumps([f"question {k}" for k in range(30)])}\n'
+                         '[apps]\nnotebook = false\n[recap]\nwindow = 2\nbatch = 2\n')
+    data = _json(_invoke(["run", str(blueprint), "--store", "memory:", "--json"]))
+    entries = data["entries"]
+    assert isinstance(entries, list)
+    assert sum(e["kind"] == "recap" for e in entries) >= 1
+    assert sum(e["folded"] for e in entries) > 10
+    assert entries[0]["retention"] == "critical" and not entries[0]["folded"]

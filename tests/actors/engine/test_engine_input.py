@@ -164,7 +164,7 @@ async def test_input_whose_notice_waits_in_the_engines_mailbox_at_the_last_momen
         assert source is not None
 
         def provided_and_notified() -> None:  # what the source does with a ProvideInput
-            source.buffer.append("b")  # type: ignore[attr-defined]
+            source.buffer.append(ProvideInput("b"))  # type: ignore[attr-defined]
             h.client.tell_nowait(h.agent.engine, InputAvailable())
 
         await _at_the_last_waiting_input(h, provided_and_notified)

@@ -13,23 +13,37 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
-from livecontext.actors.history._lod import output_content
+from livecontext.actors.apps import describe_tools
+from livecontext.actors.history._lod import output_content, tools_tokens
+from livecontext.actors.history._render import (
+    JOIN_TOKENS,
+    MAX_MISFITS,
+    RECAP_PREFIX,
+    RECAP_PREFIX_TOKENS,
+    STATUS_PREFIX_TOKENS,
+    answers,
+    omission_note,
+    unit_messages,
+)
 from livecontext.protocol import (
     ActorId,
     ChatMessage,
     Content,
     HistoryEntry,
+    Level,
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
+    RenderedSpan,
     Retention,
     Role,
+    Shown,
     ToolCall,
     ToolResult,
     ToolResultsEntry,
     ToolStatus,
 )
-from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS
+from livecontext.runtime.tokens import BUNDLED_ENCODINGS, MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from tests.actors.agent_harness import ProbeApp, counter, open_agent
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
@@ -47,8 +61,10 @@ def levels(live: str, recent: str, gist: str) -> Content:
 
 
 def inp(n: int, text: str | None = None) -> ModelInputEntry:
-    detail = f"recent {n}" + " with its detail" * 8  # RECENT costs more than GIST
-    content = levels(f"live {n}", detail, f"gist {n}") if text is None else levels(text, text, text[:20])
+    # LIVE costs more than RECENT, which costs more than GIST
+    detail = " with its detail" * 8
+    content = (levels(f"live {n}{detail} and more", f"recent {n}{detail}", f"gist {n}") if text is None
+               else levels(text, text, text[:20]))
     return ModelInputEntry(id=f"e{n}", revision=1, author=AUTHOR, created_at=T0,
                            retention=Retention.COMPRESSIBLE, content=content, text=content.live.text)
 
@@ -77,10 +93,11 @@ def recap(n: int, text: str) -> RecapEntry:
 
 
 def do_render(active: Sequence[HistoryEntry], budget: int, *, windows: str = WINDOW,
-              system: str = SYSTEM, recaps: Sequence[RecapEntry] = ()) -> RenderResult:
+              system: str = SYSTEM, recaps: Sequence[RecapEntry] = (), pinned: Sequence[int] = ()) -> RenderResult:
     c = counter()
     return render(active, recaps, budget, system_prompt=system, system_tokens=c.count(system),
-                  windows=windows, windows_tokens=c.count(windows) if windows else 0)
+                  windows=windows, windows_tokens=c.count(windows) if windows else 0, count=c.count,
+                  pinned=pinned)
 
 
 # -- checking what was rendered ---------------------------------------------------------------
@@ -143,29 +160,69 @@ def level_of(message: ChatMessage) -> str:
     return "-"
 
 
-async def test_the_latest_observation_is_live_then_older_entries_recent_then_gist_then_none() -> None:
+async def test_the_latest_observation_is_live_then_older_entries_recent_then_gist_then_a_line_for_the_rest() -> None:
     history = [e for n in range(0, 40, 2) for e in (inp(n), out(n + 1, text=f"gist {n + 1}"))]
     history.append(inp(40))
     full = do_render(history, 100_000)
     assert len(full.messages) == 42  # the system prompt and every entry
-    tight = do_render(history, full.tokens // 2)
-    inputs = [m for m in tight.messages if m.role is Role.USER]
-    seen = [level_of(m) for m in reversed(inputs)]
-    assert seen[0] == "live"
-    assert "recent" in seen and "gist" in seen
-    first_gist = seen.index("gist")
-    assert set(seen[1:first_gist]) == {"recent"}
-    assert set(seen[first_gist:]) == {"gist"}
-    assert len(inputs) < 21  # the oldest ones did not fit even as gists
-    assert tight.messages[0] == ChatMessage(Role.SYSTEM, SYSTEM)
-    assert recount(tight.messages) <= tight.tokens <= full.tokens // 2
+    # room for everything in full: every input at LIVE (an answer is the same at every level)
+    assert [s.shown for s in full.spans] == [Shown.LIVE, Shown.RECENT] * 20 + [Shown.LIVE]
+    zones_seen = set()
+    for budget in range(full.tokens // 4, full.tokens, 13):
+        tight = do_render(history, budget)
+        inputs = [m for m in tight.messages if m.role is Role.USER]
+        seen = [level_of(m) for m in reversed(inputs)]
+        assert seen[0] == "live"
+        ranks = ["live", "recent", "gist"]
+        assert seen == sorted(seen, key=ranks.index)  # newest first: live, recent, then gist
+        zones_seen.add(tuple(dict.fromkeys(seen)))
+        assert tight.messages[0] == ChatMessage(Role.SYSTEM, SYSTEM)
+        assert recount(tight.messages) <= tight.tokens <= budget
+        # what is not shown is named, in one line, where it was: at the oldest end
+        notes = [m for m in tight.messages if "left out for want of budget" in m.content]
+        omitted = tight.spans[0]
+        if omitted.shown is not Shown.OMITTED:  # every entry shown, some as gists
+            assert notes == [] and tight.entries == 41
+            continue
+        zones_seen.add("omitted")
+        assert len(notes) == 1 and tight.messages[1] is notes[0] and notes[0].role is Role.SYSTEM
+        assert omitted.first == "e0"
+        assert notes[0].content == (f"[{_number(omitted.last) + 1} earlier entries left out for want of "
+                                    f"budget: e0–{omitted.last}]")
+        assert tight.entries == 41 - _number(omitted.last) - 1
+        # the budget is filled: not even the next older entry's gist would fit
+        assert budget - tight.tokens < counter().count(f"gist {omitted.last}") + MESSAGE_OVERHEAD_TOKENS + 12
+    assert {("live", "recent", "gist"), ("live", "recent"), "omitted"} <= zones_seen
+
+
+def _number(entry_id: str) -> int:
+    return int(entry_id[1:])
+
+
+async def test_rendering_goes_on_past_a_unit_too_big_even_as_a_gist_and_names_it() -> None:
+    wide = out(11, text="", calls=30)  # thirty results: a gist of thirty lines
+    history: list[HistoryEntry] = [inp(n, f"old input {n}") for n in range(10)]
+    history += [wide, results(12, wide), inp(13, "the latest")]
+    c = counter()
+    latest = do_render(history[-1:], 100_000).tokens
+    wide_gist = unit_messages(history[10:12], Level.GIST)[1]
+    budget = latest + wide_gist - 1  # with the line saying what is left out, not even the wide unit's gist fits
+    result = do_render(history, budget)
+    assert [s.shown for s in result.spans] == [Shown.GIST, Shown.OMITTED, Shown.LIVE]
+    assert result.spans[1] == RenderedSpan("e11", "e12", Shown.OMITTED)
+    assert [m.content for m in result.messages if m.role is Role.USER][:10] == [f"old input {n}" for n in range(10)]
+    note = "[2 earlier entries left out for want of budget: e11–e12]"
+    assert [m.content for m in result.messages][11:13] == [note, "the latest\n\n" + WINDOW]
+    assert_no_orphans(result.messages)
+    assert recount(result.messages) <= result.tokens <= budget
+    assert c.count(note) < wide_gist
 
 
 async def test_the_window_is_injected_into_the_latest_observation_alone() -> None:
     history = conversation(3)
     result = do_render(history, 100_000)
     assert_window_only_in_latest_observation(result.messages, history[-1])
-    assert result.messages[-1].content == f"live 12\n\n{WINDOW}"
+    assert result.messages[-1].content == f"{history[-1].content.live.text}\n\n{WINDOW}"
     assert result.entries == len(history)
 
 
@@ -420,12 +477,17 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
         entries = await h.entries()
         full = await h.render(100_000, WINDOW)
         assert full.entries == len(entries)
-        for budget in (120, 200, 400, full.tokens):
+        tools = tools_tokens(describe_tools(ProbeApp()), counter())
+        assert full.tokens - recount(full.messages) >= tools > 0  # the tools' schemas count
+        for budget in (tools + 120, tools + 200, tools + 400, full.tokens):
             rendered = await h.render(budget, WINDOW)
-            assert recount(rendered.messages) <= rendered.tokens <= budget
+            assert recount(rendered.messages) + tools <= rendered.tokens <= budget
             assert_no_orphans(rendered.messages)
             assert_window_only_in_latest_observation(rendered.messages, entries[-1])
             assert rendered.messages[-1].content.startswith("and now?")
+            assert rendered.messages[1] == ChatMessage(Role.USER, "please record things")  # the task, pinned
+        with pytest.raises(Exception, match="token budget 100 is too small"):
+            await h.render(100, WINDOW)  # the tools alone cost more
 
 
 async def test_the_history_store_counts_the_windows_once_while_their_text_stays_the_same() -> None:
@@ -461,7 +523,178 @@ def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, 
     tool_calls = tuple(ToolCall(f"c{k}", f"tool_{k}", f'{{"k": {k}}}') for k in range(calls))
     content = output_content(text, tool_calls, c)
     extra = sum(c.count(t.name) + c.count(t.arguments) + 3 for t in tool_calls)
-    names = ", ".join(t.name for t in tool_calls)
-    gist = gist_line(text) or (f"(called {names})" if names else "")
+    gist = gist_line(text)
     assert content == Content(LevelText(text, c.count(text) + extra), LevelText(text, c.count(text) + extra),
                               LevelText(gist, c.count(gist) + extra))
+
+
+# -- exact costs and the rules around pairing and recaps ---------------------------------------------
+
+
+def test_a_tool_results_entry_costs_exactly_its_results_their_status_prefixes_and_overheads() -> None:
+    o = out(1, calls=2)
+    res = results(2, o)
+    paired = unit_messages([o, res], Level.RECENT)
+    result_tokens = sum(r.content.recent.tokens for r in res.results)
+    assert paired[1] == o.content.recent.tokens + MESSAGE_OVERHEAD_TOKENS + result_tokens + 2 * (
+        STATUS_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS)
+    alone = unit_messages([res], Level.RECENT)  # its output not rendered: one user message
+    assert [m.role for m in alone[0]] == [Role.USER]
+    assert alone[0][0].content == "[ok] result recent 2\n\n[ok] result recent 2"
+    assert alone[1] == result_tokens + 2 * (STATUS_PREFIX_TOKENS + JOIN_TOKENS) + MESSAGE_OVERHEAD_TOKENS
+
+
+def test_a_results_entry_keeps_its_own_note_whether_paired_or_not() -> None:
+    o = out(1, calls=1)
+    res = attrs.evolve(results(2, o), content=levels("[Notifications]\n- hi", "[Notifications]\n- hi", "1 note"))
+    paired = unit_messages([o, res], Level.RECENT)[0]
+    assert paired[-1] == ChatMessage(Role.USER, "[Notifications]\n- hi")
+    alone = unit_messages([res], Level.GIST)[0]
+    assert alone[-1].content == "[ok] result gist 2\n\n1 note"
+
+
+@pytest.mark.parametrize("case", ["no calls", "fewer results", "other ids", "not results"])
+def test_only_results_answering_exactly_an_outputs_calls_pair_with_it(case: str) -> None:
+    o = out(1, calls=2)
+    res = results(2, o)
+    assert answers(o, res)
+    if case == "no calls":
+        o = out(1)
+    elif case == "fewer results":
+        res = attrs.evolve(res, results=res.results[:1])
+    elif case == "other ids":
+        res = attrs.evolve(res, results=(res.results[0], attrs.evolve(res.results[1], call_id="elsewhere")))
+    else:
+        res = inp(2)  # type: ignore[assignment]
+    assert not answers(o, res)
+    rendered = do_render([inp(0), o, res, inp(3, "latest")], 100_000)
+    assert [m.role for m in rendered.messages] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.USER, Role.USER]
+    assert rendered.messages[2].tool_calls == ()  # calls not answered are not sent
+
+
+def test_several_recaps_are_sent_oldest_first_and_a_recap_that_does_not_fit_ends_the_older_ones() -> None:
+    history = [inp(10, "now")]
+    recaps = [recap(1, "first"), recap(2, "second " * 400), recap(3, "third " * 5)]
+    roomy = do_render(history, 100_000, recaps=recaps)
+    assert [m.content.split("\n")[1][:5] for m in roomy.messages if m.content.startswith(RECAP_PREFIX)] == [
+        "first", "secon", "third"]
+    c = counter()
+    cost = {r.id: c.count(r.content.live.text) + RECAP_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS for r in recaps}
+    gist = {r.id: c.count(r.content.gist.text) + RECAP_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS for r in recaps}
+    latest = do_render(history, 100_000).tokens
+    assert cost["e1"] < gist["e2"] - 1  # the oldest would fit where the middle one does not
+    tight = do_render(history, latest + cost["e3"] + gist["e2"] - 1, recaps=recaps)
+    # the newest fits at LIVE, the middle one not even at GIST: the oldest is not tried
+    shown = [m.content for m in tight.messages if m.content.startswith(RECAP_PREFIX)]
+    assert shown == [f"{RECAP_PREFIX}{recaps[2].content.live.text}"]
+    assert tight.spans == (RenderedSpan("e1", "e2", Shown.OMITTED), RenderedSpan("e3", "e3", Shown.RECAP),
+                           RenderedSpan("e10", "e10", Shown.LIVE))
+    assert ChatMessage(Role.SYSTEM, "[2 recaps left out for want of budget]") in tight.messages
+
+
+@pytest.mark.parametrize("encoding", BUNDLED_ENCODINGS)
+def test_the_fixed_costs_are_what_every_bundled_encoding_spends_plus_one(encoding: str) -> None:
+    c = TokenCounter(encoding)
+    assert c.count(RECAP_PREFIX) + 1 <= RECAP_PREFIX_TOKENS
+    assert max(c.count(f"[{s.value}] ") for s in ToolStatus) + 1 <= STATUS_PREFIX_TOKENS
+    assert c.count("a\n\nb") - c.count("a") - c.count("b") <= JOIN_TOKENS
+
+
+FOLLOWING = ["hello world", "def foo(x):\n    return x", "  indented", "漢字 text", "🙂 emoji", "x", '{"a": 1}',
+             ".,;", "-- dash", "\n\nnewline first", "ok"]
+"""Texts a status prefix may stand before: the prefix's cost includes its boundary with them."""
+
+
+def test_the_fixed_costs_are_no_larger_than_the_costliest_encoding_needs() -> None:
+    counters = [TokenCounter(e) for e in BUNDLED_ENCODINGS]
+    assert max(c.count(RECAP_PREFIX) for c in counters) + 1 == RECAP_PREFIX_TOKENS
+    prefix = max(c.count(f"[{s.value}] {t}") - c.count(t) for c in counters for s in ToolStatus for t in FOLLOWING)
+    assert prefix + 1 == STATUS_PREFIX_TOKENS
+
+
+def test_the_omission_line_names_three_runs_then_says_there_are_more() -> None:
+    runs = [("e1", "e1"), ("e3", "e5"), ("e9", "e10"), ("e12", "e12")]
+    assert omission_note(runs, 8, 0) == "[8 earlier entries left out for want of budget: e1, e3–e5, e9–e10, …]"
+    assert omission_note(runs[2:3], 2, 1) == "[2 earlier entries and 1 recap left out for want of budget: e9–e10]"
+    assert omission_note([], 0, 2) == "[2 recaps left out for want of budget]"
+    assert omission_note([("e7", "e7")], 1, 0) == "[1 earlier entry left out for want of budget: e7]"
+
+
+def _pinned(entry: ModelInputEntry | ModelOutputEntry) -> Any:
+    return attrs.evolve(entry, retention=Retention.CRITICAL)
+
+
+def _cost(entries: Sequence[HistoryEntry], level: Level) -> int:
+    return unit_messages(entries, level)[1]
+
+
+def test_a_pinned_entry_is_shown_where_it_was_while_older_and_newer_ones_are_left_out() -> None:
+    task = _pinned(inp(0, "THE TASK " * 20))
+    history: list[HistoryEntry] = [task, *[inp(n, f"filler {n} " * 40) for n in range(1, 30)], inp(30, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost([task], Level.RECENT) + 60
+    result = do_render(history, budget, pinned=[0])
+    assert result.messages[1] == ChatMessage(Role.USER, task.content.recent.text)  # right after the system prompt
+    assert result.spans[0] == RenderedSpan("e0", "e0", Shown.RECENT)
+    assert result.spans[-1] == RenderedSpan("e30", "e30", Shown.LIVE)
+    unpinned = do_render(history, budget)
+    assert all("THE TASK" not in m.content for m in unpinned.messages)
+
+
+def test_a_pinned_model_output_is_shown_with_its_results() -> None:
+    o = _pinned(out(1, "the plan", calls=2))
+    history: list[HistoryEntry] = [inp(0, "go"), o, results(2, o),
+                                   *[inp(n, f"filler {n} " * 60) for n in range(3, 20)], inp(20, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost(history[1:3], Level.RECENT) + 40
+    result = do_render(history, budget, pinned=[1])
+    roles = [m.role for m in result.messages]
+    assert roles[:5] == [Role.SYSTEM, Role.SYSTEM, Role.ASSISTANT, Role.TOOL, Role.TOOL]  # after the omission line
+    assert result.messages[1].content == "[17 earlier entries left out for want of budget: e0, e3–e18]"
+    assert_no_orphans(result.messages)
+    assert result.spans[1] in (RenderedSpan("e1", "e2", Shown.RECENT), RenderedSpan("e1", "e2", Shown.LIVE))
+
+
+def test_a_pinned_latest_observation_is_shown_once_live_with_the_windows() -> None:
+    task = _pinned(inp(0, "the task"))
+    result = do_render([task], 100_000, pinned=[0])
+    assert [m.content for m in result.messages] == [SYSTEM, f"the task\n\n{WINDOW}"]
+    assert result.spans == (RenderedSpan("e0", "e0", Shown.LIVE),)
+
+
+def test_what_fits_to_the_last_token_is_shown() -> None:
+    task = _pinned(inp(0, "the task " * 10))
+    history: list[HistoryEntry] = [task, inp(1, "now")]
+    summary = recap(5, "what happened before")
+    exact = do_render(history, 100_000, recaps=[summary], pinned=[0])
+    assert do_render(history, exact.tokens, recaps=[summary], pinned=[0]) == exact
+    short = do_render(history, exact.tokens - 1, recaps=[summary], pinned=[0])
+    assert short.messages != exact.messages and short.tokens < exact.tokens
+
+
+def test_rendering_stops_looking_back_after_sixteen_misfits_in_a_row_counted_from_the_last_fit() -> None:
+    wide = [out(2 * k + 100, text="", calls=20) for k in range(MAX_MISFITS)]
+    big: list[HistoryEntry] = [e for o in wide for e in (o, results(int(o.id[1:]) + 1, o))]
+    history: list[HistoryEntry] = [inp(0, "oldest"), *big, inp(500, "fits"), inp(501, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    small = _cost([inp(0, "oldest")], Level.GIST)
+    budget = latest + 2 * small + 60  # room for two small entries and the line, never for a wide one
+    assert _cost(big[:2], Level.GIST) > 2 * small + 60
+    result = do_render(history, budget)
+    shown = [m.content for m in result.messages]
+    assert "fits" in shown and "oldest" not in shown  # one fit, then sixteen misfits: it stopped
+    fewer = [inp(0, "oldest"), *big[2:], inp(500, "fits"), inp(501, "now")]
+    assert "oldest" in [m.content for m in do_render(fewer, budget).messages]  # fifteen: it went on
+
+
+def test_left_out_runs_are_named_apart_and_the_line_stands_where_the_oldest_was() -> None:
+    def wide(n: int) -> list[HistoryEntry]:
+        o = out(n, text="", calls=20)
+        return [o, results(n + 1, o)]
+    history: list[HistoryEntry] = [*wide(0), inp(2, "kept"), *wide(3), *wide(5), inp(7, "now")]
+    latest = do_render(history[-1:], 100_000).tokens
+    budget = latest + _cost([inp(2, "kept")], Level.RECENT) + 40
+    result = do_render(history, budget)
+    assert [m.content for m in result.messages] == [
+        SYSTEM, "[6 earlier entries left out for want of budget: e0–e1, e3–e6]", "kept", f"now\n\n{WINDOW}"]
+    assert [s.shown for s in result.spans] == [Shown.OMITTED, Shown.GIST, Shown.OMITTED, Shown.LIVE]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from livecontext.actors.history._render import MAX_MISFITS
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.actors.history._lazy import Raw
 from livecontext.actors.history._store import dump_snapshot
@@ -67,8 +68,11 @@ async def test_opening_from_a_snapshot_decodes_only_the_entries_rendering_uses()
     result = render(opened.active, opened.recaps, 60, system_prompt="", system_tokens=0,
                     windows="", windows_tokens=0)
     decoded = [i for i, item in enumerate(opened.active.items_as_stored()) if type(item) is not Raw]  # type: ignore[attr-defined]
-    assert 0 < len(decoded) <= result.entries + 2  # the rendered ones, and the one that did not fit
-    assert min(decoded) >= 300 - result.entries - 2  # only the newest
+    # the rendered ones, the misfits looked at before it stopped, and the oldest, whose id the
+    # line saying what was left out names
+    looked_at = result.entries + 2 * MAX_MISFITS + 2
+    assert 0 < len(decoded) <= looked_at + 1
+    assert decoded[0] == 0 and min(decoded[1:]) >= 300 - looked_at  # only the newest
     await store.aclose()
 
 

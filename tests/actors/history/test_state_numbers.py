@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from livecontext.actors.history import HistoryLimits, HistoryState
-from livecontext.actors.history._state import _number
+from livecontext.protocol import id_number as _number
 from livecontext.protocol import (
     ActorId,
     EntryAppended,

@@ -1,0 +1,313 @@
+"""Context-quality benchmark (issue 14, "Show"): what an agent's rendered context keeps of a
+long coding session, under a budget, with no recap and with each recap strategy.
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/bench_context_quality.py            # 4 transcripts, about a minute
+    .venv/bin/python benchmarks/bench_context_quality.py --quick    # 1 transcript of 90 steps, under half a minute
+    .venv/bin/python benchmarks/bench_context_quality.py --seed 7 --transcripts 6
+
+It generates coding-agent transcripts from a seed (``transcripts.py``: a fictional repository,
+a task statement of a few hundred tokens, 40-140 steps of shell and editor calls with outputs
+up to ~3,000 tokens, 17k-78k tokens if sent whole; nothing is downloaded) and replays each
+through the real agent (``spawn_agent``: a scripted model whose turns are the transcript's,
+an app whose tools return the recorded outputs as plain text), on an SQLite store in a temp
+folder and again on a JSONL store, at budgets of 8,000 and 32,000 tokens, with no recap and
+with each recap strategy. For each case it prints, from what the model was actually given:
+
+- the task statement present verbatim, in what fraction of model calls (target 100%);
+- rendered tokens / budget, mean and max, over the calls where the whole history at LIVE
+  exceeds the budget (targets: mean >= 0.85, max <= 1.0);
+- coverage: over those calls, of the steps older than the rendered window (the newest
+  unbroken run of entries at LIVE/RECENT), the fraction still represented: shown at some
+  level, or named in the rendered recap text by id or id range (target >= 0.95);
+- the tokens of the last call against sending everything;
+- stored bytes per step against the raw text (model text, call arguments, results; target
+  <= 1.5x + 400 B), for each store;
+- milliseconds per step (wall time / model calls, SQLite with the default fsync);
+- (no target) the share of ground-truth facts the context still shows: a line of each edit
+  made so far (the start of its new text, a heredoc's command line) and each error still open.
+
+Not a test: pytest does not collect it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+from attrs import define, field
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
+
+from benchmarks.quality_metrics import (  # noqa: E402
+    context_text,
+    coverage,
+    facts_kept,
+    infer_spans,
+    message_tokens,
+    recap_text,
+    task_present,
+    units_of,
+)
+from benchmarks.replay import CapturingModel, ExtractiveRecapModel, Replay, Workspace  # noqa: E402
+from benchmarks.transcripts import STEPS, Transcript, generate  # noqa: E402
+from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
+from livecontext.actors.history import HistoryLimits  # noqa: E402
+from livecontext.actors.recap import RecapSettings  # noqa: E402
+from livecontext.protocol import BeforeModelCall, Entries, Idle, ReadEntries, RunUntilIdle, make_converter  # noqa: E402
+from livecontext.runtime import open_runtime  # noqa: E402
+from livecontext.runtime.models import ScriptedModel  # noqa: E402
+from livecontext.runtime.persistence import open_store  # noqa: E402
+from livecontext.runtime.tokens import TokenCounter  # noqa: E402
+
+COUNTER = TokenCounter.from_env()
+CONVERTER = make_converter()
+BUDGETS = (8_000, 32_000)
+STRATEGIES: tuple[str | None, ...] = (None, "simple_extract", "structured", "model_summary")
+THREAD = "bench"
+SYSTEM_PROMPT = (
+    "You are a software engineer working in a checked-out repository at /repo. Use the bash tool to "
+    "explore, run code and tests; use str_replace_editor to view and edit files. Think briefly before "
+    "each action, make minimal changes, verify them with tests, and finish with a summary of what you "
+    "changed and why.")
+
+RUNTIME_DERIVES_LIMITS = True
+"""Flip once the runtime derives ``HistoryLimits`` from the budget when a recap is given
+without limits: the benchmark then passes none (see :func:`recap_limits`)."""
+
+
+def recap_limits(budget: int) -> HistoryLimits | None:
+    """The limits of a recap case: the runtime's own derivation once it has one; until then
+    the unfolded history (counted at RECENT) is limited to the budget, so that the maintainer
+    folds from 60% of it (soft) and folds until under 80% (hard)."""
+    if RUNTIME_DERIVES_LIMITS:
+        return None
+    return HistoryLimits(max_tokens=budget)
+
+
+@define
+class Figures:
+    """One case's figures, summed over its transcripts."""
+
+    calls: int = 0
+    with_task: int = 0
+    ratios: list[float] = field(factory=list)
+    """Rendered tokens / budget at each call past the budget."""
+    older: int = 0
+    represented: int = 0
+    facts: list[int] = field(factory=lambda: [0, 0])
+    last: list[int] = field(factory=list)
+    whole: list[int] = field(factory=list)
+    steps: int = 0
+    raw_bytes: int = 0
+    stored: dict[str, int] = field(factory=dict)
+    seconds: float = 0.0
+    spans_from: set[str] = field(factory=set)
+
+
+def store_bytes(kind: str, folder: Path) -> int:
+    """The bytes a closed store holds: SQLite's file once its WAL is checkpointed, a JSONL
+    thread's files."""
+    if kind == "sqlite":
+        path = folder / "bench.db"
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in (folder / "jsonl").rglob("*") if p.is_file() and p.name != "lock")
+
+
+async def replay(transcript: Transcript, budget: int, strategy: str | None, kind: str, folder: Path,
+                 figures: Figures | None) -> float:
+    """Run ``transcript`` through an agent; add its figures to ``figures`` (if given); return
+    the run's wall time in seconds."""
+    url = f"sqlite:{folder / 'bench.db'}" if kind == "sqlite" else f"jsonl:{folder / 'jsonl'}"
+    model = CapturingModel(ScriptedModel.from_turns(transcript.turns(), name=f"transcript-{transcript.seed}"))
+    recap = RecapSettings(strategy) if strategy else None
+    settings = AgentSettings(thread_id=THREAD, system_prompt=SYSTEM_PROMPT, budget=budget, recap=recap,
+                             limits=recap_limits(budget) if recap else None)
+    events: list[BeforeModelCall] = []
+    async with await open_store(url) as store:
+        async with await store.open_thread(THREAD, create=True, owner="bench") as log, open_runtime() as rt:
+            agent = await spawn_agent(rt, log, model, settings, converter=CONVERTER, counter=COUNTER,
+                                      inputs=[transcript.task], apps=[Workspace(Replay(transcript.calls()))],
+                                      recap_model=ExtractiveRecapModel() if strategy == "model_summary" else None)
+            client = rt.client("bench")
+            async with rt.open_subscription(agent.events, buffer=4096) as published:
+                async with trio.open_nursery() as nursery:
+                    async def collect() -> None:
+                        async for env in published:
+                            if isinstance(env.payload, BeforeModelCall):
+                                events.append(env.payload)
+
+                    nursery.start_soon(collect)
+                    started = time.perf_counter()
+                    idle = await client.ask(agent.engine, RunUntilIdle(), timeout=None)
+                    elapsed = time.perf_counter() - started
+                    nursery.cancel_scope.cancel()
+                while True:  # what was published before the reply and not yet read
+                    try:
+                        payload = published.receive_nowait().payload
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    if isinstance(payload, BeforeModelCall):
+                        events.append(payload)
+            entries = await client.ask(agent.history, ReadEntries(include_folded=True))
+    assert isinstance(idle, Idle) and idle.reason == "no_input", idle
+    assert isinstance(entries, Entries)
+    model.inner.check_all_used()  # type: ignore[attr-defined]
+    if figures is not None:
+        measure(transcript, budget, model, events, entries, figures)
+        figures.seconds += elapsed
+        figures.steps += len(model.requests)
+    return elapsed
+
+
+def measure(transcript: Transcript, budget: int, model: CapturingModel, events: Sequence[BeforeModelCall],
+            entries: Entries, figures: Figures) -> None:
+    """Add the metrics of one run's model calls to ``figures``."""
+    units = units_of(entries.entries)
+    unit_tokens = transcript.unit_tokens(COUNTER.count)
+    fixed = message_tokens(model.requests[0].messages[:1], COUNTER.count) + COUNTER.count("[Window: workspace]\ncwd: /repo") + 1
+    by_call = {e.call_index: e for e in events}
+    for request in model.requests:
+        c = request.call_index
+        whole = fixed + sum(unit_tokens[: c + 1])
+        messages = request.messages
+        figures.calls += 1
+        figures.with_task += task_present(messages, transcript.task)
+        if c == len(transcript.steps):
+            figures.last.append(message_tokens(messages, COUNTER.count))
+            figures.whole.append(whole)
+        if whole <= budget:
+            continue
+        event = by_call.get(c)
+        call_budget = event.budget if event is not None and event.budget else budget
+        figures.ratios.append(message_tokens(messages, COUNTER.count) / call_budget)
+        spans = event.spans if event is not None and event.spans else infer_spans(messages, entries.entries)
+        figures.spans_from.add("BeforeModelCall" if event is not None and event.spans else "inferred")
+        cov = coverage(units[: c + 1], spans, recap_text(messages))
+        figures.older += cov.older
+        figures.represented += cov.represented
+        edits = [m for s in transcript.steps[:c] for call in s.calls if (m := call.edit_mark())]
+        open_errors = [e.line for e in transcript.errors if e.appeared < c and (e.fixed is None or e.fixed >= c)]
+        kept, total = facts_kept(context_text(messages), edits + open_errors)
+        figures.facts[0] += kept
+        figures.facts[1] += total
+    figures.raw_bytes += transcript.raw_bytes()
+
+
+async def run_case(transcripts: Sequence[Transcript], budget: int, strategy: str | None) -> Figures:
+    figures = Figures()
+    for t in transcripts:
+        for kind in ("sqlite", "jsonl"):
+            with tempfile.TemporaryDirectory(prefix="lc-quality-") as tmp:
+                await replay(t, budget, strategy, kind, Path(tmp), figures if kind == "sqlite" else None)
+                figures.stored[kind] = figures.stored.get(kind, 0) + store_bytes(kind, Path(tmp))
+    return figures
+
+
+def mark(ok: bool | None) -> str:
+    return "" if ok is None else (" PASS" if ok else " FAIL")
+
+
+def rows(f: Figures) -> list[str]:
+    """The cells of one case's column."""
+    def frac(a: float, b: float) -> float | None:
+        return a / b if b else None
+
+    task = frac(f.with_task, f.calls)
+    mean = frac(sum(f.ratios), len(f.ratios))
+    top = max(f.ratios) if f.ratios else None
+    cov = frac(f.represented, f.older)
+    facts = frac(f.facts[0], f.facts[1])
+    raw = f.raw_bytes / f.steps
+    last, whole = sum(f.last) / len(f.last), sum(f.whole) / len(f.whole)
+    cells = [
+        f"{task:.3f}{mark(task >= 1.0)}" if task is not None else "-",
+        f"{mean:.3f}{mark(mean >= 0.85)}" if mean is not None else "- (never past)",
+        f"{top:.3f}{mark(top <= 1.0)}" if top is not None else "-",
+        f"{cov:.3f}{mark(cov >= 0.95)}" if cov is not None else "- (none older)",
+        f"{last / 1000:.1f}k / {whole / 1000:.1f}k = {last / whole:.2f}x",
+    ]
+    for kind in ("sqlite", "jsonl"):
+        stored = f.stored[kind] / f.steps
+        cells.append(f"{stored:,.0f} = {stored / raw:.2f}x{mark(stored <= 1.5 * raw + 400)}")
+    cells += [f"{1000 * f.seconds / f.steps:.2f}", f"{facts:.3f}" if facts is not None else "-"]
+    return cells
+
+
+LABELS = (
+    ("task in context, of all calls", "= 1.00"),
+    ("tokens / budget, mean (past budget)", ">= 0.85"),
+    ("tokens / budget, max (past budget)", "<= 1.00"),
+    ("coverage of steps older than window", ">= 0.95"),
+    ("last call vs sending everything", "-"),
+    ("stored B/step sqlite, vs raw", "<=1.5x+400"),
+    ("stored B/step jsonl, vs raw", "<=1.5x+400"),
+    ("ms per step (sqlite)", "-"),
+    ("facts shown (edits made, open errors)", "-"),
+)
+
+
+def table(budget: int, results: dict[str | None, Figures]) -> None:
+    any_case = next(iter(results.values()))
+    past = len(any_case.ratios)
+    print(f"\nbudget {budget:,} tokens: {any_case.calls} model calls, {past} with the whole history past the budget; "
+          f"raw text {any_case.raw_bytes / any_case.steps:,.0f} B/step")
+    names = ["no recap" if s is None else s + ("*" if s == "model_summary" else "") for s in results]
+    width = 24
+    print(f"  {'':41s}{'target':>11s}  " + "".join(f"{n:>{width}s}" for n in names))
+    columns = [rows(f) for f in results.values()]
+    for i, (label, target) in enumerate(LABELS):
+        print(f"  {label:41s}{target:>11s}  " + "".join(f"{col[i]:>{width}s}" for col in columns))
+    sources = set().union(*(f.spans_from for f in results.values()))
+    if sources and sources != {"BeforeModelCall"}:
+        print("  (levels per entry: " + (
+            "inferred from the messages: BeforeModelCall.spans was empty" if sources == {"inferred"} else
+            f"from {', '.join(sorted(sources))}") + ")")
+
+
+async def main(quick: bool, seed: int, count: int | None) -> None:
+    began = time.perf_counter()
+    n = count if count is not None else (1 if quick else 4)
+    lo, hi = STEPS
+    targets = [90] if quick and count is None else [round(lo + (hi - lo) * i / max(n - 1, 1)) for i in range(n)]
+    names = ["quick"] if quick and count is None else [str(i) for i in range(n)]
+    transcripts = [generate(f"{seed}.{name}", steps=s) for name, s in zip(names, targets)]
+    print(f"{len(transcripts)} transcript(s), seed {seed}:")
+    for t in transcripts:
+        outputs = [COUNTER.count(c.output) for c in t.calls()]
+        heredocs = [COUNTER.count(c.arguments_json()) for c in t.calls() if "<<'EOF'" in c.arguments.get("command", "")]
+        print(f"  {t.seed}: {t.project}, {len(t.steps)} steps + answer, {t.whole_tokens(COUNTER.count):,} tokens whole, "
+              f"task {COUNTER.count(t.task)}, largest output {max(outputs):,}, largest heredoc {max(heredocs):,}, "
+              f"errors {', '.join(f'{e.id}@{e.appeared}' + (f'-{e.fixed}' if e.fixed is not None else ' (open)') for e in t.errors)}")
+    limits = "derived by the runtime" if RUNTIME_DERIVES_LIMITS else "max_tokens = budget (benchmark's stand-in)"
+    print(f"recap cases: RecapSettings(strategy) defaults, limits {limits}; fsync {os.environ.get('LIVECONTEXT_FSYNC', 'full')}")
+    for budget in BUDGETS:
+        results = {s: await run_case(transcripts, budget, s) for s in STRATEGIES}
+        table(budget, results)
+    print(f"\n* model_summary's recap model is a stand-in, not a real model: {ExtractiveRecapModel.__name__} "
+          "(benchmarks/replay.py) reads the steps in its prompt and answers with one line per step (the line "
+          "that says most: an error, a test outcome, an edit, the command), merging the oldest into id ranges "
+          "(e12–e40) to fit the length it is asked for, and overshooting that length by 30% every 4th call. The "
+          "agent's model is scripted: its turns are the transcript's, so the model never reacts to what it was "
+          "given; the metrics measure what it was given. Tool outputs are recorded text, returned by an app "
+          "(benchmarks/replay.py); token counts are the runtime's counter's.")
+    print(f"whole run: {time.perf_counter() - began:.1f} s")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one transcript of 90 steps (seconds)")
+    parser.add_argument("--seed", type=int, default=14, help="the transcripts' seed (default 14)")
+    parser.add_argument("--transcripts", type=int, default=None, help="how many transcripts (default 4; 1 with --quick)")
+    args = parser.parse_args()
+    trio.run(main, args.quick, args.seed, args.transcripts)
