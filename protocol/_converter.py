@@ -1,6 +1,6 @@
 """One converter that turns every protocol type into JSON-safe data and back.
 
-Wire decisions (schema version 1):
+Wire decisions (schema version 2):
 
 - Tagged classes (every :class:`Message` subclass, every history entry, every log record
   payload) carry a ``"type"`` key holding their class name wherever the declared type does
@@ -8,14 +8,27 @@ Wire decisions (schema version 1):
   :data:`HistoryEntry`), optionally ``| None``, or a tuple of those, is structured by that
   tag, and a ``Message`` field only accepts a ``Message``. A field declared as one concrete
   class is a plain object.
+- An entry's or a result's :class:`Content` writes each text once: a level equal to LIVE is
+  the string ``"live"``, a GIST equal to RECENT is ``"recent"``, and a level that begins and
+  ends like LIVE is written as LIVE's head and tail around its own middle
+  (``{"head": H, "text": T, "tail": L, "tokens": N}``); see :mod:`._content_wire`.
 - :class:`ActorId` is the string ``"kind/name"``; :class:`Topic` is ``"#name"``.
 - Datetimes are ISO 8601 strings with their UTC offset (a naive one is malformed); enums are
   their values; tuples are lists.
 - Scalars are strict: a string field takes only a string, an integer field only an integer
   (not ``true``, not ``"12"``), a float field a number.
-- A serialized envelope is an object with ``"schema": 1`` and the envelope's fields.
+- A serialized envelope is an object with ``"schema": 2`` and the envelope's fields.
 - Unknown tags raise :class:`UnknownMessageTypeError`, unknown schema versions
   :class:`UnsupportedSchemaVersionError`, anything else malformed :class:`MalformedDataError`.
+
+What version 2 changed, and how version 1 still reads:
+
+- Version 1 wrote every level of a :class:`Content` as ``{"text", "tokens"}``; that form is
+  still read (and still written for a level that repeats nothing).
+- The history store appends a tool-results entry as a :class:`ToolResultsAppended` record
+  whose entry holds no results (they are the ones recorded, each stored once, in its
+  :class:`ToolResultRecorded`); version 1 wrote an :class:`EntryAppended` carrying them, and
+  such records still fold.
 
 There is no process-global converter: call :func:`make_converter` and keep the result.
 """
@@ -38,15 +51,17 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter as _make_json_converter
 
 from ._catalog import TAGGED_TYPES
+from ._content import Content, LevelText
+from ._content_wire import structure_content, unstructure_content
 from ._envelope import Envelope
 from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
 from ._ids import ActorId, Topic
 from ._message import Message
 from ._utc import utc_iso_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the wire format written by this build."""
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 """The versions this build can read."""
 
 T = typing.TypeVar("T")
@@ -82,6 +97,14 @@ class ProtocolConverter:
         self._c.register_structure_hook(dt.datetime, lambda v, _: self._datetime(v))
         self._c.register_structure_hook(ActorId | Topic, lambda v, _: self._address(v))
         self._c.register_unstructure_hook(ActorId | Topic, self._unstructure_address)
+        # an entry's levels: each text written once (see _content_wire)
+        self._c.register_unstructure_hook(Content, unstructure_content)
+        level_hook = self._c.get_structure_hook(LevelText)
+
+        def level_text(value: Any) -> LevelText:
+            return typing.cast(LevelText, level_hook(value, LevelText))
+        self._c.register_structure_hook(
+            Content, lambda v, _: structure_content(v, level_text, _character_count))
         # Each tagged class, where its type is known, is a plain object (hooks made lazily, so
         # classes may refer to each other in any order). Where a field is declared as
         # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.
@@ -424,6 +447,12 @@ def _strict(cls: type[T]) -> Callable[[Any, Any], T]:
             raise MalformedDataError(cls.__name__, f"expected {_JSON_NAMES[cls]}, got {value!r}")
         return value
     return structure
+
+
+def _character_count(value: Any, what: str) -> int:
+    if type(value) is not int or value < 0:
+        raise MalformedDataError("Content", f"{what} must be a count of characters (an integer >= 0), got {value!r}")
+    return value
 
 
 def _structure_float(value: Any, _: Any) -> float:

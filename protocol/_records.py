@@ -15,8 +15,11 @@ from ._tools import ToolResult, ToolSpec
 
 @frozen
 class EntryAppended(Message):
-    """An entry was appended (a tool-results entry also consumes the recorded results;
-    an entry carrying notifications delivers them)."""
+    """An entry was appended (an entry carrying notifications delivers them).
+
+    Tool-results entries are appended by :class:`ToolResultsAppended`; schema version 1 wrote
+    them here, with their results in them, and such a record still folds (consuming the
+    recorded results)."""
 
     entry: HistoryEntry
 

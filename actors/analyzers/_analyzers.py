@@ -31,6 +31,8 @@ from livecontext.runtime.models import ModelClient
 log = logging.getLogger("livecontext.analyzers")
 
 _RANK = [LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE]
+_APPENDS = frozenset({"EntryAppended", "ToolResultsAppended"})
+"""The kinds of the records that append an entry (a :class:`HistoryChanged` carries it)."""
 
 TRIGGERS = ("history", "period")
 """When an analyzer runs: after history changes, or every ``period_s`` seconds."""
@@ -128,7 +130,7 @@ class Analyzer(Actor):
 
     def wants(self, msg: HistoryChanged) -> bool:
         """Whether this change calls for an analysis (by default: an entry was appended)."""
-        return msg.kind == "EntryAppended"
+        return msg.kind in _APPENDS
 
     async def post(self, text: str) -> bool:
         """Post ``text`` to the agent unless it was the last text posted; whether it was posted."""
@@ -177,21 +179,14 @@ class RepeatedFailures(Analyzer):
         super().__init__(thread_id, history, settings)
         self.reported: set[str] = set()
         """Call ids of the streak last reported (grown as that streak goes on)."""
-        self._results_recorded = False
         self._seen: dict[str, ToolResult] = {}
         """The newest results read so far, oldest first: a streak counts results that the
         recap maintainer folded away after this analyzer read them (folding, which runs
         beside it, must not hide a streak from it)."""
 
     def wants(self, msg: HistoryChanged) -> bool:
-        # only a tool-results entry is news, and it is the entry appended after results were
-        # recorded: the other entries (inputs, outputs) need no read at all
-        if msg.kind == "ToolResultRecorded":
-            self._results_recorded = True
-        elif msg.kind == "EntryAppended" and self._results_recorded:
-            self._results_recorded = False
-            return True
-        return False
+        # only a tool-results entry is news: the other entries (inputs, outputs) need no read
+        return msg.kind == "ToolResultsAppended"
 
     async def analyze(self, view: HistorySlice) -> str | None:
         for e in view.entries:  # the window is the newest entries, so what is new comes last

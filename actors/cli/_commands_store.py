@@ -10,7 +10,22 @@ from typing import Any
 
 import click
 
-from livecontext.protocol import ProtocolConverter, make_converter
+from livecontext.protocol import (
+    AccessDenied,
+    EntriesFolded,
+    EntryAppended,
+    HistoryEdited,
+    Message,
+    NotificationPosted,
+    ProtocolConverter,
+    ProtocolError,
+    SystemPromptSet,
+    ThreadConfigured,
+    ToolResultRecorded,
+    ToolResultsAppended,
+    ToolStarted,
+    make_converter,
+)
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
     EventStore,
@@ -166,49 +181,55 @@ def audit(store_url: str, thread_id: str, as_json: bool) -> None:
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             records = await reader.read(1)
+        converter = make_converter()
         for rec in records:
             print_json({"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
-                        "kind": rec.kind, "summary": _record_summary(rec.kind, rec.payload)})
+                        "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)})
     run_async(go)
 
 
-def _record_summary(kind: str, payload: str) -> str:
-    """A short summary of a record; its kind alone when the payload has an unexpected shape."""
+def _record_summary(converter: ProtocolConverter, kind: str, payload: str) -> str:
+    """A short summary of a record; its kind alone when the payload cannot be read."""
     try:
-        return _summarize(kind, json.loads(payload))
-    except (KeyError, TypeError, ValueError, AttributeError):
+        message = converter.load_message(json.loads(payload))
+    except (ProtocolError, ValueError, RecursionError):
         return kind
+    return _summarize(message) or kind
 
 
-def _summarize(kind: str, data: Any) -> str:
-    if kind == "EntryAppended":
-        entry = data["entry"]
-        return f"{entry['type']} {entry['id']}: {entry['content']['gist']['text']}"
-    if kind == "ToolResultRecorded":
-        result = data["result"]
-        effect = f" + effect {data['effect']['type']}" if data.get("effect") else ""
-        return f"{result['name']} {result['call_id']} {result['status']}: {result['content']['gist']['text']}{effect}"
-    if kind == "ToolStarted":
-        return f"{data['name']} {data['call_id']} started"
-    if kind == "NotificationPosted":
-        n = data["notification"]
-        return f"{n['id']} from {n['sender']}: {n['text'][:80]}"
-    if kind == "SystemPromptSet":
-        return f"system prompt: {data['text'][:80]}"
-    if kind == "ThreadConfigured":
-        tools = ", ".join(t["name"] for t in data.get("tools", ())) or "none"
-        apps = ", ".join(a["name"] for a in data.get("apps", ())) or "none"
-        return f"budget {data['budget']}; tools {tools}; apps {apps}"
-    if kind == "HistoryEdited":
-        edited = ", ".join(f"{e['id']} r{e['revision']}" for e in data.get("entries", ()))
-        removed = ", ".join(data.get("removed", ()))
+def _summarize(message: Message) -> str:
+    if isinstance(message, EntryAppended):
+        entry = message.entry
+        return f"{type(entry).__name__} {entry.id}: {entry.content.gist.text}"
+    if isinstance(message, ToolResultsAppended):
+        notes = len(message.entry.notifications)
+        return (f"{type(message.entry).__name__} {message.entry.id}: the results recorded"
+                + (f" + {notes} notifications" if notes else ""))
+    if isinstance(message, ToolResultRecorded):
+        result = message.result
+        effect = f" + effect {type(message.effect).__name__}" if message.effect is not None else ""
+        return f"{result.name} {result.call_id} {result.status.value}: {result.content.gist.text}{effect}"
+    if isinstance(message, ToolStarted):
+        return f"{message.name} {message.call_id} started"
+    if isinstance(message, NotificationPosted):
+        n = message.notification
+        return f"{n.id} from {n.sender}: {n.text[:80]}"
+    if isinstance(message, SystemPromptSet):
+        return f"system prompt: {message.text[:80]}"
+    if isinstance(message, ThreadConfigured):
+        tools = ", ".join(t.name for t in message.tools) or "none"
+        apps = ", ".join(a.name for a in message.apps) or "none"
+        return f"budget {message.budget}; tools {tools}; apps {apps}"
+    if isinstance(message, HistoryEdited):
+        edited = ", ".join(f"{e.id} r{e.revision}" for e in message.entries)
+        removed = ", ".join(message.removed)
         return "; ".join(p for p in (f"edited {edited}" if edited else "",
-                                     f"removed {removed}" if removed else "") if p) or kind
-    if kind == "EntriesFolded":
-        return f"folded {', '.join(data['folded'])} into {data['recap']['id']}"
-    if kind == "AccessDenied":
-        return f"denied {data['action']} to {data['sender']} (needs {data['capability']})"
-    return kind
+                                     f"removed {removed}" if removed else "") if p)
+    if isinstance(message, EntriesFolded):
+        return f"folded {', '.join(message.folded)} into {message.recap.id}"
+    if isinstance(message, AccessDenied):
+        return f"denied {message.action} to {message.sender} (needs {message.capability.value})"
+    return ""
 
 
 @main.command("render")

@@ -26,6 +26,7 @@ from livecontext.protocol import (
     ThreadConfigured,
     ToolResult,
     ToolResultRecorded,
+    ToolResultsAppended,
     ToolResultsEntry,
     ToolStarted,
     derive_state,
@@ -119,6 +120,8 @@ class HistoryState:
         self._newest = None  # (the fold may change it, and fail halfway)
         if isinstance(payload, EntryAppended):
             self._append(payload.entry)
+        elif isinstance(payload, ToolResultsAppended):
+            self._append(self._with_recorded(payload.entry, seq))
         elif isinstance(payload, ToolStarted):
             self.started[payload.call_id] = payload.name
         elif isinstance(payload, ToolResultRecorded):
@@ -254,6 +257,24 @@ class HistoryState:
         number = id_number(entry.id)
         if number >= self.next_entry:
             self.next_entry = number + 1
+
+    def _with_recorded(self, entry: ToolResultsEntry, seq: int) -> ToolResultsEntry:
+        """``entry`` holding the recorded results, which must answer every call of the last
+        output, in order (a :class:`ToolResultsAppended` stores no results of its own)."""
+        where = f"tool-results entry {entry.id} at seq {seq} of thread {self.thread_id}"
+        if entry.results:
+            raise FoldError(f"{where} carries {len(entry.results)} results of its own; "
+                            "the record's results are the recorded ones, so it must carry none")
+        last = self.last
+        if last is None:
+            raise FoldError(f"{where} is the first entry: there is no tool call it could answer")
+        calls = [c.id for c in last.tool_calls] if isinstance(last, ModelOutputEntry) else []
+        answered = [r.call_id for r in self.recorded]
+        if not calls or answered != calls:
+            raise FoldError(f"{where} follows {ENTRY_KINDS[type(last)].replace('_', ' ')} {last.id}, whose "
+                            f"tool calls are {calls}, but the recorded results answer {answered}: "
+                            "the log is inconsistent")
+        return attrs.evolve(entry, results=tuple(self.recorded))
 
     def _record(self, rec: ToolResultRecorded) -> None:
         last = self.last

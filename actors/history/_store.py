@@ -42,6 +42,7 @@ from livecontext.protocol import (
     ThreadConfigured,
     ToolCall,
     ToolResultRecorded,
+    ToolResultsAppended,
     ToolResultsEntry,
     ToolStarted,
     Topic,
@@ -288,12 +289,14 @@ class HistoryStore(ContextManagement):
         notes = tuple(self.state.pending_notifications)
         last = self.state.last
         calls = last.tool_calls if isinstance(last, ModelOutputEntry) else ()
+        # no results: they are the ones recorded (each text is stored once, in its
+        # ToolResultRecorded); the fold puts them in
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=self._calls_retention(calls), content=results_content(notes, self.counter),
-            results=tuple(self.state.recorded), notifications=notes,
+            notifications=notes,
         )
-        await self._commit([EntryAppended(entry)])
+        await self._commit([ToolResultsAppended(entry)])
         return self._tail()
 
     def _calls_retention(self, calls: tuple[ToolCall, ...]) -> Retention:
@@ -351,7 +354,7 @@ class HistoryStore(ContextManagement):
     @staticmethod
     def _appends_entry(payloads: list[Message]) -> bool:
         for payload in payloads:
-            if isinstance(payload, EntryAppended):
+            if isinstance(payload, (EntryAppended, ToolResultsAppended)):
                 return True
         return False
 

@@ -314,20 +314,17 @@ def seal_records(
                 or not low <= mono <= high):
             raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
         seq = first_seq + index
-        sent_at = rec.sent_at
+        sent_at = rec.sent_at  # (UTC already: NewRecord's converter, or encoding, made it so)
         # the checksum is computed when first read (see StoredRecord.checksum): what would make
-        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead
-        if not (texts_checked and sender.isascii() and kind.isascii() and (encoded or payload.isascii())):  # (O(1) each)
+        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead (in
+        # the payload, load_json above refused it: JSON text must be valid UTF-8)
+        if not (texts_checked and sender.isascii() and kind.isascii()):  # (O(1) each)
             try:
                 thread_id.encode("utf-8")
                 sender.encode("utf-8")
                 kind.encode("utf-8")
-                if not encoded:
-                    payload.encode("utf-8")
             except UnicodeEncodeError:
                 raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
-            sent_at = _to_utc(sent_at)  # (what StoredRecord's converter does, returning the rest as is)
         record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
         set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _ = (
             _STORED_RECORD_SLOTS)
@@ -378,8 +375,8 @@ def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
     _check_json(state, "snapshot state")
     try:
         checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION)
-    except UnicodeEncodeError:
-        raise InvalidRecordError("snapshot state holds text that is not valid UTF-8") from None
+    except UnicodeEncodeError:  # (the state was checked above: the thread id)
+        raise InvalidRecordError(f"the snapshot's thread id {thread_id!r} is not valid UTF-8") from None
     return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
 
 

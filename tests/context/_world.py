@@ -30,6 +30,7 @@ from livecontext.protocol import (
     ToolStatus,
     EntriesFolded,
     EntryAppended,
+    ToolResultsAppended,
     HistoryEdited,
     HistorySlice,
     Message,
@@ -145,7 +146,7 @@ def check_no_lost_entry(thread_id: str, records: Sequence[tuple[int, str, Messag
                         model: RecordingModel, inputs: Sequence[str]) -> None:
     """Every model output and input is in the history exactly once; ids unique and increasing."""
     state = replay(thread_id, records)
-    appended = [p.entry for _, _, p in records if isinstance(p, EntryAppended)]
+    appended = [p.entry for _, _, p in records if isinstance(p, (EntryAppended, ToolResultsAppended))]
     ids = [e.id for e in appended] + [p.recap.id for _, _, p in records if isinstance(p, EntriesFolded)]
     assert len(ids) == len(set(ids)), f"duplicate entry ids: {[i for i, n in Counter(ids).items() if n > 1]}"
     numbers = [int(e.id[1:]) for e in state.entries]
@@ -190,7 +191,7 @@ def check_notifications(thread_id: str, records: Sequence[tuple[int, str, Messag
             nid = payload.notification.id
             assert nid not in posted, f"seq {seq}: notification id {nid} reused"
             posted[nid] = seq
-        elif isinstance(payload, EntryAppended):
+        elif isinstance(payload, (EntryAppended, ToolResultsAppended)):
             for note in getattr(payload.entry, "notifications", ()):
                 assert note.id in posted, f"seq {seq}: {payload.entry.id} delivers {note.id}, never posted before"
                 assert note.id not in delivered, (
@@ -256,7 +257,7 @@ class Trace:
 def trace_of(deliveries: Sequence[Any], records: Sequence[tuple[int, str, Message]]) -> Trace:
     """A comparable trace of a run."""
     def ident(p: Message) -> str:
-        if isinstance(p, EntryAppended):
+        if isinstance(p, (EntryAppended, ToolResultsAppended)):
             return p.entry.id
         if isinstance(p, EntriesFolded):
             return f"{p.recap.id}<-{','.join(p.folded)}"

@@ -10,6 +10,7 @@ from livecontext.actors.analyzers import AnalyzerSettings, make_analyzer
 from livecontext.protocol import (
     ActorId,
     EditApplied,
+    HistoryChanged,
     FoldIntoRecap,
     ModelReply,
     ModelRequest,
@@ -150,3 +151,16 @@ async def test_a_periodic_analyzer_runs_without_history_changes(autojump_clock: 
         await trio.sleep(10)  # nothing changed since: nothing new to read, no model call
         assert len(judge.requests) == 1
 
+
+
+def test_analyzers_wake_on_appended_entries_and_repeated_failures_only_on_tool_results() -> None:
+    history = ActorId("history", "h")
+    kinds = ("EntryAppended", "ToolResultsAppended", "ToolResultRecorded", "NotificationPosted", "HistoryEdited")
+
+    def woken_by(settings: AnalyzerSettings) -> list[str]:
+        analyzer = make_analyzer("h", history, settings, Judge([]))
+        return [k for k in kinds if analyzer.wants(HistoryChanged("h", k, 3, 9))]
+
+    # the other entries (inputs, outputs) hold no tool result: no need to read them
+    assert woken_by(AnalyzerSettings("fails")) == ["ToolResultsAppended"]
+    assert woken_by(AnalyzerSettings("judge", kind="model", prompt="odd?")) == ["EntryAppended", "ToolResultsAppended"]

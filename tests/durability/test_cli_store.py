@@ -92,7 +92,7 @@ def test_history_prints_the_entries_as_run_json_does_and_as_of_any_seq(store: st
     assert ran["entries"] == whole["entries"]
     records = audit(store)
     for at in range(len(records) + 1):
-        appended = sum(r["kind"] == "EntryAppended" for r in records[:at])
+        appended = sum(r["kind"] in ("EntryAppended", "ToolResultsAppended") for r in records[:at])
         as_of = ok_json("history", "--store", store, "--thread", "t", "--at", str(at))
         assert as_of["entries"] == whole["entries"][:appended]
 
@@ -123,6 +123,8 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     assert kinds.count("ToolResultRecorded") == EDITS
     results = [r for r in records if r["kind"] == "ToolResultRecorded"]
     assert all("+ effect NotebookEdited" in r["summary"] and r["sender"] == "engine/t" for r in results)
+    entries = [r["summary"] for r in records if r["kind"] == "ToolResultsAppended"]
+    assert entries == [f"ToolResultsEntry e{3 + 2 * k}: the results recorded" for k in range(EDITS)]
 
 
 def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:

@@ -89,8 +89,9 @@ class Tamper:
             return
         self._rewrite_line(thread_id, seq, lambda d: d.update(payload='{"evil":1}'), fix=False)
 
-    def set_schema_version(self, thread_id: str, seq: int, version: int) -> None:
-        """Give a record another schema version, with a matching checksum."""
+    def set_schema_version(self, thread_id: str, seq: int, version: int, checksum: str | None = None) -> None:
+        """Give a record another schema version, with a matching checksum (or ``checksum``:
+        a newer version may compute it otherwise)."""
         if self.backend == "sqlite":
             with sqlite3.connect(self.path) as conn:
                 row = conn.execute(
@@ -104,10 +105,12 @@ class Tamper:
                 conn.execute(
                     "UPDATE records SET schema_version = ?, checksum = ?"
                     " WHERE thread_id = ? AND seq = ?",
-                    (version, _checksum(data, thread_id), thread_id, seq),
+                    (version, checksum or _checksum(data, thread_id), thread_id, seq),
                 )
             return
         self._rewrite_line(thread_id, seq, lambda d: d.update(schema_version=version), fix=True)
+        if checksum is not None:
+            self._rewrite_line(thread_id, seq, lambda d: d.update(checksum=checksum), fix=False)
 
     def delete_record(self, thread_id: str, seq: int) -> None:
         """Remove a record."""

@@ -148,13 +148,27 @@ async def test_a_record_of_an_unknown_schema_version_raises_when_read(
                 await log.read()
 
 
+async def test_a_last_record_of_an_unknown_version_is_never_dropped_as_torn_whatever_its_checksum(
+    durable_url: str, make_records: MakeRecords, tamper: Tamper
+) -> None:
+    await _write(durable_url, make_records(3))
+    tamper.set_schema_version("t", 3, 99, checksum="0" * 64)  # not ours: a newer version's, perhaps
+    async with await open_store(durable_url) as store:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TornRecordWarning)
+            with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 99"):
+                await store.open_thread("t", owner="history")
+        async with await store.open_reader("t") as reader:
+            assert await reader.last_seq() == 3
+
+
 async def test_a_writer_refuses_to_append_after_a_record_of_an_unknown_version(
     durable_url: str, make_records: MakeRecords, tamper: Tamper
 ) -> None:
     await _write(durable_url, make_records(3))
-    tamper.set_schema_version("t", 3, 2)
+    tamper.set_schema_version("t", 3, 3)
     async with await open_store(durable_url) as store:
-        with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 2"):
+        with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 3"):
             await store.open_thread("t", owner="history")
         async with await store.open_reader("t") as reader:
             assert await reader.last_seq() == 3

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 import trio
 import trio.testing
+from livecontext.protocol import SCHEMA_VERSION
 from livecontext.runtime.persistence import (
     InvalidRecordError,
     InvalidThreadIdError,
@@ -44,7 +45,7 @@ async def test_appended_records_read_back_with_contiguous_seqs(
                     new.kind,
                     new.payload,
                 )
-                assert old.thread_id == "t" and old.schema_version == 1
+                assert old.thread_id == "t" and old.schema_version == SCHEMA_VERSION == 2
                 old.verify()
 
 
@@ -333,11 +334,9 @@ async def test_snapshots_must_be_in_range_and_in_order(
                 await log.write_snapshot(2, "{}")
 
 
-async def test_sqlite_and_memory_keep_only_the_newest_snapshots(
+async def test_sqlite_and_memory_keep_only_the_two_newest_snapshots(
     store_url: str, make_records: MakeRecords
 ) -> None:
-    from livecontext.runtime.persistence._records import KEEP_SNAPSHOTS
-
     if store_url.startswith("jsonl:"):
         pytest.skip("the JSONL snapshot file is append-only and keeps every snapshot")
     async with await open_store(store_url) as store:
@@ -346,7 +345,7 @@ async def test_sqlite_and_memory_keep_only_the_newest_snapshots(
             for seq in range(1, 11):
                 await log.write_snapshot(seq, f'{{"v": {seq}}}')
             kept = [s for s in [await log.latest_snapshot(at) for at in range(1, 11)] if s is not None]
-            assert sorted({s.seq for s in kept}) == list(range(11 - KEEP_SNAPSHOTS, 11))
+            assert sorted({s.seq for s in kept}) == [9, 10]  # (two: the README says so)
 
 
 async def test_a_loop_of_appends_lets_other_tasks_run_and_honours_a_cancel(

@@ -10,10 +10,11 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.protocol import UnsupportedSchemaVersionError, dump_json, dump_standard_json
+from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, dump_json, dump_standard_json
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidThreadIdError,
     NewRecord,
     StoredRecord,
     record_checksum,
@@ -25,7 +26,14 @@ from livecontext.runtime.persistence._jsonl_codec import (
     encode_snapshot,
     prefix_seq,
 )
-from livecontext.runtime.persistence._records import seal_records, seal_snapshot
+from livecontext.runtime.persistence._records import (
+    check_thread_id,
+    checksum_matches,
+    rehome_snapshot,
+    seal_records,
+    seal_snapshot,
+    snapshot_checksum,
+)
 from livecontext.runtime.persistence._sqlite_schema import (
     _TABLES,
     INSERT_RECORD,
@@ -164,6 +172,15 @@ def test_verify_names_the_seq_of_a_damaged_record() -> None:
         attrs.evolve(record, schema_version=3).verify()
 
 
+def test_a_stored_record_holding_text_that_is_not_utf8_fails_verification_as_corrupt() -> None:
+    # (what a JSONL line's "\\udc80" escape decodes to: the checksum cannot cover it)
+    (record,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
+    damaged = StoredRecord(1, "t", "s\udc80", record.sent_at, 1, "k", "{}", record.schema_version, record.checksum)
+    assert not checksum_matches(damaged)
+    with pytest.raises(CorruptRecordError, match=r"the record at seq 1 is corrupt \(checksum mismatch\)"):
+        damaged.verify()
+
+
 def test_times_are_kept_in_utc_to_the_microsecond() -> None:
     plus_two = dt.timezone(dt.timedelta(hours=2))
     record = NewRecord(
@@ -262,6 +279,10 @@ def test_a_utc_time_is_stored_as_given_and_other_zones_are_converted() -> None:
     zero = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(0)))
     converted = NewRecord("s", zero, 1, "k", "{}").sent_at
     assert converted == zero and converted.tzinfo is dt.timezone.utc
+    paris = dt.datetime(2025, 1, 1, 13, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    for made in (NewRecord("s", paris, 1, "k", "{}"), NewRecord.encoding("s", paris, 1, "k", {})):
+        assert made.sent_at == utc_time and made.sent_at.tzinfo is dt.timezone.utc
+    assert NewRecord.encoding("s", utc_time, 1, "k", {}).sent_at is utc_time
 
 
 @pytest.mark.parametrize(
@@ -299,6 +320,39 @@ def test_sealing_refuses_a_bad_record_and_names_it(record: object, message: str)
     assert str(caught.value).startswith(message)
 
 
+def test_sealing_takes_the_first_and_last_64_bit_ints_as_the_monotonic_time() -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    sealed = seal_records("t", 1, [NewRecord("s", now, -(2**63), "k", "{}"), NewRecord("s", now, 2**63 - 1, "k", "{}")])
+    assert [r.sent_mono_ns for r in sealed] == [-(2**63), 2**63 - 1]
+
+
+def test_a_time_whose_zone_gives_no_offset_is_refused_as_having_no_time_zone() -> None:
+    class Nowhere(dt.tzinfo):
+        def utcoffset(self, when: dt.datetime | None) -> dt.timedelta | None:
+            return None
+
+    with pytest.raises(InvalidRecordError, match="has no time zone; pass an aware UTC datetime"):
+        NewRecord("s", dt.datetime(2025, 1, 1, tzinfo=Nowhere()), 1, "k", "{}")
+
+
+def test_only_new_record_encoding_can_vouch_for_a_payload_left_unchecked() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'encoded'"):
+        NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{not json", encoded=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="takes 6 positional arguments but 7 were given"):
+        NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{not json", True)  # type: ignore[call-arg]
+
+
+def test_a_subclass_of_new_record_made_by_encoding_is_built_by_its_own_class() -> None:
+    @attrs.frozen
+    class Noted(NewRecord):
+        note: str = "kept"
+
+    record = Noted.encoding("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1, "k", {"a": 1})
+    assert type(record) is Noted and record.note == "kept" and record.payload == '{"a":1}'
+    (sealed,) = seal_records("t", 1, [record])
+    assert sealed.payload == '{"a":1}'
+
+
 def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
     class Nanos(int):
         pass
@@ -321,8 +375,9 @@ def test_a_sealed_records_checksum_is_computed_once_when_first_read(monkeypatch:
     assert first == again == record_checksum(
         thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k", payload="{}",
         schema_version=record.schema_version)
-    with pytest.raises(AttributeError, match="has no attribute 'checksums'"):
-        record.checksums  # type: ignore[attr-defined]  # noqa: B018
+    for missing in ("checksums", "another", "z"):  # (names sorting before and after it)
+        with pytest.raises(AttributeError, match=f"'StoredRecord' object has no attribute '{missing}'"):
+            getattr(record, missing)
 
 
 @pytest.mark.parametrize("field", ["thread", "sender", "kind", "payload"])
@@ -333,3 +388,79 @@ def test_text_that_is_not_valid_utf8_is_refused_when_sealed_in_any_field(field: 
     record = NewRecord(texts["sender"], dt.datetime.now(dt.timezone.utc), 1, texts["kind"], texts["payload"])
     with pytest.raises(InvalidRecordError, match=r"record 0 of the batch.* not valid UTF-8"):
         seal_records(texts["thread"], 1, [record])
+
+
+# -- snapshots ---------------------------------------------------------------------------------------
+
+
+def test_a_snapshot_checksum_covers_each_part_and_verify_fails_when_one_changes() -> None:
+    snapshot = seal_snapshot("t", 7, '{"entries":[]}')
+    snapshot.verify()
+    assert snapshot.checksum == snapshot_checksum("t", 7, '{"entries":[]}', SCHEMA_VERSION)
+    changed = {"thread_id": "u", "seq": 8, "state": '{"entries":[1]}', "schema_version": 1}
+    for name, value in changed.items():
+        other = attrs.evolve(snapshot, **{name: value})
+        with pytest.raises(CorruptRecordError, match="thread '.': the snapshot at seq .* is corrupt "
+                                                     r"\(checksum mismatch\)"):
+            other.verify()
+        assert snapshot_checksum(other.thread_id, other.seq, other.state, other.schema_version) != snapshot.checksum
+    # the parts' boundaries are encoded: moving text from one part to the next changes it
+    assert snapshot_checksum("t1", 2, "{}", 1) != snapshot_checksum("t", 12, "{}", 1)
+
+
+def test_a_snapshot_of_an_unknown_schema_version_is_refused_before_its_checksum_is_checked() -> None:
+    snapshot = seal_snapshot("t", 1, "{}")
+    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 99"):
+        attrs.evolve(snapshot, schema_version=99, checksum=snapshot_checksum("t", 1, "{}", 99)).verify()
+
+
+def test_a_snapshot_moved_to_another_thread_verifies_there_and_keeps_its_state() -> None:
+    snapshot = seal_snapshot("t", 3, '{"a":1}')
+    moved = rehome_snapshot(snapshot, "fork")
+    moved.verify()
+    assert (moved.thread_id, moved.seq, moved.state, moved.schema_version) == ("fork", 3, '{"a":1}', SCHEMA_VERSION)
+    assert moved.checksum != snapshot.checksum
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ("{not json", "snapshot state is not valid JSON text"),
+    (b"{}", "snapshot state must be JSON text \\(a str\\), got bytes"),
+    ('"\udc80"', "snapshot state is not valid JSON text"),
+])
+def test_a_snapshot_whose_state_is_not_json_text_is_refused(state: object, message: str) -> None:
+    with pytest.raises(InvalidRecordError, match=message):
+        seal_snapshot("t", 1, state)  # type: ignore[arg-type]
+
+
+def test_a_snapshot_of_a_thread_id_that_is_not_utf8_is_refused() -> None:
+    with pytest.raises(InvalidRecordError, match=r"the snapshot's thread id 't\\udc80' is not valid UTF-8"):
+        seal_snapshot("t\udc80", 1, "{}")
+
+
+# -- thread ids --------------------------------------------------------------------------------------
+
+
+def test_a_thread_id_may_have_1_to_200_characters() -> None:
+    for good in ("t", "x" * 200, "é" * 200):
+        assert check_thread_id(good) == good
+    for bad in ("", "x" * 201, "é" * 201):
+        with pytest.raises(InvalidThreadIdError, match="use 1 to 200 characters"):
+            check_thread_id(bad)
+
+
+def test_a_thread_id_with_a_control_character_is_refused_and_any_other_character_taken() -> None:
+    for bad in ("a\x00", "a\x1f", "a\nb", "a\x7f"):
+        with pytest.raises(InvalidThreadIdError, match="control characters are not allowed"):
+            check_thread_id(bad)
+    for good in ("a b", "~", "main/sub:1", "✓"):
+        assert check_thread_id(good) == good
+
+
+def test_a_thread_id_holding_a_lone_surrogate_is_refused_as_not_utf8() -> None:
+    with pytest.raises(InvalidThreadIdError, match="it is not valid UTF-8"):
+        check_thread_id("t\udc80")
+
+
+def test_a_thread_id_that_is_not_a_str_is_refused_naming_its_type() -> None:
+    with pytest.raises(InvalidThreadIdError, match="expected a str, got bytes"):
+        check_thread_id(b"t")

@@ -1,0 +1,165 @@
+"""Stores written by an older record format still open, fold, verify and resume.
+
+The stores in ``tests/fixtures/v1`` were written by format v1 (commit fc1e7f4; see the
+README there): every kind of record that format wrote, a snapshot, and a tail after it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from livecontext.actors import AgentSettings
+from livecontext.actors.apps import Notebook
+from livecontext.actors.cli._session import open_session, run_until_idle
+from livecontext.actors.history import HistoryState, load_state
+from livecontext.actors.history._store import dump_snapshot
+from livecontext.protocol import (
+    SCHEMA_VERSION,
+    HistoryEntry,
+    ModelOutputEntry,
+    ToolResultsEntry,
+    make_converter,
+)
+from livecontext.runtime.models import ScriptedModel
+from livecontext.runtime.persistence import open_store
+
+from ._support import json_lines
+
+V1 = Path(__file__).parent.parent / "fixtures" / "v1"
+THREAD = "old"
+V1_KINDS = {"SystemPromptSet", "EntryAppended", "ToolStarted", "ToolResultRecorded", "NotificationPosted",
+            "HistoryEdited", "EntriesFolded", "AccessDenied"}
+"""Every kind of record format v1 wrote."""
+
+
+def copy_of_v1_store(backend: str, tmp_path: Path) -> str:
+    """The URL of a copy of the v1 store of ``backend`` (opening a store may write to it)."""
+    if backend == "sqlite":
+        shutil.copy(V1 / "store.db", tmp_path / "store.db")
+        return f"sqlite:{tmp_path / 'store.db'}"
+    shutil.copytree(V1 / "store", tmp_path / "store")
+    return f"jsonl:{tmp_path / 'store'}"
+
+
+def printed_by_v1(backend: str, what: str) -> Any:
+    return json.loads((V1 / f"{backend}.{what}.json").read_text(encoding="utf-8"))
+
+
+def without_added_keys(new: Any, old: Any) -> Any:
+    """``new`` without the object keys that ``old`` lacks, at any depth (fields a newer
+    format adds); everything ``old`` has must still be there and equal."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: without_added_keys(v, old[k]) for k, v in new.items() if k in old}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [without_added_keys(n, o) for n, o in zip(new, old, strict=True)]
+    return new
+
+
+async def folded(url: str) -> HistoryState:
+    """The thread's state as opening it builds it: the latest snapshot, then the tail."""
+    async with await open_store(url) as store:
+        async with await store.open_reader(THREAD) as reader:
+            return await load_state(reader, make_converter(), THREAD)
+
+
+async def replayed_from_the_first_record(url: str) -> HistoryState:
+    """The thread's state folded from every record, no snapshot."""
+    converter = make_converter()
+    async with await open_store(url) as store:
+        async with await store.open_reader(THREAD) as reader:
+            records = await reader.read(1)
+    return HistoryState.fold(THREAD, ((r.seq, converter.load_message(json.loads(r.payload))) for r in records))
+
+
+def entries_folded_by_v1(backend: str) -> list[HistoryEntry]:
+    converter = make_converter()
+    return [converter.structure(e, HistoryEntry) for e in printed_by_v1(backend, "entries")]  # type: ignore[arg-type]
+
+
+async def test_a_v1_store_holds_every_record_kind_v1_wrote_and_each_verifies(backend: str, tmp_path: Path) -> None:
+    url = copy_of_v1_store(backend, tmp_path)
+    async with await open_store(url) as store:
+        async with await store.open_reader(THREAD) as reader:
+            records = await reader.read(1)
+            snapshot = await reader.latest_snapshot()
+    assert {r.kind for r in records} == V1_KINDS
+    assert {r.schema_version for r in records} == {1}
+    for record in records:
+        record.verify()
+    assert snapshot is not None and snapshot.schema_version == 1 and snapshot.seq < records[-1].seq
+    snapshot.verify()
+
+
+async def test_a_v1_store_folds_to_the_entries_v1_folded_from_its_snapshot_and_from_its_first_record(
+        backend: str, tmp_path: Path) -> None:
+    url = copy_of_v1_store(backend, tmp_path)
+    expected = entries_folded_by_v1(backend)
+    from_snapshot = await folded(url)
+    from_records = await replayed_from_the_first_record(url)
+    assert list(from_snapshot.entries) == expected
+    assert list(from_records.entries) == expected
+    assert from_records.active_tokens == from_snapshot.active_tokens
+    assert from_records.app_effects == from_snapshot.app_effects
+    # the fold really covers results entries whose results the records carry
+    results_entries = [e for e in from_records.entries if isinstance(e, ToolResultsEntry)]
+    assert [len(e.results) for e in results_entries] == [1, 2, 1]
+    assert [n.id for n in results_entries[1].notifications] == ["n1"]
+
+
+async def test_a_v1_store_prints_the_history_state_and_audit_v1_printed(backend: str, tmp_path: Path,
+                                                                        cli: Any) -> None:
+    url = copy_of_v1_store(backend, tmp_path)
+    for what in ("history", "state", "audit"):
+        done = await cli(what, "--store", url, "--thread", THREAD, "--json")
+        assert done.returncode == 0, done.stderr
+        lines = json_lines(done.stdout)
+        printed = lines if what == "audit" else lines[0]
+        old = printed_by_v1(backend, what)
+        assert without_added_keys(printed, old) == old
+
+
+async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: str, tmp_path: Path) -> None:
+    url = copy_of_v1_store(backend, tmp_path)
+    before = await folded(url)
+    # A scripted model answers call k with turn k: the old thread made 5 calls already. Its
+    # notebook holds "plan: fix step_3\ndone: task one": an edit that only applies to that
+    # text shows the app's state was rebuilt from the old records' effects.
+    turns = [{"text": f"(call {k}: answered in v1)"} for k in range(before.model_outputs)] + [
+             {"text": "noting task three",
+              "tool_calls": [{"name": "notebook_replace",
+                              "arguments": {"old_text": "done: task one", "new_text": "done: tasks one, three"}}]},
+             {"text": "noted"}]
+    model = ScriptedModel.from_turns(turns)
+    async with open_session(url, AgentSettings(thread_id=THREAD), "scripted",
+                            inputs=("task three",), model=model, apps=[Notebook()]) as s:
+        await run_until_idle(s, None)
+    assert model.unused_turns() == tuple(range(before.model_outputs))
+    after = await folded(url)
+    assert list(after.entries[: len(before.entries)]) == list(before.entries)
+    added = list(after.entries[len(before.entries):])
+    assert [type(e).__name__ for e in added] == ["ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry",
+                                               "ModelOutputEntry"]
+    assert isinstance(added[1], ModelOutputEntry) and isinstance(added[2], ToolResultsEntry)
+    assert [r.call_id for r in added[2].results] == [c.id for c in added[1].tool_calls]
+    assert [getattr(e, "text", None) for e in after.app_effects.values()] == ["plan: fix step_3\ndone: tasks one, three"]
+    assert list((await replayed_from_the_first_record(url)).entries) == list(after.entries)
+    # a snapshot written now holds v1 entries (some still as the v1 snapshot wrote them) and new ones
+    converter = make_converter()
+    async with await open_store(url) as store:
+        async with await store.open_thread(THREAD, owner="test") as log:
+            state = await load_state(log, converter, THREAD)
+            await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
+            records = await log.read(1)
+            snapshot = await log.latest_snapshot()
+    for record in records:
+        record.verify()
+    assert [r.schema_version for r in records] == [1] * before.seq + [SCHEMA_VERSION] * (len(records) - before.seq)
+    assert [r.kind for r in records[before.seq:]] == ["ThreadConfigured", "EntryAppended", "EntryAppended",
+                                                      "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
+    assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
+    snapshot.verify()
+    reopened = await folded(url)
+    assert reopened.seq == snapshot.seq and list(reopened.entries) == list(after.entries)
