@@ -386,7 +386,7 @@ async def bench_render(reps: int) -> None:
     sys_tokens, win_tokens = COUNTER.count(SYSTEM), COUNTER.count(WINDOWS)
     calls = {n: (lambda entries=entries: render(entries, (), BUDGET, system_prompt=SYSTEM,
                                                  system_tokens=sys_tokens, windows=WINDOWS,
-                                                 windows_tokens=win_tokens))
+                                                 windows_tokens=win_tokens, count=COUNTER.count))
              for n, entries in histories.items()}
     rendered = {n: call() for n, call in calls.items()}
     rounds = reps * 10

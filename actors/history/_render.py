@@ -186,6 +186,7 @@ class RenderCache:
     def __init__(self, max_units: int = 4096) -> None:
         self.max_units = max_units
         self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
+        self._more: dict[tuple[str, int, str, int, Level], bool] = {}
         self._system: ChatMessage | None = None
 
     def system_message(self, prompt: str) -> ChatMessage:
@@ -205,6 +206,17 @@ class RenderCache:
             if len(self._units) >= self.max_units:
                 self._units.clear()
             found = self._units[key] = (tuple(msgs), tokens)
+        return found
+
+    def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
+        """:func:`_differs`, kept (a unit's levels never change without a new revision)."""
+        first, last = unit[0], unit[-1]
+        key = (first.id, first.revision, last.id, last.revision, higher)
+        found = self._more.get(key)
+        if found is None:
+            if len(self._more) >= self.max_units:
+                self._more.clear()
+            found = self._more[key] = _differs(unit, lower, higher)
         return found
 
     def __len__(self) -> int:
@@ -254,14 +266,8 @@ class _Planner:
         """Units left out, as (start, stop)."""
         self.kept: set[int] = set()
         """Starts of the units never given back for the omission line: the latest, the pinned."""
-        self._read: dict[int, HistoryEntry] = {}
-
-    def at(self, k: int) -> HistoryEntry:
-        """``active[k]``, read once per render (a snapshot's entries decode when first read)."""
-        entry = self._read.get(k)
-        if entry is None:
-            entry = self._read[k] = self.active[k]
-        return entry
+        self.at = active.__getitem__
+        """``active[k]`` (a snapshot's entries are decoded once, when first read)."""
 
     def entries(self, start: int, stop: int) -> list[HistoryEntry]:
         return [self.at(k) for k in range(start, stop)]
@@ -277,16 +283,25 @@ class _Planner:
         return self.unit_start(i), i + 1
 
     def unit(self, start: int, stop: int, level: Level) -> tuple[Sequence[ChatMessage], int]:
-        entries = self.entries(start, stop)
+        return self.messages(self.entries(start, stop), level)
+
+    def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
         if self.cache is not None:
-            return self.cache.unit(entries, level)
-        return unit_messages(entries, level)
+            return self.cache.shows_more(unit, lower, higher)
+        return _differs(unit, lower, higher)
+
+    def messages(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
+        if self.cache is not None:
+            return self.cache.unit(unit, level)
+        return unit_messages(unit, level)
 
     def fits(self, tokens: int, reserve: int = 0) -> bool:
         return self.used + tokens + reserve <= self.budget
 
-    def take(self, start: int, stop: int, shown: Shown, piece: _Piece) -> None:
-        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], self.entries(start, stop))
+    def take(self, start: int, stop: int, shown: Shown, piece: _Piece,
+             unit: list[HistoryEntry] | None = None) -> None:
+        entries = unit if unit is not None else self.entries(start, stop)
+        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], entries)
         self.used += piece[1]
 
     def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: Windows,
@@ -309,13 +324,7 @@ class _Planner:
         recap_msgs, recap_shown = self._place_recaps()
         older_end = latest[0] if latest is not None else len(self.active)
         pinned_starts = {start for start, _ in pins}
-        before = (dict(self.taken), list(self.omitted), self.used)
-        self._place_older(older_end, pinned_starts, 0)
-        if self.omitted or not all(recap_shown):
-            # something is left out: place the older units again, keeping room for the line
-            # that says so (counted only when needed: most renders leave nothing out)
-            self.taken, self.omitted, self.used = before
-            self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
+        self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
         note = self._note(recap_shown)
         self._upgrade(latest[0] if latest is not None else None)
         messages = self._lay_out(head, recap_msgs, recap_shown, note)
@@ -384,8 +393,10 @@ class _Planner:
         return msgs, shown
 
     def _note_reserve(self, recaps: int) -> int:
-        """Room kept from the older units for the omission line: the line naming one run from
-        the oldest id to the newest (one naming more runs takes room back from the older units)."""
+        """Room kept from the older units for the omission line, should one be needed: the
+        line naming one run from the oldest id to the newest. If it is not needed, what is
+        left is spent by :meth:`_upgrade`; a line naming more runs takes room back from the
+        older units."""
         if not self.active:
             return 0
         run = (self.at(0).id, self.at(len(self.active) - 1).id)
@@ -395,15 +406,21 @@ class _Planner:
         """Units before ``end``, newest first: RECENT while they fit, then GIST; misfits are left
         out; :data:`MAX_MISFITS` in a row leave out everything older. ``reserve`` tokens are
         kept free for the line saying so."""
+        at = self.at
         level = Level.RECENT
         misfits = 0
         i = end - 1
         while i >= 0:
-            start = self.unit_start(i)
+            last = at(i)
+            previous = at(i - 1) if i > 0 else None
+            if previous is not None and answers(previous, last):
+                start, unit = i - 1, [previous, last]
+            else:
+                start, unit = i, [last]
             if start in pinned_starts:
                 i = start - 1
                 continue
-            piece = self.unit(start, i + 1, level)
+            piece = self.messages(unit, level)
             if not self.fits(piece[1], reserve):
                 if level is Level.RECENT:
                     level = Level.GIST
@@ -415,7 +432,7 @@ class _Planner:
                     return
             else:
                 misfits = 0
-                self.take(start, i + 1, _SHOWN[level], piece)
+                self.take(start, i + 1, _SHOWN[level], piece, unit)
             i = start - 1
 
     def _upgrade(self, latest: int | None) -> None:
@@ -427,7 +444,7 @@ class _Planner:
                 if self.used >= self.budget:
                     return
                 was = self.taken[start]
-                if was.shown is not shown or start == latest or not _differs(was.entries, _LEVEL[shown], level):
+                if was.shown is not shown or start == latest or not self.shows_more(was.entries, _LEVEL[shown], level):
                     continue
                 piece = self.unit(start, was.stop, level)
                 if self.used - was.tokens + piece[1] <= self.budget:
