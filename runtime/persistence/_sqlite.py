@@ -387,11 +387,12 @@ class _SqliteWriter(_SqliteReader):
             " ORDER BY seq DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
-        if row is not None and not _snapshot_sound(row):
+        reason = None if row is None else _snapshot_problem(row)
+        if reason is not None:
             conn.execute(
                 "DELETE FROM snapshots WHERE thread_id = ? AND seq = ?", (thread_id, row[1])
             )
-            self.repairs.append(TornSnapshotWarning(thread_id, 1, "checksum mismatch"))
+            self.repairs.append(TornSnapshotWarning(thread_id, 1, reason))
         latest = conn.execute(
             "SELECT coalesce(max(seq), 0) FROM snapshots WHERE thread_id = ?", (thread_id,)
         ).fetchone()[0]
@@ -450,11 +451,14 @@ class _SqliteWriter(_SqliteReader):
                 )
 
 
-def _snapshot_sound(row: tuple[object, ...]) -> bool:
+def _snapshot_problem(row: tuple[object, ...]) -> str | None:
+    """Why the latest snapshot's row counts as torn, or None if it is sound."""
     try:
-        snapshot_from_row(row).verify()
-    except CorruptRecordError:
-        return False
+        snapshot = snapshot_from_row(row)
     except (ValueError, TypeError):
-        return False
-    return True
+        return "undecodable snapshot row"
+    try:
+        snapshot.verify()
+    except CorruptRecordError:
+        return "checksum mismatch"
+    return None
