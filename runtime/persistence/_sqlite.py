@@ -116,7 +116,7 @@ class SqliteBackend:
     def __init__(self, conn: sqlite3.Connection, path: str, format_version: int) -> None:
         self._conn = conn
         self._path = path
-        self._format_version = format_version  # the file's, as of our last write (see transaction)
+        self._format_version = format_version  # the file's: as opened, or as our last write left it
         self._lock = threading.Lock()
         self._closed = False
 

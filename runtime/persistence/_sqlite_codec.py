@@ -28,8 +28,9 @@ them: below it, the dictionary still saves a few tens of bytes, but such records
 (``ToolStarted``, ``AccessDenied``) and stay legible to ``sqlite3``."""
 
 LEVEL = 6
-"""zlib's compression level (its default): on a step's records, levels 1 and 3 save a few
-microseconds per record and store 5-20% more; 9 stores no less than 6 and is slower."""
+"""zlib's compression level, its default: lower levels compress a long tool output in about
+half the time but store noticeably more of it; 9 is slower and stores hardly less. The work
+is done in the worker thread that writes the batch (zlib releases the GIL meanwhile)."""
 
 _SHAPES = (
     # rarest first: a back-reference into the dictionary costs fewer bits the nearer to its
