@@ -17,7 +17,11 @@ snapshot is written (``snapshot_every`` is larger than the run). The target is a
 1.5x the raw text plus about 400 bytes.
 
 It also prints, for JSONL, the bytes of each record kind per step (whole lines), which is
-where the rest goes.
+where the rest goes; then what writing and reading those records costs on SQLite with
+fsync off (so that the disk does not hide the CPU): the records of each size's steps are
+appended again to a new thread, one record per ``append`` as an agent's history does, until
+``--appends`` records; then read back in one ``read``. It prints records per second (wall
+time) and the CPU time per record of the whole process (its worker threads included).
 
 Not a test: pytest does not collect it (its name does not start with ``test_``).
 """
@@ -31,6 +35,7 @@ import random
 import sqlite3
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import trio
@@ -42,7 +47,7 @@ from livecontext.actors.apps import App, ToolOutcome, tool  # noqa: E402
 from livecontext.protocol import Idle, Message, ProvideInput, RunUntilIdle, make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
-from livecontext.runtime.persistence import open_store  # noqa: E402
+from livecontext.runtime.persistence import FsyncLevel, NewRecord, open_store  # noqa: E402
 from livecontext.runtime.tokens import TokenCounter  # noqa: E402
 
 SIZES = {"small": 300, "medium": 1_500, "large": 12_000}
@@ -161,7 +166,35 @@ async def measure(backend: str, size: int, steps: int, root: Path) -> tuple[floa
     return raw / steps, (sizes[1] - sizes[0]) / steps, kinds
 
 
-async def main(steps: int) -> None:
+async def stored_records(url: str) -> list[NewRecord]:
+    """The records of thread ``t`` of a store, as new records to append elsewhere."""
+    async with await open_store(url) as store:
+        async with await store.open_reader("t") as reader:
+            records = await reader.read(1)
+    return [NewRecord(r.sender, r.sent_at, r.sent_mono_ns, r.kind, r.payload) for r in records]
+
+
+async def time_appends(records: list[NewRecord], count: int, path: Path) -> tuple[float, float, float, float]:
+    """Append ``records`` over and over, one per call, until ``count``, then read them back.
+
+    Returns ``(appends per second, CPU us per append, records read per second, CPU us per
+    record read)``, on SQLite with fsync off.
+    """
+    batch = [records[k % len(records)] for k in range(count)]
+    async with await open_store(f"sqlite:{path}", fsync=FsyncLevel.OFF) as store:
+        async with await store.open_thread("t", owner="bench") as log:
+            wall, cpu = time.perf_counter(), time.process_time()
+            for record in batch:
+                await log.append([record])
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            read_wall, read_cpu = time.perf_counter(), time.process_time()
+            back = await log.read(1)
+            read_wall, read_cpu = time.perf_counter() - read_wall, time.process_time() - read_cpu
+    assert [r.payload for r in back] == [r.payload for r in batch]
+    return count / wall, cpu / count * 1e6, count / read_wall, read_cpu / count * 1e6
+
+
+async def main(steps: int, appends: int) -> None:
     print(f"Bytes per step, {steps} shell-like steps per thread (target: 1.5x raw + ~400 B)")
     print(f"  {'backend':<8}{'output':<8}{'raw B':>8}{'stored B':>10}{'ratio':>7}{'target B':>10}  over raw")
     with tempfile.TemporaryDirectory() as tmp:
@@ -175,12 +208,21 @@ async def main(steps: int) -> None:
                       f"  {stored - raw:>+6.0f} {mark}")
                 if kinds:
                     breakdown[label] = kinds
-    print("JSONL bytes per step by record kind (whole lines)")
-    for label, kinds in breakdown.items():
-        print(f"  {label:<8}" + "  ".join(f"{k} {v:.0f}" for k, v in kinds.items()))
+        print("JSONL bytes per step by record kind (whole lines)")
+        for label, kinds in breakdown.items():
+            print(f"  {label:<8}" + "  ".join(f"{k} {v:.0f}" for k, v in kinds.items()))
+        print(f"SQLite, fsync off: {appends} records appended one per call, then read back in one call")
+        print(f"  {'output':<8}{'B/record':>9}{'appends/s':>11}{'CPU us':>8}{'reads/s':>10}{'CPU us':>8}")
+        for label in SIZES:
+            records = await stored_records(f"sqlite:{Path(tmp) / f'sqlite-{SIZES[label]}-steps'}")
+            mean = sum(len(r.payload.encode()) for r in records) / len(records)
+            rate, cpu, read_rate, read_cpu = await time_appends(records, appends, Path(tmp) / f"timing-{label}")
+            print(f"  {label:<8}{mean:>9.0f}{rate:>11,.0f}{cpu:>8.0f}{read_rate:>10,.0f}{read_cpu:>8.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60, help="steps per thread (default 60)")
-    trio.run(main, parser.parse_args().steps)
+    parser.add_argument("--appends", type=int, default=3000, help="records appended in the timing (default 3000)")
+    args = parser.parse_args()
+    trio.run(main, args.steps, args.appends)

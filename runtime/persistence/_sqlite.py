@@ -7,6 +7,9 @@ inserts the batch. The single-writer lock is a row in ``leases``; it is stale wh
 holder's process is gone (same host) or it was not renewed for
 :data:`~._lease.LEASE_TTL_S` (another host). Last seqs come from the primary-key index, so
 no call reads more than it returns.
+
+Rows are encoded and decoded (compressed, checksums packed) in the calling worker thread,
+never in an actor's task: see :mod:`._sqlite_schema` and :mod:`._sqlite_codec`.
 """
 
 from __future__ import annotations
@@ -49,11 +52,13 @@ from ._sqlite_schema import (
     INSERT_RECORD,
     RECORD_COLUMNS,
     SNAPSHOT_COLUMNS,
+    STORE_FORMAT_VERSION,
     UPSERT_SNAPSHOT,
     record_from_row,
     record_to_row,
     snapshot_from_row,
     snapshot_to_row,
+    upgrade_in,
 )
 from ._time import format_time, parse_time
 
@@ -108,9 +113,10 @@ class SqliteBackend:
 
     blocking = True
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, format_version: int) -> None:
         self._conn = conn
         self._path = path
+        self._format_version = format_version  # the file's: as opened, or as our last write left it
         self._lock = threading.Lock()
         self._closed = False
 
@@ -122,17 +128,27 @@ class SqliteBackend:
             yield self._conn
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the body raises."""
+    def transaction(self, *, writes_rows: bool = False) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the body raises.
+
+        ``writes_rows``: the body writes records or snapshots, which only the current store
+        format may hold; an older file is upgraded in the same transaction (and stays as it
+        was if the transaction is rolled back).
+        """
         with self._using() as conn:
             conn.execute("BEGIN IMMEDIATE")
+            upgrading = writes_rows and self._format_version != STORE_FORMAT_VERSION
             try:
+                if upgrading:
+                    upgrade_in(conn)
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            if upgrading:
+                self._format_version = STORE_FORMAT_VERSION
 
     # -- store level -------------------------------------------------------------------
 
@@ -195,7 +211,7 @@ class SqliteBackend:
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         now = dt.datetime.now(dt.timezone.utc)
-        with self.transaction() as conn:
+        with self.transaction(writes_rows=True) as conn:
             if not _exists(conn, src_thread):
                 raise ThreadNotFoundError(src_thread)
             last = _committed_last(conn, src_thread)
@@ -371,11 +387,12 @@ class _SqliteWriter(_SqliteReader):
             " ORDER BY seq DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
-        if row is not None and not _snapshot_sound(row):
+        reason = None if row is None else _snapshot_problem(row)
+        if reason is not None:
             conn.execute(
                 "DELETE FROM snapshots WHERE thread_id = ? AND seq = ?", (thread_id, row[1])
             )
-            self.repairs.append(TornSnapshotWarning(thread_id, 1, "checksum mismatch"))
+            self.repairs.append(TornSnapshotWarning(thread_id, 1, reason))
         latest = conn.execute(
             "SELECT coalesce(max(seq), 0) FROM snapshots WHERE thread_id = ?", (thread_id,)
         ).fetchone()[0]
@@ -389,7 +406,7 @@ class _SqliteWriter(_SqliteReader):
 
     def append(self, records: list[StoredRecord]) -> None:
         try:
-            with self._backend.transaction() as conn:
+            with self._backend.transaction(writes_rows=True) as conn:
                 self._renew(conn)
                 conn.executemany(INSERT_RECORD, [record_to_row(r) for r in records])
         except sqlite3.IntegrityError:
@@ -400,7 +417,7 @@ class _SqliteWriter(_SqliteReader):
 
     def write_snapshot(self, snapshot: Snapshot) -> None:
         try:
-            with self._backend.transaction() as conn:
+            with self._backend.transaction(writes_rows=True) as conn:
                 self._renew(conn)
                 conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
                 # a snapshot holds the whole state: keeping every one would make storage grow
@@ -434,11 +451,14 @@ class _SqliteWriter(_SqliteReader):
                 )
 
 
-def _snapshot_sound(row: tuple[object, ...]) -> bool:
+def _snapshot_problem(row: tuple[object, ...]) -> str | None:
+    """Why the latest snapshot's row counts as torn, or None if it is sound."""
     try:
-        snapshot_from_row(row).verify()
-    except CorruptRecordError:
-        return False
+        snapshot = snapshot_from_row(row)
     except (ValueError, TypeError):
-        return False
-    return True
+        return "undecodable snapshot row"
+    try:
+        snapshot.verify()
+    except CorruptRecordError:
+        return "checksum mismatch"
+    return None

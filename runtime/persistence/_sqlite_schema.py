@@ -11,6 +11,13 @@ no version, is refused rather than guessed at.
   ``(thread_id, seq)``.
 - ``leases(thread_id, token, owner, host, pid, start, acquired_at, renewed_at)``: the
   single-writer lock of each thread being written; ``token`` identifies the holding writer.
+
+Format 2 (this one) keeps the tables of format 1 and adds two ways to store a value, told
+apart by its SQLite storage class (see :mod:`._sqlite_codec`): a payload or state may be a
+BLOB (zlib-compressed text) and a checksum a BLOB (its 32 bytes). Every format-1 row is a
+format-2 row, so a format-1 file is read as it is; the first transaction that writes a
+record or a snapshot to it sets its version to 2 (:func:`upgrade_in`), so that an older build
+refuses it instead of misreading a BLOB.
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ import sqlite3
 
 from ._errors import StoreFormatError
 from ._records import Snapshot, StoredRecord
+from ._sqlite_codec import pack_checksum, pack_text, unpack_checksum, unpack_text
 from ._time import format_time, parse_time
 
-STORE_FORMAT_VERSION = 1
-"""The SQLite store layout this build writes and reads (``PRAGMA user_version``)."""
+STORE_FORMAT_VERSION = 2
+"""The SQLite store format this build writes (``PRAGMA user_version``)."""
+READABLE_FORMAT_VERSIONS = (1, 2)
+"""The formats this build opens: format 1 is read as it is and upgraded by the first write."""
 
 _TABLES = """
 CREATE TABLE threads (
@@ -70,19 +80,22 @@ INSERT_RECORD = f"INSERT INTO records ({RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, 
 SNAPSHOT_COLUMNS = "thread_id, seq, state, schema_version, checksum"
 UPSERT_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
 
-RecordRow = tuple[int, str, str, str, int, str, str, int, str]
-SnapshotRow = tuple[str, int, str, int, str]
+RecordRow = tuple[int, str, str, str, int, str, str | bytes, int, bytes]
+SnapshotRow = tuple[str, int, str | bytes, int, bytes]
 
 
-def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
+def ensure_schema(conn: sqlite3.Connection, path: str) -> int:
     """Create the tables in an empty database, or check an existing store's version.
+
+    Returns:
+        The store's format version, one of :data:`READABLE_FORMAT_VERSIONS`.
 
     Raises:
         StoreFormatError: the database has another format version, or is not a store.
     """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version == STORE_FORMAT_VERSION:
-        return
+    if version in READABLE_FORMAT_VERSIONS:
+        return int(version)
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may
@@ -92,19 +105,27 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {STORE_FORMAT_VERSION}")
+            version = STORE_FORMAT_VERSION
         elif version == 0:
             raise StoreFormatError(path, "it is an SQLite database but not a livecontext store")
-        elif version != STORE_FORMAT_VERSION:
+        elif version not in READABLE_FORMAT_VERSIONS:
             raise StoreFormatError(
                 path,
-                f"its store format is version {version}, this build reads version "
-                f"{STORE_FORMAT_VERSION}; upgrade livecontext to open it",
+                f"its store format is version {version}, this build reads versions "
+                f"{READABLE_FORMAT_VERSIONS[0]} to {STORE_FORMAT_VERSION}; upgrade livecontext to open it",
             )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    return int(version)
+
+
+def upgrade_in(conn: sqlite3.Connection) -> None:
+    """Set the store's format version to :data:`STORE_FORMAT_VERSION`, in the caller's
+    transaction: the one about to write the first row that format 1 cannot hold."""
+    conn.execute(f"PRAGMA user_version = {STORE_FORMAT_VERSION}")
 
 
 def record_to_row(record: StoredRecord) -> RecordRow:
@@ -116,9 +137,9 @@ def record_to_row(record: StoredRecord) -> RecordRow:
         format_time(record.sent_at),
         record.sent_mono_ns,
         record.kind,
-        record.payload,
+        pack_text(record.payload),
         record.schema_version,
-        record.checksum,
+        pack_checksum(record.checksum),
     )
 
 
@@ -127,12 +148,17 @@ def _expect(value: object, kind: type, column: str) -> None:
         raise ValueError(f"column {column} holds a {type(value).__name__}, not {kind.__name__}")
 
 
+_RECORD_TYPES = tuple(zip((int, str, str, str, int, str, None, int, None), RECORD_COLUMNS.split(", "),
+                         strict=True))
+"""Each column's type, or None for those the codec checks (payload, checksum)."""
+
+
 def record_from_row(row: tuple[object, ...]) -> StoredRecord:
-    """The record in a ``records`` row (raises ``ValueError`` on a malformed row)."""
-    names = RECORD_COLUMNS.split(", ")
-    kinds = (int, str, str, str, int, str, str, int, str)
-    for value, kind, name in zip(row, kinds, names, strict=True):
-        _expect(value, kind, name)
+    """The record in a ``records`` row (raises ``ValueError`` on a malformed row, or on a
+    compressed payload that does not decompress)."""
+    for value, (kind, name) in zip(row, _RECORD_TYPES, strict=True):
+        if kind is not None:
+            _expect(value, kind, name)
     seq, thread_id, sender, sent_at, mono, kind_, payload, version, checksum = row
     return StoredRecord(
         seq=seq,  # type: ignore[arg-type]
@@ -141,9 +167,9 @@ def record_from_row(row: tuple[object, ...]) -> StoredRecord:
         sent_at=parse_time(sent_at),  # type: ignore[arg-type]
         sent_mono_ns=mono,  # type: ignore[arg-type]
         kind=kind_,  # type: ignore[arg-type]
-        payload=payload,  # type: ignore[arg-type]
+        payload=unpack_text(payload, "payload"),
         schema_version=version,  # type: ignore[arg-type]
-        checksum=checksum,  # type: ignore[arg-type]
+        checksum=unpack_checksum(checksum),
     )
 
 
@@ -152,16 +178,25 @@ def snapshot_to_row(snapshot: Snapshot) -> SnapshotRow:
     return (
         snapshot.thread_id,
         snapshot.seq,
-        snapshot.state,
+        pack_text(snapshot.state),
         snapshot.schema_version,
-        snapshot.checksum,
+        pack_checksum(snapshot.checksum),
     )
 
 
 def snapshot_from_row(row: tuple[object, ...]) -> Snapshot:
-    """The snapshot in a ``snapshots`` row (raises ``ValueError`` on a malformed row)."""
+    """The snapshot in a ``snapshots`` row (raises ``ValueError`` on a malformed row, or on
+    a compressed state that does not decompress)."""
     for value, kind, name in zip(
-        row, (str, int, str, int, str), SNAPSHOT_COLUMNS.split(", "), strict=True
+        row, (str, int, None, int, None), SNAPSHOT_COLUMNS.split(", "), strict=True
     ):
-        _expect(value, kind, name)
-    return Snapshot(*row)  # type: ignore[arg-type]
+        if kind is not None:
+            _expect(value, kind, name)
+    thread_id, seq, state, version, checksum = row
+    return Snapshot(
+        thread_id,  # type: ignore[arg-type]
+        seq,  # type: ignore[arg-type]
+        unpack_text(state, "state"),
+        version,  # type: ignore[arg-type]
+        unpack_checksum(checksum),
+    )

@@ -118,7 +118,7 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
             raise StoreOpenError(str(path), "it is a directory")
         conn = connect(str(path), level)
         try:
-            ensure_schema(conn, str(path))
+            version = ensure_schema(conn, str(path))
         except BaseException:
             conn.close()
             raise
@@ -134,7 +134,7 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
                 str(path), f"it is not a livecontext store (sqlite: {exc})"
             ) from None
         raise
-    return SqliteBackend(conn, str(path))
+    return SqliteBackend(conn, str(path), version)
 
 
 def _open_jsonl(path: Path, level: FsyncLevel) -> JsonlBackend:

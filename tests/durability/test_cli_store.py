@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,22 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     assert all("+ effect NotebookEdited" in r["summary"] and r["sender"] == "engine/t" for r in results)
     entries = [r["summary"] for r in records if r["kind"] == "ToolResultsAppended"]
     assert entries == [f"ToolResultsEntry e{3 + 2 * k}: the results recorded" for k in range(EDITS)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_a_one_line_error_naming_the_thread_and_seq(
+        store: str) -> None:
+    path = store.removeprefix("sqlite:")
+    with sqlite3.connect(path) as conn:  # a compressed record before the last one: bit rot
+        seq, payload = conn.execute("SELECT seq, payload FROM records WHERE typeof(payload) = 'blob'"
+                                    " ORDER BY seq LIMIT 1").fetchone()
+        damaged = bytearray(payload)
+        damaged[len(damaged) // 2] ^= 0xFF
+        conn.execute("UPDATE records SET payload = ? WHERE seq = ?", (bytes(damaged), seq))
+    line = one_line_error(lc("audit", "--store", store, "--thread", "t"))
+    assert line.startswith(f"livecontext: error: thread 't': the record at seq {seq} is corrupt (undecodable row: "
+                           "the compressed payload does not decompress (zlib: "), line
+    assert line.endswith(f"restore the store from a backup, or fork the thread at seq {seq - 1}"), line
 
 
 def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:

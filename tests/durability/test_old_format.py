@@ -6,10 +6,15 @@ README there): every kind of record that format wrote, a snapshot, and a tail af
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
+import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from livecontext.actors import AgentSettings
 from livecontext.actors.apps import Notebook
@@ -24,7 +29,8 @@ from livecontext.protocol import (
     make_converter,
 )
 from livecontext.runtime.models import ScriptedModel
-from livecontext.runtime.persistence import open_store
+from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
+from livecontext.runtime.persistence._sqlite_codec import pack_text
 
 from ._support import json_lines
 
@@ -121,8 +127,9 @@ async def test_a_v1_store_prints_the_history_state_and_audit_v1_printed(backend:
         assert without_added_keys(printed, old) == old
 
 
-async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: str, tmp_path: Path) -> None:
-    url = copy_of_v1_store(backend, tmp_path)
+async def resume_with_task_three(url: str) -> HistoryState:
+    """Run a new session on the old thread (input "task three", one notebook edit, an answer);
+    return the thread's state before it."""
     before = await folded(url)
     # A scripted model answers call k with turn k: the old thread made 5 calls already. Its
     # notebook holds "plan: fix step_3\ndone: task one": an edit that only applies to that
@@ -137,6 +144,12 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
                             inputs=("task three",), model=model, apps=[Notebook()]) as s:
         await run_until_idle(s, None)
     assert model.unused_turns() == tuple(range(before.model_outputs))
+    return before
+
+
+async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: str, tmp_path: Path) -> None:
+    url = copy_of_v1_store(backend, tmp_path)
+    before = await resume_with_task_three(url)
     after = await folded(url)
     assert list(after.entries[: len(before.entries)]) == list(before.entries)
     added = list(after.entries[len(before.entries):])
@@ -163,3 +176,124 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     snapshot.verify()
     reopened = await folded(url)
     assert reopened.seq == snapshot.seq and list(reopened.entries) == list(after.entries)
+
+
+# SQLite store format: format 1 (the v1 fixture) kept every value as text; format 2 may keep
+# a payload or state compressed (a BLOB) and a checksum as its 32 bytes.
+
+
+def store_format(path: Path) -> int:
+    """A SQLite store's format version (``PRAGMA user_version``)."""
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def stored_types(path: Path) -> dict[int, tuple[str, str]]:
+    """Each record of the old thread: the SQLite storage classes of its payload and checksum."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT seq, typeof(payload), typeof(checksum) FROM records WHERE thread_id = ?"
+                            " ORDER BY seq", (THREAD,))
+        return {seq: (payload, checksum) for seq, payload, checksum in rows}
+
+
+def a_long_note() -> NewRecord:
+    text = json.dumps({"note": "\n".join(f"line {k} of a note long enough to be compressed" for k in range(10))})
+    return NewRecord("test", dt.datetime.now(dt.timezone.utc), 0, "note", text)
+
+
+async def every_record_verified(url: str, thread_id: str = THREAD) -> list[StoredRecord]:
+    async with await open_store(url) as store:
+        async with await store.open_reader(thread_id) as reader:
+            records = await reader.read(1)
+    for record in records:
+        record.verify()
+    return records
+
+
+async def test_reading_a_v1_sqlite_store_or_opening_its_thread_to_write_leaves_it_format_1(tmp_path: Path) -> None:
+    url = copy_of_v1_store("sqlite", tmp_path)
+    await folded(url)
+    async with await open_store(url) as store:
+        async with await store.open_thread(THREAD, owner="test") as log:
+            await log.read(1)
+    assert store_format(tmp_path / "store.db") == 1  # an older build still opens it
+    assert set(stored_types(tmp_path / "store.db").values()) == {("text", "text")}
+
+
+@pytest.mark.parametrize("write", ["append", "snapshot", "fork"])
+async def test_the_first_write_of_a_record_or_snapshot_to_a_v1_sqlite_store_makes_it_format_2(
+        write: str, tmp_path: Path) -> None:
+    url = copy_of_v1_store("sqlite", tmp_path)
+    old = await every_record_verified(url)
+    async with await open_store(url) as store:
+        if write == "fork":
+            await store.fork(THREAD, len(old), "forked")
+        else:
+            async with await store.open_thread(THREAD, owner="test") as log:
+                if write == "append":
+                    await log.append([a_long_note()])
+                else:
+                    await log.write_snapshot(len(old), a_long_note().payload)
+    assert store_format(tmp_path / "store.db") == 2  # an older build refuses it now
+    assert (await every_record_verified(url))[: len(old)] == old
+    if write == "fork":
+        assert [r.payload for r in await every_record_verified(url, "forked")] == [r.payload for r in old]
+
+
+async def test_a_v1_sqlite_store_whose_first_write_is_rolled_back_stays_format_1_until_one_commits(
+        tmp_path: Path) -> None:
+    url = copy_of_v1_store("sqlite", tmp_path)
+    path = tmp_path / "store.db"
+    async with await open_store(url) as store:
+        async with await store.open_thread(THREAD, owner="test") as log:
+            with sqlite3.connect(path) as conn:  # another writer took the thread: our append fails
+                (token,) = conn.execute("SELECT token FROM leases WHERE thread_id = ?", (THREAD,)).fetchone()
+                conn.execute("UPDATE leases SET token = 'someone-else' WHERE thread_id = ?", (THREAD,))
+            with pytest.raises(LeaseLostError):
+                await log.append([a_long_note()])
+            assert store_format(path) == 1
+            with sqlite3.connect(path) as conn:  # (given back)
+                conn.execute("UPDATE leases SET token = ? WHERE thread_id = ?", (token, THREAD))
+            await log.append([a_long_note()])
+    assert store_format(path) == 2
+    assert stored_types(path)[len(stored_types(path))] == ("blob", "blob")
+
+
+async def test_a_resumed_v1_sqlite_store_is_format_2_and_reads_back_its_text_rows_and_its_new_compressed_rows(
+        tmp_path: Path) -> None:
+    url = copy_of_v1_store("sqlite", tmp_path)
+    path = tmp_path / "store.db"
+    before = await resume_with_task_three(url)
+    assert store_format(path) == 2
+    types = stored_types(path)
+    assert {types[seq] for seq in types if seq <= before.seq} == {("text", "text")}  # v1's rows, as they were
+    new = [types[seq] for seq in types if seq > before.seq]
+    assert {checksum for _, checksum in new} == {"blob"}
+    assert ("blob", "blob") in new  # and the long payloads compressed
+    records = await every_record_verified(url)
+    assert [r.seq for r in records] == sorted(types)
+    assert list((await replayed_from_the_first_record(url)).entries) == list((await folded(url)).entries)
+
+
+async def test_a_v1_sqlite_store_with_compressed_rows_made_by_hand_reads_them_by_what_they_are(
+        tmp_path: Path) -> None:
+    """No build writes a compressed row to a format-1 file (that write makes it format 2), but
+    one made by hand is no reason to guess: each value says what it is (text or compressed),
+    and its checksum, over the text, proves what it read. So the rows read as the texts they
+    were, and a writer does not drop the compressed last one as torn."""
+    url = copy_of_v1_store("sqlite", tmp_path)
+    path = tmp_path / "store.db"
+    expected = await every_record_verified(url)
+    with sqlite3.connect(path) as conn:
+        for seq, payload in conn.execute("SELECT seq, payload FROM records WHERE thread_id = ?", (THREAD,)).fetchall():
+            conn.execute("UPDATE records SET payload = ? WHERE thread_id = ? AND seq = ?",
+                         (pack_text(payload), THREAD, seq))
+    types = stored_types(path)
+    assert types[len(expected)] == ("blob", "text") and store_format(path) == 1
+    assert await every_record_verified(url) == expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TornRecordWarning)
+        async with await open_store(url) as store:
+            async with await store.open_thread(THREAD, owner="test") as log:
+                assert await log.read(1) == expected
+    assert list((await folded(url)).entries) == entries_folded_by_v1("sqlite")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from livecontext.actors.history import load_state
 from livecontext.protocol import Message, ToolResultsEntry, make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
+from livecontext.runtime.persistence._sqlite_codec import DICTIONARY
 
 from ._support import url_for
 
@@ -57,10 +59,15 @@ class Shell(App):
 
 
 def stored_payloads(backend: str, root: Path) -> str:
-    """Every record's payload as stored (JSONL: the records file as it is on disk)."""
+    """Every record's payload as stored (JSONL: the records file as it is on disk; SQLite:
+    each payload's text, decompressed by zlib with the store's dictionary if a BLOB)."""
     if backend == "sqlite":
         with sqlite3.connect(root / "store.db") as conn:
-            return "\n".join(p for (p,) in conn.execute("SELECT payload FROM records"))
+            payloads = [p for (p,) in conn.execute("SELECT payload FROM records")]
+        # the long outputs are stored compressed: the markers are counted in what zlib gives back
+        assert sum(isinstance(p, bytes) for p in payloads) >= len(OUTPUTS)
+        return "\n".join(zlib.decompressobj(zdict=DICTIONARY).decompress(p).decode() if isinstance(p, bytes)
+                         else p for p in payloads)
     return (root / "store" / "t" / "records.jsonl").read_text(encoding="utf-8")
 
 

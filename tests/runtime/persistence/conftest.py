@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from livecontext.runtime.persistence import NewRecord, record_checksum
+from livecontext.runtime.persistence._sqlite_codec import pack_text, unpack_text
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)
 
@@ -101,6 +102,7 @@ class Tamper:
                 ).fetchone()
                 names = ["seq", "thread_id", "sender", "sent_at", "sent_mono_ns", "kind", "payload"]
                 data = dict(zip(names, row, strict=True))
+                data["payload"] = unpack_text(data["payload"], "payload")
                 data["schema_version"] = version
                 conn.execute(
                     "UPDATE records SET schema_version = ?, checksum = ?"
@@ -111,6 +113,32 @@ class Tamper:
         self._rewrite_line(thread_id, seq, lambda d: d.update(schema_version=version), fix=True)
         if checksum is not None:
             self._rewrite_line(thread_id, seq, lambda d: d.update(checksum=checksum), fix=False)
+
+    def flip_compressed_byte(self, thread_id: str, seq: int, *, table: str = "records") -> None:
+        """SQLite: invert the middle byte of a compressed payload (``table="snapshots"``: of a
+        snapshot's compressed state), as bit rot would."""
+        column = "payload" if table == "records" else "state"
+        with sqlite3.connect(self.path) as conn:
+            (stored,) = conn.execute(
+                f"SELECT {column} FROM {table} WHERE thread_id = ? AND seq = ?", (thread_id, seq)
+            ).fetchone()
+            assert isinstance(stored, bytes), f"the {column} at seq {seq} is not stored compressed"
+            damaged = bytearray(stored)
+            damaged[len(damaged) // 2] ^= 0xFF
+            conn.execute(
+                f"UPDATE {table} SET {column} = ? WHERE thread_id = ? AND seq = ?",
+                (bytes(damaged), thread_id, seq),
+            )
+
+    def compress_other_text(self, thread_id: str, seq: int, text: str) -> None:
+        """SQLite: store ``text``, compressed, as a record's payload, leaving its checksum."""
+        packed = pack_text(text)
+        assert isinstance(packed, bytes), "choose a text long enough to be stored compressed"
+        with sqlite3.connect(self.path) as conn:
+            conn.execute(
+                "UPDATE records SET payload = ? WHERE thread_id = ? AND seq = ?",
+                (packed, thread_id, seq),
+            )
 
     def delete_record(self, thread_id: str, seq: int) -> None:
         """Remove a record."""
