@@ -17,7 +17,8 @@ from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
 
 @frozen
 class RenderedSpan:
-    """A run of consecutive entries (by id, inclusive) shown the same way in one render."""
+    """A run of entries with consecutive ids (inclusive) shown the same way in one render;
+    folded entries are in no span (the recaps stand for them)."""
 
     first: str
     last: str

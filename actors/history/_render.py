@@ -88,7 +88,8 @@ class RenderResult:
     entries: int
     """How many unfolded history entries the messages show (at any level)."""
     spans: tuple[RenderedSpan, ...] = ()
-    """How each unfolded entry and recap was shown, oldest first, in runs."""
+    """How each unfolded entry and recap was shown, oldest first, in runs of consecutive ids
+    (a run never reaches over a folded entry)."""
 
 
 _Piece = tuple[Sequence[ChatMessage], int]
@@ -546,8 +547,11 @@ class _Planner:
             marks.append((id_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
         marks.sort(key=itemgetter(0))
         spans: list[RenderedSpan] = []
-        for _, first, last, shown in marks:
-            if spans and spans[-1].shown is shown and shown is not Shown.RECAP:
+        for number, first, last, shown in marks:
+            # one span for runs of consecutive ids only: one reaching over folded entries
+            # (or removed ones) would seem to say how they were shown
+            if (spans and spans[-1].shown is shown and shown is not Shown.RECAP
+                    and id_number(spans[-1].last) + 1 == number):
                 spans[-1] = RenderedSpan(spans[-1].first, last, shown)
             else:
                 spans.append(RenderedSpan(first, last, shown))

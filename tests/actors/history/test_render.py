@@ -767,3 +767,10 @@ def test_room_is_kept_for_the_line_so_a_big_unit_does_not_crowd_out_smaller_olde
     result = do_render(history, budget)
     shown = [m.content for m in result.messages]
     assert shown[1:5] == ["older d", "older c", "[2 earlier entries left out for want of budget: e3–e4]", "newer a"]
+
+
+def test_a_span_never_reaches_over_an_entry_that_is_not_shown_here() -> None:
+    history: list[HistoryEntry] = [inp(1, "a"), inp(5, "b"), inp(6, "c"), inp(7, "now")]  # e2-e4 folded
+    result = do_render(history, 100_000)
+    assert result.spans == (RenderedSpan("e1", "e1", Shown.RECENT), RenderedSpan("e5", "e6", Shown.RECENT),
+                            RenderedSpan("e7", "e7", Shown.LIVE))
