@@ -319,7 +319,7 @@ class ContextManagement(Actor):
         recap = RecapEntry(
             id=f"e{self.state.next_entry}", revision=1, author=env.sender, created_at=env.sent_at,
             retention=Retention.CRITICAL, content=self.counter.content(msg.live, msg.live, msg.gist),  # type: ignore[attr-defined]
-            covers=covers, strategy=msg.strategy,
+            covers=covers, strategy=msg.strategy, data=msg.data,
         )
         folded = tuple(ids) + ((previous.id,) if previous is not None else ())
         await self._commit([EntriesFolded(recap, folded)])

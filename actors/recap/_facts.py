@@ -51,7 +51,7 @@ from livecontext.protocol import (
     ToolStatus,
 )
 
-from ._shell import Command, looks_like_path, parse_command
+from ._shell import looks_like_path, parse_command
 
 STEP_CHARS = 240
 """The longest line of one step (``- e12 bash: pytest -x tests/test_a.py → 3 failed, 12 passed``)."""
@@ -83,8 +83,9 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\*
                          r"^\+\+\+ (?:b/)?(?!/dev/null)(\S+)", re.M)
 _NARRATION = re.compile(
     r"^(?:let me|let's|now\b|check |next,? |first,? |then,? |ok(?:ay)?[,.! ]|great[,.! ]|good[,.! ]|"
-    r"i(?:'ll| will) (?:now )?(?:run|rerun|check|look|view|read|open|search|find|inspect|examine|see)\b|"
-    r"(?:re)?running |checking |looking |viewing |searching )", re.I)
+    r"i(?:'ll| will) (?:now |first )?(?:run|rerun|check|look|view|read|open|search|find|inspect|examine|see|"
+    r"reproduce|test|try|verify|confirm|start)\b|"
+    r"(?:re)?running\b|checking\b|looking\b|viewing\b|searching\b)", re.I)
 _EXCEPTION_NAME = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b")
 
 
@@ -203,10 +204,11 @@ def call_facts(call: ToolCall, result: ToolResult | None, gist: ToolCall | None 
         paths = _paths(args)
         writes = _patched(args) + (paths if _WRITING_TOOL.search(call.name.lower()) else ())
         reads = () if writes else paths
-        searched = tuple(str(args[k]) for k in _SEARCH_KEYS if isinstance(args.get(k), str) and args[k].strip())
+        searched = tuple(v for v in (args.get(k) for k in _SEARCH_KEYS) if isinstance(v, str) and v.strip())
         keys = (f"call {call.name} {' '.join(call.arguments.split())}",)
         patched = _patched(args)
-        shown = ("patch " + ", ".join(short_path(p) for p in patched)) if patched else _args_shown((gist or call).arguments)
+        shown = "patch " + ", ".join(short_path(p) for p in patched) if patched else \
+            _args_shown((gist or call).arguments)
     reads = tuple(short_path(p) for p in reads)
     writes = tuple(short_path(p) for p in writes)
     keys = tuple(_short_key(k) for k in keys)
@@ -304,9 +306,10 @@ def _command_of(args: dict[str, object]) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            if len(value) >= 3 and posixpath.basename(value[0]) in ("bash", "sh", "zsh") and value[1].endswith("c"):
-                return value[2]
-            return " ".join(_quoted(v) for v in value)
+            words = [str(v) for v in value]
+            if len(words) >= 3 and posixpath.basename(words[0]) in ("bash", "sh", "zsh") and words[1].endswith("c"):
+                return words[2]
+            return " ".join(_quoted(w) for w in words)
     return None
 
 

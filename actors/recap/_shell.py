@@ -144,14 +144,24 @@ def parse_command(command: str) -> Command:
 def reruns(later: str, earlier: str) -> bool:
     """Whether a run keyed ``later`` repeats one keyed ``earlier`` (both from
     :attr:`Command.rerun_keys`): the same command; or the same test runner on the same
-    targets, on more of them, or on all (no targets)."""
+    targets, on more of them, on directories holding them, or on all (no targets)."""
     if later == earlier:
         return True
     if not (later.startswith("test ") and earlier.startswith("test ")):
         return False
     runner, *targets = later.split(" ")[1:]
     runner_before, *targets_before = earlier.split(" ")[1:]
-    return runner == runner_before and (not targets or bool(targets_before) and set(targets) >= set(targets_before))
+    if runner != runner_before:
+        return False
+    if not targets:
+        return True
+    return bool(targets_before) and all(any(_within(old, new) for new in targets) for old in targets_before)
+
+
+def _within(path: str, target: str) -> bool:
+    """Whether test target ``target`` runs ``path`` (the same, or a directory holding it)."""
+    target = target.rstrip("/")
+    return path.rstrip("/") == target or path.startswith(target + "/") or target in (".", "")
 
 
 def looks_like_path(word: str) -> bool:

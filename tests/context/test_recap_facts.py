@@ -25,7 +25,6 @@ from tests.context._transcripts import (
     cat_n,
     collection_error,
     edited_snippet,
-    grep_hits,
     pytest_failing,
     pytest_passing,
     traceback_output,
@@ -165,6 +164,10 @@ def test_a_test_run_names_its_targets_and_a_rerun_of_them_or_of_more_repeats_it(
     assert reruns("test pytest tests/test_a.py tests/test_b.py", "test pytest tests/test_a.py")  # more
     assert not reruns("test pytest tests/test_b.py", "test pytest tests/test_a.py")
     assert not reruns("test pytest tests/test_a.py", "test pytest")  # fewer than before
+    assert reruns("test pytest tests", "test pytest tests/test_a.py tests/unit/test_b.py")  # a directory holding them
+    assert reruns("test pytest tests/", "test pytest tests")
+    assert not reruns("test pytest tests/unit", "test pytest tests/test_a.py tests/unit/test_b.py")
+    assert not reruns("test pytest test", "test pytest tests/test_a.py")
     assert not reruns("test tox", "test pytest")
     assert not reruns("run python b.py", "run python a.py") and reruns("run python a.py", "run python a.py")
     assert not reruns("run pytest", "test pytest")

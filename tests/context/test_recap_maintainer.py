@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import trio
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import RECAP_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
-from livecontext.actors.recap import RecapMaintainer, RecapSettings
+from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings
+from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
     ActorId,
+    EditApplied,
+    EditConflict,
     EditHistory,
     EntriesFolded,
+    FoldIntoRecap,
     FoldDone,
     FoldNow,
     HistoryEdited,
@@ -21,9 +28,11 @@ from livecontext.protocol import (
     ModelReply,
     ModelRequest,
     ReplaceContent,
+    Retention,
     RunUntilIdle,
+    SetRetention,
 )
-from livecontext.runtime import AuditEvent, AuditRecord, open_runtime
+from livecontext.runtime import AuditEvent, AuditRecord, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from livecontext.runtime.persistence import open_store
 
@@ -36,6 +45,7 @@ from tests.context._world import (
     check_no_lost_entry,
     decode,
     open_history,
+    replay,
     scripted,
 )
 
@@ -101,7 +111,8 @@ async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
         assert done.folds == 1
         fold = (await world.records())[-1][2]
         assert isinstance(fold, EntriesFolded)
-        assert fold.recap.content.live.text.startswith("- e1 input: user: input 0")
+        assert fold.recap.content.live.text.startswith("- e1 user: input 0\n- e2 notebook_replace → result 0")
+        assert Layer.load(fold.recap.data).model_calls == 1  # the failed call had its turn
 
 
 async def test_fold_now_is_answered_when_nothing_can_be_folded() -> None:
@@ -235,3 +246,86 @@ async def test_a_restarted_maintainer_asks_its_recap_model_for_the_next_turn_not
         recaps = [p.recap.content.live.text for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
         assert recaps == ["first summary", "second summary"]
         script.check_all_used()
+
+
+async def test_a_fold_keeps_the_strategys_data_in_its_recap_through_the_log() -> None:
+    async with open_history() as world:
+        for n in range(3):
+            await world.step(n)
+        refs = tuple([await world.ref(f"e{k}") for k in (1, 2, 3)])
+        applied = await world.root.ask(world.history, FoldIntoRecap(refs, "- e1 ...", "gist", "simple_extract",
+                                                                    data='{"v": 1, "spans": []}'))
+        assert isinstance(applied, EditApplied) and applied.recap is not None
+        assert applied.recap.data == '{"v": 1, "spans": []}'
+        replayed = replay("h", await world.records())
+        assert replayed.recaps[-1].data == '{"v": 1, "spans": []}'  # (as the log holds it)
+
+
+async def set_retention(world: HistoryWorld, retention: Retention, *ids: str) -> None:
+    refs = [await world.ref(i) for i in ids]
+    applied = await world.root.ask(world.history, EditHistory(tuple(SetRetention(r, retention) for r in refs)))
+    assert isinstance(applied, EditApplied)
+
+
+async def test_a_structured_recap_takes_its_task_from_the_pinned_inputs() -> None:
+    async with open_history() as world:
+        await world.input("Fix the parser: it chokes on tabs.")
+        await world.output("On it.")
+        for n in range(4):
+            await world.step(n)
+        await set_retention(world, Retention.CRITICAL, "e1")
+        maintainer = await spawn_maintainer(world, RecapSettings("structured", window=2, batch=2))
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        fold = (await world.records())[-1][2]
+        assert isinstance(fold, EntriesFolded) and fold.folded == ("e2", "e3")  # (the pinned input stays)
+        recap = json.loads(fold.recap.content.live.text)
+        assert recap["task"] == "Fix the parser: it chokes on tabs."
+        assert recap["steps"] == ["e2 agent: On it.", "e3 user: input 0"]
+        assert Layer.load(fold.recap.data).spans[0].first == "e2"
+
+
+async def test_a_restarted_maintainer_counts_two_calls_for_a_fold_whose_answer_was_shortened() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        script = ScriptedModel.from_turns([{"text": "Far too long. " * 100}, {"text": "Short now."},
+                                           {"text": "second summary"}])
+        settings = RecapSettings("model_summary", window=2, batch=2, max_summary_chars=MIN_SUMMARY_CHARS)
+        maintainer = await spawn_maintainer(world, settings, script)
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        await world.rt.stop(maintainer)
+        maintainer = await spawn_maintainer(world, settings, script)  # a new instance, as after a crash
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        recaps = [p.recap for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert [r.content.live.text for r in recaps] == ["Short now.", "second summary"]
+        assert [Layer.load(r.data).model_calls for r in recaps] == [2, 3]
+        script.check_all_used()
+
+
+async def test_a_maintainer_reading_a_recap_without_counted_calls_counts_the_recaps() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        refs = tuple([await world.ref(f"e{k}") for k in (1, 2, 3)])
+        first = await world.root.ask(world.history, FoldIntoRecap(refs, "an old recap", "g", "model_summary"))
+        assert isinstance(first, EditApplied)  # a recap from before recaps kept data: one call
+        script = ScriptedModel.from_turns([{"text": "never"}, {"text": "the next turn"}])
+        maintainer = await spawn_maintainer(world, RecapSettings("model_summary", window=2, batch=2), script)
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        fold = (await world.records())[-1][2]
+        assert isinstance(fold, EntriesFolded) and fold.recap.content.live.text == "the next turn"
+        assert Layer.load(fold.recap.data).model_calls == 2
+
+
+@pytest.mark.parametrize("chars", [1, MIN_SUMMARY_CHARS - 1])
+def test_a_recap_too_short_to_keep_every_step_is_refused(chars: int) -> None:
+    with pytest.raises(UsageError, match=rf"^recap.max_summary_chars must be >= {MIN_SUMMARY_CHARS}, got {chars}: "
+                                         "a shorter recap could not keep a line for every folded step; raise it$"):
+        RecapSettings(max_summary_chars=chars)
+    assert RecapSettings(max_summary_chars=MIN_SUMMARY_CHARS).max_summary_chars == MIN_SUMMARY_CHARS
+
+
+@pytest.mark.parametrize(("name", "low"), [("window", -1), ("batch", 0), ("budget", 0), ("max_retries", 0)])
+def test_settings_below_their_minimum_are_refused(name: str, low: int) -> None:
+    with pytest.raises(UsageError, match=rf"^recap.{name} must be >= {low + 1}, got {low}$"):
+        RecapSettings(**{name: low})  # type: ignore[arg-type]
