@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._facts import steps_of
 from ._layer import Recap
-from ._maintainer import RecapMaintainer, RecapSettings, pick_batch, recap_topic
+from ._maintainer import RecapMaintainer, RecapSettings, batch_runs, pick_batch, recap_topic
 from ._strategies import MIN_SUMMARY_CHARS, STRATEGIES, model_summary, simple_extract
 from ._structured import structured
 
@@ -14,6 +14,7 @@ __all__ = [
     "Recap",
     "RecapMaintainer",
     "RecapSettings",
+    "batch_runs",
     "model_summary",
     "pick_batch",
     "recap_topic",

@@ -83,19 +83,65 @@ class RecapSettings:
 
 
 def pick_batch(entries: Sequence[HistoryEntry], window: int, batch: int) -> list[HistoryEntry]:
-    """The oldest foldable run of at most ``batch`` steps, outside the last ``window`` steps."""
+    """The oldest foldable run of about ``batch`` steps, outside the last ``window`` steps (at
+    least one step always stays).
+
+    A step with a CRITICAL entry is never taken: the batch starts after it, or stops before
+    it. A run of consecutive BATCH_COMPRESSIBLE entries is folded as a whole or not at all:
+    a batch reaching into one takes it whole, even past ``batch`` steps, and stops before a
+    run it cannot take whole (one reaching into the window, or into a CRITICAL step).
+    """
     steps = steps_of(entries)
     candidates = steps[: max(0, len(steps) - max(window, 1))]
-    run: list[list[HistoryEntry]] = []
-    for step in candidates:
-        if any(e.retention is Retention.CRITICAL for e in step):
-            if run:
+    runs = batch_runs(entries)
+    taken: list[list[HistoryEntry]] = []
+    i = 0
+    while i < len(candidates) and len(taken) < batch:
+        unit, i = _unit(candidates, i, runs)
+        if unit is None:
+            if taken:
                 break
             continue
-        run.append(step)
-        if len(run) >= batch:
-            break
-    return [e for step in run for e in step]
+        taken += unit
+    return [e for step in taken for e in step]
+
+
+def batch_runs(entries: Sequence[HistoryEntry]) -> dict[str, int]:
+    """The run each BATCH_COMPRESSIBLE entry of ``entries`` belongs to, by entry id: a run is
+    consecutive such entries, recaps and folded entries aside; runs are numbered from 0."""
+    runs: dict[str, int] = {}
+    run, inside = -1, False
+    for e in entries:
+        if isinstance(e, RecapEntry) or e.folded:
+            continue
+        if e.retention is Retention.BATCH_COMPRESSIBLE:
+            if not inside:
+                run, inside = run + 1, True
+            runs[e.id] = run
+        else:
+            inside = False
+    return runs
+
+
+def _unit(candidates: list[list[HistoryEntry]], i: int,
+          runs: dict[str, int]) -> tuple[list[list[HistoryEntry]] | None, int]:
+    """The steps from ``candidates[i]`` on that must be folded together (a step, extended over
+    the whole BATCH_COMPRESSIBLE runs it touches) and where the next unit starts; ``None``
+    when they cannot be (a CRITICAL step, or a run reaching past the candidates)."""
+    unit: list[list[HistoryEntry]] = []
+    needed: set[int] = set()
+    covered: set[str] = set()
+    while i < len(candidates):
+        step = candidates[i]
+        i += 1
+        if any(e.retention is Retention.CRITICAL for e in step):
+            return None, i
+        unit.append(step)
+        covered |= {e.id for e in step}
+        needed |= {runs[e.id] for e in step if e.id in runs}
+        if all(entry_id in covered for entry_id, run in runs.items() if run in needed):
+            return unit, i
+    return None, i
 
 
 class RecapMaintainer(Actor):

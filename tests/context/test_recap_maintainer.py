@@ -267,6 +267,39 @@ async def set_retention(world: HistoryWorld, retention: Retention, *ids: str) ->
     assert isinstance(applied, EditApplied)
 
 
+async def test_a_fold_taking_part_of_a_run_of_batch_compressible_entries_is_refused() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        await set_retention(world, Retention.BATCH_COMPRESSIBLE, "e4", "e5", "e6", "e7")
+
+        async def fold(*ids: str) -> object:
+            refs = tuple([await world.ref(i) for i in ids])
+            return await world.root.ask(world.history, FoldIntoRecap(refs, "x", "x", "simple_extract"))
+
+        refused = await fold("e1", "e2", "e3", "e4")
+        assert isinstance(refused, EditConflict)
+        assert [(c.id, c.reason) for c in refused.conflicts] == [(
+            "e5", "would fold part of a run of BATCH_COMPRESSIBLE entries (e4 to e7, e5 left out): fold the whole "
+                  "run or none of it")]
+        assert isinstance(await fold("e5", "e6", "e7", "e8"), EditConflict)  # its end without its start
+        assert isinstance(await fold("e1", "e2", "e3"), EditApplied)  # before it: untouched
+        assert isinstance(await fold("e4", "e5", "e6", "e7"), EditApplied)  # the whole run
+
+
+async def test_the_maintainer_folds_a_run_of_batch_compressible_entries_whole() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        await set_retention(world, Retention.BATCH_COMPRESSIBLE, *[f"e{k}" for k in range(2, 12)])
+        maintainer = await spawn_maintainer(world, RecapSettings(window=2, batch=1))
+        for _ in range(2):
+            assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert folds[0].folded == ("e1",)  # the batch: one step, the run not reached
+        assert folds[1].folded == (*[f"e{k}" for k in range(2, 12)], folds[0].recap.id)  # the whole run: 7 steps
+
+
 async def test_a_structured_recap_takes_its_task_from_the_pinned_inputs() -> None:
     async with open_history() as world:
         await world.input("Fix the parser: it chokes on tabs.")

@@ -362,3 +362,39 @@ def test_a_batch_is_the_oldest_steps_outside_the_window_never_split_never_critic
         ["e1", "e2", "e3"]  # stops before a CRITICAL step
     assert [e.id for e in pick_batch([*critical.entries, *entries], window=10, batch=1)] == ["e1"]  # starts after it
     assert [e.id for e in pick_batch(entries, window=0, batch=99)][-1] == entries[-3].id  # one step always stays
+
+
+def batch_session(kinds: str) -> list[HistoryEntry]:
+    """Steps of one input each: ``c`` COMPRESSIBLE, ``b`` BATCH_COMPRESSIBLE, ``!`` CRITICAL."""
+    s = Session()
+    for k in kinds:
+        s.user(k, retention={"c": Retention.COMPRESSIBLE, "b": Retention.BATCH_COMPRESSIBLE,
+                             "!": Retention.CRITICAL}[k])
+    return s.entries
+
+
+@pytest.mark.parametrize(("kinds", "window", "batch", "folded"), [
+    ("cbbbbcccc", 2, 2, "e1 e2 e3 e4 e5"),  # reaching into a run takes it whole, past the batch
+    ("bbbcccc", 2, 1, "e1 e2 e3"),
+    ("ccbbbbbc", 2, 2, "e1 e2"),  # the run does not start within the batch: untouched
+    ("cbbbbbc", 3, 3, "e1"),  # the run reaches into the window: the batch stops before it
+    ("bbbbbcc", 3, 3, ""),  # nothing before it: nothing to fold now
+    ("bb!bbcc", 2, 9, "e1 e2"),  # a CRITICAL step ends a run, and the batch
+    ("bbcbbcc", 1, 3, "e1 e2 e3"),
+    ("bbcbbcc", 1, 4, "e1 e2 e3 e4 e5"),  # two runs, each whole
+    ("ccccc", 1, 2, "e1 e2"),
+])
+def test_a_run_of_batch_compressible_entries_is_folded_whole_or_not_at_all(
+        kinds: str, window: int, batch: int, folded: str) -> None:
+    assert " ".join(e.id for e in pick_batch(batch_session(kinds), window, batch)) == folded
+
+
+def test_a_run_spanning_an_output_and_its_results_is_folded_with_both() -> None:
+    s = Session()
+    s.user("go")
+    results_step(s, "one", Retention.BATCH_COMPRESSIBLE)
+    results_step(s, "two", Retention.BATCH_COMPRESSIBLE)
+    s.user("end")
+    s.user("newest")
+    assert [e.id for e in pick_batch(s.entries, window=2, batch=1)] == ["e1"]
+    assert [e.id for e in pick_batch(s.entries[1:], window=2, batch=1)] == ["e2", "e3", "e4", "e5"]
