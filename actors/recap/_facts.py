@@ -141,6 +141,8 @@ class StepFacts:
     notes: tuple[str, ...] = ()
     """The first lines of the notifications the step delivered."""
     calls: tuple[CallFacts, ...] = ()
+    decision: bool = False
+    """Whether :attr:`said` (a model's) says more than its calls show (:func:`is_decision`)."""
 
 
 def steps_of(entries: Sequence[HistoryEntry]) -> list[list[HistoryEntry]]:
@@ -176,7 +178,9 @@ def facts_of(step: Sequence[HistoryEntry]) -> StepFacts:
         text = first.content.live.text
         calls = tuple(call_facts(c, results.get(c.id), gist) for c, gist in
                       zip(first.tool_calls, first.calls_at(Level.GIST), strict=True))
-        return StepFacts(first.id, "output", first_sentence(text, SAID_CHARS), tuple(questions(text)), notes, calls)
+        sentence = first_sentence(text, len(text) + 1)  # (whole: whether it asks is said at its end)
+        return StepFacts(first.id, "output", _cut(sentence, SAID_CHARS), tuple(questions(text)), notes, calls,
+                         is_decision(sentence))
     assert not isinstance(first, RecapEntry), "a recap is no step"
     calls = tuple(call_facts(ToolCall(r.call_id, r.name, "{}"), r, None) for r in results.values())
     return StepFacts(first.id, "results", notes=notes, calls=calls)

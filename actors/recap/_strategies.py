@@ -72,10 +72,11 @@ async def model_summary(previous: Recap, entries: Sequence[HistoryEntry], max_ch
                         thread_id: str) -> Recap:
     """A model's summary of the previous recap and the steps, sent within ``budget`` tokens.
 
-    The prompt gives the previous recap, then the steps newest first while they fit: at
-    RECENT, and once one does not fit at RECENT, it and every older step at GIST. A step that
-    does not fit even at GIST, and every step before it, are given as merged range lines
-    (:mod:`._layer`) instead of vanishing.
+    The prompt gives the previous recap, then the steps (oldest first), chosen newest first
+    while they fit: at RECENT, and once one does not fit at RECENT, it and every older step at
+    GIST. A step that does not fit even at GIST, and every step before it, are given as merged
+    range lines (:mod:`._layer`) instead of vanishing; those lines shrink, then take in the
+    oldest steps given, until the whole fits.
 
     An answer is never discarded: past ``max_chars`` the model is asked once more, with its
     answer, to shorten it (call ``call_index + 1``); what is still too long is cut at the last
@@ -112,28 +113,27 @@ async def model_summary(previous: Recap, entries: Sequence[HistoryEntry], max_ch
 def _prompt_body(previous: str, steps: list[list[HistoryEntry]], counter: TokenCounter, budget: int,
                  max_chars: int) -> str:
     """The user message of a summary request: at most ``budget`` tokens unless the previous
-    recap and the range lines of the steps alone are more (see :func:`model_summary`)."""
+    recap and the shortest range line of the steps alone are more (see :func:`model_summary`).
+
+    Each step is tried in the whole body it would make, with the shortest range line the
+    steps before it would need: counting the parts apart would miss what joining them costs.
+    """
     texts: list[str] = []
-    used = counter.count(_body(previous, "", ["x"]))  # the headers and a step's separator
     detailed = True
     given = len(steps)  # steps[given:] are given as they are; the older ones as range lines
     for i in range(len(steps) - 1, -1, -1):  # newest first: the budget keeps the most recent detail
-        # room is kept for the shortest range line the older steps would need
-        reserve = counter.count(f"Earlier steps, merged:\n- {steps[0][0].id}–{steps[i - 1][0].id} ({i} steps)\n\n") \
-            if i else 0
+        older = f"- {steps[0][0].id}–{steps[i - 1][0].id} ({i} steps)" if i else ""
         for level in ((Level.RECENT, Level.GIST) if detailed else (Level.GIST,)):
             text = _step_text(steps[i], level)
-            tokens = counter.count(text) + 2  # (a separator, and a token of slack: joined texts count apart)
-            if used + tokens + reserve <= budget:
+            if counter.count(_body(previous, older, [text, *texts])) <= budget:
                 break
             detailed = False  # older steps get their gist only
         else:
             break  # not even the gist fits: this step and the older ones are given merged
         texts.insert(0, text)
-        used += tokens
         given = i
     chars = max_chars
-    while True:  # the range lines take room too: they shrink first, then the oldest step given joins them
+    while True:  # the range lines take room: they shrink first, then the oldest step given joins them
         merged = _merged(steps[:given], chars)
         body = _body(previous, merged, texts)
         if counter.count(body) <= budget:
@@ -148,12 +148,8 @@ def _prompt_body(previous: str, steps: list[list[HistoryEntry]], counter: TokenC
 
 
 def _merged(steps: list[list[HistoryEntry]], max_chars: int) -> str:
-    if not steps:
-        return ""
-    layer = Layer()
-    add_steps(layer, [e for step in steps for e in step])
-    _, lines = fit(layer.spans, max_chars + 1, cost=lambda line: len(line) + 3)
-    return "\n".join(f"- {line}" for line in lines)
+    """The range lines of ``steps`` within about ``max_chars`` (never less than one line)."""
+    return simple_extract(Recap(), [e for step in steps for e in step], max_chars).text if steps else ""
 
 
 def _body(previous: str, merged: str, texts: list[str]) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 
 from livecontext.protocol import HistoryEntry, ModelInputEntry
 
-from ._facts import facts_of, is_decision, steps_of
+from ._facts import facts_of, steps_of
 from ._layer import ErrorItem, Layer, Recap, Span, fit, resolve, span_of
 
 TASK_CHARS = 300
@@ -68,7 +68,7 @@ def structured(previous: Recap, entries: Sequence[HistoryEntry], max_chars: int,
         head = step[0]
         if isinstance(head, ModelInputEntry) and head.text.strip() and not first_input:
             first_input = _cut(head.text.strip(), TASK_CHARS)
-        if is_decision(facts.said) and facts.kind == "output":
+        if facts.decision:
             own["decisions"].append(_cut(f"{facts.id}: {facts.said}", ITEM_CHARS))
         own["open_questions"] += [_cut(f"{facts.id}: {q}", ITEM_CHARS) for q in facts.questions]
         own["results"] += [_cut(f"{facts.id} {c.action}{' ' + c.target if c.target else ''}: {c.test}", ITEM_CHARS)

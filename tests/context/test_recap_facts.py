@@ -106,6 +106,18 @@ def test_a_text_without_sentences_is_cut_at_a_line_end() -> None:
     ("python tests/runtests.py admin_views -v 2", "runtests.py"),
     ("./manage.py test app", "manage.py test"),
     ("export X=1; source venv/bin/activate", "export"),
+    ("sudo python -m pytest", "pytest"),
+    ("sudo -u bob pytest -x", "pytest"),
+    ("time make test", "make test"),
+    ("uv venv .venv", "uv venv"),
+    ("uv pip install -e .", "uv pip"),
+    ("npx", "npx"),
+    ("python manage.py migrate", "manage.py"),
+    ("python - <<'EOF'\nprint(1)\nEOF", "python"),
+    ("sudo -u", ""),
+    ("env -u", ""),
+    ("echo hi >", "echo"),
+    ("sed -i s/a/b/ a.py; echo x > b.txt", "sed"),  # every part writes: the first
 ])
 def test_a_command_runs_its_first_program_that_does_something(command: str, program: str) -> None:
     assert parse_command(command).program == program
@@ -124,6 +136,8 @@ def test_a_command_names_the_files_it_reads_and_writes() -> None:
     assert (c.reads, c.writes) == (("reproduce.py",), ("out.log",))
     c = parse_command("cp src/a.py /tmp/a.py.bak && mv src/b.py src/c.py && rm -f build/x.o")
     assert c.reads == ("src/a.py", "src/b.py") and c.writes == ("/tmp/a.py.bak", "src/c.py", "build/x.o")
+    c = parse_command("cp src/a.py src/b.py backup/")
+    assert c.reads == ("src/a.py", "src/b.py") and c.writes == ("backup/",)
     c = parse_command("git checkout -- src/a.py")
     assert c.writes == ("src/a.py",)
 
@@ -137,6 +151,8 @@ def test_here_documents_are_data_and_say_what_they_write() -> None:
     assert parse_command(patch).writes == ("src/a.py", "src/b.py", "src/c.py")
     python = "python - <<'EOF'\nfrom pathlib import Path\nopen('src/a.py', 'w').write('x')\nPath('src/b.py').write_text('y')\nEOF"
     assert parse_command(python).writes == ("src/a.py", "src/b.py")
+    piped = "cat <<'EOF' | apply_patch\n*** Begin Patch\n*** Add File: src/new.py\n+x\n*** End Patch\nEOF"
+    assert parse_command(piped).writes == ("src/new.py",)
     indented = "cat <<-END > notes.txt\n\tline\n\tEND\nls"
     assert parse_command(indented).writes == ("notes.txt",) and parse_command(indented).shown == "cat <<-END > notes.txt …; ls"
 
@@ -144,6 +160,8 @@ def test_here_documents_are_data_and_say_what_they_write() -> None:
 def test_searches_keep_their_pattern_apart_from_paths() -> None:
     c = parse_command('grep -rn -A 3 "self.assertEqual" tests/ src/util.py')
     assert c.searched == ("self.assertEqual",) and c.reads == ("tests/", "src/util.py")
+    c = parse_command("grep -rn src/ -e make_key")
+    assert c.searched == ("make_key",) and c.reads == ("src/",)
     c = parse_command("grep -e make_key -e norm src/")
     assert c.searched == ("make_key", "norm") and c.reads == ("src/",)
     c = parse_command("find . -name '*.py' -path '*cache*'")
@@ -183,7 +201,7 @@ def test_only_parts_that_run_something_without_writing_are_rerun_keys() -> None:
 @pytest.mark.parametrize(("word", "path"), [
     ("src/a.py", True), ("a.py", True), ("tests/", True), ("/testbed", True), ("Makefile", False),
     ("3.11", False), ("*.py", False), ("https://x.org/a.py", False), ("-v", False), (".", False),
-    ("/dev/null", False), ("a and b", False), ("", False),
+    ("/dev/null", False), ("a and b", False), ("", False), ("a/" * 100, True), ("a/" * 101, False),
 ])
 def test_what_looks_like_a_path(word: str, path: bool) -> None:
     assert looks_like_path(word) is path
@@ -256,6 +274,8 @@ def test_other_tools_are_named_with_their_paths_patches_and_searches() -> None:
     assert call_facts(diff, result("ok")).writes == ("src/b.py",)
     write = ToolCall("c1", "write_file", json.dumps({"path": "notes/todo.md", "content": "x"}))
     assert call_facts(write, result("written")).writes == ("notes/todo.md",)
+    named = ToolCall("c1", "edit_file", json.dumps({"target_file": "Makefile", "paths": ["a.py", "not a path"]}))
+    assert call_facts(named, result("ok")).writes == ("Makefile", "a.py")  # (a list of paths: only what looks like one)
     read = ToolCall("c1", "read_file", json.dumps({"file_path": "/testbed/README.md"}))
     assert call_facts(read, result("# Readme\ntext")).reads == ("README.md",)
     search = ToolCall("c1", "search_dir", json.dumps({"search_term": "make_key", "dir": "src"}))
@@ -268,9 +288,36 @@ def test_other_tools_are_named_with_their_paths_patches_and_searches() -> None:
 
 def test_a_command_given_as_a_list_is_read_as_the_shell_would() -> None:
     codex = ToolCall("c1", "shell", json.dumps({"command": ["bash", "-lc", "pytest tests/test_a.py"]}))
-    assert call_facts(codex, result(pytest_passing())).action == "pytest"
+    facts = call_facts(codex, result(pytest_passing()))
+    assert (facts.action, facts.shown) == ("pytest", "pytest tests/test_a.py")  # what bash was asked to run
     argv = ToolCall("c1", "exec", json.dumps({"cmd": ["rg", "-n", "make key", "src"]}))
     assert call_facts(argv, result("x")).searched == ("make key",)
+    python = ToolCall("c1", "exec", json.dumps({"cmd": ["python", "-c", "print('hi there')"]}))
+    assert call_facts(python, result("hi there")).shown == "python -c 'print('\"'\"'hi there'\"'\"')'"
+    assert call_facts(python, result("hi there")).action == "python -c"
+
+
+def test_a_test_run_piped_into_a_log_still_reports_its_outcome() -> None:
+    facts = call_facts(bash("python -m pytest tests 2>&1 | tee out.log"), result(pytest_passing()))
+    assert (facts.writes, facts.test, facts.outcome) == (("out.log",), "15 passed", "15 passed")
+
+
+def test_a_shell_call_is_read_by_what_it_runs_whatever_its_tool_is_called() -> None:
+    call = ToolCall("c1", "run_and_show", json.dumps({"command": "python -m pytest tests"}))
+    assert call_facts(call, result(pytest_failing())).test == "3 failed, 12 passed"
+
+
+def test_an_error_line_is_kept_to_160_characters() -> None:
+    facts = call_facts(bash("python x.py"), result("ValueError: " + "v" * 300))
+    assert facts.error is not None and facts.error.text == "ValueError: " + "v" * 147 + "…"
+
+
+def test_a_run_ends_saying_its_last_line_a_view_its_size_a_write_its_first_sentence() -> None:
+    out = "loading config\nchecking keys\nAll keys stable."
+    assert call_facts(bash("python check.py"), result(out)).outcome == "3 lines: All keys stable."
+    assert call_facts(bash("cat check.py"), result(out)).outcome == "3 lines"
+    assert call_facts(bash("python check.py > out.txt"), result("Wrote it. Done.\nmore")).outcome == "Wrote it."
+    assert call_facts(bash("python check.py"), result("  \n")).outcome == "no output"
 
 
 def test_a_call_without_a_result_can_rerun_nothing() -> None:
@@ -287,7 +334,7 @@ def test_long_rerun_keys_end_in_a_digest_of_the_whole() -> None:
 @pytest.mark.parametrize(("path", "short"), [
     ("/testbed/src/a.py", "src/a.py"), ("./src/a.py", "src/a.py"), ("/etc/hosts", "/etc/hosts"),
     ("/usr/lib/python3.11/site-packages/attr/_make.py", "attr/_make.py"), ("/repo/a.py", "a.py"),
-    ("/testbed/", "/testbed/"),
+    ("/testbed/", "/testbed/"), ("pkg/src/a.py", "pkg/src/a.py"),
 ])
 def test_paths_are_shown_without_the_workspace_root(path: str, short: str) -> None:
     assert short_path(path) == short
@@ -332,6 +379,20 @@ def test_a_step_line_names_the_step_its_calls_their_outcomes_and_what_the_model_
     assert facts_of(steps_of(s.entries)[2]).questions == ("Should I also update the docs?",)
 
 
+def test_a_notification_is_noted_in_its_first_line_up_to_100_characters() -> None:
+    s = Session()
+    s.user("go", notes=("n" * 150 + "\nmore",))
+    assert facts_of(s.entries).notes == ("n" * 99 + "…",)
+
+
+def test_an_input_is_said_in_its_first_line_up_to_160_characters() -> None:
+    s = Session()
+    s.user("x" * 300 + "\nsecond line")
+    s.user("y" * 160)
+    said = [facts_of(step).said for step in steps_of(s.entries)]
+    assert said == ["x" * 159 + "…", "y" * 160]
+
+
 def test_a_step_line_narrows_its_parts_until_it_fits() -> None:
     s = Session()
     s.act("I will now explain at length what is about to happen. " * 5,
@@ -344,9 +405,9 @@ def test_a_step_line_narrows_its_parts_until_it_fits() -> None:
 
 def test_a_notification_only_input_and_results_without_their_output_still_make_lines() -> None:
     s = Session()
-    s.user("", notes=("repeated failures of grep",))
+    s.user("", notes=("repeated failures of grep", "usage: 80%"))
     s.bash("x", "ls", "a")
     orphan = s.entries[-1:]  # results whose output is folded already
-    assert step_line(facts_of(steps_of(s.entries[:1])[0])) == "e1 1 notifications: repeated failures of grep"
+    assert step_line(facts_of(steps_of(s.entries[:1])[0])) == "e1 2 notifications: repeated failures of grep"
     facts = facts_of(orphan)
     assert facts.kind == "results" and step_line(facts) == "e3 bash → a"

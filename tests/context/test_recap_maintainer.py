@@ -115,6 +115,20 @@ async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
         assert Layer.load(fold.recap.data).model_calls == 1  # the failed call had its turn
 
 
+async def test_a_history_past_its_soft_limit_gets_one_fold_without_being_asked() -> None:
+    async with open_history(limits=HistoryLimits(max_entries=20)) as world:  # soft: 12 entries, hard: 16
+        await spawn_maintainer(world, RecapSettings(window=2, batch=2))
+        for n in range(3):
+            await world.step(n)
+        with trio.fail_after(5):
+            while not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]:
+                await trio.sleep(0.01)
+        await trio.sleep(0.05)
+        folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert [f.folded for f in folds] == [("e1", "e2", "e3")]  # one batch: soft asks for no more
+        assert folds[0].recap.content.gist.text == "recap of the steps up to e3 (simple_extract)"
+
+
 async def test_fold_now_is_answered_when_nothing_can_be_folded() -> None:
     async with open_history(limits=HistoryLimits(max_entries=4)) as world:
         await world.step(0)

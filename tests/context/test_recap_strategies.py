@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -82,6 +83,13 @@ def test_simple_extract_writes_a_line_per_folded_step_naming_it_by_its_entry_id(
         '- e11 bash: python -m pytest tests/test_cache.py -q → 15 passed — "Rerunning."',
         "- e13 bash: python -c 'import backend' → TypeError: unhashable type: 'dict' — \"Backend check.\"",
     ]
+
+
+def test_simple_extract_merges_nothing_while_its_lines_fit_to_the_last_character() -> None:
+    s = fix_session()
+    whole = simple_extract(Recap(), s.entries[1:], 10_000).text
+    assert simple_extract(Recap(), s.entries[1:], len(whole)).text == whole
+    assert simple_extract(Recap(), s.entries[1:], len(whole) - 1).text.startswith("- e2–e")
 
 
 def test_simple_extract_merges_the_oldest_steps_into_lines_that_still_say_what_happened() -> None:
@@ -177,6 +185,25 @@ def test_structured_lets_the_oldest_items_of_its_longest_list_go_first() -> None
     assert json.loads(Layer.load(recap.data).dump())["decisions"] == data["decisions"]  # the data keeps what shows
 
 
+def test_structured_keeps_up_to_40_items_a_list_each_up_to_200_characters() -> None:
+    s = Session()
+    for n in range(45):
+        s.say(f"Decision {n} is made.")
+    s.say("Why " + "so very " * 40 + "long?")
+    data = json.loads(structured(Recap(), s.entries, 100_000).text)
+    assert [d.split()[2] for d in data["decisions"]] == [str(n) for n in range(5, 45)]
+    assert len(data["open_questions"][0]) == 200 and data["open_questions"][0].endswith("…")
+
+
+def test_structured_merges_its_steps_further_before_it_shortens_its_task() -> None:
+    s = Session()
+    for n in range(20):
+        s.bash(f"Step {n}.", f"python -m pytest tests/test_{n}.py", pytest_passing(f"tests/test_{n}.py"))
+    task = "t" * 300
+    data = json.loads(structured(Recap(), s.entries, 700, [task]).text)
+    assert data["task"] == task and len(data["steps"]) >= 1
+
+
 def test_structured_shortens_the_task_to_the_longest_start_that_fits() -> None:
     s = Session()
     s.bash("x", "ls", "a")
@@ -244,6 +271,16 @@ async def test_model_summary_gives_the_newest_steps_at_recent_and_keeps_to_its_b
     assert COUNTER.count(tight.requests[0].messages[1].content) <= 40
 
 
+async def test_a_budget_is_used_to_its_last_token() -> None:
+    entries = inputs(*[(f"detail {n} " + "words " * 30, f"gist {n}") for n in range(4)])
+    _, roomy = await summarise(entries, budget=5000)
+    whole = roomy.requests[0].messages[1].content
+    _, exact = await summarise(entries, budget=COUNTER.count(whole))
+    assert exact.requests[0].messages[1].content == whole
+    _, short = await summarise(entries, budget=COUNTER.count(whole) - 1)
+    assert "[e1] gist 0" in short.requests[0].messages[1].content
+
+
 async def test_once_a_step_is_given_at_its_gist_every_older_step_is_too() -> None:
     entries = inputs(("older, short and detailed", "older gist"), ("big " * 200, "big gist"), ("newest", "newest gist"))
     _, model = await summarise(entries, budget=80)
@@ -263,15 +300,35 @@ async def test_steps_that_do_not_fit_even_at_their_gist_are_given_merged_not_dro
     assert "[e1]" not in body and "[e2]" not in body and "[e3] newest step" in body
 
 
+def given_and_merged(body: str) -> tuple[list[int], list[int]]:
+    """The steps a prompt gives as they are, and those its range lines stand for."""
+    given = [int(m) for m in re.findall(r"^\[e(\d+)\]", body, re.M)]
+    merged: list[int] = []
+    if "Earlier steps, merged:\n" in body:
+        for line in body.split("Earlier steps, merged:\n")[1].split("\n\nSteps:")[0].splitlines():
+            first, _, last = line.split()[1].partition("–")
+            merged += range(int(first[1:]), int((last or first)[1:]) + 1)
+    return given, merged
+
+
 async def test_merged_lines_make_room_for_themselves_and_shrink_when_nothing_else_is_left() -> None:
     entries = inputs(*[(f"step {n} " + "words " * 40, f"gist {n} " + "words " * 40) for n in range(30)])
-    _, model = await summarise(entries, budget=150, max_chars=2000)
+    for budget in (150, 300, 600):
+        _, model = await summarise(entries, budget=budget, max_chars=2000)
+        body = model.requests[0].messages[1].content
+        assert COUNTER.count(body) <= budget
+        given, merged = given_and_merged(body)
+        assert merged + given == list(range(1, 31))  # every step once: the older merged, the newer given
+        assert given and merged
+
+
+async def test_a_previous_recap_over_the_budget_is_sent_anyway_with_the_steps_merged() -> None:
+    entries = inputs(*[(f"step {n} " + "words " * 40, f"gist {n}") for n in range(5)])
+    _, model = await summarise(entries, budget=50, previous=Recap("old recap " * 100))
     body = model.requests[0].messages[1].content
-    assert COUNTER.count(body) <= 150
-    merged = body.split("Earlier steps, merged:\n")[1].split("\n\nSteps:")[0]
-    assert merged.startswith("- e1–e")  # all thirty are still there, merged
-    covered = [line.split()[1] for line in merged.splitlines()]
-    assert covered[0].startswith("e1–") and (covered[-1] == "e30" or covered[-1].endswith("–e30") or "[e30]" in body)
+    assert body.startswith("Previous recap:\nold recap old recap")
+    assert given_and_merged(body) == ([], [1, 2, 3, 4, 5])
+    assert "- e1–e5 (5 steps)" in body
 
 
 async def test_an_overlong_summary_is_shortened_by_the_model_never_dropped() -> None:
@@ -284,6 +341,13 @@ async def test_an_overlong_summary_is_shortened_by_the_model_never_dropped() -> 
     assert ask.messages[0].content.startswith(f"Shorten this summary to at most 300 characters (it has {len(long.strip())})")
     assert ask.messages[0].content.endswith(long.strip())
     assert Layer.load(recap.data).model_calls == 2
+
+
+async def test_a_shortened_answer_longer_than_the_first_is_not_taken() -> None:
+    first = "Short sentence one. " * 20
+    recap, model = await summarise(fix_session().entries[1:5], max_chars=300,
+                                   answers=(first, "A longer answer, not a shorter one. " * 20))
+    assert len(model.requests) == 2 and recap.text == first.strip()[: len(recap.text)]
 
 
 async def test_a_summary_still_too_long_is_cut_at_its_last_sentence_within_the_limit() -> None:
