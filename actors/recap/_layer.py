@@ -137,7 +137,7 @@ def span_of(facts: StepFacts) -> Span:
         _add(span.read, [p for p in call.reads if p not in span.edited])
         _add(span.searched, [_cut(" ".join(p.split()), ITEM_CHARS // 2) for p in call.searched])
         if call.error is not None:
-            _add_error(span.errors, ErrorItem(call.error.kind, call.error.where, call.error.text, facts.id,
+            add_error(span.errors, ErrorItem(call.error.kind, call.error.where, call.error.text, facts.id,
                                               list(call.keys)))
         if call.test:
             span.test, span.test_at = call.test, facts.id
@@ -168,7 +168,7 @@ def merge(old: Span, new: Span) -> Span:
         setattr(out, name, items)
     out.errors = [ErrorItem(**vars_of(e)) for e in old.errors]
     for error in new.errors:
-        _add_error(out.errors, ErrorItem(**vars_of(error)))
+        add_error(out.errors, ErrorItem(**vars_of(error)))
     if len(out.errors) > ERROR_CAP:
         more.add("errors")
         while len(out.errors) > ERROR_CAP:
@@ -416,8 +416,9 @@ def _add(items: list[str], new: Iterable[str]) -> None:
         items.append(item)
 
 
-def _add_error(errors: list[ErrorItem], new: ErrorItem) -> None:
-    """Add ``new``, or count it into the error of its kind and place (open again if it was fixed)."""
+def add_error(errors: list[ErrorItem], new: ErrorItem) -> None:
+    """Add ``new`` to ``errors``, or count it into the error of its kind and place there: the
+    first seen, the newest text, open if either is, the keys of both."""
     for error in errors:
         if error.kind == new.kind and error.where == new.where:
             error.n += new.n

@@ -16,9 +16,10 @@ Its text is one JSON object, always valid and at most ``max_chars`` characters::
   :data:`TASK_CHARS` characters; with none pinned, the first input this thread ever folded.
 - ``decisions``: the first sentences of the model's texts that say more than their calls do
   (:func:`~._facts.is_decision`); ``open_questions``: the questions they ask.
-- ``files``, ``identifiers`` (what was searched for) and ``errors`` (with whether a later
-  rerun fixed them) come from the summary layer's spans (:mod:`._layer`); ``results`` are the
-  test outcomes, each with the step and what ran.
+- ``files``, ``identifiers`` (what was searched for) and ``errors`` (one per kind and place,
+  with how often, where first, and whether a later rerun fixed it) come from the summary
+  layer's spans (:mod:`._layer`); ``results`` are the test outcomes, each with the step and
+  what ran.
 - ``steps``: the summary layer's lines, so every folded step stays represented here too.
 
 Past ``max_chars``: the steps take what the fields leave, and at least half; then the oldest
@@ -36,7 +37,7 @@ from typing import Any
 from livecontext.protocol import HistoryEntry, ModelInputEntry
 
 from ._facts import facts_of, steps_of
-from ._layer import ErrorItem, Layer, Recap, Span, fit, resolve, span_of
+from ._layer import ErrorItem, Layer, Recap, Span, add_error, fit, resolve, span_of, vars_of
 
 TASK_CHARS = 300
 """The longest task kept from the pinned inputs (or the first folded input)."""
@@ -58,7 +59,7 @@ def structured(previous: Recap, entries: Sequence[HistoryEntry], max_chars: int,
     An invalid previous recap (not JSON, another version, the wrong shape) starts fresh.
     """
     layer = Layer.load(previous.data)
-    own = {name: _strings(layer.extra.get(name))[-LIST_CAP:] for name in _OWN}
+    own = {name: _strings(layer.extra.get(name)) for name in _OWN}
     first_input = layer.extra.get("first_input")
     first_input = first_input if isinstance(first_input, str) else ""
     for step in steps_of(entries):
@@ -113,7 +114,10 @@ def _views(spans: list[Span]) -> dict[str, list[Any]]:
         touched = [p for p in touched if p not in span.read] + span.read
         searched = [s for s in searched if s not in span.searched] + span.searched
     touched = [p for p in touched if p not in edited]
-    errors: list[ErrorItem] = [e for span in spans for e in span.errors]
+    errors: list[ErrorItem] = []
+    for span in spans:  # (one item per kind and place: spans apart may have seen the same error)
+        for error in span.errors:
+            add_error(errors, ErrorItem(**vars_of(error)))
     return {"edited": edited, "touched": touched, "identifiers": searched, "errors": errors}
 
 

@@ -11,7 +11,7 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import RECAP_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
-from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings
+from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, recap_topic
 from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
     ActorId,
@@ -118,15 +118,16 @@ async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
 async def test_a_history_past_its_soft_limit_gets_one_fold_without_being_asked() -> None:
     async with open_history(limits=HistoryLimits(max_entries=20)) as world:  # soft: 12 entries, hard: 16
         await spawn_maintainer(world, RecapSettings(window=2, batch=2))
-        for n in range(3):
-            await world.step(n)
-        with trio.fail_after(5):
-            while not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]:
-                await trio.sleep(0.01)
+        async with world.rt.open_subscription(recap_topic("h"), buffer=10) as published:
+            for n in range(3):
+                await world.step(n)
+            with trio.fail_after(5):
+                done = (await published.receive()).payload
         await trio.sleep(0.05)
         folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
         assert [f.folded for f in folds] == [("e1", "e2", "e3")]  # one batch: soft asks for no more
         assert folds[0].recap.content.gist.text == "recap of the steps up to e3 (simple_extract)"
+        assert done == FoldDone("h", 1, 9, done.tokens)  # published: the fold, and the 12 - 3 entries left
 
 
 async def test_fold_now_is_answered_when_nothing_can_be_folded() -> None:
@@ -376,3 +377,4 @@ def test_a_recap_too_short_to_keep_every_step_is_refused(chars: int) -> None:
 def test_settings_below_their_minimum_are_refused(name: str, low: int) -> None:
     with pytest.raises(UsageError, match=rf"^recap.{name} must be >= {low + 1}, got {low}$"):
         RecapSettings(**{name: low})  # type: ignore[arg-type]
+    assert getattr(RecapSettings(**{name: low + 1}), name) == low + 1  # type: ignore[arg-type]

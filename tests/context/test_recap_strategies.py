@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 import re
 
+import attrs
 import pytest
 
-from livecontext.actors.recap import Recap, model_summary, pick_batch, simple_extract, steps_of, structured
-from livecontext.actors.recap._layer import Layer
+from livecontext.actors.recap import (
+    Recap,
+    batch_runs,
+    model_summary,
+    pick_batch,
+    simple_extract,
+    steps_of,
+    structured,
+)
+from livecontext.actors.recap._layer import Layer, range_line
 from livecontext.actors.recap._strategies import _body
 from livecontext.protocol import (
     HistoryEntry,
@@ -202,6 +211,27 @@ def test_structured_merges_its_steps_further_before_it_shortens_its_task() -> No
     task = "t" * 300
     data = json.loads(structured(Recap(), s.entries, 700, [task]).text)
     assert data["task"] == task and len(data["steps"]) >= 1
+
+
+def test_structured_range_lines_leave_the_details_to_its_fields() -> None:
+    s = Session()
+    for n in range(40):
+        s.bash(f"Step {n}.", f"grep -rn name_{n} src/m{n}.py", "a\nb")
+    recap = structured(Recap(), s.entries, 2400)
+    data = json.loads(recap.text)
+    span = Layer.load(recap.data).spans[0]
+    assert span.steps > 1 and data["steps"][0] == range_line(span, 2)  # two files read, not four
+    assert len(range_line(span, 1)) < 300 and "src/m" in data["files"]["touched"][-1]
+
+
+def test_an_error_seen_again_says_how_many_times() -> None:
+    s = Session()
+    for _ in range(2):
+        s.bash("Run.", "python reproduce.py", traceback_output())
+    errors = json.loads(structured(Recap(), s.entries, 2000).text)["errors"]
+    assert [(e["times"], e["at"], e["resolved"]) for e in errors] == [(2, "e1", False)]
+    once = json.loads(structured(Recap(), s.entries[:2], 2000).text)["errors"]
+    assert "times" not in once[0]
 
 
 def test_structured_shortens_the_task_to_the_longest_start_that_fits() -> None:
@@ -451,6 +481,14 @@ def batch_session(kinds: str) -> list[HistoryEntry]:
 def test_a_run_of_batch_compressible_entries_is_folded_whole_or_not_at_all(
         kinds: str, window: int, batch: int, folded: str) -> None:
     assert " ".join(e.id for e in pick_batch(batch_session(kinds), window, batch)) == folded
+
+
+def test_runs_are_numbered_from_0_leaving_out_recaps_and_folded_entries() -> None:
+    entries = batch_session("cbbcbb!b")
+    folded = attrs.evolve(batch_session("b")[0], id="e99", folded=True)
+    assert batch_runs(entries) == {"e2": 0, "e3": 0, "e5": 1, "e6": 1, "e8": 2}
+    assert batch_runs([*entries[:2], folded, *entries[2:4]]) == {"e2": 0, "e3": 0}  # (e99 is no entry of a run)
+    assert batch_runs([entries[1], folded, entries[2]]) == {"e2": 0, "e3": 0}  # nor does it end one
 
 
 def test_a_run_spanning_an_output_and_its_results_is_folded_with_both() -> None:
