@@ -15,6 +15,7 @@ from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSe
 from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
     ActorId,
+    Capability,
     EditApplied,
     EditConflict,
     EditHistory,
@@ -50,11 +51,11 @@ from tests.context._world import (
 )
 
 
-async def spawn_maintainer(world: HistoryWorld, settings: RecapSettings,
-                           model: ModelClient | None = None) -> ActorId:
+async def spawn_maintainer(world: HistoryWorld, settings: RecapSettings, model: ModelClient | None = None,
+                           capabilities: frozenset[Capability] = RECAP_CAPABILITIES) -> ActorId:
     maintainer = ActorId("recap", "h")
     await world.rt.spawn(lambda: RecapMaintainer("h", world.history.id, settings, COUNTER, model),
-                         maintainer, capabilities=RECAP_CAPABILITIES)
+                         maintainer, capabilities=capabilities)
     return maintainer
 
 
@@ -97,6 +98,46 @@ async def test_the_maintainer_retries_a_fold_after_an_edit_conflict() -> None:
         assert fold.folded == ("e1", "e2", "e3") and fold.recap.content.live.text == "summary 2"
         assert (await world.entry("e1")).revision == 3  # edited, then folded
         assert check_folds("h", records, folder="recap/h") == 1
+
+
+class EditsOnEveryCall(EditsOnFirstCall):
+    """A recap model that edits the oldest entry behind the maintainer's back at every call."""
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        self.requests.append(request)
+        oldest = await self.world.ref("e1")
+        await self.world.root.ask(self.world.history, EditHistory((
+            ReplaceContent(oldest, Level.RECENT, f"edit {len(self.requests)}"),)))
+        return ModelReply(text="never folded")
+
+
+async def test_the_maintainer_gives_up_a_fold_after_its_retries() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        model = EditsOnEveryCall(world)
+        settings = RecapSettings("model_summary", window=2, batch=2, max_retries=3)
+        maintainer = await spawn_maintainer(world, settings, model)
+        done = await world.root.ask(maintainer, FoldNow())
+        assert done.folds == 0 and len(model.requests) == 3
+        assert not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+
+
+async def test_a_maintainer_that_may_not_fold_folds_nothing() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        maintainer = await spawn_maintainer(world, RecapSettings(window=2, batch=2),
+                                            capabilities=frozenset({Capability.READ}))
+        with trio.fail_after(5):
+            done = await world.root.ask(maintainer, FoldNow())
+        assert done.folds == 0
+        assert not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+
+
+def test_the_settings_default_to_what_the_blueprint_docs_say() -> None:
+    assert RecapSettings() == RecapSettings(strategy="simple_extract", window=4, batch=4, max_summary_chars=2000,
+                                            budget=2000, max_retries=8)
 
 
 async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
