@@ -87,7 +87,7 @@ class ErrorItem:
     n: int = 1
     """How many calls reported it."""
 
-    def label(self, chars: int = 64) -> str:
+    def label(self, chars: int) -> str:
         """``ImportError in src/c.py x2 (fixed at e31)``; with ``chars`` of 20 or fewer, no place."""
         where = f" in {_cut(self.where, chars)}" if self.where and chars > 20 else ""
         times = f" x{self.n}" if self.n > 1 else ""

@@ -263,7 +263,8 @@ class RecapMaintainer(Actor):
             batch = pick_batch(view.entries, self.settings.window, self.settings.batch)
             if not batch:
                 return 0
-            pinned = [e.text for e in view.entries if isinstance(e, ModelInputEntry) and e.retention is Retention.CRITICAL]
+            pinned = [e.text for e in view.entries
+                      if isinstance(e, ModelInputEntry) and e.retention is Retention.CRITICAL]
             recap = await self._summarise(previous, batch, pinned)
             gist = f"recap of the steps up to {batch[-1].id} ({self.settings.strategy})"
             reply = await self.ctx.ask(self.history, FoldIntoRecap(

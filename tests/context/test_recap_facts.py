@@ -35,7 +35,8 @@ from tests.context._world import COUNTER
 
 
 def test_a_first_sentence_ends_at_its_full_stop_and_a_sentence_without_one_is_taken_whole() -> None:
-    assert first_sentence("\n\nThe import fails: util has no norm. Let me check.") == "The import fails: util has no norm."
+    text = "\n\nThe import fails: util has no norm. Let me check."
+    assert first_sentence(text) == "The import fails: util has no norm."
     assert first_sentence("Let me look at src/a.py first") == "Let me look at src/a.py first"
     assert first_sentence('He said "stop!" Then left.') == 'He said "stop!"'
     assert first_sentence("x" * 300, limit=20) == "x" * 19 + "…"
@@ -145,16 +146,20 @@ def test_a_command_names_the_files_it_reads_and_writes() -> None:
 def test_here_documents_are_data_and_say_what_they_write() -> None:
     heredoc = "cat > /testbed/reproduce.py <<'EOF'\nprint('it's \"unbalanced)\nEOF\npython /testbed/reproduce.py"
     c = parse_command(heredoc)
-    assert c.writes == ("/testbed/reproduce.py",) and c.shown == "cat > /testbed/reproduce.py <<'EOF' …; python /testbed/reproduce.py"
-    patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/b.py\n+z\n" \
+    assert c.writes == ("/testbed/reproduce.py",)
+    assert c.shown == "cat > /testbed/reproduce.py <<'EOF' …; python /testbed/reproduce.py"
+    patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n" \
+            "*** Add File: src/b.py\n+z\n" \
             "*** Delete File: src/c.py\n*** End Patch\nPATCH"
     assert parse_command(patch).writes == ("src/a.py", "src/b.py", "src/c.py")
-    python = "python - <<'EOF'\nfrom pathlib import Path\nopen('src/a.py', 'w').write('x')\nPath('src/b.py').write_text('y')\nEOF"
+    python = "python - <<'EOF'\nfrom pathlib import Path\nopen('src/a.py', 'w').write('x')\n" \
+             "Path('src/b.py').write_text('y')\nEOF"
     assert parse_command(python).writes == ("src/a.py", "src/b.py")
     piped = "cat <<'EOF' | apply_patch\n*** Begin Patch\n*** Add File: src/new.py\n+x\n*** End Patch\nEOF"
     assert parse_command(piped).writes == ("src/new.py",)
     indented = "cat <<-END > notes.txt\n\tline\n\tEND\nls"
-    assert parse_command(indented).writes == ("notes.txt",) and parse_command(indented).shown == "cat <<-END > notes.txt …; ls"
+    assert parse_command(indented).writes == ("notes.txt",)
+    assert parse_command(indented).shown == "cat <<-END > notes.txt …; ls"
 
 
 def test_searches_keep_their_pattern_apart_from_paths() -> None:
@@ -208,7 +213,8 @@ def test_what_looks_like_a_path(word: str, path: bool) -> None:
 
 
 def test_shown_commands_leave_out_set_ups_and_noise() -> None:
-    assert parse_command("cd /testbed && python -m pytest tests -x 2>&1 | tail -n 40").shown == "python -m pytest tests -x"
+    noisy = "cd /testbed && python -m pytest tests -x 2>&1 | tail -n 40"
+    assert parse_command(noisy).shown == "python -m pytest tests -x"
     assert parse_command("pytest \\\n  -x tests").shown == "pytest -x tests"
     assert parse_command("cd /a\nls").shown == "ls"
 
@@ -254,7 +260,8 @@ def test_a_view_of_a_file_holding_errors_reports_no_error() -> None:
 
 def test_an_editor_call_is_its_command_on_its_path() -> None:
     rng = random.Random(1)
-    view = call_facts(ToolCall("c1", "str_replace_editor", json.dumps({"command": "view", "path": "/testbed/src/a.py"})),
+    view = call_facts(ToolCall("c1", "str_replace_editor",
+                               json.dumps({"command": "view", "path": "/testbed/src/a.py"})),
                       result(cat_n("src/a.py", 50, rng), name="str_replace_editor"))
     assert (view.action, view.shown, view.reads, view.writes, view.outcome) == \
         ("view", "view src/a.py", ("src/a.py",), (), "50 lines")
@@ -266,7 +273,8 @@ def test_an_editor_call_is_its_command_on_its_path() -> None:
 
 
 def test_other_tools_are_named_with_their_paths_patches_and_searches() -> None:
-    patch = ToolCall("c1", "apply_patch", json.dumps({"input": "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n"
+    patch = ToolCall("c1", "apply_patch", json.dumps({"input": "*** Begin Patch\n*** Update File: src/a.py\n"
+                                                               "@@\n-x\n+y\n"
                                                                "*** End Patch"}))
     facts = call_facts(patch, result("Done!", name="apply_patch"))
     assert (facts.action, facts.shown, facts.writes) == ("apply_patch", "patch src/a.py", ("src/a.py",))

@@ -228,7 +228,8 @@ def test_merging_counts_an_error_seen_again_and_opens_it_again() -> None:
     old = Span("e1", "e1", errors=[ErrorItem("ImportError", "a.py", "ImportError: x", "e1", ["k1"], "e3")])
     new = Span("e5", "e5", errors=[ErrorItem("ImportError", "a.py", "ImportError: y", "e5", ["k2"])])
     merged = merge(old, new)
-    assert [(e.n, e.fixed, e.text, e.keys, e.at) for e in merged.errors] == [(2, "", "ImportError: y", ["k1", "k2"], "e1")]
+    assert [(e.n, e.fixed, e.text, e.keys, e.at) for e in merged.errors] == [
+        (2, "", "ImportError: y", ["k1", "k2"], "e1")]
     both_fixed = merge(old, Span("e5", "e5", errors=[ErrorItem("ImportError", "a.py", "t", "e5", [], "e7")]))
     assert both_fixed.errors[0].fixed == "e7"
     assert old.errors[0].n == 1  # (merging copies: the spans merged are unchanged)
@@ -262,6 +263,44 @@ def test_a_range_line_loses_detail_before_it_loses_its_ids() -> None:
     assert render(big, 40) == "e1–e100000 (2 steps)"
     assert render(big, 70) == range_line(big, 6)
     assert render(big, 12) == "e1–e100000 (2 steps)"  # (never less: the steps stay represented)
+
+
+def test_each_level_of_a_range_lines_detail_lists_fewer_and_shorter_items() -> None:
+    span = Span("e1", "e99", 50, calls=60, actions={f"prog{n}": 10 - n for n in range(10)},
+                edited=[f"src/e{n}.py" for n in range(10)], read=[f"docs/r{n}.md" for n in range(10)],
+                searched=[f"pat{n}" for n in range(10)], inputs=[f"input number {n} " + "x" * 60 for n in range(3)],
+                errors=[ErrorItem(f"E{n}Error", f"src/e{n}.py", "t", f"e{n}", [], "e9" if n % 2 else "")
+                        for n in range(5)],
+                test="3 failed, 12 passed", test_run="pytest tests/test_a.py", test_at="e98")
+    assert [range_line(span, d) for d in range(8)] == [
+    ('e1–e99 (50 steps): user: "input number 1 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…", '
+     '"input number 2 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…", …; 60 calls (prog0 x10, '
+     'prog1 x9, prog2 x8, prog3 x7, prog4 x6, prog5 x5, prog6 x4, prog7 x3, …); edited src/e2.py, '
+     'src/e3.py, src/e4.py, src/e5.py, src/e6.py, src/e7.py, src/e8.py, src/e9.py, …; read '
+     'docs/r4.md, docs/r5.md, docs/r6.md, docs/r7.md, docs/r8.md, docs/r9.md, …; searched "pat6", '
+     '"pat7", "pat8", "pat9", …; errors: E4Error in src/e4.py (open), E2Error in src/e2.py (open), '
+     'E0Error in src/e0.py (open), E3Error in src/e3.py (fixed at e9), …; last tests: pytest '
+     'tests/test_a.py: 3 failed, 12 passed (e98)'),
+    ('e1–e99 (50 steps): user: "input number 2 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…", …; 60 calls (prog0 '
+     'x10, prog1 x9, prog2 x8, prog3 x7, prog4 x6, prog5 x5, …); edited src/e4.py, src/e5.py, '
+     'src/e6.py, src/e7.py, src/e8.py, src/e9.py, …; read docs/r6.md, docs/r7.md, docs/r8.md, '
+     'docs/r9.md, …; searched "pat7", "pat8", "pat9", …; errors: E4Error in src/e4.py (open), E2Error '
+     'in src/e2.py (open), E0Error in src/e0.py (open), …; last tests: pytest tests/test_a.py: 3 '
+     'failed, 12 passed (e98)'),
+    ('e1–e99 (50 steps): user: "input number 2 xxxxxxxxxxxxxxxxxxxx…", …; 60 calls (prog0 x10, prog1 '
+     'x9, prog2 x8, prog3 x7, …); edited src/e6.py, src/e7.py, src/e8.py, src/e9.py, …; read '
+     'docs/r8.md, docs/r9.md, …; searched "pat8", "pat9", …; errors: E4Error in src/e4.py (open), '
+     'E2Error in src/e2.py (open), …; last tests: pytest tests/test_a.py: 3 failed, 12 passed (e98)'),
+    ('e1–e99 (50 steps): user: "input number 2 xxxxxxxxxxxx…", …; 60 calls (prog0 x10, prog1 x9, '
+     'prog2 x8, …); edited src/e7.py, src/e8.py, src/e9.py, …; errors: E4Error in src/e4.py (open), '
+     'E2Error in src/e2.py (open), …; last tests: 3 failed, 12 passed (e98)'),
+    ('e1–e99 (50 steps): 60 calls (prog0 x10, prog1 x9, …); edited src/e8.py, src/e9.py, …; errors: '
+     'E4Error in src/e4.py (open), …; last tests: 3 failed, 12 passed (e98)'),
+    ('e1–e99 (50 steps): 60 calls (prog0 x10, …); edited src/e9.py, …; errors: E4Error (open), …; '
+     'last tests: 3 failed, 12 passed (e98)'),
+    'e1–e99 (50 steps): 60 calls, 10 files edited, 5 errors (3 open)',
+    'e1–e99 (50 steps)',
+    ]
 
 
 def test_one_step_is_its_own_line_unless_it_cannot_fit() -> None:

@@ -81,7 +81,8 @@ def test_simple_extract_writes_a_line_per_folded_step_naming_it_by_its_entry_id(
     s = fix_session()
     recap = simple_extract(Recap(), s.entries[1:], 2000)
     assert recap.text.splitlines() == [
-        "- e2 bash: cat > /testbed/reproduce.py <<'EOF' …; python /testbed/reproduce.py → ImportError: cannot import "
+        "- e2 bash: cat > /testbed/reproduce.py <<'EOF' …; python /testbed/reproduce.py → ImportError: cannot "
+        "import "
         "name 'norm' from 'util' (/testbed/src/util.py) — \"I'll reproduce it first.\"",
         "- e4 str_replace_editor: str_replace src/cache.py → The file /testbed/src/cache.py has been edited. — "
         "\"The function is called normalise, not norm.\"",
@@ -162,7 +163,8 @@ def test_structured_builds_on_its_previous_data_not_its_text() -> None:
 
 def test_the_task_is_the_pinned_inputs_verbatim_or_their_first_300_characters() -> None:
     s = fix_session()
-    assert json.loads(structured(Recap(), s.entries[1:3], 3000, ["Do A.", "Then B."]).text)["task"] == "Do A.\n\nThen B."
+    two = structured(Recap(), s.entries[1:3], 3000, ["Do A.", "Then B."])
+    assert json.loads(two.text)["task"] == "Do A.\n\nThen B."
     long = "x" * 299 + "yz"
     assert json.loads(structured(Recap(), s.entries[1:3], 3000, [long]).text)["task"] == "x" * 299 + "…"
     assert json.loads(structured(Recap(), s.entries[1:3], 3000, ["x" * 300]).text)["task"] == "x" * 300
@@ -316,7 +318,8 @@ async def test_once_a_step_is_given_at_its_gist_every_older_step_is_too() -> Non
     _, model = await summarise(entries, budget=80)
     body = model.requests[0].messages[1].content
     assert "[e3] newest\n" in body + "\n" and "[e2] big gist" in body
-    assert "[e1] older gist" in body and "older, short and detailed" not in body  # it would fit, but older ones get gists
+    assert "[e1] older gist" in body
+    assert "older, short and detailed" not in body  # it would fit, but older ones get gists
 
 
 async def test_steps_that_do_not_fit_even_at_their_gist_are_given_merged_not_dropped() -> None:
@@ -368,7 +371,8 @@ async def test_an_overlong_summary_is_shortened_by_the_model_never_dropped() -> 
     assert recap.text == "Fixed the import; tests pass."
     ask = model.requests[1]
     assert ask.call_index == 1 and ask.tools == ()
-    assert ask.messages[0].content.startswith(f"Shorten this summary to at most 300 characters (it has {len(long.strip())})")
+    length = len(long.strip())
+    assert ask.messages[0].content.startswith(f"Shorten this summary to at most 300 characters (it has {length})")
     assert ask.messages[0].content.endswith(long.strip())
     assert Layer.load(recap.data).model_calls == 2
 
