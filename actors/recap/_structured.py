@@ -15,14 +15,15 @@ Its text is one JSON object, always valid and at most ``max_chars`` characters::
 - ``task``: the pinned (CRITICAL) inputs, verbatim if they are short, else their first
   :data:`TASK_CHARS` characters; with none pinned, the first input this thread ever folded.
 - ``decisions``: the first sentences of the model's texts that say more than their calls do
-  (:func:`~._facts.is_decision`); ``open_questions``: the questions they ask.
+  (:func:`~._facts.is_decision`); ``open_questions``: the questions they ask; each once, at
+  the newest step that said it.
 - ``files``, ``identifiers`` (what was searched for) and ``errors`` (one per kind and place,
   with how often, where first, and whether a later rerun fixed it) come from the summary
   layer's spans (:mod:`._layer`); ``results`` are the test outcomes, each with the step and
   what ran.
 - ``steps``: the summary layer's lines, so every folded step stays represented here too.
 
-Past ``max_chars``: the steps take what the fields leave, and at least half; then the oldest
+Past ``max_chars``: the steps take what the fields leave, and at least a third; then the oldest
 item of the longest list goes (errors: the fixed ones first), one at a time; then the steps
 merge further, down to a quarter; then the task is shortened to the longest start that fits. The lists in the
 data are the ones shown, so the data stays bounded too.
@@ -70,8 +71,9 @@ def structured(previous: Recap, entries: Sequence[HistoryEntry], max_chars: int,
         if isinstance(head, ModelInputEntry) and head.text.strip() and not first_input:
             first_input = _cut(head.text.strip(), TASK_CHARS)
         if facts.decision:
-            own["decisions"].append(_cut(f"{facts.id}: {facts.said}", ITEM_CHARS))
-        own["open_questions"] += [_cut(f"{facts.id}: {q}", ITEM_CHARS) for q in facts.questions]
+            _renew(own["decisions"], _cut(f"{facts.id}: {facts.said}", ITEM_CHARS))
+        for question in facts.questions:
+            _renew(own["open_questions"], _cut(f"{facts.id}: {question}", ITEM_CHARS))
         own["results"] += [_cut(f"{facts.id} {c.action}{' ' + c.target if c.target else ''}: {c.test}", ITEM_CHARS)
                            for c in facts.calls if c.test]
     own = {name: items[-LIST_CAP:] for name, items in own.items()}
@@ -87,7 +89,7 @@ def _fitted(task: str, own: dict[str, list[str]], spans: list[Span],
     """The JSON text within ``max_chars``, and the spans and lists it shows (see the module)."""
     views = _views(spans)
     rest = len(_text(task, own, views, []))
-    spans, lines = _steps(spans, max(max_chars - rest, max_chars // 2))
+    spans, lines = _steps(spans, max(max_chars - rest, max_chars // 3))
     while len(_text(task, own, views, lines)) > max_chars and _drop_oldest(own, views):
         pass
     if len(_text(task, own, views, lines)) > max_chars:  # (the task gives way below a quarter)
@@ -173,6 +175,13 @@ def _shortened(task: str, own: dict[str, list[str]], views: dict[str, list[Any]]
         else:
             hi = mid - 1
     return task[:lo]
+
+
+def _renew(items: list[str], item: str) -> None:
+    """Append ``item`` (``eN: text``), and let an older item saying the same text go: a
+    decision or question said again is kept once, at its newest step."""
+    said = item.split(": ", 1)[1]
+    items[:] = [old for old in items if old.split(": ", 1)[-1] != said] + [item]
 
 
 def _strings(value: object) -> list[str]:

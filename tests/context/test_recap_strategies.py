@@ -196,6 +196,16 @@ def test_structured_lets_the_oldest_items_of_its_longest_list_go_first() -> None
     assert json.loads(Layer.load(recap.data).dump())["decisions"] == data["decisions"]  # the data keeps what shows
 
 
+def test_a_decision_or_question_said_again_is_kept_once_at_its_newest_step() -> None:
+    s = Session()
+    s.say("I'll normalise numbers. Is that right?")
+    s.say("I'll keep the cache.")
+    s.say("I'll normalise numbers. Is that right?")
+    data = json.loads(structured(Recap(), s.entries, 2000).text)
+    assert data["decisions"] == ["e2: I'll keep the cache.", "e3: I'll normalise numbers."]
+    assert data["open_questions"] == ["e3: Is that right?"]
+
+
 def test_structured_keeps_up_to_40_items_a_list_each_up_to_200_characters() -> None:
     s = Session()
     for n in range(45):
