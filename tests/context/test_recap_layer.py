@@ -224,6 +224,30 @@ def test_an_error_is_open_until_a_rerun_without_it_even_folds_later() -> None:
     assert errors[0].keys == [] and errors[1].keys == ["run python other.py"]  # (a fixed error forgets its keys)
 
 
+def test_a_rerun_failing_otherwise_fixes_the_error_it_no_longer_reports() -> None:
+    s = Session()
+    s.bash("Run.", "python reproduce.py", traceback_output())
+    s.bash("Again.", "python reproduce.py", traceback_output(error="TypeError: unhashable type: 'dict'"))
+    errors = Layer.load(simple_extract(Recap(), s.entries, 2000).data).errors()
+    assert [(e.kind, e.fixed) for e in errors] == [("ImportError", "e3"), ("TypeError", "")]
+
+
+def test_a_span_keeps_an_input_to_100_characters() -> None:
+    s = Session()
+    s.user("u" * 150)
+    assert span_of(facts_of(s.entries)).inputs == ["u" * 99 + "…"]
+
+
+def test_simple_extract_shows_its_range_lines_as_finely_as_they_fit() -> None:
+    s = Session()
+    for n in range(100):
+        s.bash(".", f"p{n % 8} x", "ok")
+    recap = simple_extract(Recap(), s.entries, 1400)
+    span = Layer.load(recap.data).spans[0]
+    assert span.steps > 8 and recap.text.splitlines()[0] == "- " + range_line(span, 0)
+    assert "p7" in recap.text.splitlines()[0]  # eight programs: the finest detail lists them all
+
+
 def test_merging_counts_an_error_seen_again_and_opens_it_again() -> None:
     old = Span("e1", "e1", errors=[ErrorItem("ImportError", "a.py", "ImportError: x", "e1", ["k1"], "e3")])
     new = Span("e5", "e5", errors=[ErrorItem("ImportError", "a.py", "ImportError: y", "e5", ["k2"])])
@@ -308,6 +332,7 @@ def test_one_step_is_its_own_line_unless_it_cannot_fit() -> None:
     s.bash("Tests.", "python -m pytest", pytest_passing())
     span = span_of(facts_of(steps_of(s.entries)[0]))
     assert render(span, 500) == span.line == 'e1 bash: python -m pytest → 15 passed — "Tests."'
+    assert render(span, len(span.line)) == span.line
     assert render(span, 20) == "e1 bash: python -m…"
     assert render(span, 1) == "e1…"  # (the id is kept whole when a limit is even smaller)
 
@@ -383,5 +408,6 @@ def test_unreadable_data_starts_fresh(data: str) -> None:
 
 def test_model_calls_are_read_back_only_when_they_are_a_count() -> None:
     assert Layer.load('{"v": 1, "spans": [], "model_calls": 4}').model_calls == 4
+    assert Layer.load('{"v": 1, "spans": [], "model_calls": 0}').model_calls == 0
     for bad in ("-1", "true", '"4"', "1.5"):
         assert Layer.load('{"v": 1, "spans": [], "model_calls": %s}' % bad).model_calls is None
