@@ -60,7 +60,7 @@ def simple_extract(previous: Recap, entries: Sequence[HistoryEntry], max_chars: 
 # -- model_summary ---------------------------------------------------------------------------------
 
 _MERGED_FLOOR = 60
-"""Range lines in a prompt shrink down to about this many characters (one line: ids, step count)."""
+"""Range lines in a prompt shrink by halves while longer than this; then to the shortest line."""
 SUMMARY_PROMPT = ("Summarise the agent's earlier steps for its own future reference, in at most {max_chars} "
                   "characters. Keep decisions, results and open questions; drop chatter.")
 SHORTEN_PROMPT = ("Shorten this summary to at most {max_chars} characters (it has {length}). Keep decisions, "
@@ -75,8 +75,8 @@ async def model_summary(previous: Recap, entries: Sequence[HistoryEntry], max_ch
     The prompt gives the previous recap, then the steps (oldest first), chosen newest first
     while they fit: at RECENT, and once one does not fit at RECENT, it and every older step at
     GIST. A step that does not fit even at GIST, and every step before it, are given as merged
-    range lines (:mod:`._layer`) instead of vanishing; those lines shrink, then take in the
-    oldest steps given, until the whole fits.
+    range lines (:mod:`._layer`) instead of vanishing; room for the shortest of them is kept
+    while steps are chosen, and they shrink until the whole fits.
 
     An answer is never discarded: past ``max_chars`` the model is asked once more, with its
     answer, to shorten it (call ``call_index + 1``); what is still too long is cut at the last
@@ -115,17 +115,18 @@ def _prompt_body(previous: str, steps: list[list[HistoryEntry]], counter: TokenC
     """The user message of a summary request: at most ``budget`` tokens unless the previous
     recap and the shortest range line of the steps alone are more (see :func:`model_summary`).
 
-    Each step is tried in the whole body it would make, with the shortest range line the
-    steps before it would need: counting the parts apart would miss what joining them costs.
+    Each step is tried in the whole body it would make, with the shortest range line the steps
+    before it would need (:func:`_shortest`): counting the parts apart would miss what joining
+    them costs. The range lines then shrink from ``max_chars`` until they fit, at worst to
+    that shortest line, which was counted in: the body fits.
     """
     texts: list[str] = []
     detailed = True
     given = len(steps)  # steps[given:] are given as they are; the older ones as range lines
     for i in range(len(steps) - 1, -1, -1):  # newest first: the budget keeps the most recent detail
-        older = f"- {steps[0][0].id}–{steps[i - 1][0].id} ({i} steps)" if i else ""
         for level in ((Level.RECENT, Level.GIST) if detailed else (Level.GIST,)):
             text = _step_text(steps[i], level)
-            if counter.count(_body(previous, older, [text, *texts])) <= budget:
+            if counter.count(_body(previous, _shortest(steps[:i]), [text, *texts])) <= budget:
                 break
             detailed = False  # older steps get their gist only
         else:
@@ -133,23 +134,25 @@ def _prompt_body(previous: str, steps: list[list[HistoryEntry]], counter: TokenC
         texts.insert(0, text)
         given = i
     chars = max_chars
-    while True:  # the range lines take room: they shrink first, then the oldest step given joins them
-        merged = _merged(steps[:given], chars)
+    while True:
+        merged = _merged(steps[:given], chars) if chars > _MERGED_FLOOR else _shortest(steps[:given])
         body = _body(previous, merged, texts)
-        if counter.count(body) <= budget:
+        if counter.count(body) <= budget or not merged or chars <= _MERGED_FLOOR:
             return body
-        if merged and chars > _MERGED_FLOOR:
-            chars //= 2
-        elif texts:
-            texts.pop(0)
-            given += 1
-        else:
-            return body  # the previous recap alone is over the budget: it is sent anyway
+        chars //= 2
 
 
 def _merged(steps: list[list[HistoryEntry]], max_chars: int) -> str:
     """The range lines of ``steps`` within about ``max_chars`` (never less than one line)."""
     return simple_extract(Recap(), [e for step in steps for e in step], max_chars).text if steps else ""
+
+
+def _shortest(steps: list[list[HistoryEntry]]) -> str:
+    """The shortest line standing for ``steps``: their ids and how many (``""`` for none)."""
+    if not steps:
+        return ""
+    return f"- {steps[0][0].id}–{steps[-1][0].id} ({len(steps)} steps)" if len(steps) > 1 else \
+        f"- {steps[0][0].id} (1 step)"
 
 
 def _body(previous: str, merged: str, texts: list[str]) -> str:

@@ -18,7 +18,7 @@ from livecontext.actors.recap._facts import (
     steps_of,
 )
 from livecontext.actors.recap._shell import looks_like_path, parse_command, reruns
-from livecontext.protocol import ToolCall, ToolResult, ToolStatus
+from livecontext.protocol import RecapEntry, Retention, ToolCall, ToolResult, ToolStatus
 
 from tests.context._transcripts import (
     Session,
@@ -286,6 +286,8 @@ def test_other_tools_are_named_with_their_paths_patches_and_searches() -> None:
     assert call_facts(named, result("ok")).writes == ("Makefile", "a.py")  # (a list of paths: only what looks like one)
     read = ToolCall("c1", "read_file", json.dumps({"file_path": "/testbed/README.md"}))
     assert call_facts(read, result("# Readme\ntext")).reads == ("README.md",)
+    read_log = call_facts(read, result("x = 1\nValueError: in the file, not from the call"))
+    assert (read_log.outcome, read_log.error) == ("2 lines", None)  # a reading tool shows content
     search = ToolCall("c1", "search_dir", json.dumps({"search_term": "make_key", "dir": "src"}))
     found = call_facts(search, result("3 matches"))
     assert found.searched == ("make_key",) and found.reads == ("src",) and found.shown.startswith('{"search_term"')
@@ -337,6 +339,8 @@ def test_long_rerun_keys_end_in_a_digest_of_the_whole() -> None:
     a = call_facts(bash("python -c '" + "x" * 300 + "a'"), result("1"))
     b = call_facts(bash("python -c '" + "x" * 300 + "b'"), result("1"))
     assert len(a.keys[0]) <= 100 and a.keys != b.keys
+    exact = call_facts(bash("python " + "y" * 86 + ".py"), result("1"))  # a key of exactly 100 characters
+    assert exact.keys == ("run python " + "y" * 86 + ".py",) and len(exact.keys[0]) == 100
 
 
 @pytest.mark.parametrize(("path", "short"), [
@@ -347,6 +351,7 @@ def test_long_rerun_keys_end_in_a_digest_of_the_whole() -> None:
 def test_paths_are_shown_without_the_workspace_root(path: str, short: str) -> None:
     assert short_path(path) == short
     assert short_path("d/" * 60 + "a.py") == "…" + ("d/" * 60 + "a.py")[-79:]
+    assert short_path("p" * 80) == "p" * 80 and short_path("p" * 81) == "…" + "p" * 79
 
 
 def test_an_error_kind_is_its_exception_name_else_the_start_of_its_line() -> None:
@@ -399,6 +404,23 @@ def test_an_input_is_said_in_its_first_line_up_to_160_characters() -> None:
     s.user("y" * 160)
     said = [facts_of(step).said for step in steps_of(s.entries)]
     assert said == ["x" * 159 + "…", "y" * 160]
+
+
+def test_a_step_line_is_at_most_240_characters() -> None:
+    s = Session()
+    s.act("x", *[("bash", {"command": f"ls d{k}"}, "a\nb", True) for k in range(20)])
+    assert len(step_line(facts_of(steps_of(s.entries)[0]))) == 240
+
+
+def test_recaps_between_entries_are_no_steps_and_do_not_end_one() -> None:
+    s = Session()
+    s.user("go")
+    s.bash("x", "ls", "a")
+    recap = RecapEntry(id="e9", revision=1, author=s.entries[0].author, created_at=s.entries[0].created_at,
+                       retention=Retention.CRITICAL, content=COUNTER.content("r", "r", "r"))
+    entries = [s.entries[0], recap, *s.entries[1:]]
+    assert [[e.id for e in step] for step in steps_of(entries)] == [["e1"], ["e2", "e3"]]
+    assert [[e.id for e in step] for step in steps_of([s.entries[1], recap, s.entries[2]])] == [["e2", "e3"]]
 
 
 def test_a_step_line_narrows_its_parts_until_it_fits() -> None:

@@ -365,6 +365,15 @@ async def test_merged_lines_make_room_for_themselves_and_shrink_when_nothing_els
         assert given and merged
 
 
+async def test_merged_lines_shrink_at_worst_to_the_ids_of_their_steps() -> None:
+    entries = inputs(("huge " * 300, "huge " * 200), ("newest step", "newest gist"))
+    tight = COUNTER.count("Earlier steps, merged:\n- e1 (1 step)\n\nSteps:\n[e2] newest step")
+    _, model = await summarise(entries, budget=tight)
+    assert model.requests[0].messages[1].content == "Earlier steps, merged:\n- e1 (1 step)\n\nSteps:\n[e2] newest step"
+    _, roomy = await summarise(entries, budget=tight + 60)
+    assert "- e1 user: huge huge" in roomy.requests[0].messages[1].content
+
+
 async def test_a_previous_recap_over_the_budget_is_sent_anyway_with_the_steps_merged() -> None:
     entries = inputs(*[(f"step {n} " + "words " * 40, f"gist {n}") for n in range(5)])
     _, model = await summarise(entries, budget=50, previous=Recap("old recap " * 100))
@@ -385,6 +394,12 @@ async def test_an_overlong_summary_is_shortened_by_the_model_never_dropped() -> 
     assert ask.messages[0].content.startswith(f"Shorten this summary to at most 300 characters (it has {length})")
     assert ask.messages[0].content.endswith(long.strip())
     assert Layer.load(recap.data).model_calls == 2
+
+
+async def test_an_answer_of_exactly_the_limit_is_taken_as_it_is() -> None:
+    answer = ("A sentence. " * 30)[:299] + "."
+    recap, model = await summarise(fix_session().entries[1:5], max_chars=300, answers=(answer,))
+    assert len(answer) == 300 and recap.text == answer and len(model.requests) == 1
 
 
 async def test_a_shortened_answer_longer_than_the_first_is_not_taken() -> None:
