@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import livecontext.actors.recap as recap
 
@@ -27,3 +28,9 @@ def test_every_exported_function_and_class_exists_and_has_a_docstring() -> None:
         value = getattr(recap, name)
         if callable(value):
             assert inspect.getdoc(value), f"{name} has no docstring"
+
+
+def test_the_blueprint_docs_give_the_shortest_recap_allowed() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "blueprints.md").read_text(encoding="utf-8")
+    row = next(line for line in docs.splitlines() if line.startswith("| `max_summary_chars` |"))
+    assert f"| integer >= {recap.MIN_SUMMARY_CHARS} |" in row and f"Less than {recap.MIN_SUMMARY_CHARS} " in row

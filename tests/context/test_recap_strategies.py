@@ -246,6 +246,15 @@ def test_an_error_seen_again_says_how_many_times() -> None:
     assert "times" not in once[0]
 
 
+def test_structured_steps_give_way_down_to_a_quarter_before_the_task_does() -> None:
+    s = Session()
+    for n in range(20):
+        s.bash(f"Step {n}.", f"python -m pytest tests/test_{n}.py", pytest_passing(f"tests/test_{n}.py"))
+    data = json.loads(structured(Recap(), s.entries, 400, ["t" * 300]).text)
+    assert len(json.dumps(data["steps"], ensure_ascii=False)) <= 400 // 4 + 2  # the steps: a quarter
+    assert data["task"] and data["task"] == "t" * len(data["task"])  # the task: what is left
+
+
 def test_structured_shortens_the_task_to_the_longest_start_that_fits() -> None:
     s = Session()
     s.bash("x", "ls", "a")
