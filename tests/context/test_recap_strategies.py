@@ -248,10 +248,13 @@ def test_an_error_seen_again_says_how_many_times() -> None:
 
 def test_structured_steps_give_way_down_to_a_quarter_before_the_task_does() -> None:
     s = Session()
-    for n in range(20):
-        s.bash(f"Step {n}.", f"python -m pytest tests/test_{n}.py", pytest_passing(f"tests/test_{n}.py"))
+    s.bash("Running the tests of the cache module again.", "python -m pytest tests/test_cache.py -x -q",
+           pytest_passing("tests/test_cache.py"))
+    line = json.loads(structured(Recap(), s.entries, 2000).text)["steps"][0]
+    assert 100 < len(line) + 4 < 400 // 3  # it fits a third, not a quarter
     data = json.loads(structured(Recap(), s.entries, 400, ["t" * 300]).text)
     assert len(json.dumps(data["steps"], ensure_ascii=False)) <= 400 // 4 + 2  # the steps: a quarter
+    assert data["steps"][0].startswith("e1 bash: python -m pytest") and data["steps"][0].endswith("…")
     assert data["task"] and data["task"] == "t" * len(data["task"])  # the task: what is left
 
 
