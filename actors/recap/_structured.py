@@ -88,20 +88,25 @@ def _fitted(task: str, own: dict[str, list[str]], spans: list[Span],
             max_chars: int) -> tuple[str, list[Span], dict[str, list[str]]]:
     """The JSON text within ``max_chars``, and the spans and lists it shows (see the module)."""
     views = _views(spans)
-    rest = len(_text(task, own, views, []))
-    spans, lines = _steps(spans, max(max_chars - rest, max_chars // 3))
+    spans, lines = _steps(spans, max(max_chars - _rest(task, own, views), max_chars // 3))
     while len(_text(task, own, views, lines)) > max_chars and _drop_oldest(own, views):
         pass
     if len(_text(task, own, views, lines)) > max_chars:  # (the task gives way below a quarter)
-        spans, lines = _steps(spans, max(max_chars - len(_text(task, own, views, [])), max_chars // 4))
+        spans, lines = _steps(spans, max(max_chars - _rest(task, own, views), max_chars // 4))
     text = _text(task, own, views, lines)
     if len(text) > max_chars:
         text = _text(_shortened(task, own, views, lines, max_chars), own, views, lines)
     return text, spans, own
 
 
+def _rest(task: str, own: dict[str, list[str]], views: dict[str, list[Any]]) -> int:
+    """The length of the JSON text but its step lines and their list's brackets."""
+    return len(_text(task, own, views, [])) - len("[]")
+
+
 def _steps(spans: list[Span], room: int) -> tuple[list[Span], list[str]]:
-    """The spans merged until their lines, as JSON strings in a list, cost at most ``room``."""
+    """The spans merged until their lines, as a JSON list (``["a", "b"]``: each string and two
+    characters), cost at most ``room``."""
     return fit(spans, max(room, 1), cost=lambda line: len(json.dumps(line, ensure_ascii=False)) + 2,
                start_detail=STEPS_DETAIL)
 

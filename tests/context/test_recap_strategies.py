@@ -210,10 +210,10 @@ def test_structured_keeps_up_to_40_items_a_list_each_up_to_200_characters() -> N
     s = Session()
     for n in range(45):
         s.say(f"Decision {n} is made.")
-    s.say("Why " + "so very " * 40 + "long?")
+    s.say("Is " + "x" * 300 + "?")
     data = json.loads(structured(Recap(), s.entries, 100_000).text)
     assert [d.split()[2] for d in data["decisions"]] == [str(n) for n in range(5, 45)]
-    assert len(data["open_questions"][0]) == 200 and data["open_questions"][0].endswith("…")
+    assert data["open_questions"] == ["e46: …" + "x" * 193 + "…"]  # (200 characters: the question's end kept)
 
 
 def test_structured_merges_its_steps_further_before_it_shortens_its_task() -> None:
@@ -244,6 +244,13 @@ def test_an_error_seen_again_says_how_many_times() -> None:
     assert [(e["times"], e["at"], e["resolved"]) for e in errors] == [(2, "e1", False)]
     once = json.loads(structured(Recap(), s.entries[:2], 2000).text)["errors"]
     assert "times" not in once[0]
+
+
+def test_structured_lets_nothing_go_while_its_json_fits_to_the_last_character() -> None:
+    s = fix_session()
+    whole = structured(Recap(), s.entries[1:], 100_000, ["Fix make_key for floats."]).text
+    assert structured(Recap(), s.entries[1:], len(whole), ["Fix make_key for floats."]).text == whole
+    assert structured(Recap(), s.entries[1:], len(whole) - 1, ["Fix make_key for floats."]).text != whole
 
 
 def test_structured_steps_give_way_down_to_a_quarter_before_the_task_does() -> None:
