@@ -393,6 +393,14 @@ async def test_merged_lines_shrink_at_worst_to_the_ids_of_their_steps() -> None:
     assert "- e1 user: huge huge" in roomy.requests[0].messages[1].content
 
 
+async def test_the_shortest_merged_line_names_its_steps_by_their_first_entries() -> None:
+    s = fix_session()
+    _, one = await summarise(s.entries[1:3], budget=1, previous=Recap("old"))  # (nothing fits: all merged)
+    assert one.requests[0].messages[1].content == "Previous recap:\nold\n\nEarlier steps, merged:\n- e2 (1 step)\n\nSteps:\n"
+    _, three = await summarise(s.entries[1:7], budget=1, previous=Recap("old"))
+    assert "Earlier steps, merged:\n- e2–e6 (3 steps)\n" in three.requests[0].messages[1].content
+
+
 async def test_a_previous_recap_over_the_budget_is_sent_anyway_with_the_steps_merged() -> None:
     entries = inputs(*[(f"step {n} " + "words " * 40, f"gist {n}") for n in range(5)])
     _, model = await summarise(entries, budget=50, previous=Recap("old recap " * 100))
