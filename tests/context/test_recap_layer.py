@@ -232,10 +232,12 @@ def test_a_rerun_failing_otherwise_fixes_the_error_it_no_longer_reports() -> Non
     assert [(e.kind, e.fixed) for e in errors] == [("ImportError", "e3"), ("TypeError", "")]
 
 
-def test_a_span_keeps_an_input_to_100_characters() -> None:
+def test_a_span_keeps_an_input_to_100_characters_and_a_search_to_50() -> None:
     s = Session()
     s.user("u" * 150)
     assert span_of(facts_of(s.entries)).inputs == ["u" * 99 + "…"]
+    s.bash("x", f"grep -rn {'p' * 80} src/", "")
+    assert span_of(facts_of(s.entries[1:])).searched == ["p" * 49 + "…"]
 
 
 def test_simple_extract_shows_its_range_lines_as_finely_as_they_fit() -> None:
