@@ -3,7 +3,8 @@
 :class:`ContextManagement` is mixed into :class:`HistoryStore`; it keeps the edit rules in
 one place: every edit names the entries and the revisions it expects, and is refused whole
 (:class:`EditConflict`) if any changed, if it would split a model output from its tool
-results, fold a CRITICAL entry, or touch the newest entry (the engine's state stands on it).
+results, fold a CRITICAL entry or part of a run of BATCH_COMPRESSIBLE entries, or touch the
+newest entry (the engine's state stands on it).
 """
 
 from __future__ import annotations
@@ -315,6 +316,25 @@ class ContextManagement(Actor):
         await self._commit([HistoryEdited(new_versions, tuple(removed))])
         return EditApplied(tuple(EntryRef(e.id, e.revision) for e in new_versions), None, self.state.seq)
 
+    def _batch_conflicts(self, ids: set[str]) -> list[Conflict]:
+        """Conflicts for a fold of ``ids`` that takes part of a run of BATCH_COMPRESSIBLE
+        entries (consecutive among the unfolded entries): such a run is folded whole or not
+        at all."""
+        out = []
+        run: list[HistoryEntry] = []
+        for entry in [*self.state.active, None]:  # (None: the end closes the last run)
+            if entry is not None and entry.retention is Retention.BATCH_COMPRESSIBLE:
+                run.append(entry)
+                continue
+            inside = [e.id in ids for e in run]
+            if any(inside) and not all(inside):
+                left = next(e for e in run if e.id not in ids)
+                out.append(Conflict(left.id, left.revision, left.revision,
+                                    f"would fold part of a run of BATCH_COMPRESSIBLE entries ({run[0].id} to "
+                                    f"{run[-1].id}, {left.id} left out): fold the whole run or none of it"))
+            run = []
+        return out
+
     @handler(inline=True)
     async def on_fold(self, msg: FoldIntoRecap) -> Message:
         if not msg.entries:
@@ -339,6 +359,7 @@ class ContextManagement(Actor):
             if entry.retention is Retention.CRITICAL:
                 conflicts.append(Conflict(ref.id, ref.revision, entry.revision, "CRITICAL entries are never folded"))
         conflicts += self._unit_conflicts(set(ids))
+        conflicts += self._batch_conflicts(set(ids))
         previous = self.state.entry(msg.previous_recap.id) if msg.previous_recap else None
         if previous is not None and not isinstance(previous, RecapEntry):
             conflicts.append(Conflict(previous.id, previous.revision, previous.revision, "previous_recap is not a recap"))
@@ -352,7 +373,7 @@ class ContextManagement(Actor):
         recap = RecapEntry(
             id=f"e{self.state.next_entry}", revision=1, author=env.sender, created_at=env.sent_at,
             retention=Retention.CRITICAL, content=self.counter.content(msg.live, msg.live, msg.gist),  # type: ignore[attr-defined]
-            covers=covers, strategy=msg.strategy,
+            covers=covers, strategy=msg.strategy, data=msg.data,
         )
         folded = tuple(ids) + ((previous.id,) if previous is not None else ())
         await self._commit([EntriesFolded(recap, folded)])

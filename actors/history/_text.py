@@ -82,3 +82,91 @@ def salient_line(text: str) -> str:
     """The one line that best says what ``text`` reports: a test run's outcome, else its last
     error, else its first meaningful line."""
     return test_outcome(text) or error_line(text) or first_meaningful_line(text)
+
+
+# -- what a model's text and an error say (used by the recap strategies) -------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])([\"')\]]*)\s+(?=\S)")
+"""Where a sentence ends inside a line: ``.``, ``!`` or ``?`` (and closing quotes), then space."""
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?][\"')\]])\s+(?=\S)|(?<=[.!?])\s+(?=\S)")
+"""The same boundary, for splitting (closing quotes stay with their sentence)."""
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
+"""A Python traceback's frame line."""
+_LOCATED = re.compile(r"^\s*([\w./\\-]+\.\w+):\d+(?::\d+)?:")
+"""A location prefix: pytest's ``tests/test_a.py:12: AssertionError``, a compiler's ``a.c:3:5: error:``."""
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence of ``text``'s first meaningful line, at most ``limit`` characters
+    (cut with ``…``). A line without a sentence end is taken whole."""
+    line = first_meaningful_line(text)
+    end = _SENTENCE_END.search(line)
+    if end:
+        line = line[: end.end(1)]
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def questions(text: str, limit: int = 200) -> list[str]:
+    """The sentences of ``text`` that ask something (end with ``?``), outside code blocks, in
+    order and without repeats, each at most ``limit`` characters (the start is cut: a
+    question's end says what it asks)."""
+    found: list[str] = []
+    in_code = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or "?" not in line:
+            continue
+        for sentence in _SENTENCE_SPLIT.split(line):
+            sentence = sentence.strip().lstrip("-*#> ").strip()
+            if sentence.rstrip("\"')]").endswith("?") and meaningful(sentence) and sentence not in found:
+                found.append(sentence if len(sentence) <= limit else "…" + sentence[-(limit - 1):])
+    return found
+
+
+def error_place(text: str) -> str:
+    """The file the last error of ``text`` points at, or ``""``: the innermost frame before
+    the error line (a traceback's ``File "..."``, pytest's or a compiler's ``path:line:``),
+    else the first ``path:line:`` after it (pytest's ``tests/test_a.py:12: AssertionError``)."""
+    error = error_line(text)
+    if not error:
+        return ""
+    lines = text.splitlines()
+    at = max(i for i, line in enumerate(lines) if line.strip().endswith(error))
+    place = ""
+    for line in lines[: at + 1]:
+        found = _FRAME.match(line) or _LOCATED.match(line)
+        if found:
+            place = found.group(1)
+    if not place:
+        for line in lines[at + 1:]:
+            found = _LOCATED.match(line)
+            if found:
+                return found.group(1)
+    return place
+
+
+def cut_at_boundary(text: str, limit: int) -> str:
+    """The longest start of ``text`` within ``limit`` characters that ends at a sentence's end;
+    failing that, at a line's end; failing that, at a word's end (with ``…``); failing that,
+    cut hard. ``text`` itself when it fits."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]  # (a boundary right after the limit's last character still counts)
+    sentence = max((m.end() for m in _BOUNDARY.finditer(head) if m.end() <= limit), default=-1)
+    if sentence > 0:
+        return text[:sentence].rstrip()
+    line = head.rfind("\n")
+    if line > 0:
+        return text[:line].rstrip()
+    word = head[:limit].rfind(" ")
+    if word > 0 and limit >= 2:
+        return text[: min(word, limit - 1)].rstrip() + "…"
+    return text[: limit - 1] + "…" if limit >= 1 else ""
+
+
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*(?=\s|$)")
+"""A position just after a sentence's end (and its closing quotes), before space or the end."""

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from ._maintainer import RecapMaintainer, RecapSettings, pick_batch, recap_topic, steps_of
-from ._strategies import STRATEGIES, model_summary, simple_extract, structured
+from ._facts import steps_of
+from ._layer import Recap
+from ._maintainer import RecapMaintainer, RecapSettings, batch_runs, pick_batch, recap_topic
+from ._strategies import MIN_SUMMARY_CHARS, STRATEGIES, model_summary, simple_extract
+from ._structured import structured
 
 __all__ = [
+    "MIN_SUMMARY_CHARS",
     "STRATEGIES",
+    "Recap",
     "RecapMaintainer",
     "RecapSettings",
+    "batch_runs",
     "model_summary",
     "pick_batch",
     "recap_topic",

@@ -23,19 +23,21 @@ from livecontext.protocol import (
     HistorySlice,
     HistoryUsage,
     LimitLevel,
-    ModelOutputEntry,
+    ModelInputEntry,
     ReadHistory,
     RecapEntry,
     Retention,
     Tail,
-    ToolResultsEntry,
     Topic,
 )
 from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
-from ._strategies import STRATEGIES, model_summary, simple_extract, structured
+from ._facts import steps_of
+from ._layer import Layer, Recap
+from ._strategies import MIN_SUMMARY_CHARS, STRATEGIES, model_summary, simple_extract
+from ._structured import structured
 
 if TYPE_CHECKING:
     from livecontext.runtime._context import PendingReply
@@ -61,7 +63,8 @@ class RecapSettings:
     batch: int = 4
     """Steps folded at a time."""
     max_summary_chars: int = 2000
-    """The recap's longest text; older recap text is re-summarised past it."""
+    """The recap's longest text, at least :data:`~._strategies.MIN_SUMMARY_CHARS`; past it,
+    older steps' lines merge into coarser range lines (every folded step stays represented)."""
     budget: int = 2000
     """Tokens of history the ``model_summary`` strategy may send to its model."""
     max_retries: int = 8
@@ -70,38 +73,75 @@ class RecapSettings:
     def __attrs_post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise UsageError(f"recap.strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
-        for name in ("window", "batch", "max_summary_chars", "budget", "max_retries"):
+        for name in ("window", "batch", "budget", "max_retries"):
             if getattr(self, name) < (0 if name == "window" else 1):
                 raise UsageError(f"recap.{name} must be >= {0 if name == 'window' else 1}, got {getattr(self, name)}")
-
-
-def steps_of(entries: Sequence[HistoryEntry]) -> list[list[HistoryEntry]]:
-    """Group unfolded entries into steps: a model output and the tool results after it are one."""
-    steps: list[list[HistoryEntry]] = []
-    for e in entries:
-        if isinstance(e, RecapEntry):
-            continue
-        if isinstance(e, ToolResultsEntry) and steps and isinstance(steps[-1][-1], ModelOutputEntry):
-            steps[-1].append(e)
-        else:
-            steps.append([e])
-    return steps
+        if self.max_summary_chars < MIN_SUMMARY_CHARS:
+            raise UsageError(
+                f"recap.max_summary_chars must be >= {MIN_SUMMARY_CHARS}, got {self.max_summary_chars}: a shorter "
+                "recap could not keep a line for every folded step; raise it")
 
 
 def pick_batch(entries: Sequence[HistoryEntry], window: int, batch: int) -> list[HistoryEntry]:
-    """The oldest foldable run of at most ``batch`` steps, outside the last ``window`` steps."""
+    """The oldest foldable run of about ``batch`` steps, outside the last ``window`` steps (at
+    least one step always stays).
+
+    A step with a CRITICAL entry is never taken: the batch starts after it, or stops before
+    it. A run of consecutive BATCH_COMPRESSIBLE entries is folded as a whole or not at all:
+    a batch reaching into one takes it whole, even past ``batch`` steps, and stops before a
+    run it cannot take whole (one reaching into the window, or into a CRITICAL step).
+    """
     steps = steps_of(entries)
     candidates = steps[: max(0, len(steps) - max(window, 1))]
-    run: list[list[HistoryEntry]] = []
-    for step in candidates:
-        if any(e.retention is Retention.CRITICAL for e in step):
-            if run:
+    runs = batch_runs(entries)
+    taken: list[list[HistoryEntry]] = []
+    i = 0
+    while i < len(candidates) and len(taken) < batch:
+        unit, i = _unit(candidates, i, runs)
+        if unit is None:
+            if taken:
                 break
             continue
-        run.append(step)
-        if len(run) >= batch:
-            break
-    return [e for step in run for e in step]
+        taken += unit
+    return [e for step in taken for e in step]
+
+
+def batch_runs(entries: Sequence[HistoryEntry]) -> dict[str, int]:
+    """The run each BATCH_COMPRESSIBLE entry of ``entries`` belongs to, by entry id: a run is
+    consecutive such entries, recaps and folded entries aside; runs are numbered from 0."""
+    runs: dict[str, int] = {}
+    run, inside = -1, False
+    for e in entries:
+        if isinstance(e, RecapEntry) or e.folded:
+            continue
+        if e.retention is Retention.BATCH_COMPRESSIBLE:
+            if not inside:
+                run, inside = run + 1, True
+            runs[e.id] = run
+        else:
+            inside = False
+    return runs
+
+
+def _unit(candidates: list[list[HistoryEntry]], i: int,
+          runs: dict[str, int]) -> tuple[list[list[HistoryEntry]] | None, int]:
+    """The steps from ``candidates[i]`` on that must be folded together (a step, extended over
+    the whole BATCH_COMPRESSIBLE runs it touches) and where the next unit starts; ``None``
+    when they cannot be (a CRITICAL step, or a run reaching past the candidates)."""
+    unit: list[list[HistoryEntry]] = []
+    needed: set[int] = set()
+    covered: set[str] = set()
+    while i < len(candidates):
+        step = candidates[i]
+        i += 1
+        if any(e.retention is Retention.CRITICAL for e in step):
+            return None, i
+        unit.append(step)
+        covered |= {e.id for e in step}
+        needed |= {runs[e.id] for e in step if e.id in runs}
+        if all(entry_id in covered for entry_id, run in runs.items() if run in needed):
+            return unit, i
+    return None, i
 
 
 class RecapMaintainer(Actor):
@@ -128,8 +168,6 @@ class RecapMaintainer(Actor):
         self.model = model
         self.folds = 0
         """Folds this instance made."""
-        self.recaps_made: int | None = None
-        """Recaps the thread ever recorded (the ``call_index`` of the recap model's next call)."""
         self.level = LimitLevel.OK
         self._due: LimitLevel | None = None
         """The strongest level reported since the worker last looked (``None``: nothing due)."""
@@ -225,15 +263,15 @@ class RecapMaintainer(Actor):
             batch = pick_batch(view.entries, self.settings.window, self.settings.batch)
             if not batch:
                 return 0
-            text = await self._summarise(previous.content.live.text if previous else "", batch)
+            pinned = [e.text for e in view.entries
+                      if isinstance(e, ModelInputEntry) and e.retention is Retention.CRITICAL]
+            recap = await self._summarise(previous, batch, pinned)
             gist = f"recap of the steps up to {batch[-1].id} ({self.settings.strategy})"
             reply = await self.ctx.ask(self.history, FoldIntoRecap(
-                tuple(EntryRef(e.id, e.revision) for e in batch), text, gist, self.settings.strategy,
-                EntryRef(previous.id, previous.revision) if previous else None))
+                tuple(EntryRef(e.id, e.revision) for e in batch), recap.text, gist, self.settings.strategy,
+                EntryRef(previous.id, previous.revision) if previous else None, recap.data))
             if isinstance(reply, EditApplied):
                 self.folds += 1
-                if self.recaps_made is not None:
-                    self.recaps_made += 1
                 return 1
             if isinstance(reply, AccessDenied):
                 log.error("%s may not fold history of %s: grant it Capability.FOLD", self.ctx.self_id, self.thread_id)
@@ -249,20 +287,39 @@ class RecapMaintainer(Actor):
         self.level = tail.limit
         return tail.limit
 
-    async def _summarise(self, previous: str, batch: list[HistoryEntry]) -> str:
+    async def _summarise(self, previous: RecapEntry | None, batch: list[HistoryEntry],
+                         pinned: list[str]) -> Recap:
+        """The new recap of ``previous`` and ``batch`` by the settings' strategy; ``pinned``:
+        the texts of the unfolded CRITICAL inputs (``structured``'s task)."""
         s = self.settings
+        before = Recap(previous.content.live.text, previous.data) if previous is not None else Recap()
         if s.strategy == "simple_extract":
-            return simple_extract(previous, batch, s.max_summary_chars)
+            return simple_extract(before, batch, s.max_summary_chars)
         if s.strategy == "structured":
-            return structured(previous, batch, s.max_summary_chars)
+            return structured(before, batch, s.max_summary_chars, pinned)
         assert self.model is not None
-        if self.recaps_made is None:  # counted once from the log: the same after a restart
-            made = await self.ctx.ask(self.history, ReadHistory(kinds=("recap",), include_folded=True))
-            self.recaps_made = len(made.entries)
+        calls = await self._model_calls(previous)
         try:
-            return await model_summary(previous, batch, s.max_summary_chars, model=self.model,
-                                       counter=self.counter, budget=s.budget, call_index=self.recaps_made,
+            return await model_summary(before, batch, s.max_summary_chars, model=self.model,
+                                       counter=self.counter, budget=s.budget, call_index=calls,
                                        thread_id=self.thread_id)
         except ModelError as exc:  # the fold must still happen: the engine may be waiting for it
             log.warning("recap model failed in %s, extracting instead: %s", self.thread_id, exc)
-            return simple_extract(previous, batch, s.max_summary_chars)
+            extracted = simple_extract(before, batch, s.max_summary_chars)
+            layer = Layer.load(extracted.data)
+            layer.model_calls = calls + 1  # the failed call had its turn: the next fold asks for the next one
+            return Recap(extracted.text, layer.dump())
+
+    async def _model_calls(self, previous: RecapEntry | None) -> int:
+        """Calls made to the recap model for the thread's recaps so far: the ``call_index`` of
+        the next one. Read from the log (the newest recap's data counts them), so a restarted
+        maintainer asks for the same turns; a recap from before recaps counted them stands
+        for one call each."""
+        if previous is None:
+            return 0
+        counted = Layer.load(previous.data).model_calls
+        if counted is not None:
+            return counted
+        made = await self.ctx.ask(self.history, ReadHistory(kinds=("recap",), include_folded=True))
+        assert isinstance(made, HistorySlice)
+        return len(made.entries)

@@ -1,158 +1,177 @@
-"""How a batch of entries becomes recap text (seed note 004): three strategies."""
+"""How a batch of folded steps becomes recap text (seed note 004): three strategies.
+
+Every strategy takes the recap it replaces (:class:`Recap`: its text and its data) and
+returns the new one. The data is the summary layer (:mod:`._layer`) as JSON: the spans of
+every step ever folded, so folded content never vanishes into a count, whatever the strategy:
+
+- ``simple_extract``: the layer's lines, one per step while they fit, merged into range lines
+  past ``max_chars``; no model.
+- ``structured``: JSON fields filled from the steps (:mod:`._structured`); no model.
+- ``model_summary``: a model's summary of the previous recap and the steps; the data keeps
+  the layer anyway, so a model failure later falls back on it, and counts the model's calls.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 
+from livecontext.actors.history._text import cut_at_boundary
 from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
     Level,
-    ModelInputEntry,
     ModelOutputEntry,
     ModelRequest,
     Role,
     ToolResultsEntry,
-    ToolStatus,
 )
+from livecontext.runtime import ModelError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
+
+from ._facts import steps_of
+from ._layer import Layer, Recap, add_steps, fit
 
 STRATEGIES = ("simple_extract", "model_summary", "structured")
 """The recap strategies."""
 
-
-def _lines(entries: Sequence[HistoryEntry]) -> list[str]:
-    out = []
-    for e in entries:
-        if isinstance(e, ModelInputEntry):
-            out.append(f"- {e.id} input: {e.content.gist.text}")
-        elif isinstance(e, ModelOutputEntry):
-            calls = ", ".join(c.name for c in e.tool_calls)
-            suffix = f" [called {calls}]" if calls else ""
-            out.append(f"- {e.id} agent: {e.content.gist.text}{suffix}")
-        elif isinstance(e, ToolResultsEntry):
-            for r in e.results:
-                out.append(f"- {e.id} {r.name} {r.status.value}: {r.content.gist.text}")
-    return out
+MIN_SUMMARY_CHARS = 300
+"""The shortest ``max_summary_chars`` allowed: room for one step's longest line
+(:data:`~._facts.STEP_CHARS`), for a range line of any ids down to its ids and step count, and
+for ``structured``'s empty fields around one such line. Less could not keep every folded
+step represented."""
 
 
-_DROPPED = re.compile(r"^- \((\d+) earlier items summarised away\)$")
+def simple_extract(previous: Recap, entries: Sequence[HistoryEntry], max_chars: int) -> Recap:
+    """One line per folded step (``- e12 bash: pytest -x tests/test_a.py → 3 failed, 12
+    passed``) after the previous recap's lines, the oldest merged into range lines past
+    ``max_chars`` (see :mod:`._layer`); no model.
 
-
-def bound_lines(lines: list[str], max_chars: int) -> str:
-    """Join ``lines``, dropping the oldest into a count line until the text fits ``max_chars``.
-
-    A count line at the head of ``lines`` (from an earlier call) is carried over, so the count
-    says how many items were ever dropped, not only this time.
+    The text is at most ``max_chars`` characters (given at least :data:`MIN_SUMMARY_CHARS`);
+    every step ever folded is inside one of its lines' ids. A previous recap without
+    readable data (made before recaps kept it) is not carried over: the recap starts fresh.
     """
-    dropped = 0
-    if lines and (head := _DROPPED.match(lines[0])):
-        dropped, lines = int(head.group(1)), lines[1:]
-    while True:
-        count = [f"- ({dropped} earlier items summarised away)"] if dropped else []
-        text = "\n".join(count + lines)
-        if len(text) <= max_chars or not lines:
-            return text[:max_chars]
-        lines = lines[1:]
-        dropped += 1
+    layer = Layer.load(previous.data)
+    add_steps(layer, entries)
+    layer.spans, lines = fit(layer.spans, max_chars + 1, cost=lambda line: len(line) + 3)
+    return Recap("\n".join(f"- {line}" for line in lines), layer.dump())
 
 
-def simple_extract(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
-    """The gist line of each entry, appended to the previous recap; no model."""
-    lines = [line for line in previous.splitlines() if line.strip()] + _lines(entries)
-    return bound_lines(lines, max_chars)
+# -- model_summary ---------------------------------------------------------------------------------
+
+_MERGED_FLOOR = 60
+"""Range lines in a prompt shrink by halves while longer than this; then to the shortest line."""
+SUMMARY_PROMPT = ("Summarise the agent's earlier steps for its own future reference, in at most {max_chars} "
+                  "characters. Keep decisions, results and open questions; drop chatter.")
+SHORTEN_PROMPT = ("Shorten this summary to at most {max_chars} characters (it has {length}). Keep decisions, "
+                  "results, errors and open questions; answer with the summary only.")
 
 
-def structured(previous: str, entries: Sequence[HistoryEntry], max_chars: int) -> str:
-    """A JSON recap: task state, progress, key results, open questions; no model.
-
-    Past ``max_chars`` the oldest items of the longest list go first, then the task state is
-    shortened; the text is always valid JSON of at most ``max_chars`` characters (``{}`` when
-    not even the empty fields fit).
-    """
-    try:
-        data = json.loads(previous) if previous.strip() else {}
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    fields = {k: _strings(data.get(k)) for k in ("progress", "key_results", "open_questions")}
-    task = str(data.get("task_state", ""))
-    for e in entries:
-        if isinstance(e, ModelInputEntry) and e.text:
-            task = e.content.gist.text
-        elif isinstance(e, ModelOutputEntry):
-            fields["progress"].append(e.content.gist.text or ", ".join(c.name for c in e.tool_calls))
-            fields["open_questions"] += [ln.strip() for ln in e.content.live.text.splitlines() if ln.strip().endswith("?")]
-        elif isinstance(e, ToolResultsEntry):
-            for r in e.results:
-                target = "key_results" if r.status is ToolStatus.OK else "open_questions"
-                fields[target].append(f"{r.name} {r.status.value}: {r.content.gist.text}")
-    while True:
-        text = _structured_text(task, fields)
-        if len(text) <= max_chars:
-            return text
-        longest = max(fields, key=lambda k: len(fields[k]))
-        if not fields[longest]:
-            return _shortened_task(task, fields, max_chars)
-        fields[longest].pop(0)
-
-
-def _strings(value: object) -> list[str]:
-    """The strings of a list read back from an earlier recap (anything else is dropped)."""
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _structured_text(task: str, fields: dict[str, list[str]]) -> str:
-    return json.dumps({"task_state": task, **fields}, ensure_ascii=False)
-
-
-def _shortened_task(task: str, fields: dict[str, list[str]], max_chars: int) -> str:
-    """The longest prefix of ``task`` whose JSON fits (escapes make the JSON longer than it)."""
-    if len(_structured_text("", fields)) > max_chars:
-        return "{}" if max_chars >= 2 else ""
-    lo, hi = 0, len(task)
-    while lo < hi:  # the largest n whose text fits
-        mid = (lo + hi + 1) // 2
-        if len(_structured_text(task[:mid], fields)) <= max_chars:
-            lo = mid
-        else:
-            hi = mid - 1
-    return _structured_text(task[:lo], fields)
-
-
-async def model_summary(previous: str, entries: Sequence[HistoryEntry], max_chars: int, *,
+async def model_summary(previous: Recap, entries: Sequence[HistoryEntry], max_chars: int, *,
                         model: ModelClient, counter: TokenCounter, budget: int, call_index: int,
-                        thread_id: str) -> str:
-    """A model call that summarises the previous recap and the entries within ``budget`` tokens."""
+                        thread_id: str) -> Recap:
+    """A model's summary of the previous recap and the steps, sent within ``budget`` tokens.
+
+    The prompt gives the previous recap, then the steps (oldest first), chosen newest first
+    while they fit: at RECENT, and once one does not fit at RECENT, it and every older step at
+    GIST. A step that does not fit even at GIST, and every step before it, are given as merged
+    range lines (:mod:`._layer`) instead of vanishing; room for the shortest of them is kept
+    while steps are chosen, and they shrink until the whole fits.
+
+    An answer is never discarded: past ``max_chars`` the model is asked once more, with its
+    answer, to shorten it (call ``call_index + 1``); what is still too long is cut at the last
+    sentence end within the limit (else line end, else word). A blank answer gives way to the
+    range lines of the steps. The data counts the model's calls (``call_index`` plus those
+    made), so a maintainer that restarts asks for the same turns.
+
+    Raises:
+        ModelError: The first call failed (the maintainer then extracts instead).
+    """
+    extracted = simple_extract(previous, entries, max_chars)
+    body = _prompt_body(previous.text, steps_of(entries), counter, budget, max_chars)
+    system = ChatMessage(Role.SYSTEM, SUMMARY_PROMPT.format(max_chars=max_chars))
+    reply = await model.complete(ModelRequest((system, ChatMessage(Role.USER, body)), (), call_index, thread_id))
+    text, calls = reply.text.strip(), 1
+    if not text:
+        text = extracted.text
+    elif len(text) > max_chars:
+        calls = 2
+        ask = SHORTEN_PROMPT.format(max_chars=max_chars, length=len(text)) + "\n\n" + text
+        try:
+            shorter = (await model.complete(ModelRequest((ChatMessage(Role.USER, ask),), (), call_index + 1,
+                                                         thread_id))).text.strip()
+        except ModelError:
+            shorter = ""  # the first answer is still there to cut
+        if shorter and len(shorter) < len(text):
+            text = shorter
+        text = cut_at_boundary(text, max_chars)
+    layer = Layer.load(extracted.data)
+    layer.model_calls = call_index + calls
+    return Recap(text, layer.dump())
+
+
+def _prompt_body(previous: str, steps: list[list[HistoryEntry]], counter: TokenCounter, budget: int,
+                 max_chars: int) -> str:
+    """The user message of a summary request: at most ``budget`` tokens unless the previous
+    recap and the shortest range line of the steps alone are more (see :func:`model_summary`).
+
+    Each step is tried in the whole body it would make, with the shortest range line the steps
+    before it would need (:func:`_shortest`): counting the parts apart would miss what joining
+    them costs. The range lines then shrink from ``max_chars`` until they fit, at worst to
+    that shortest line, which was counted in: the body fits.
+    """
     texts: list[str] = []
-    used = counter.count(previous)
     detailed = True
-    for e in reversed(entries):  # newest first, so the budget keeps the most recent detail
+    given = len(steps)  # steps[given:] are given as they are; the older ones as range lines
+    for i in range(len(steps) - 1, -1, -1):  # newest first: the budget keeps the most recent detail
         for level in ((Level.RECENT, Level.GIST) if detailed else (Level.GIST,)):
-            text = f"[{e.id}] {e.content.at(level).text}"
-            if isinstance(e, ToolResultsEntry):
-                text += "\n" + "\n".join(f"{r.name} {r.status.value}: {r.content.at(level).text}" for r in e.results)
-            tokens = counter.count(text)
-            if used + tokens <= budget:
+            text = _step_text(steps[i], level)
+            if counter.count(_body(previous, _shortest(steps[:i]), [text, *texts])) <= budget:
                 break
-            detailed = False  # older entries get their gist only
+            detailed = False  # older steps get their gist only
         else:
-            break  # not even the gist fits: the older entries are summarised by their absence
+            break  # not even the gist fits: this step and the older ones are given merged
         texts.insert(0, text)
-        used += tokens
-    prompt = (
-        f"Summarise the agent's earlier steps for its own future reference, in at most {max_chars} "
-        "characters. Keep decisions, results and open questions; drop chatter."
-    )
-    body = (f"Previous recap:\n{previous}\n\n" if previous else "") + "Steps:\n" + "\n\n".join(texts)
-    request = ModelRequest((ChatMessage(Role.SYSTEM, prompt), ChatMessage(Role.USER, body)), (),
-                           call_index, thread_id)
-    reply = await model.complete(request)
-    text = reply.text.strip()
-    if len(text) > max_chars:  # the model overshot: keep the newest part, at a line boundary
-        text = bound_lines(text.splitlines(), max_chars)
-    return text
+        given = i
+    chars = max_chars
+    while True:
+        merged = _merged(steps[:given], chars) if chars > _MERGED_FLOOR else _shortest(steps[:given])
+        body = _body(previous, merged, texts)
+        if counter.count(body) <= budget or not merged or chars <= _MERGED_FLOOR:
+            return body
+        chars //= 2
+
+
+def _merged(steps: list[list[HistoryEntry]], max_chars: int) -> str:
+    """The range lines of ``steps`` within about ``max_chars`` (never less than one line)."""
+    return simple_extract(Recap(), [e for step in steps for e in step], max_chars).text if steps else ""
+
+
+def _shortest(steps: list[list[HistoryEntry]]) -> str:
+    """The shortest line standing for ``steps``: their ids and how many (``""`` for none)."""
+    if not steps:
+        return ""
+    return f"- {steps[0][0].id}–{steps[-1][0].id} ({len(steps)} steps)" if len(steps) > 1 else \
+        f"- {steps[0][0].id} (1 step)"
+
+
+def _body(previous: str, merged: str, texts: list[str]) -> str:
+    parts = []
+    if previous:
+        parts.append(f"Previous recap:\n{previous}")
+    if merged:
+        parts.append(f"Earlier steps, merged:\n{merged}")
+    parts.append("Steps:\n" + "\n\n".join(texts))
+    return "\n\n".join(parts)
+
+
+def _step_text(step: list[HistoryEntry], level: Level) -> str:
+    """A step as the model is shown it at ``level``: each entry's text, an output's calls, the results."""
+    lines = []
+    for e in step:
+        lines.append(f"[{e.id}] {e.content.at(level).text}".rstrip())
+        if isinstance(e, ModelOutputEntry):
+            lines += [f"called {c.name} {c.arguments}" for c in e.calls_at(level)]
+        elif isinstance(e, ToolResultsEntry):
+            lines += [f"{r.name} {r.status.value}: {r.content.at(level).text}" for r in e.results]
+    return "\n".join(lines)

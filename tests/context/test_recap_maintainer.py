@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import trio
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import RECAP_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
-from livecontext.actors.recap import RecapMaintainer, RecapSettings
+from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, recap_topic
+from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
     ActorId,
+    Capability,
+    EditApplied,
+    EditConflict,
     EditHistory,
     EntriesFolded,
+    FoldIntoRecap,
     FoldDone,
     FoldNow,
     HistoryEdited,
@@ -21,9 +29,11 @@ from livecontext.protocol import (
     ModelReply,
     ModelRequest,
     ReplaceContent,
+    Retention,
     RunUntilIdle,
+    SetRetention,
 )
-from livecontext.runtime import AuditEvent, AuditRecord, open_runtime
+from livecontext.runtime import AuditEvent, AuditRecord, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from livecontext.runtime.persistence import open_store
 
@@ -36,15 +46,16 @@ from tests.context._world import (
     check_no_lost_entry,
     decode,
     open_history,
+    replay,
     scripted,
 )
 
 
-async def spawn_maintainer(world: HistoryWorld, settings: RecapSettings,
-                           model: ModelClient | None = None) -> ActorId:
+async def spawn_maintainer(world: HistoryWorld, settings: RecapSettings, model: ModelClient | None = None,
+                           capabilities: frozenset[Capability] = RECAP_CAPABILITIES) -> ActorId:
     maintainer = ActorId("recap", "h")
     await world.rt.spawn(lambda: RecapMaintainer("h", world.history.id, settings, COUNTER, model),
-                         maintainer, capabilities=RECAP_CAPABILITIES)
+                         maintainer, capabilities=capabilities)
     return maintainer
 
 
@@ -89,6 +100,46 @@ async def test_the_maintainer_retries_a_fold_after_an_edit_conflict() -> None:
         assert check_folds("h", records, folder="recap/h") == 1
 
 
+class EditsOnEveryCall(EditsOnFirstCall):
+    """A recap model that edits the oldest entry behind the maintainer's back at every call."""
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        self.requests.append(request)
+        oldest = await self.world.ref("e1")
+        await self.world.root.ask(self.world.history, EditHistory((
+            ReplaceContent(oldest, Level.RECENT, f"edit {len(self.requests)}"),)))
+        return ModelReply(text="never folded")
+
+
+async def test_the_maintainer_gives_up_a_fold_after_its_retries() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        model = EditsOnEveryCall(world)
+        settings = RecapSettings("model_summary", window=2, batch=2, max_retries=3)
+        maintainer = await spawn_maintainer(world, settings, model)
+        done = await world.root.ask(maintainer, FoldNow())
+        assert done.folds == 0 and len(model.requests) == 3
+        assert not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+
+
+async def test_a_maintainer_that_may_not_fold_folds_nothing() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        maintainer = await spawn_maintainer(world, RecapSettings(window=2, batch=2),
+                                            capabilities=frozenset({Capability.READ}))
+        with trio.fail_after(5):
+            done = await world.root.ask(maintainer, FoldNow())
+        assert done.folds == 0
+        assert not [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+
+
+def test_the_settings_default_to_what_the_blueprint_docs_say() -> None:
+    assert RecapSettings() == RecapSettings(strategy="simple_extract", window=4, batch=4, max_summary_chars=2000,
+                                            budget=2000, max_retries=8)
+
+
 async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
     async with open_history() as world:
         for n in range(3):
@@ -101,7 +152,23 @@ async def test_a_failing_recap_model_still_folds_by_extracting() -> None:
         assert done.folds == 1
         fold = (await world.records())[-1][2]
         assert isinstance(fold, EntriesFolded)
-        assert fold.recap.content.live.text.startswith("- e1 input: user: input 0")
+        assert fold.recap.content.live.text.startswith("- e1 user: input 0\n- e2 notebook_replace → result 0")
+        assert Layer.load(fold.recap.data).model_calls == 1  # the failed call had its turn
+
+
+async def test_a_history_past_its_soft_limit_gets_one_fold_without_being_asked() -> None:
+    async with open_history(limits=HistoryLimits(max_entries=20)) as world:  # soft: 12 entries, hard: 16
+        await spawn_maintainer(world, RecapSettings(window=2, batch=2))
+        async with world.rt.open_subscription(recap_topic("h"), buffer=10) as published:
+            for n in range(3):
+                await world.step(n)
+            with trio.fail_after(5):
+                done = (await published.receive()).payload
+        await trio.sleep(0.05)
+        folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert [f.folded for f in folds] == [("e1", "e2", "e3")]  # one batch: soft asks for no more
+        assert folds[0].recap.content.gist.text == "recap of the steps up to e3 (simple_extract)"
+        assert done == FoldDone("h", 1, 9, done.tokens)  # published: the fold, and the 12 - 3 entries left
 
 
 async def test_fold_now_is_answered_when_nothing_can_be_folded() -> None:
@@ -235,3 +302,120 @@ async def test_a_restarted_maintainer_asks_its_recap_model_for_the_next_turn_not
         recaps = [p.recap.content.live.text for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
         assert recaps == ["first summary", "second summary"]
         script.check_all_used()
+
+
+async def test_a_fold_keeps_the_strategys_data_in_its_recap_through_the_log() -> None:
+    async with open_history() as world:
+        for n in range(3):
+            await world.step(n)
+        refs = tuple([await world.ref(f"e{k}") for k in (1, 2, 3)])
+        applied = await world.root.ask(world.history, FoldIntoRecap(refs, "- e1 ...", "gist", "simple_extract",
+                                                                    data='{"v": 1, "spans": []}'))
+        assert isinstance(applied, EditApplied) and applied.recap is not None
+        assert applied.recap.data == '{"v": 1, "spans": []}'
+        replayed = replay("h", await world.records())
+        assert replayed.recaps[-1].data == '{"v": 1, "spans": []}'  # (as the log holds it)
+
+
+async def set_retention(world: HistoryWorld, retention: Retention, *ids: str) -> None:
+    refs = [await world.ref(i) for i in ids]
+    applied = await world.root.ask(world.history, EditHistory(tuple(SetRetention(r, retention) for r in refs)))
+    assert isinstance(applied, EditApplied)
+
+
+async def test_a_fold_taking_part_of_a_run_of_batch_compressible_entries_is_refused() -> None:
+    async with open_history() as world:
+        for n in range(4):
+            await world.step(n)
+        await set_retention(world, Retention.BATCH_COMPRESSIBLE, "e4", "e5", "e6", "e7")
+
+        async def fold(*ids: str) -> object:
+            refs = tuple([await world.ref(i) for i in ids])
+            return await world.root.ask(world.history, FoldIntoRecap(refs, "x", "x", "simple_extract"))
+
+        refused = await fold("e1", "e2", "e3", "e4")
+        assert isinstance(refused, EditConflict)
+        assert [(c.id, c.reason) for c in refused.conflicts] == [(
+            "e5", "would fold part of a run of BATCH_COMPRESSIBLE entries (e4 to e7, e5 left out): fold the whole "
+                  "run or none of it")]
+        assert isinstance(await fold("e5", "e6", "e7", "e8"), EditConflict)  # its end without its start
+        assert isinstance(await fold("e1", "e2", "e3"), EditApplied)  # before it: untouched
+        assert isinstance(await fold("e4", "e5", "e6", "e7"), EditApplied)  # the whole run
+
+
+async def test_the_maintainer_folds_a_run_of_batch_compressible_entries_whole() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        await set_retention(world, Retention.BATCH_COMPRESSIBLE, *[f"e{k}" for k in range(2, 12)])
+        maintainer = await spawn_maintainer(world, RecapSettings(window=2, batch=1))
+        for _ in range(2):
+            assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert folds[0].folded == ("e1",)  # the batch: one step, the run not reached
+        assert folds[1].folded == (*[f"e{k}" for k in range(2, 12)], folds[0].recap.id)  # the whole run: 7 steps
+
+
+async def test_a_structured_recap_takes_its_task_from_the_pinned_inputs() -> None:
+    async with open_history() as world:
+        await world.input("Fix the parser: it chokes on tabs.")
+        await world.output("On it.")
+        for n in range(4):
+            await world.step(n)
+        await set_retention(world, Retention.CRITICAL, "e1")
+        maintainer = await spawn_maintainer(world, RecapSettings("structured", window=2, batch=2))
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        fold = (await world.records())[-1][2]
+        assert isinstance(fold, EntriesFolded) and fold.folded == ("e2", "e3")  # (the pinned input stays)
+        recap = json.loads(fold.recap.content.live.text)
+        assert recap["task"] == "Fix the parser: it chokes on tabs."
+        assert recap["steps"] == ["e2 agent: On it.", "e3 user: input 0"]
+        assert Layer.load(fold.recap.data).spans[0].first == "e2"
+
+
+async def test_a_restarted_maintainer_counts_two_calls_for_a_fold_whose_answer_was_shortened() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        script = ScriptedModel.from_turns([{"text": "Far too long. " * 100}, {"text": "Short now."},
+                                           {"text": "second summary"}])
+        settings = RecapSettings("model_summary", window=2, batch=2, max_summary_chars=MIN_SUMMARY_CHARS)
+        maintainer = await spawn_maintainer(world, settings, script)
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        await world.rt.stop(maintainer)
+        maintainer = await spawn_maintainer(world, settings, script)  # a new instance, as after a crash
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        recaps = [p.recap for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
+        assert [r.content.live.text for r in recaps] == ["Short now.", "second summary"]
+        assert [Layer.load(r.data).model_calls for r in recaps] == [2, 3]
+        script.check_all_used()
+
+
+async def test_a_maintainer_reading_a_recap_without_counted_calls_counts_the_recaps() -> None:
+    async with open_history() as world:
+        for n in range(5):
+            await world.step(n)
+        refs = tuple([await world.ref(f"e{k}") for k in (1, 2, 3)])
+        first = await world.root.ask(world.history, FoldIntoRecap(refs, "an old recap", "g", "model_summary"))
+        assert isinstance(first, EditApplied)  # a recap from before recaps kept data: one call
+        script = ScriptedModel.from_turns([{"text": "never"}, {"text": "the next turn"}])
+        maintainer = await spawn_maintainer(world, RecapSettings("model_summary", window=2, batch=2), script)
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+        fold = (await world.records())[-1][2]
+        assert isinstance(fold, EntriesFolded) and fold.recap.content.live.text == "the next turn"
+        assert Layer.load(fold.recap.data).model_calls == 2
+
+
+@pytest.mark.parametrize("chars", [1, MIN_SUMMARY_CHARS - 1])
+def test_a_recap_too_short_to_keep_every_step_is_refused(chars: int) -> None:
+    with pytest.raises(UsageError, match=rf"^recap.max_summary_chars must be >= {MIN_SUMMARY_CHARS}, got {chars}: "
+                                         "a shorter recap could not keep a line for every folded step; raise it$"):
+        RecapSettings(max_summary_chars=chars)
+    assert RecapSettings(max_summary_chars=MIN_SUMMARY_CHARS).max_summary_chars == MIN_SUMMARY_CHARS
+
+
+@pytest.mark.parametrize(("name", "low"), [("window", -1), ("batch", 0), ("budget", 0), ("max_retries", 0)])
+def test_settings_below_their_minimum_are_refused(name: str, low: int) -> None:
+    with pytest.raises(UsageError, match=rf"^recap.{name} must be >= {low + 1}, got {low}$"):
+        RecapSettings(**{name: low})  # type: ignore[arg-type]
+    assert getattr(RecapSettings(**{name: low + 1}), name) == low + 1  # type: ignore[arg-type]
