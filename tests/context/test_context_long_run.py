@@ -89,7 +89,8 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
     assert folds == len(recap_sizes) > 50
     assert max(recap_sizes) <= MAX_SUMMARY
     assert recap_sizes[0] < recap_sizes[5] < max(recap_sizes)
-    assert min(recap_sizes[len(recap_sizes) // 2:]) > MAX_SUMMARY * 0.8  # full, and kept full
+    # full, and kept full (a merge of the oldest lines into a range line frees a quarter at most)
+    assert min(recap_sizes[len(recap_sizes) // 2:]) > MAX_SUMMARY * 0.7
     assert len(state.active) < MAX_ENTRIES
     # a fold record names the recap it replaces instead of copying what that one covered, and
     # its data is bounded: its size does not grow with the thread (the log stays linear in the
