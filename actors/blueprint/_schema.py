@@ -19,7 +19,7 @@ from livecontext.protocol import Capability
 from .._agent import AgentSettings
 from ..analyzers import ANALYZER_KINDS, TRIGGERS, AnalyzerSettings
 from ..history import HistoryLimits
-from ..recap import STRATEGIES, RecapSettings
+from ..recap import MIN_SUMMARY_CHARS, STRATEGIES, RecapSettings
 from ._lines import Where
 
 # Defaults come from the settings classes, so a blueprint that leaves a key out gets exactly
@@ -65,7 +65,7 @@ class RecapTable(_Table):
     strategy: str = _RECAP.strategy
     window: int = Field(default=_RECAP.window, ge=0)
     batch: int = Field(default=_RECAP.batch, ge=1)
-    max_summary_chars: int = Field(default=_RECAP.max_summary_chars, ge=1)
+    max_summary_chars: int = Field(default=_RECAP.max_summary_chars, ge=MIN_SUMMARY_CHARS)
     budget: int = Field(default=_RECAP.budget, ge=1)
     max_retries: int = Field(default=_RECAP.max_retries, ge=1)
     model: str | None = None

@@ -202,3 +202,11 @@ async def test_a_missing_file_or_a_directory_is_a_clear_error() -> None:
 
 async def test_a_blueprint_error_is_a_usage_error() -> None:
     assert issubclass(BlueprintError, UsageError)
+
+
+async def test_a_recap_shorter_than_the_shortest_allowed_is_refused_on_its_line() -> None:
+    from livecontext.actors.recap import MIN_SUMMARY_CHARS
+
+    with pytest.raises(BlueprintError, match=exactly(
+            f"bp.toml:3: [recap] max_summary_chars must be >= {MIN_SUMMARY_CHARS}, got 100")):
+        load('budget = 4000\n[recap]\nmax_summary_chars = 100\n')
