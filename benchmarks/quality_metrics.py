@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from attrs import frozen
 
+from livecontext.actors.history._render import RECAP_PREFIX
 from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
@@ -66,10 +67,9 @@ def task_present(messages: Iterable[ChatMessage], task: str) -> bool:
 
 
 def recap_text(messages: Sequence[ChatMessage]) -> str:
-    """The rendered recap: every system message after the first (the system prompt), and any
-    message that says it is a recap."""
-    return "\n".join(m.content for i, m in enumerate(messages)
-                     if (m.role is Role.SYSTEM and i > 0) or m.content.startswith("[Recap"))
+    """The rendered recaps: the messages that say they are one. (Not the line saying what was
+    left out: it names entries that are not shown.)"""
+    return "\n".join(m.content for m in messages if m.content.startswith(RECAP_PREFIX))
 
 
 @frozen

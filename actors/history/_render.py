@@ -6,9 +6,11 @@ What goes in, in order of priority:
 2. the pinned entries (retention CRITICAL: the task), at RECENT, else GIST;
 3. the latest observation at LIVE with the apps' windows, falling back level by level;
 4. the recaps, newest first, at LIVE else GIST, stopping at the first that does not fit;
-5. older entries, newest first: at RECENT while they fit, then at GIST. A unit that does not
-   fit even at GIST is left out and rendering goes on with older ones (a smaller one may
-   fit), until the budget is spent: :data:`MAX_MISFITS` misfits in a row end it;
+5. older entries, newest first: at RECENT while they fit in half of the room left
+   (:data:`RECENT_SHARE`), then at GIST, so the older steps keep a line each before the newer
+   ones get more. A unit that does not fit even at GIST is left out and rendering goes on
+   with older ones (a smaller one may fit), until the budget is spent: :data:`MAX_MISFITS`
+   misfits in a row end it;
 6. with budget left once everything has its place, the newest units are shown in more
    detail (GIST to RECENT, then RECENT to LIVE), so a budget larger than the history's
    RECENT is spent on full outputs rather than left unused.
@@ -58,6 +60,11 @@ bundled encoding, the boundary with the text included), plus one to spare."""
 RECAP_PREFIX = "[Recap of earlier steps]\n"
 RECAP_PREFIX_TOKENS = 8
 """:data:`RECAP_PREFIX` (7 tokens in every bundled encoding), plus one to spare."""
+RECENT_SHARE = 0.5
+"""The share of the room left (after the system prompt, the tools, the pinned entries, the
+latest observation and the recap) that the newest older units may take at RECENT before
+every older unit has its GIST; what is left after that is spent on more detail, newest
+first."""
 MAX_MISFITS = 16
 """Older units in a row that do not fit even at GIST before rendering stops looking further
 back (what is older is left out, and said so)."""
@@ -404,11 +411,14 @@ class _Planner:
         return self.count(omission_note([run], len(self.active), recaps)) + OVERHEAD
 
     def _place_older(self, end: int, pinned_starts: set[int], reserve: int) -> None:
-        """Units before ``end``, newest first: RECENT while they fit, then GIST; misfits are left
+        """Units before ``end``, newest first: at RECENT while they fit in :data:`RECENT_SHARE`
+        of the room left, then at GIST, so that the older steps keep a line each before the
+        newer ones get more (:meth:`_upgrade` spends what is left on them); misfits are left
         out; :data:`MAX_MISFITS` in a row leave out everything older. ``reserve`` tokens are
         kept free for the line saying so."""
         at = self.at
         level = Level.RECENT
+        recent_room = int((self.budget - reserve - self.used) * RECENT_SHARE)
         misfits = 0
         i = end - 1
         while i >= 0:
@@ -422,6 +432,9 @@ class _Planner:
                 i = start - 1
                 continue
             piece = self.messages(unit, level)
+            if level is Level.RECENT and piece[1] > recent_room:
+                level = Level.GIST
+                continue
             if not self.fits(piece[1], reserve):
                 if level is Level.RECENT:
                     level = Level.GIST
@@ -433,6 +446,8 @@ class _Planner:
                     return
             else:
                 misfits = 0
+                if level is Level.RECENT:
+                    recent_room -= piece[1]
                 self.take(start, i + 1, _SHOWN[level], piece, unit)
             i = start - 1
 

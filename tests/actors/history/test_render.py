@@ -186,8 +186,7 @@ async def test_the_latest_observation_is_live_then_older_entries_recent_then_gis
         zones_seen.add("omitted")
         assert len(notes) == 1 and tight.messages[1] is notes[0] and notes[0].role is Role.SYSTEM
         assert omitted.first == "e0"
-        assert notes[0].content == (f"[{_number(omitted.last) + 1} earlier entries left out for want of "
-                                    f"budget: e0–{omitted.last}]")
+        assert notes[0].content == omission_note([("e0", omitted.last)], _number(omitted.last) + 1, 0)
         assert tight.entries == 41 - _number(omitted.last) - 1
         # the budget is filled: not even the next older entry's gist would fit
         assert budget - tight.tokens < counter().count(f"gist {omitted.last}") + MESSAGE_OVERHEAD_TOKENS + 12
