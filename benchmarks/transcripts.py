@@ -25,7 +25,7 @@ from typing import Any
 from attrs import define, field, frozen
 
 from .fake_outputs import ROOT, Failure, Frame, import_error_log, pytest_log, traceback
-from .fake_repo import NOUNS, Function, Repo, make_repo, snake
+from .fake_repo import NOUNS, Function, Repo, make_repo
 
 STEPS = (40, 140)
 """The range of a transcript's steps (model calls with tool calls; the final answer aside)."""
@@ -421,7 +421,7 @@ class _Session:
     def _task(self) -> str:
         repo, fn, entry = self.repo, self.bug_fn, self.entry_fn
         trace = traceback(repo, self.frames, self.error_line, ("repro.py", 5, f"result = {entry.name}({entry.params[0]})"))
-        trace = trace.replace(f"{ROOT}/src/", f"/home/dev/.venv/lib/python3.11/site-packages/")
+        trace = trace.replace(f"{ROOT}/src/", "/home/dev/.venv/lib/python3.11/site-packages/")
         return (
             f"<uploaded_files>\n{ROOT}\n</uploaded_files>\nI've uploaded a python code repository in the directory "
             f"{ROOT}. Consider the following issue description:\n\n<issue_description>\n"
@@ -627,7 +627,7 @@ class _Session:
                                                     + f"\n?? tests/test_{self.bug_fn.module}_regression.py"))
 
     def final_answer(self) -> str:
-        fn, repo = self.bug_fn, self.repo
+        fn = self.bug_fn
         edited = sorted({p for s in self.steps for p in s.edited if p != "reproduce.py"})
         lines = [f"I fixed the issue: `{fn.name}` in `{fn.path}` no longer {self.symptom}. The fix makes it "
                  f"{self.why} instead, so `{self.entry_fn.name}` returns normally for such input.", "", "Changes:"]

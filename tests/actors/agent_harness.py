@@ -20,6 +20,7 @@ import trio.testing
 from attrs import define, field
 
 from livecontext.actors import _agent as agent_module
+from tests.support.apps import StatelessApp
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
@@ -177,7 +178,7 @@ class Probe:
     """How many ``slow`` calls really sleep; later ones return at once."""
 
 
-class ProbeApp(App):
+class ProbeApp(StatelessApp):
     """A test app whose tools record what happens to them."""
 
     name = "probe"
@@ -190,15 +191,6 @@ class ProbeApp(App):
 
     def view(self) -> str:
         return "PROBE-WINDOW"
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool(idempotent=True)
     def record(self, label: str) -> ToolOutcome:

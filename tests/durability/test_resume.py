@@ -20,7 +20,6 @@ from livecontext.protocol import (
     EngineState,
     GetTail,
     GetWindows,
-    Message,
     ModelInputEntry,
     ModelOutputEntry,
     NotebookEdited,
@@ -37,10 +36,12 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LogWriteError, open_store
 from livecontext.runtime.tokens import TokenCounter
 
+from tests.support.apps import StatelessApp
+
 from ._support import notebook_turns
 
 
-class Mailer(App):
+class Mailer(StatelessApp):
     """An app with a tool that acts on the world outside the log, so it is not idempotent."""
 
     name = "mailer"
@@ -52,14 +53,6 @@ class Mailer(App):
     def view(self) -> str:
         return "(mail goes out at once)"
 
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool
     async def send_mail(self, to: str) -> ToolOutcome:

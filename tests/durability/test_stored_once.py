@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from livecontext.actors import AgentSettings
-from livecontext.actors.apps import App, ToolOutcome, tool
+from livecontext.actors.apps import ToolOutcome, tool
 from livecontext.actors.cli._session import open_session, run_until_idle
 from livecontext.actors.history import load_state
-from livecontext.protocol import Message, ToolResultsEntry, make_converter
+from livecontext.protocol import ToolResultsEntry, make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.persistence._sqlite_codec import DICTIONARY
+
+from tests.support.apps import StatelessApp
 
 from ._support import url_for
 
@@ -30,23 +32,11 @@ OUTPUTS = {
 }
 
 
-class Shell(App):
+class Shell(StatelessApp):
     """``bash`` returns the prepared output named by its command, as plain text."""
 
     name = "shell"
     ran: ClassVar[list[str]] = []
-
-    def view(self) -> str:
-        return ""
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool(idempotent=True)
     def bash(self, command: str) -> ToolOutcome:

@@ -8,6 +8,7 @@ import pydantic
 import pytest
 import trio
 
+from tests.support.apps import StatelessApp
 from livecontext.actors.apps import (
     App,
     AppDefinitionError,
@@ -21,7 +22,6 @@ from livecontext.actors.apps import (
 from livecontext.actors.apps._invoke import start_tool
 from livecontext.protocol import (
     LevelText,
-    Message,
     NotebookEdited,
     ToolCall,
     ToolResult,
@@ -40,20 +40,11 @@ class Point(pydantic.BaseModel):
     y: int
 
 
-class Stateless(App):
+class Stateless(StatelessApp):
     """An app with no state of its own, for testing tools."""
 
     def view(self) -> str:
         return "nothing to see"
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
 
 class Calculator(Stateless):
