@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimits
-from ._render import BudgetTooSmallError, RenderCache, RenderResult, render
+from ._render import BudgetTooSmallError, RenderResult, render
+from ._units import RenderCache
 from ._state import FoldError, HistoryState
 from ._store import HistoryConflictError, HistoryStore, history_topic, load_state, render_state
 

@@ -3,8 +3,9 @@
 What goes in, in order of priority:
 
 1. the system prompt and the tools' schemas (they are sent with every call, so they count);
-2. the pinned entries (retention CRITICAL: the task), at RECENT, else GIST;
-3. the latest observation at LIVE with the apps' windows, falling back level by level;
+2. the latest observation at LIVE with the apps' windows, falling back level by level, with
+   room kept for the pinned entries' gists;
+3. the pinned entries (retention CRITICAL: the task), at RECENT, else GIST;
 4. the recaps, newest first, at LIVE else GIST, stopping at the first that does not fit;
 5. older entries, newest first: at RECENT while they fit in half of the room left
    (:data:`RECENT_SHARE`), then at GIST, so the older steps keep a line each before the newer
@@ -19,13 +20,15 @@ What was left out is said in one line (:func:`omission_note`), placed where it w
 are sent oldest first; the recaps come right before the first entry newer than everything
 they stand for (after the pinned task, before the steps that followed the fold).
 
-A model output and its tool results are one *unit*, rendered together at one level or not
-at all (a chat API rejects a tool call without its result). Token counts are added up from
-the counts cached in the entries, never recounted. What rendering adds around the cached
-texts (a tool result's ``[status]`` prefix, the blank line before the windows, the recap's
-heading) is charged at a fixed cost no smaller than what any bundled encoding spends on it,
-so the total is an upper bound of the tokens sent. The work done grows with what is
-rendered (and at most :data:`MAX_MISFITS` units more), not with the history's length.
+Where this goes past DESIGN.md's order (system prompt, recap, entries newest first): pinned
+entries come before the recap, and what is left once every unit has its place is spent on
+more detail (step 6), so that a large budget is not left unused.
+
+Units and their costs are in :mod:`._units`: a model output and its tool results are one
+unit, shown together at one level or not at all; costs add up the counts cached in the
+entries (never recounted) and fixed overheads, so the total bounds the tokens sent. The work
+done grows with what is rendered (and at most :data:`MAX_MISFITS` units more), not with the
+history's length.
 """
 
 from __future__ import annotations
@@ -39,24 +42,18 @@ from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
     Level,
-    ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
     RenderedSpan,
     Role,
     Shown,
-    ToolResultsEntry,
     id_number,
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 
-JOIN_TOKENS = 1
-"""The blank line joining two texts in one message: its own token. No token spans it, because
-every bundled encoding splits text at runs of newlines before merging."""
-STATUS_PREFIX_TOKENS = 7
-"""``[interrupted] `` and its neighbours before a tool result's text (at most 6 tokens in any
-bundled encoding, the boundary with the text included), plus one to spare."""
+from ._units import Piece, RenderCache, Windows, answers, differs, unit_messages
+
 RECAP_PREFIX = "[Recap of earlier steps]\n"
 RECAP_PREFIX_TOKENS = 8
 """:data:`RECAP_PREFIX` (7 tokens in every bundled encoding), plus one to spare."""
@@ -97,138 +94,6 @@ class RenderResult:
     spans: tuple[RenderedSpan, ...] = ()
     """How each unfolded entry and recap was shown, oldest first, in runs of consecutive ids
     (a run never reaches over a folded entry)."""
-
-
-_Piece = tuple[Sequence[ChatMessage], int]
-Windows = tuple[str, int]
-"""The apps' windows and their token count, injected into the latest observation."""
-
-
-def answers(output: HistoryEntry, results: HistoryEntry) -> bool:
-    """Whether ``results`` holds the results of exactly ``output``'s tool calls, in order."""
-    if not isinstance(output, ModelOutputEntry) or not isinstance(results, ToolResultsEntry):
-        return False
-    calls, made = output.tool_calls, results.results
-    if not calls or len(calls) != len(made):
-        return False
-    for call, result in zip(calls, made):
-        if call.id != result.call_id:
-            return False
-    return True
-
-
-def _with_windows(text: str, tokens: int, windows: Windows | None) -> tuple[str, int]:
-    if windows is None or not windows[0]:
-        return text, tokens
-    if not text:
-        return windows
-    return f"{text}\n\n{windows[0]}", tokens + JOIN_TOKENS + windows[1]
-
-
-def _results_messages(entry: ToolResultsEntry, level: Level, paired: bool,
-                      windows: Windows | None) -> tuple[list[ChatMessage], int]:
-    """Tool messages answering the calls (``paired``), or, for results whose output is not
-    rendered, one user message: a tool message without its call is refused by chat APIs."""
-    msgs: list[ChatMessage] = []
-    tokens = 0
-    texts: list[str] = []
-    for result in entry.results:
-        rt = result.content.at(level)
-        text = f"[{result.status.value}] {rt.text}"
-        if paired:
-            msgs.append(ChatMessage(Role.TOOL, text, tool_call_id=result.call_id))
-            tokens += rt.tokens + STATUS_PREFIX_TOKENS + OVERHEAD
-        else:
-            texts.append(text)
-            tokens += rt.tokens + STATUS_PREFIX_TOKENS + JOIN_TOKENS
-    note = entry.content.at(level)
-    extra, extra_tokens = note.text, note.tokens
-    if texts:
-        extra = "\n\n".join([*texts, extra] if extra else texts)
-    extra, extra_tokens = _with_windows(extra, extra_tokens, windows)
-    if extra:
-        msgs.append(ChatMessage(Role.USER, extra))
-        tokens += extra_tokens + OVERHEAD
-    return msgs, tokens
-
-
-def _entry_messages(entry: HistoryEntry, level: Level, *, windows: Windows | None = None,
-                    paired: bool = True) -> tuple[list[ChatMessage], int]:
-    """The messages of one entry at ``level`` (``windows`` injected if given) and their tokens.
-
-    ``paired``: a model output's calls are answered by the results rendered after it (else
-    they are left out), and tool results follow their calls (else they become user text).
-    """
-    if isinstance(entry, ModelInputEntry):
-        lt = entry.content.at(level)
-        text, tokens = _with_windows(lt.text, lt.tokens, windows)
-        return [ChatMessage(Role.USER, text)], tokens + OVERHEAD
-    if isinstance(entry, ModelOutputEntry):
-        lt = entry.content.at(level)  # its tokens include the tool calls' (of that level)
-        calls = entry.calls_at(level) if paired else ()
-        return [ChatMessage(Role.ASSISTANT, lt.text, calls)], lt.tokens + OVERHEAD
-    if isinstance(entry, ToolResultsEntry):
-        return _results_messages(entry, level, paired, windows)
-    raise TypeError(f"cannot render a {type(entry).__name__} as an entry")
-
-
-def unit_messages(unit: Sequence[HistoryEntry], level: Level, windows: Windows | None = None) -> _Piece:
-    """The messages of one unit (an entry, or a model output and its results), the windows
-    on its last entry."""
-    if len(unit) == 1:
-        return _entry_messages(unit[0], level, windows=windows, paired=False)
-    output, results = unit
-    out_msgs, out_tokens = _entry_messages(output, level)
-    res_msgs, res_tokens = _entry_messages(results, level, windows=windows)
-    return out_msgs + res_msgs, out_tokens + res_tokens
-
-
-class RenderCache:
-    """The messages of older units, kept between renders (a history store keeps one).
-
-    An older unit renders the same way every time at a level (no windows), and an entry never
-    changes without a new revision, so a unit is keyed by its entries' ids and revisions. At
-    ``max_units`` the cache starts afresh: it holds at most what a few renders touch.
-    """
-
-    def __init__(self, max_units: int = 4096) -> None:
-        self.max_units = max_units
-        self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
-        self._more: dict[tuple[str, int, str, int, Level], bool] = {}
-        self._system: ChatMessage | None = None
-
-    def system_message(self, prompt: str) -> ChatMessage:
-        """``ChatMessage(Role.SYSTEM, prompt)``, the same one while the prompt stays the same."""
-        kept = self._system
-        if kept is None or kept.content != prompt:
-            kept = self._system = ChatMessage(Role.SYSTEM, prompt)
-        return kept
-
-    def unit(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
-        """:func:`unit_messages` without windows, kept."""
-        first, last = unit[0], unit[-1]
-        key = (first.id, first.revision, last.id, last.revision, level)
-        found = self._units.get(key)
-        if found is None:
-            msgs, tokens = unit_messages(unit, level)
-            if len(self._units) >= self.max_units:
-                self._units.clear()
-            found = self._units[key] = (tuple(msgs), tokens)
-        return found
-
-    def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
-        """:func:`_differs`, kept (a unit's levels never change without a new revision)."""
-        first, last = unit[0], unit[-1]
-        key = (first.id, first.revision, last.id, last.revision, higher)
-        found = self._more.get(key)
-        if found is None:
-            if len(self._more) >= self.max_units:
-                self._more.clear()
-            found = self._more[key] = _differs(unit, lower, higher)
-        return found
-
-    def __len__(self) -> int:
-        return len(self._units)
 
 
 def render(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, *,
@@ -296,7 +161,7 @@ class _Planner:
     def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
         if self.cache is not None:
             return self.cache.shows_more(unit, lower, higher)
-        return _differs(unit, lower, higher)
+        return differs(unit, lower, higher)
 
     def messages(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
         if self.cache is not None:
@@ -306,7 +171,7 @@ class _Planner:
     def fits(self, tokens: int, reserve: int = 0) -> bool:
         return self.used + tokens + reserve <= self.budget
 
-    def take(self, start: int, stop: int, shown: Shown, piece: _Piece,
+    def take(self, start: int, stop: int, shown: Shown, piece: Piece,
              unit: list[HistoryEntry] | None = None) -> None:
         entries = unit if unit is not None else self.entries(start, stop)
         self.taken[start] = _Taken(stop, shown, piece[0], piece[1], entries)
@@ -589,22 +454,6 @@ class _Taken:
 
 _SHOWN = {Level.LIVE: Shown.LIVE, Level.RECENT: Shown.RECENT, Level.GIST: Shown.GIST}
 _LEVEL = {shown: level for level, shown in _SHOWN.items()}
-
-
-def _differs(unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
-    """Whether any entry of ``unit`` shows more at ``higher`` than at ``lower``."""
-    for entry in unit:
-        if not _same(entry.content.at(higher), entry.content.at(lower)):  # (an output's count includes its calls)
-            return True
-        if isinstance(entry, ToolResultsEntry):
-            for result in entry.results:
-                if not _same(result.content.at(higher), result.content.at(lower)):
-                    return True
-    return False
-
-
-def _same(a: object, b: object) -> bool:
-    return a is b or a == b  # (levels with the same text are one object, as the counter makes them)
 
 
 def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int) -> str:

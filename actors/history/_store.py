@@ -57,7 +57,8 @@ from livecontext.runtime.tokens import TokenCounter
 from ._manage import BudgetLimits, ContextManagement, HistoryLimits
 from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
-from ._render import RenderCache, RenderResult, render
+from ._render import RenderResult, render
+from ._units import RenderCache
 from ._state import FoldError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")

@@ -14,16 +14,8 @@ from hypothesis import strategies as st
 from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
 from livecontext.actors.apps import describe_tools
 from livecontext.actors.history._lod import output_content, tools_tokens
-from livecontext.actors.history._render import (
-    JOIN_TOKENS,
-    MAX_MISFITS,
-    RECAP_PREFIX,
-    RECAP_PREFIX_TOKENS,
-    STATUS_PREFIX_TOKENS,
-    answers,
-    omission_note,
-    unit_messages,
-)
+from livecontext.actors.history._render import MAX_MISFITS, RECAP_PREFIX, RECAP_PREFIX_TOKENS, omission_note
+from livecontext.actors.history._units import JOIN_TOKENS, STATUS_PREFIX_TOKENS, answers, unit_messages
 from livecontext.protocol import (
     ActorId,
     ChatMessage,
