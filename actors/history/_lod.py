@@ -162,25 +162,36 @@ def result_gist(name: str, status: ToolStatus, text: str) -> str:
 
 def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS) -> str:
     """``text`` itself if it costs at most ``max_tokens``, else its head and tail lines around
-    a marker of what was elided, costing at most ``max_tokens`` and half of ``text``'s tokens."""
+    a marker saying how many lines and characters were left out (``… [269 lines, 8,802 chars
+    elided] …``), costing at most ``max_tokens`` and half of ``text``'s tokens."""
     total = counter.count(text)
     if total <= max_tokens:
         return text
     room = min(max_tokens, total // 2)
     lines = text.splitlines()
-    head_room = int(room * HEAD_SHARE)
-    head, used = _take(lines, counter, head_room)
-    tail_rev, _ = _take(lines[len(head):][::-1], counter, room - used)
-    tail = tail_rev[::-1]
-    kept_chars = sum(len(line) for line in head) + sum(len(line) for line in tail)
-    shown = len(head) + len(tail)
-    elided_lines = len(lines) - shown
-    marker = _marker(elided_lines, max(len(text) - kept_chars - shown, 0))
-    out = "\n".join([*head, marker, *tail])
-    while head and counter.count(out) > room:  # (the marker and joins cost a few tokens more)
-        head.pop()
-        out = "\n".join([*head, _marker(elided_lines + 1, len(text) - kept_chars), *tail])
+    head = _take(lines, counter, int(room * HEAD_SHARE))
+    used = sum(counter.count(shown) + 1 for shown, _ in head)
+    tail = _take(lines[len(head):][::-1], counter, room - used)[::-1]
+    out = _around(text, len(lines), head, tail)
+    while (head or tail) and counter.count(out) > room:  # (the marker costs a few tokens too)
+        if len(head) >= len(tail):
+            head.pop()  # the innermost line of the longer part goes
+        else:
+            tail.pop(0)
+        out = _around(text, len(lines), head, tail)
     return out
+
+
+_Kept = tuple[str, int]
+"""A line as shown, and how many characters of the original line it shows."""
+
+
+def _around(text: str, lines: int, head: list[_Kept], tail: list[_Kept]) -> str:
+    """The head and tail lines around the marker of what is not shown between them."""
+    shown = len(head) + len(tail)
+    kept = sum(chars for _, chars in head) + sum(chars for _, chars in tail) + max(shown - 1, 0)  # (+ newlines)
+    marker = _marker(lines - len(head) - len(tail), max(len(text) - kept, 0))
+    return "\n".join([*(shown for shown, _ in head), marker, *(shown for shown, _ in tail)])
 
 
 def _marker(lines: int, chars: int) -> str:
@@ -188,28 +199,27 @@ def _marker(lines: int, chars: int) -> str:
     return f"… [{what} elided] …"
 
 
-def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> tuple[list[str], int]:
+def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> list[_Kept]:
     """The first lines of ``lines`` that fit ``room`` tokens (each line with its newline); a
-    line too long to fit is cut rather than skipped, and taking stops there."""
-    taken: list[str] = []
+    line too long to fit (or longer than :data:`LINE_CHARS`) is cut, ending in ``…``, and
+    taking stops at the first that does not fit even cut."""
+    taken: list[_Kept] = []
     used = 0
     for line in lines:
-        if len(line) > LINE_CHARS:
-            line = line[:LINE_CHARS] + "…"
-        cost = counter.count(line) + 1
+        shown = line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…"
+        cost = counter.count(shown) + 1
         if used + cost > room:
             left = room - used - 2
             if left > 4 and meaningful(line):
-                cut = line[: max(left * 3, 1)] + "…"  # ~3 chars a token in code and logs
-                while cut and counter.count(cut) + 1 > room - used:
+                cut = line[: max(left * 3, 1)]  # ~3 chars a token in code and logs
+                while cut and counter.count(cut + "…") + 1 > room - used:
                     cut = cut[: len(cut) * 3 // 4]
-                if len(cut) > 1:
-                    taken.append(cut)
-                    used += counter.count(cut) + 1
+                if cut:
+                    taken.append((cut + "…", len(cut)))
             break
-        taken.append(line)
+        taken.append((shown, min(len(line), LINE_CHARS)))
         used += cost
-    return taken, used
+    return taken
 
 
 # -- tool-call arguments ---------------------------------------------------------------------------
