@@ -234,13 +234,15 @@ class _Planner:
         raise BudgetTooSmallError(self.budget, needed)
 
     def _place_pinned(self, pins: list[tuple[int, int]], reserve: int) -> None:
+        """The pinned units, oldest first, at RECENT else GIST, keeping room for the gists of
+        those still to come (``reserve``: all their gists); one that fits not even so is left out."""
         for start, stop in pins:
             gist = self.unit(start, stop, Level.GIST)
             reserve -= gist[1]
             recent = self.unit(start, stop, Level.RECENT)
-            if self.fits(recent[1], max(reserve, 0)):
+            if self.fits(recent[1], reserve):
                 self.take(start, stop, Shown.RECENT, recent)
-            elif self.fits(gist[1], max(reserve, 0)):
+            elif self.fits(gist[1], reserve):
                 self.take(start, stop, Shown.GIST, gist)
             else:
                 self.omitted.append((start, stop))

@@ -321,13 +321,16 @@ def histories(draw: st.DrawFn) -> list[HistoryEntry]:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=histories(), budget=st.integers(1, 1500), windows=TEXT, system=TEXT)
+@given(history=histories(), budget=st.integers(1, 1500), windows=TEXT, system=TEXT, pins=st.data())
 def test_any_history_renders_within_any_budget_without_orphans(
-    history: list[HistoryEntry], budget: int, windows: str, system: str
+    history: list[HistoryEntry], budget: int, windows: str, system: str, pins: st.DataObject
 ) -> None:
     window = f"{WINDOW}\n{windows}"
+    pinned = sorted(pins.draw(st.sets(st.integers(0, len(history) - 1), max_size=3))) if history else []
+    for p in pinned:
+        history[p] = attrs.evolve(history[p], retention=Retention.CRITICAL)
     try:
-        result = do_render(history, budget, windows=window, system=system)
+        result = do_render(history, budget, windows=window, system=system, pinned=pinned)
     except BudgetTooSmallError as exc:
         assert exc.budget == budget and exc.needed > budget
         return
@@ -765,3 +768,56 @@ def test_a_span_never_reaches_over_an_entry_that_is_not_shown_here() -> None:
     result = do_render(history, 100_000)
     assert result.spans == (RenderedSpan("e1", "e1", Shown.RECENT), RenderedSpan("e5", "e6", Shown.RECENT),
                             RenderedSpan("e7", "e7", Shown.LIVE))
+
+
+def test_consecutive_ids_past_the_small_numbers_still_make_one_span() -> None:
+    history: list[HistoryEntry] = [inp(n, f"step {n}") for n in range(300, 306)]
+    assert do_render(history, 100_000).spans == (RenderedSpan("e300", "e304", Shown.RECENT),
+                                                 RenderedSpan("e305", "e305", Shown.LIVE))
+
+
+def test_a_render_costs_exactly_its_parts() -> None:
+    c = counter()
+    result = do_render([inp(0, "hello there")], 100_000)
+    assert result.tokens == (c.count(SYSTEM) + MESSAGE_OVERHEAD_TOKENS + c.count("hello there") + JOIN_TOKENS
+                             + c.count(WINDOW) + MESSAGE_OVERHEAD_TOKENS)
+
+
+def test_a_pinned_task_too_big_for_its_recent_is_shown_as_its_gist() -> None:
+    task = _pinned(attrs.evolve(inp(0), content=levels("the task " * 200, "the task " * 200, "the task, in short")))
+    history: list[HistoryEntry] = [task, inp(1, "now")]
+    budget = do_render(history[1:], 100_000).tokens + _cost([task], Level.GIST) + 5
+    result = do_render(history, budget, pinned=[0])
+    assert result.messages[1] == ChatMessage(Role.USER, "the task, in short")
+    assert result.spans[0] == RenderedSpan("e0", "e0", Shown.GIST)
+
+
+def test_a_pinned_first_entry_is_kept_when_rendering_stops_looking_back() -> None:
+    wide = [out(2 * k + 100, text="", calls=20) for k in range(MAX_MISFITS + 2)]
+    big: list[HistoryEntry] = [e for o in wide for e in (o, results(int(o.id[1:]) + 1, o))]
+    history: list[HistoryEntry] = [_pinned(inp(0, "the task")), *big, inp(500, "now")]
+    budget = do_render(history[-1:], 100_000).tokens + _cost(history[:1], Level.RECENT) + 60
+    result = do_render(history, budget, pinned=[0])
+    assert [m.content for m in result.messages][1:3] == [
+        "the task", f"[{len(big)} earlier entries left out for want of budget: e100–e135]"]
+    assert result.spans[:2] == (RenderedSpan("e0", "e0", Shown.RECENT), RenderedSpan("e100", "e135", Shown.OMITTED))
+
+
+def test_room_left_shows_an_older_tool_output_whole() -> None:
+    o = out(1, "looking", calls=1)
+    long = results(2, o, text="the whole output, line after line " * 20)
+    history: list[HistoryEntry] = [inp(0, "go"), o, long, inp(3, "now")]
+    result = do_render(history, 100_000)
+    assert result.messages[3].content == "[ok] " + long.results[0].content.live.text
+    assert result.spans[1] == RenderedSpan("e1", "e3", Shown.LIVE)  # (with the latest, also live)
+
+
+def test_the_latest_observation_never_takes_a_token_more_than_the_budget_when_the_task_gives_way() -> None:
+    big = "the task, which even in short takes room " * 10
+    task = _pinned(attrs.evolve(inp(0), content=levels(big, big, big)))
+    latest = inp(1)  # LIVE costs more than RECENT
+    alone = do_render([latest], 100_000).tokens
+    for budget in range(alone - 3, alone + 3):
+        result = do_render([task, latest], budget, pinned=[0])
+        assert result.tokens <= budget  # the task left out, the latest as much as fits
+        assert result.spans[0] == RenderedSpan("e0", "e0", Shown.OMITTED)
