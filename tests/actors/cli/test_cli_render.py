@@ -128,3 +128,30 @@ def test_a_thread_without_a_notebook_shows_no_notebook(tmp_path: Path) -> None:
     assert "notebook" not in json.dumps(got["messages"])  # not even the default system prompt speaks of it
     result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
     assert json.loads(result.stdout)["apps"] == {"probe": ""}
+
+
+def test_render_says_which_app_it_cannot_rebuild_and_why(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'g.db'}"
+
+    class Ghost(ProbeApp):  # a class defined here cannot be imported again by its name
+        name = "ghost"
+
+    async def run() -> None:
+        model = ScriptedModel.from_turns([{"text": "hi"}])
+        async with await open_store(store) as opened, await opened.open_thread("t", create=True, owner="test") as log:
+            async with open_runtime() as rt:
+                agent = await spawn_agent(rt, log, model, AgentSettings("t"), converter=make_converter(),
+                                          counter=counter(), apps=[Ghost()])
+                client = rt.client("test")
+                await client.ask(agent.input, ProvideInput("hello"))
+                await client.ask(agent.engine, RunUntilIdle(), timeout=30)
+                await rt.aclose()
+
+    trio.run(run)
+    result = CliRunner().invoke(main, ["render", "--store", store, "--thread", "t"])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith(
+        f"livecontext: error: cannot rebuild app 'ghost' of thread 't' from {Ghost.__module__}:"
+        "test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost: AttributeError: ")
+    assert result.stderr.rstrip().endswith("run this where that class can be imported (the same environment as the agent)")
+    assert len(result.stderr.splitlines()) == 1
