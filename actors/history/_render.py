@@ -196,8 +196,7 @@ class _Planner:
         self._place_pinned(pins, reserve)
         recap_msgs, recap_shown = self._place_recaps()
         older_end = latest[0] if latest is not None else len(self.active)
-        pinned_starts = {start for start, _ in pins}
-        self._place_older(older_end, pinned_starts, self._note_reserve(len(recap_shown)))
+        self._place_older(older_end, dict(pins), self._note_reserve(len(recap_shown)))
         note = self._note(recap_shown)
         self._upgrade(latest[0] if latest is not None else None)
         messages = self._lay_out(head, recap_msgs, recap_shown, note)
@@ -277,7 +276,7 @@ class _Planner:
         run = (self.at(0).id, self.at(len(self.active) - 1).id)
         return self.count(omission_note([run], len(self.active), recaps)) + OVERHEAD
 
-    def _place_older(self, end: int, pinned_starts: set[int], reserve: int) -> None:
+    def _place_older(self, end: int, pinned: dict[int, int], reserve: int) -> None:
         """Units before ``end``, newest first: at RECENT while they fit in :data:`RECENT_SHARE`
         of the room left, then at GIST, so that the older steps keep a line each before the
         newer ones get more (:meth:`_upgrade` spends what is left on them); misfits are left
@@ -295,7 +294,7 @@ class _Planner:
                 start, unit = i - 1, [previous, last]
             else:
                 start, unit = i, [last]
-            if start in pinned_starts:
+            if start in pinned:
                 i = start - 1
                 continue
             piece = self.messages(unit, level)
@@ -309,7 +308,7 @@ class _Planner:
                 self.omitted.append((start, i + 1))
                 misfits += 1
                 if misfits >= MAX_MISFITS:
-                    self._omit_all_before(start)
+                    self._omit_all_before(start, pinned)
                     return
             else:
                 misfits = 0
@@ -336,13 +335,14 @@ class _Planner:
 
     # -- the omission line ----------------------------------------------------------------------
 
-    def _omit_all_before(self, end: int) -> None:
-        """Leave out every unit before position ``end`` but the pinned ones (already shown)."""
+    def _omit_all_before(self, end: int, pinned: dict[int, int]) -> None:
+        """Leave out every unit before position ``end`` but the pinned ones ``{start: stop}``
+        (already placed: shown, or left out by :meth:`_place_pinned`)."""
         start = 0
-        for pinned in sorted(s for s in self.taken if s < end):
-            if start < pinned:
-                self.omitted.append((start, pinned))
-            start = self.taken[pinned].stop
+        for first in sorted(s for s in pinned if s < end):
+            if start < first:
+                self.omitted.append((start, first))
+            start = pinned[first]
         if start < end:
             self.omitted.append((start, end))
 

@@ -821,3 +821,56 @@ def test_the_latest_observation_never_takes_a_token_more_than_the_budget_when_th
         result = do_render([task, latest], budget, pinned=[0])
         assert result.tokens <= budget  # the task left out, the latest as much as fits
         assert result.spans[0] == RenderedSpan("e0", "e0", Shown.OMITTED)
+
+
+def test_the_latest_observation_keeps_the_windows_as_its_gist_when_only_that_fits() -> None:
+    latest = attrs.evolve(inp(0), content=levels("word " * 400, "word " * 200, "in short"))
+    with_windows = do_render([latest], 100_000, windows=WINDOW)
+    budget = do_render([attrs.evolve(latest, content=levels("in short", "in short", "in short"))],
+                       100_000, windows=WINDOW).tokens
+    assert budget < with_windows.tokens
+    result = do_render([latest], budget, windows=WINDOW)
+    assert result.messages[-1].content == "in short\n\n" + WINDOW
+    assert result.spans == (RenderedSpan("e0", "e0", Shown.GIST),)
+
+
+def test_older_steps_each_keep_a_line_before_newer_ones_get_more_than_half_the_room() -> None:
+    # every older step fits as a gist; at RECENT only about half of them would: newest-first
+    # RECENT for all would leave the oldest out, the share for RECENT keeps a gist for each
+    detail = " and what it showed in detail" * 12
+    olds = [attrs.evolve(inp(n), content=levels(f"step {n}{detail}", f"step {n}{detail}", f"step {n}"))
+            for n in range(20)]
+    history: list[HistoryEntry] = [*olds, inp(20, "now")]
+    room = (sum(_cost([e], Level.GIST) for e in olds)
+            + 8 * (_cost(olds[:1], Level.RECENT) - _cost(olds[:1], Level.GIST)))
+    budget = do_render(history[-1:], 100_000).tokens + room
+    result = do_render(history, budget)
+    assert Shown.OMITTED not in [s.shown for s in result.spans]
+    assert [m.content for m in result.messages][1] == "step 0"  # the oldest, as its gist
+    recent = [m for m in result.messages if m.content.endswith(detail)]
+    assert 4 <= len(recent) <= 8 and recent[-1].content == f"step 19{detail}"  # the newest get more
+    assert result.tokens <= budget
+
+
+def test_a_recap_comes_after_a_pinned_entry_between_the_last_two_it_stands_for() -> None:
+    summary = attrs.evolve(recap(20, "what happened in e2 to e10"),
+                           covers=tuple(f"e{n}" for n in range(2, 11) if n != 9))
+    history: list[HistoryEntry] = [_pinned(inp(1, "the task")), _pinned(inp(9, "pinned late in the fold")),
+                                   inp(11, "after the fold"), inp(12, "now")]
+    result = do_render(history, 100_000, recaps=[summary], pinned=[0, 1])
+    assert [m.content for m in result.messages][1:5] == [
+        "the task", "pinned late in the fold", f"{RECAP_PREFIX}what happened in e2 to e10", "after the fold"]
+
+
+def test_a_pinned_task_left_out_is_named_once_when_rendering_stops_looking_back() -> None:
+    wide = [out(2 * k + 1, text="", calls=20) for k in range(MAX_MISFITS + 2)]
+    big: list[HistoryEntry] = [e for o in wide for e in (o, results(int(o.id[1:]) + 1, o))]
+    long = "the task, too long to fit even in short " * 30
+    task = _pinned(attrs.evolve(inp(0), content=levels(long, long, long)))
+    history: list[HistoryEntry] = [task, *big, inp(100, "now")]
+    budget = do_render(history[-1:], 100_000).tokens + 40
+    result = do_render(history, budget, pinned=[0])
+    assert result.spans == (RenderedSpan("e0", f"e{len(big)}", Shown.OMITTED), RenderedSpan("e100", "e100", Shown.LIVE))
+    assert expand(result.spans, history) == [e.id for e in history]
+    assert f"[{len(big) + 1} earlier entries left out for want of budget: e0–e{len(big)}]" in [
+        m.content for m in result.messages]
