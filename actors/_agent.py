@@ -88,7 +88,7 @@ RECAP_MESSAGE_TOKENS = 12
 
 
 @frozen
-class Agent:
+class AgentActors:
     """The running actors of one thread."""
 
     thread_id: str
@@ -115,7 +115,7 @@ async def spawn_agent(
     converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
     apps: Sequence[App] | None = None, auto: bool = False, recap_model: ModelClient | None = None,
     analyzer_models: Mapping[str, ModelClient] | None = None,
-) -> Agent:
+) -> AgentActors:
     """Spawn a thread's history store, app host, input source and engine, in that order."""
     tid = check_thread_id(settings.thread_id)
     ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
@@ -150,7 +150,7 @@ async def spawn_agent(
         analyzers.append(await rt.spawn(
             functools.partial(make_analyzer, tid, ids.history, a, model_for),
             ActorId("analyzer", f"{tid}.{a.name}"), capabilities=caps))
-    return Agent(tid, engine, history, host, source, recap, tuple(analyzers))
+    return AgentActors(tid, engine, history, host, source, recap, tuple(analyzers))
 
 
 def thread_config(budget: int, apps: Sequence[App]) -> ThreadConfigured:

@@ -35,7 +35,7 @@ from livecontext.runtime.persistence import EventStore, ThreadLockedError, Threa
 from livecontext.runtime.tokens import TokenCounter
 
 from ..recap import recap_topic
-from .._agent import Agent, AgentSettings, spawn_agent
+from .._agent import AgentActors, AgentSettings, spawn_agent
 from ..apps import App, Notebook
 from ._format import apps_json, entry_json, event_json
 
@@ -63,7 +63,7 @@ class Session:
     """A running agent and what it runs on."""
 
     rt: Runtime
-    agent: Agent
+    agent: AgentActors
     store: EventStore
     log: ThreadLog
     converter: ProtocolConverter
@@ -146,7 +146,7 @@ def _note(text: str) -> None:
     click.echo(f"livecontext: note: {text}", err=True)
 
 
-async def _feed(rt: Runtime, agent: Agent,
+async def _feed(rt: Runtime, agent: AgentActors,
                 inputs: Sequence[ProvideInput]) -> tuple[EngineState, tuple[str, ...]]:
     """Feed ``inputs`` if the thread waits for input; return its state and what was held back."""
     client = rt.client(f"feed-{agent.thread_id}")

@@ -74,7 +74,7 @@ class AgentHarness:
     """A running agent, a client to drive it, and every engine event it published."""
 
     rt: Runtime
-    agent: agent_module.Agent
+    agent: agent_module.AgentActors
     client: Context
     model: ModelClient
     events: list[Message] = field(factory=list)
