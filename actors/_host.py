@@ -74,7 +74,7 @@ class AppHost(Actor):
 
     @handler(inline=True)
     async def on_get_windows(self, msg: GetWindows) -> Windows:
-        return Windows("\n\n".join(app.window() for app in self.apps.values()))
+        return Windows("\n\n".join(w for w in (app.window() for app in self.apps.values()) if w))
 
     @handler(inline=True)
     async def on_list_tools(self, msg: ListTools) -> Tools:

@@ -35,10 +35,12 @@ class ToolResultsAppended(Message):
 
 @frozen
 class AppInfo:
-    """One app of a thread: its name and the class that makes it (``module:qualname``)."""
+    """One app of a thread: its name, the class that makes it (``module:qualname``) and the
+    keyword arguments it was made with (JSON object text; empty: none)."""
 
     name: str
     source: str
+    options: str = ""
 
 
 @frozen
@@ -49,6 +51,9 @@ class ThreadConfigured(Message):
     budget: int
     tools: tuple[ToolSpec, ...] = ()
     apps: tuple[AppInfo, ...] = ()
+    model: str = ""
+    """The model spec the thread runs with (``echo``, ``scripted:PATH``, ``openai:NAME``);
+    empty: not known (a model client given in Python, or a thread recorded before this)."""
 
 
 @frozen

@@ -11,6 +11,7 @@ built-in :class:`Notebook` is the Memory Notebook.
 from __future__ import annotations
 
 from ._app import App
+from ._functions import FunctionTools
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
 from ._invoke import describe_tools, invoke_tool
 from ._notebook import Notebook
@@ -21,6 +22,7 @@ __all__ = [
     "App",
     "AppDefinitionError",
     "AppStateError",
+    "FunctionTools",
     "Notebook",
     "ToolDefinitionError",
     "ToolFailure",

@@ -9,11 +9,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pydantic
+import pydantic_core
+import trio
 
 from livecontext.protocol import ToolCall, ToolSpec
 
 from ._app import App
 from ._errors import ToolDefinitionError
+from ._functions import FunctionTools
 from ._outcome import ToolFailure, ToolOutcome
 from ._tool import ToolDef, compile_tool, schema_json, tool_marker
 
@@ -46,8 +49,9 @@ def _declared(cls: type[App]) -> tuple[tuple[str, str, Callable[..., Any]], ...]
     return tuple(found)
 
 
-_SPECS: dict[type, tuple[ToolSpec, ...]] = {}
-"""The specs of each app class described so far (they depend on the class alone)."""
+_SPECS: dict[object, tuple[ToolSpec, ...]] = {}
+"""The specs of each app class described so far (they depend on the class alone), and of
+each tuple of functions given to :class:`FunctionTools`."""
 
 
 def describe_tools(app: App) -> tuple[ToolSpec, ...]:
@@ -57,17 +61,25 @@ def describe_tools(app: App) -> tuple[ToolSpec, ...]:
         ToolDefinitionError: if a tool cannot be described (see :func:`tool`) or two
             methods claim the same tool name.
     """
-    cls = type(app)
-    specs = _SPECS.get(cls)
-    if specs is None:  # (a class that cannot be described is not kept: it raises every time)
-        specs = _SPECS[cls] = _describe_tools(app)
+    key: object = app.functions if isinstance(app, FunctionTools) else type(app)
+    specs = _SPECS.get(key)
+    if specs is None:  # (what cannot be described is not kept: it raises every time)
+        specs = _SPECS[key] = _describe_tools(app)
     return specs
+
+
+def _tools_of(app: App) -> tuple[tuple[str, str, Callable[..., Any]], ...]:
+    """``(tool name, attribute, function)`` of each of ``app``'s tools: its class's methods,
+    or, for :class:`FunctionTools`, its functions (attribute: the function's import path)."""
+    if isinstance(app, FunctionTools):
+        return app.declared
+    return _declared(type(app))
 
 
 def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
     specs: dict[str, ToolSpec] = {}
     attrs: dict[str, str] = {}
-    for name, attr, fn in _declared(type(app)):
+    for name, attr, fn in _tools_of(app):
         if name in specs:
             raise ToolDefinitionError(
                 f"app {app.name!r} declares tool {name!r} twice ({attrs[name]} and {attr}): "
@@ -114,14 +126,14 @@ def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[T
     """
     target: tuple[App, str, Callable[..., Any]] | None = None
     for app in apps:
-        for name, attr, fn in _declared(type(app)):
+        for name, attr, fn in _tools_of(app):
             if name == call.name:
                 target = (app, attr, fn)
                 break
         if target is not None:
             break
     if target is None:
-        available = dict.fromkeys(name for app in apps for name, _, _ in _declared(type(app)))
+        available = dict.fromkeys(name for app in apps for name, _, _ in _tools_of(app))
         return ToolOutcome.failed(
             f"unknown tool {call.name!r}; available tools: {', '.join(available) or '(none)'}"
         )
@@ -138,7 +150,7 @@ def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[T
     except pydantic.ValidationError as exc:
         return ToolOutcome.failed(_describe_invalid(tool_def, exc))
     kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
-    return _call(app, tool_def, kwargs)
+    return _call(app, tool_def, fn, kwargs)
 
 
 def _parse_arguments(tool_def: ToolDef, text: str) -> dict[str, Any] | ToolOutcome:
@@ -176,7 +188,12 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return "".join(parts)
 
 
-def _call(app: App, tool_def: ToolDef, kwargs: dict[str, Any]) -> ToolOutcome | Awaitable[ToolOutcome]:
+def _call(app: App, tool_def: ToolDef, fn: Callable[..., Any],
+          kwargs: dict[str, Any]) -> ToolOutcome | Awaitable[ToolOutcome]:
+    if not tool_def.method:
+        if not inspect.iscoroutinefunction(fn):  # a plain sync function may block: a worker thread
+            return _finish(app, tool_def, trio.to_thread.run_sync(functools.partial(fn, **kwargs)))
+        return _finish(app, tool_def, fn(**kwargs))
     try:
         result = getattr(app, tool_def.attr)(**kwargs)
     except ToolFailure as exc:
@@ -207,9 +224,19 @@ def _raised(tool_def: ToolDef, exc: Exception) -> ToolOutcome:
 def _checked(app: App, tool_def: ToolDef, result: object) -> ToolOutcome:
     if isinstance(result, str):  # plain text: the runtime makes its shorter levels
         return ToolOutcome.ok(result)
-    if not isinstance(result, ToolOutcome):
+    if isinstance(result, ToolOutcome):
+        return result
+    if result is None:
+        return ToolOutcome.ok("done")
+    try:  # any other value as JSON text: numbers, lists, dicts, dataclasses, pydantic models
+        return ToolOutcome.ok(pydantic_core.to_json(result).decode())
+    except pydantic_core.PydanticSerializationError:
         return ToolOutcome.failed(
-            f"{tool_def.name} returned {type(result).__name__} instead of a ToolOutcome or text "
-            f"(a bug in app {app.name!r}); the call had no effect"
+            f"{tool_def.name} returned {type(result).__name__}, which is not text, a ToolOutcome "
+            f"or a value that can be written as JSON (a bug in {_owner(app, tool_def)}); the call "
+            "had no effect"
         )
-    return result
+
+
+def _owner(app: App, tool_def: ToolDef) -> str:
+    return f"app {app.name!r}" if tool_def.method else f"tool {tool_def.name!r}"

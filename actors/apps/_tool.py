@@ -46,6 +46,8 @@ class _Marker:
     name: str
     idempotent: bool
     retention: Retention = Retention.COMPRESSIBLE
+    method: bool = True
+    """An app's method (its first parameter is ``self``), else a plain function."""
 
 
 @frozen
@@ -68,6 +70,8 @@ class ToolDef:
     """Validates the arguments; field ``a<i>`` has the alias of parameter ``i``."""
     parameters: tuple[str, ...]
     """The parameter names, in signature order (``self`` excluded)."""
+    method: bool = True
+    """An app's method, else a plain function (see :class:`FunctionTools`)."""
 
 
 @overload
@@ -79,13 +83,20 @@ def tool(
     fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None,
     retention: Retention = Retention.COMPRESSIBLE,
 ) -> F | Callable[[F], F]:
-    """Mark an app's method as a tool the model may call.
+    """Mark a function, or an app's method, as a tool the model may call.
 
-    Use it bare (``@tool``) or with options (``@tool(idempotent=True)``). The method's type
-    hints and Google-style docstring become the tool's JSON schema and description; the
-    model's arguments are validated against them before the method runs. The method may be
-    sync or async, takes its arguments by keyword, and returns a :class:`ToolOutcome`
-    without changing the app's state (see :class:`App`).
+    Use it bare (``@tool``) or with options (``@tool(idempotent=True)``). The type hints and
+    Google-style docstring become the tool's JSON schema and description; the model's
+    arguments are validated against them before the tool runs. A tool may be sync or async
+    and takes its arguments by keyword. It returns text (the runtime makes its shorter
+    levels), a :class:`ToolOutcome` (with levels and, for an app, an effect of its own), or
+    any value pydantic can write as JSON (written so); raising :class:`ToolFailure` or any
+    exception gives the model a FAILED result saying so.
+
+    A function defined in a class body is an app's method (``self`` first): it must not change
+    the app's state (see :class:`App`). Any other function is a plain tool: give it to an
+    agent (``open_agent(tools=[fn])``, ``[[tools]] use = "module:fn"``, ``--tool module:fn``);
+    a sync one runs in a worker thread, so it may block.
 
     Args:
         fn: The method (when used bare).
@@ -110,8 +121,9 @@ def tool(
         )
 
     def mark(f: F) -> F:
-        _check_definition(f, name)
-        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention))
+        method = is_method(f)
+        _check_definition(f, name, method)
+        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method))
         return f
 
     if fn is not None:
@@ -125,7 +137,14 @@ def tool_marker(value: object) -> _Marker | None:
     return marker if isinstance(marker, _Marker) else None
 
 
-def _check_definition(f: object, name: str | None) -> None:
+def is_method(f: object) -> bool:
+    """Whether ``f`` was defined in a class body (its qualified name says so: ``C.f``, not
+    ``f`` or ``outer.<locals>.f``)."""
+    parts = getattr(f, "__qualname__", "").split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
+
+
+def _check_definition(f: object, name: str | None, method: bool = True) -> None:
     if not inspect.isfunction(f):
         raise ToolDefinitionError(
             f"@tool marks plain methods, not {type(f).__name__} objects: put @tool "
@@ -145,9 +164,9 @@ def _check_definition(f: object, name: str | None) -> None:
         )
     params = list(inspect.signature(f).parameters.values())
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if not params or params[0].kind not in positional:
+    if method and (not params or params[0].kind not in positional):
         raise ToolDefinitionError(f"tool {tool_name} ({label}) must be a method taking self first")
-    for p in params[1:]:
+    for p in params[1:] if method else params:
         if p.kind not in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
             raise ToolDefinitionError(
                 f"tool {tool_name} ({label}): parameter {p.name!r} is {p.kind.description}; "
@@ -175,7 +194,7 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         ) from exc
     doc = docstring_parser.parse(inspect.getdoc(fn) or "", docstring_parser.DocstringStyle.GOOGLE)
     documented = {p.arg_name: _unwrap(p.description or "") for p in doc.params}
-    params = list(inspect.signature(fn).parameters.values())[1:]
+    params = list(inspect.signature(fn).parameters.values())[1 if marker.method else 0:]
     names = tuple(p.name for p in params)
     stray = sorted(set(documented) - set(names))
     if stray:
@@ -222,6 +241,7 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         retention=marker.retention,
         arguments=model,
         parameters=names,
+        method=marker.method,
     )
 
 

@@ -105,7 +105,7 @@ class Calculator(Stateless):
     @tool
     def wrong_return(self) -> ToolOutcome:
         """Return the wrong thing."""
-        return 42  # type: ignore[return-value]
+        return object()  # type: ignore[return-value]
 
     @tool
     async def wait_forever(self) -> ToolOutcome:
@@ -547,11 +547,11 @@ async def test_an_exception_without_a_message_is_reported_by_its_type() -> None:
     assert outcome == failed("crash_quietly raised KeyError")
 
 
-async def test_a_tool_returning_something_else_than_an_outcome_fails() -> None:
+async def test_a_tool_returning_a_value_that_is_not_json_fails() -> None:
     outcome = await invoke_tool([Calculator()], call("wrong_return", {}))
     assert outcome == failed(
-        "wrong_return returned int instead of a ToolOutcome or text (a bug in app 'calc'); the call "
-        "had no effect"
+        "wrong_return returned object, which is not text, a ToolOutcome or a value that can be "
+        "written as JSON (a bug in app 'calc'); the call had no effect"
     )
 
 
@@ -604,9 +604,9 @@ class Async(Stateless):
 
     @tool
     async def wrong_later(self) -> ToolOutcome:
-        """Return a number after a checkpoint."""
+        """Return a lock after a checkpoint."""
         await trio.lowlevel.checkpoint()
-        return 42  # type: ignore[return-value]
+        return trio.Lock()  # type: ignore[return-value]
 
     @tool
     def wrapped(self) -> ToolOutcome:
@@ -641,8 +641,8 @@ async def test_start_tool_gives_what_invoke_tool_gives_for_a_sync_tool() -> None
         ("fail_later", {"why": "the sky"}, failed("the sky")),
         ("crash_later", {}, failed("crash_later raised ValueError: late")),
         ("wrong_later", {}, failed(
-            "wrong_later returned int instead of a ToolOutcome or text (a bug in app 'async'); the call "
-            "had no effect")),
+            "wrong_later returned Lock, which is not text, a ToolOutcome or a value that can be "
+            "written as JSON (a bug in app 'async'); the call had no effect")),
         ("wrapped", {}, ToolOutcome.ok("wrapped", "wrapped", "wrapped")),
     ],
 )
