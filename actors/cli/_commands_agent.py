@@ -20,7 +20,7 @@ from .._agent import AgentSettings, check_thread_id
 from ..blueprint import Blueprint, load_blueprint, open_blueprint_models
 from ._demo import run_demo
 from ._main import main, print_json, run_async, store_option
-from ._session import open_session, run_until_idle
+from .._session import open_session, run_until_idle
 from ._transcript import ChatView, Transcript
 
 

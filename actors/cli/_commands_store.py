@@ -40,7 +40,7 @@ from livecontext.protocol import Shown
 from .._thread_apps import rebuild_apps, thread_apps
 from ..history import HistoryState, load_state, render_state
 from ..history._manage import entry_number
-from ._format import apps_json, chat_json, entry_json, tool_json
+from .._format import apps_json, chat_json, entry_json, tool_json
 from ._main import main, print_json, run_async, store_option
 
 

@@ -9,7 +9,7 @@ from .._agent import AgentSettings
 from ..analyzers import AnalyzerSettings
 from ..history import HistoryLimits
 from ..recap import RecapSettings
-from ._session import open_session, run_until_idle
+from .._session import open_session, run_until_idle
 from ._transcript import Transcript
 
 DEMO_INPUTS = (

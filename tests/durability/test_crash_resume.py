@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from livecontext.actors.cli._format import apps_json, entry_json
+from livecontext.actors._format import apps_json, entry_json
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.protocol import EngineState, make_converter
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store

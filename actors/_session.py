@@ -1,13 +1,14 @@
-"""Opening a store, a thread, a model and a runtime with one agent in it."""
+"""Opening a store, a thread, a model and a runtime with one agent in it (for the CLI and
+:func:`~livecontext.open_agent`)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import click
 import trio
 from attrs import frozen
 
@@ -34,10 +35,10 @@ from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store
 from livecontext.runtime.tokens import TokenCounter
 
-from ..recap import recap_topic
-from .._agent import AgentActors, AgentSettings, spawn_agent
-from ..apps import App, Notebook
+from ._agent import AgentActors, AgentSettings, spawn_agent
 from ._format import apps_json, entry_json, event_json
+from .apps import App, Notebook
+from .recap import recap_topic
 
 
 def owner_string(thread_id: str) -> str:
@@ -143,7 +144,7 @@ async def open_session(
 
 
 def _note(text: str) -> None:
-    click.echo(f"livecontext: note: {text}", err=True)
+    print(f"livecontext: note: {text}", file=sys.stderr)
 
 
 async def _feed(rt: Runtime, agent: AgentActors,
