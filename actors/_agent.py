@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import re
 
 import attrs
@@ -114,16 +115,19 @@ async def spawn_agent(
     rt: Runtime, log: ThreadLog, model: ModelClient, settings: AgentSettings, *,
     converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
     apps: Sequence[App] | None = None, auto: bool = False, recap_model: ModelClient | None = None,
-    analyzer_models: Mapping[str, ModelClient] | None = None,
+    analyzer_models: Mapping[str, ModelClient] | None = None, model_spec: str = "",
 ) -> AgentActors:
-    """Spawn a thread's history store, app host, input source and engine, in that order."""
+    """Spawn a thread's history store, app host, input source and engine, in that order.
+
+    ``model_spec`` is recorded with the thread (``ThreadConfigured.model``) so that it can be
+    resumed with the same model; empty when the model was given as a client."""
     tid = check_thread_id(settings.thread_id)
     ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
     engine_id = ActorId("engine", tid)
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
-    config = thread_config(settings.budget, app_list)
+    config = thread_config(settings.budget, app_list, model_spec)
     limits = settings.history_limits()
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
@@ -153,12 +157,19 @@ async def spawn_agent(
     return AgentActors(tid, engine, history, host, source, recap, tuple(analyzers))
 
 
-def thread_config(budget: int, apps: Sequence[App]) -> ThreadConfigured:
-    """What a thread records of how it renders: the budget, the tools its apps offer (as the
-    model is sent them) and the apps (by name and class)."""
+def thread_config(budget: int, apps: Sequence[App], model_spec: str = "") -> ThreadConfigured:
+    """What a thread records of how it runs: the budget, the tools its apps offer (as the
+    model is sent them), the apps (by name, class and the options they were made with) and
+    the model's spec."""
     tools = tuple(spec for app in apps for spec in describe_tools(app))
-    infos = tuple(AppInfo(app.name, f"{type(app).__module__}:{type(app).__qualname__}") for app in apps)
-    return ThreadConfigured(budget, tools, infos)
+    return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec)
+
+
+def app_info(app: App) -> AppInfo:
+    """How a thread records ``app``: enough to make it again (see ``_thread_apps``)."""
+    options = app.options()
+    return AppInfo(app.name, f"{type(app).__module__}:{type(app).__qualname__}",
+                   json.dumps(options, sort_keys=True) if options else "")
 
 
 def _fresh(apps: list[App]) -> list[App]:

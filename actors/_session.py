@@ -93,7 +93,7 @@ class Session:
 
 @asynccontextmanager
 async def open_session(
-    store_url: str, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
+    store_url: str | EventStore, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
     pins: Sequence[str] = (),
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
@@ -118,29 +118,28 @@ async def open_session(
     """
     converter = make_converter()
     counter = TokenCounter.from_env()
-    async with _model(model, model_spec, base_url, api_key) as client:
-        store = await open_store(store_url)
-        async with store:
-            try:
-                log = await store.open_thread(settings.thread_id, create=True,
-                                              owner=owner_string(settings.thread_id))
-            except ThreadLockedError as exc:
-                raise ThreadBusyError(exc.thread_id, exc.holder) from None
-            async with log:
-                async with open_runtime() as rt:
-                    agent = await spawn_agent(rt, log, client, settings, converter=converter,
-                                              counter=counter, apps=apps, auto=auto,
-                                              recap_model=recap_model, analyzer_models=analyzer_models)
-                    given = [ProvideInput(text, Retention.CRITICAL) for text in pins]
-                    given += [ProvideInput(text) for text in inputs]
-                    state, held = await _feed(rt, agent, given)
-                    if held:
-                        (on_note or _note)(
-                            f"thread {settings.thread_id} was stopped in the middle of a step "
-                            f"({state.value}); it resumes where it stopped and the given input "
-                            "is not fed (it was probably fed before); run again to give new input")
-                    names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
-                    yield Session(rt, agent, store, log, converter, state, held, names)
+    async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:
+        try:
+            log = await store.open_thread(settings.thread_id, create=True,
+                                          owner=owner_string(settings.thread_id))
+        except ThreadLockedError as exc:
+            raise ThreadBusyError(exc.thread_id, exc.holder) from None
+        async with log:
+            async with open_runtime() as rt:
+                agent = await spawn_agent(rt, log, client, settings, converter=converter,
+                                          counter=counter, apps=apps, auto=auto,
+                                          model_spec=model_spec if model is None else "",
+                                          recap_model=recap_model, analyzer_models=analyzer_models)
+                given = [ProvideInput(text, Retention.CRITICAL) for text in pins]
+                given += [ProvideInput(text) for text in inputs]
+                state, held = await _feed(rt, agent, given)
+                if held:
+                    (on_note or _note)(
+                        f"thread {settings.thread_id} was stopped in the middle of a step "
+                        f"({state.value}); it resumes where it stopped and the given input "
+                        "is not fed (it was probably fed before); run again to give new input")
+                names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
+                yield Session(rt, agent, store, log, converter, state, held, names)
 
 
 def _note(text: str) -> None:
@@ -158,6 +157,17 @@ async def _feed(rt: Runtime, agent: AgentActors,
     for given in inputs:
         await client.ask(agent.input, given)
     return tail.state, ()
+
+
+@asynccontextmanager
+async def _store(given: str | EventStore) -> AsyncIterator[EventStore]:
+    """The store named by a URL (closed on exit), or the one given (its owner closes it)."""
+    if not isinstance(given, str):
+        yield given
+        return
+    store = await open_store(given)
+    async with store:
+        yield store
 
 
 @asynccontextmanager

@@ -8,12 +8,12 @@ makes the app with no arguments; it runs none of the app's tools.
 
 from __future__ import annotations
 
-import importlib
+import json
 
 from livecontext.protocol import AppInfo
 from livecontext.runtime import UsageError
 
-from .apps import App, Notebook
+from .apps import App, AppDefinitionError, Notebook, ToolDefinitionError, make_app
 from .history import HistoryState
 
 BUILTIN_SOURCES = {Notebook.name: f"{Notebook.__module__}:{Notebook.__qualname__}"}
@@ -57,19 +57,11 @@ def rebuild_apps(state: HistoryState) -> list[App]:
 
 
 def _make(thread_id: str, info: AppInfo) -> App:
-    module_name, _, qualname = info.source.partition(":")
     try:
-        target: object = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise AppRebuildError(thread_id, info, f"{type(exc).__name__}: {exc}") from None
-    if not (isinstance(target, type) and issubclass(target, App)):
-        raise AppRebuildError(thread_id, info, "it is not an App class")
-    try:
-        app = target()
-    except Exception as exc:  # noqa: BLE001 - any failure of the app's constructor is reported as such
-        raise AppRebuildError(thread_id, info, f"it cannot be made with no arguments ({type(exc).__name__}: {exc})") from None
+        options = json.loads(info.options) if info.options else None
+        app = make_app(info.source, options)
+    except (AppDefinitionError, ToolDefinitionError, ValueError) as exc:
+        raise AppRebuildError(thread_id, info, str(exc)) from None
     if app.name != info.name:
         raise AppRebuildError(thread_id, info, f"that class makes an app named {app.name!r}")
     return app

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ._app import App
 from ._functions import FunctionTools
+from ._imports import load_object, make_app
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
 from ._invoke import describe_tools, invoke_tool
 from ._notebook import Notebook
@@ -30,5 +31,7 @@ __all__ = [
     "UnknownEffectError",
     "describe_tools",
     "invoke_tool",
+    "load_object",
+    "make_app",
     "tool",
 ]

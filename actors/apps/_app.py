@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 import re
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from livecontext.protocol import Message
 
@@ -33,6 +34,10 @@ class App(abc.ABC):
     name: ClassVar[str]
     """The app's name: its window's heading and its actor id's name (``app/<name>``)."""
 
+    made_with: Mapping[str, Any] | None = None
+    """The keyword arguments this app was made with, when made from an import path with an
+    options table (``[[apps]]`` in a blueprint, ``--app``, ``open_agent(apps=["mod:Cls"])``)."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("name")
@@ -49,6 +54,13 @@ class App(abc.ABC):
         arguments override this.
         """
         return type(self)()
+
+    def options(self) -> Mapping[str, Any] | None:
+        """The keyword arguments that make this app again, as JSON-safe data, recorded with its
+        thread so that ``render`` and a resumed run rebuild it; ``None``: it is made with no
+        arguments. The default: :attr:`made_with`. An app made in Python with arguments that
+        should be resumed as it was overrides this."""
+        return self.made_with
 
     def bind(self, ctx: Context) -> None:
         """Called by the app host with its context before any tool runs.

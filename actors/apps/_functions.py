@@ -9,7 +9,6 @@ an async one runs in the app host's task for the call, so it is cancelled with i
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -18,6 +17,7 @@ from livecontext.protocol import Message
 
 from ._app import App
 from ._errors import ToolDefinitionError
+from ._imports import load_object
 from ._tool import tool, tool_marker
 
 
@@ -96,27 +96,3 @@ def _function(given: Callable[..., Any] | str) -> Callable[..., Any]:
             f"tool {marker.name} ({fn.__qualname__}) is a method of a class: give the app "
             "(apps=[...]) rather than its method")
     return fn
-
-
-def load_object(path: str, what: str) -> Any:
-    """The object an import path ``module:name`` (or ``module:Outer.name``) names.
-
-    Raises:
-        ToolDefinitionError: the path is malformed, the module cannot be imported or has no
-            such name (the message names the path and what was found).
-    """
-    module_name, sep, qualname = path.partition(":")
-    if not sep or not module_name or not qualname:
-        raise ToolDefinitionError(
-            f"{what} {path!r} is not an import path: write module:name, such as mypkg.tools:search")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ToolDefinitionError(f"{what} {path!r}: cannot import module {module_name!r} ({exc})") from None
-    for part in qualname.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ToolDefinitionError(
-                f"{what} {path!r}: module {module_name!r} has no {qualname!r}") from None
-    return target

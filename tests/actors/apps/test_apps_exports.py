@@ -18,6 +18,8 @@ def test_the_apps_package_exports_exactly_its_public_names() -> None:
         "UnknownEffectError",
         "describe_tools",
         "invoke_tool",
+        "load_object",
+        "make_app",
         "tool",
     ]
 

@@ -152,6 +152,8 @@ def test_render_says_which_app_it_cannot_rebuild_and_why(tmp_path: Path) -> None
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith(
         f"livecontext: error: cannot rebuild app 'ghost' of thread 't' from {Ghost.__module__}:"
-        "test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost: AttributeError: ")
+        "test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost: app "
+        f"'{Ghost.__module__}:test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost': "
+        f"module '{Ghost.__module__}' has no ")
     assert result.stderr.rstrip().endswith("run this where that class can be imported (the same environment as the agent)")
     assert len(result.stderr.splitlines()) == 1
