@@ -1,0 +1,401 @@
+"""The front door: :func:`open_agent` and the :class:`Agent` it gives (re-exported by
+``livecontext``).
+
+One call opens a model, a store, a thread and a runtime with the agent's actors in it (as
+``livecontext run`` does), and closes them in order on exit. Every blueprint key has a
+keyword; ``blueprint=PATH`` loads one and the keywords given override it. The :class:`Agent`
+talks to its actors only through their messages, like any other client of the runtime.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from attrs import frozen
+
+from livecontext.protocol import (
+    AfterModelCall,
+    AfterToolExecute,
+    AppEffects,
+    BeforeModelCall,
+    BeforeToolExecute,
+    Cancel,
+    EngineState,
+    Entries,
+    GetAppEffects,
+    GetTail,
+    GetWindows,
+    HistoryEntry,
+    Idle,
+    Message,
+    ModelOutputEntry,
+    ModelTextDelta,
+    Pause,
+    ProvideInput,
+    ReadEntries,
+    Render,
+    Rendered,
+    Resume,
+    Retention,
+    RunUntilIdle,
+    StateTransition,
+    Step,
+    StepDone,
+    Tail,
+    Windows,
+)
+from livecontext.runtime import UsageError
+from livecontext.runtime.models import ModelClient
+from livecontext.runtime.persistence import EventStore, ThreadInfo
+
+from ._agent import AgentSettings, check_thread_id
+from ._format import apps_json
+from ._session import Session, open_session
+from .analyzers import AnalyzerSettings
+from .apps import App, FunctionTools, Notebook, make_app
+from .blueprint import Blueprint, load_blueprint, open_blueprint_models
+from .history import HistoryLimits
+from .recap import RecapSettings
+
+ToolLike = Callable[..., Any] | str
+"""A tool: a function (marked with ``@tool`` or not) or its import path ``module:function``."""
+AppLike = App | str
+"""An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
+
+AgentEvent = ModelTextDelta | BeforeModelCall | AfterModelCall | BeforeToolExecute | AfterToolExecute | StateTransition
+"""What :meth:`Agent.stream` yields before its :class:`Reply`."""
+_STREAMED = (ModelTextDelta, BeforeModelCall, AfterModelCall, BeforeToolExecute, AfterToolExecute, StateTransition)
+
+
+@frozen
+class Reply:
+    """What a run of the agent ended with."""
+
+    text: str
+    """The text of the agent's last answer (its last model output's text; empty if none)."""
+    state: EngineState
+    """Where the thread stands: ``WAITING_INPUT`` once it has answered."""
+    steps: int
+    """Steps the run took."""
+    reason: str
+    """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` or ``failed: ...``."""
+    entry_id: str = ""
+    """The answer's entry id (empty if the run recorded no model output)."""
+
+
+@frozen
+class AgentState:
+    """A thread's state, as ``livecontext state --json`` reports it."""
+
+    thread: str
+    state: EngineState
+    entries: int
+    """Unfolded entries in the history."""
+    model_outputs: int
+    """Model outputs ever recorded (folded ones included)."""
+    apps: Mapping[str, str]
+    """Each app's state, as text, by name."""
+
+
+class Agent:
+    """A running agent: one thread of a store, its actors in a runtime of its own.
+
+    Made by :func:`open_agent`; valid inside its ``async with``. One run at a time: a second
+    :meth:`send` waits for the first to end.
+    """
+
+    def __init__(self, session: Session, nursery: trio.Nursery, budget: int, max_steps: int | None) -> None:
+        self._session = session
+        self._budget = budget
+        self._nursery = nursery
+        self._client = session.rt.client(f"front-{session.agent.thread_id}")
+        self._lock = trio.Lock()
+        self._max_steps = max_steps
+
+    @property
+    def thread(self) -> str:
+        """The thread id."""
+        return self._session.agent.thread_id
+
+    @property
+    def store(self) -> EventStore:
+        """The store the thread lives in (open while the agent is)."""
+        return self._session.store
+
+    async def send(self, text: str, *, pin: bool = False, max_steps: int | None = None) -> Reply:
+        """Give the agent ``text`` as input and run it until it waits for input again.
+
+        Args:
+            text: The input.
+            pin: Keep it in every context (CRITICAL: never folded).
+            max_steps: Stop after this many steps (default: ``open_agent(max_steps=)``).
+        """
+        async with self._lock:
+            await self._provide(text, pin)
+            return await self._run(max_steps)
+
+    async def run(self, *, max_steps: int | None = None) -> Reply:
+        """Run until the agent waits for input with none left (what was given is used first)."""
+        async with self._lock:
+            return await self._run(max_steps)
+
+    async def stream(self, text: str, *, pin: bool = False,
+                     max_steps: int | None = None) -> AsyncIterator[AgentEvent | Reply]:
+        """Like :meth:`send`, yielding the engine's events as they happen (text deltas, model
+        calls, tool calls, state changes), then the :class:`Reply`.
+
+        Stopping early (``break``) does not stop the run: it goes on in the agent's nursery
+        and the next :meth:`send` waits for it.
+        """
+        # unbounded: a run's events are few, and handing one over must not be a checkpoint
+        # (an event taken from the subscription is never lost to the cancellation below)
+        send, receive = trio.open_memory_channel[AgentEvent | Reply](math.inf)
+
+        async def drive() -> None:
+            async with self._lock, send:
+                rt = self._session.rt
+                async with rt.open_subscription(self._session.agent.events, buffer=1024) as events:
+                    async with trio.open_nursery() as nursery:
+                        async def forward() -> None:
+                            async for env in events:
+                                if isinstance(env.payload, _STREAMED):
+                                    _offer(send, env.payload)
+                        nursery.start_soon(forward)
+                        await self._provide(text, pin)
+                        reply = await self._run(max_steps)
+                        nursery.cancel_scope.cancel()
+                    while True:  # every event was published before the reply
+                        try:
+                            payload = events.receive_nowait().payload
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        if isinstance(payload, _STREAMED):
+                            _offer(send, payload)
+                _offer(send, reply)
+
+        self._nursery.start_soon(drive)
+        async with receive:
+            async for item in receive:
+                yield item
+
+    async def history(self) -> tuple[HistoryEntry, ...]:
+        """The thread's unfolded entries, oldest first."""
+        entries = await self._client.ask(self._session.agent.history, ReadEntries())
+        assert isinstance(entries, Entries)
+        return entries.entries
+
+    async def render(self, budget: int | None = None) -> Rendered:
+        """The context the model would be sent now (with the apps' windows), under ``budget``
+        (default: the agent's)."""
+        windows = await self._client.ask(self._session.agent.apps, GetWindows())
+        assert isinstance(windows, Windows)
+        rendered = await self._client.ask(self._session.agent.history,
+                                          Render(budget or self._budget, windows.text))
+        assert isinstance(rendered, Rendered)
+        return rendered
+
+    async def state(self) -> AgentState:
+        """Where the thread stands, and its apps' states."""
+        tail = await self._client.ask(self._session.agent.history, GetTail())
+        effects = await self._client.ask(self._session.agent.history, GetAppEffects())
+        assert isinstance(tail, Tail) and isinstance(effects, AppEffects)
+        apps = apps_json(effects.effects, self._session.app_names)
+        return AgentState(self.thread, tail.state, tail.entries, tail.model_outputs,
+                          {name: str(value) for name, value in apps.items()})
+
+    async def pause(self) -> None:
+        """Stop taking steps on its own after the current one."""
+        await self._ack(Pause())
+
+    async def resume(self) -> None:
+        """Take steps on its own again (as input arrives)."""
+        await self._ack(Resume())
+
+    async def cancel(self) -> None:
+        """Cancel the step in flight (its model call or tool) and pause."""
+        await self._ack(Cancel())
+
+    async def step(self) -> StepDone:
+        """Take exactly one step."""
+        done = await self._client.ask(self._session.agent.engine, Step(), timeout=None)
+        assert isinstance(done, StepDone)
+        return done
+
+    async def fork(self, thread: str, *, at: int | None = None) -> ThreadInfo:
+        """Copy this thread, up to log record ``at`` (default: all of it), to a new thread of
+        the same store; open it with ``open_agent(store=agent.store, thread=...)``."""
+        seq = await self._session.log.last_seq() if at is None else at
+        return await self._session.store.fork(self.thread, seq, check_thread_id(thread))
+
+    async def _provide(self, text: str, pin: bool) -> None:
+        retention = Retention.CRITICAL if pin else None
+        given = ProvideInput(text) if retention is None else ProvideInput(text, retention)
+        await self._client.ask(self._session.agent.input, given)
+
+    async def _run(self, max_steps: int | None) -> Reply:
+        before = await self._client.ask(self._session.agent.history, GetTail())
+        assert isinstance(before, Tail)
+        idle = await self._client.ask(self._session.agent.engine,
+                                      RunUntilIdle(max_steps if max_steps is not None else self._max_steps),
+                                      timeout=None)
+        assert isinstance(idle, Idle)
+        tail = await self._client.ask(self._session.agent.history, GetTail())
+        assert isinstance(tail, Tail)
+        last = tail.last
+        answered = isinstance(last, ModelOutputEntry) and tail.model_outputs > before.model_outputs
+        text, entry_id = (last.content.live.text, last.id) if answered and isinstance(last, ModelOutputEntry) else ("", "")
+        return Reply(text, idle.state, idle.steps, idle.reason, entry_id)
+
+    async def _ack(self, message: Message) -> None:
+        await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)
+
+
+def _offer(send: trio.MemorySendChannel[AgentEvent | Reply], item: AgentEvent | Reply) -> None:
+    try:
+        send.send_nowait(item)
+    except trio.BrokenResourceError:
+        pass  # the reader stopped early: the run goes on without it
+
+
+@asynccontextmanager
+async def open_agent(
+    *,
+    model: str | ModelClient | None = None,
+    tools: Sequence[ToolLike] = (),
+    apps: Sequence[AppLike] | None = None,
+    store: str | EventStore | None = None,
+    thread: str | None = None,
+    system: str | None = None,
+    budget: int | None = None,
+    limits: HistoryLimits | None = None,
+    recap: RecapSettings | None = None,
+    recap_model: str | ModelClient | None = None,
+    analyzers: Sequence[AnalyzerSettings] | None = None,
+    analyzer_models: Mapping[str, str | ModelClient] | None = None,
+    pin_task: bool | None = None,
+    pins: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
+    max_steps: int | None = None,
+    snapshot_every: int | None = None,
+    blueprint: str | os.PathLike[str] | Blueprint | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> AsyncIterator[Agent]:
+    """Open an agent: its model, store, thread and actors; close them in order on exit.
+
+    ``async with livecontext.open_agent(model="echo", tools=[add]) as agent:
+    reply = await agent.send("hello")``
+
+    Args:
+        model: A model spec (``echo``, ``scripted:PATH``, ``openai:MODEL``) or an open
+            :class:`ModelClient`. Default: the blueprint's, else the thread's recorded one,
+            else ``echo``.
+        tools: Functions (or their import paths) offered as tools (see :func:`tool`).
+        apps: Apps (instances or import paths); default: a Memory Notebook.
+        store: A store URL (``memory:``, ``sqlite:PATH``, ``jsonl:DIR``, ``postgresql://...``)
+            or an open :class:`EventStore`. Default: the blueprint's, else ``memory:`` (nothing
+            written to disk).
+        thread: The thread id; an existing thread is resumed. Default ``main``.
+        system: The system prompt (``None``: a resumed thread keeps its own).
+        budget: Token budget of each model call's context (default 8000).
+        limits: Limits of the unfolded history (default: derived from the budget when a
+            recap runs).
+        recap: Run a recap maintainer with these settings.
+        recap_model: The recap's model (``model_summary``), a spec or a client.
+        analyzers: Analyzers run beside the engine.
+        analyzer_models: Each ``model`` analyzer's model, by analyzer name.
+        pin_task: Pin the thread's first input (default ``True``).
+        pins: Pinned inputs fed when the agent opens (before ``inputs``).
+        inputs: Inputs fed when the agent opens (run them with :meth:`Agent.run`).
+        max_steps: Default step limit of each run.
+        snapshot_every: Snapshot the thread every this many log records.
+        blueprint: A blueprint file (or a loaded :class:`Blueprint`); keywords override it.
+        base_url: OpenAI-compatible server for ``openai:`` specs.
+        api_key: Its API key (default ``$OPENAI_API_KEY``).
+
+    Raises:
+        UsageError: a value is not usable (the message says which and what to do).
+        BlueprintError: the blueprint file is not valid.
+        ToolDefinitionError: a tool cannot be described.
+        AppDefinitionError: an app path names no App class.
+    """
+    bp = _blueprint(blueprint)
+    settings = bp.settings if bp is not None else AgentSettings()
+    changes: dict[str, Any] = {}
+    if thread is not None:
+        changes["thread_id"] = check_thread_id(thread)
+    if system is not None:
+        changes["system_prompt"] = system
+    if budget is not None:
+        changes["budget"] = _at_least_one("budget", budget)
+    if limits is not None:
+        changes["limits"] = limits
+    if recap is not None:
+        changes["recap"] = recap
+    if analyzers is not None:
+        changes["analyzers"] = tuple(analyzers)
+    if pin_task is not None:
+        changes["pin_task"] = pin_task
+    if snapshot_every is not None:
+        changes["snapshot_every"] = snapshot_every
+    settings = attrs.evolve(settings, **changes)
+    if max_steps is not None:
+        _at_least_one("max_steps", max_steps)
+    app_list = _apps(apps, bp) + ([FunctionTools(tools)] if tools else [])
+    model_spec = model if isinstance(model, str) else (bp.model if bp is not None else "echo")
+    store_given: str | EventStore = store if store is not None else (bp.store if bp is not None and bp.store else "memory:")
+    async with AsyncExitStack() as stack:
+        side = await stack.enter_async_context(open_blueprint_models(
+            _side_models(bp, recap_model, analyzer_models), base_url=base_url, api_key=api_key))
+        recap_client = recap_model if isinstance(recap_model, ModelClient) else side.recap
+        analyzer_clients = {**side.analyzers,
+                            **{k: v for k, v in (analyzer_models or {}).items() if isinstance(v, ModelClient)}}
+        session = await stack.enter_async_context(open_session(
+            store_given, settings, model_spec,
+            inputs=inputs if inputs is not None else (bp.inputs if bp is not None else ()),
+            pins=pins if pins is not None else (bp.pins if bp is not None else ()),
+            base_url=base_url, api_key=api_key, apps=app_list,
+            model=model if isinstance(model, ModelClient) else None,
+            recap_model=recap_client, analyzer_models=analyzer_clients))
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        yield Agent(session, nursery, settings.budget, max_steps if max_steps is not None else (bp.max_steps if bp is not None else None))
+        nursery.cancel_scope.cancel()
+
+
+def _blueprint(given: str | os.PathLike[str] | Blueprint | None) -> Blueprint | None:
+    if given is None or isinstance(given, Blueprint):
+        return given
+    return load_blueprint(given)
+
+
+def _side_models(bp: Blueprint | None, recap_model: str | ModelClient | None,
+                 analyzer_models: Mapping[str, str | ModelClient] | None) -> Blueprint:
+    """What :func:`open_blueprint_models` should open: the side models named by spec (the
+    blueprint's, or the ones given in their place); clients given are used as they are."""
+    recap_spec = bp.recap_model if bp is not None else None
+    if recap_model is not None:
+        recap_spec = recap_model if isinstance(recap_model, str) else None
+    specs = dict(bp.analyzer_models) if bp is not None else {}
+    for name, given in (analyzer_models or {}).items():
+        specs.pop(name, None)
+        if isinstance(given, str):
+            specs[name] = given
+    return Blueprint(path="<open_agent>", settings=AgentSettings(), recap_model=recap_spec, analyzer_models=specs)
+
+
+def _apps(given: Sequence[AppLike] | None, bp: Blueprint | None) -> list[App]:
+    if given is None:
+        return bp.make_apps() if bp is not None else [Notebook()]
+    return [make_app(a) if isinstance(a, str) else a for a in given]
+
+
+def _at_least_one(name: str, value: int) -> int:
+    if value < 1:
+        raise UsageError(f"{name} must be >= 1, got {value}")
+    return value
