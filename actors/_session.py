@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +29,7 @@ from livecontext.protocol import (
     Retention,
     RunUntilIdle,
     Tail,
+    ThreadConfigured,
     make_converter,
 )
 from livecontext.runtime import Runtime, UsageError, open_runtime
@@ -38,6 +40,7 @@ from livecontext.runtime.tokens import TokenCounter
 from ._agent import AgentActors, AgentSettings, spawn_agent
 from ._format import apps_json, entry_json, event_json
 from .apps import App, Notebook
+from .history import load_state
 from .recap import recap_topic
 
 
@@ -128,7 +131,7 @@ async def open_session(
             async with open_runtime() as rt:
                 agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                           counter=counter, apps=apps, auto=auto,
-                                          model_spec=model_spec if model is None else "",
+                                          model_spec=_recordable(model_spec) if model is None else "",
                                           recap_model=recap_model, analyzer_models=analyzer_models)
                 given = [ProvideInput(text, Retention.CRITICAL) for text in pins]
                 given += [ProvideInput(text) for text in inputs]
@@ -140,6 +143,30 @@ async def open_session(
                         "is not fed (it was probably fed before); run again to give new input")
                 names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
                 yield Session(rt, agent, store, log, converter, state, held, names)
+
+
+def _recordable(spec: str) -> str:
+    """The spec as a thread records it: a script's path made absolute, so that the thread
+    resumes with it from any folder."""
+    kind, sep, rest = spec.partition(":")
+    if kind == "scripted" and sep and rest:
+        return f"scripted:{os.path.abspath(rest)}"
+    return spec
+
+
+async def recorded_config(store_url: str, thread_id: str) -> ThreadConfigured | None:
+    """How an existing thread last ran (model spec, apps, tools), from its log; ``None`` for a
+    new thread or one recorded before threads said so."""
+    if store_url.startswith("memory:"):
+        return None  # (a memory store lives and dies with its process: nothing to resume)
+    store = await open_store(store_url)
+    async with store:
+        if not await store.exists(thread_id):
+            return None
+        reader = await store.open_reader(thread_id)
+        async with reader:
+            state = await load_state(reader, make_converter(), thread_id)
+    return state.config
 
 
 def _note(text: str) -> None:

@@ -48,7 +48,7 @@ def rebuild_apps(state: HistoryState) -> list[App]:
     """
     apps = []
     for info in thread_apps(state):
-        app = _make(state.thread_id, info)
+        app = make_recorded_app(state.thread_id, info)
         effect = state.app_effects.get(info.name)
         if effect is not None:
             app.apply(effect)
@@ -56,7 +56,12 @@ def rebuild_apps(state: HistoryState) -> list[App]:
     return apps
 
 
-def _make(thread_id: str, info: AppInfo) -> App:
+def make_recorded_app(thread_id: str, info: AppInfo) -> App:
+    """A new app as a thread recorded it (its state is not applied).
+
+    Raises:
+        AppRebuildError: it cannot be made here.
+    """
     try:
         options = json.loads(info.options) if info.options else None
         app = make_app(info.source, options)

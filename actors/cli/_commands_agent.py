@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +17,15 @@ from livecontext.protocol import ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import UsageError
 
+from livecontext.protocol import ThreadConfigured
+
 from .._agent import AgentSettings, check_thread_id
-from ..blueprint import Blueprint, load_blueprint, open_blueprint_models
+from .._session import open_session, recorded_config, run_until_idle
+from .._thread_apps import AppRebuildError, make_recorded_app
+from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
+from ..blueprint import BUILTIN_APPS, Blueprint, load_blueprint, open_blueprint_models
 from ._demo import run_demo
 from ._main import main, print_json, run_async, store_option
-from .._session import open_session, run_until_idle
 from ._transcript import ChatView, Transcript
 
 
@@ -43,6 +48,10 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
+@click.option("--tool", "tools", multiple=True, metavar="MODULE:FUNCTION",
+              help="A function offered as a tool (repeatable; the current folder is importable).")
+@click.option("--app", "app_paths", multiple=True, metavar="MODULE:CLASS",
+              help="An app, by import path or `notebook` (repeatable; replaces the default notebook).")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
 @click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=0), metavar="N",
@@ -54,6 +63,7 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
         inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, system_prompt: str | None,
+        tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
         as_json: bool) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
@@ -81,11 +91,24 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
     console = Console(stderr=as_json)
+    model_given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
 
     async def go() -> None:
+        nonlocal model_spec
+        if os.getcwd() not in sys.path:  # --tool/--app and recorded apps import from here too
+            sys.path.insert(0, os.getcwd())
+        try:
+            apps = _flag_apps(app_paths, tools, bp)
+            recorded = await recorded_config(store_url, thread_id)
+        except (UsageError, AppDefinitionError, ToolDefinitionError) as exc:
+            click.echo(f"livecontext: error: {exc}", err=True)
+            sys.exit(1)
+        if recorded is not None:  # a thread resumes as it was, unless told otherwise
+            model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
+                                                   apps, store_url)
         async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
                 open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
-                             api_key=api_key, apps=None if bp is None else bp.make_apps(),
+                             api_key=api_key, apps=apps,
                              recap_model=side.recap, analyzer_models=side.analyzers) as session:
             idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
                                         events_path)
@@ -100,6 +123,40 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             sys.exit(1)
 
     run_async(go)
+
+
+def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint | None) -> list[App] | None:
+    """The apps ``--app`` and ``--tool`` name (``None``: none given, the default apps)."""
+    if not app_paths and not tools:
+        return None if bp is None else bp.make_apps()
+    apps: list[App] = [BUILTIN_APPS[p]() if p in BUILTIN_APPS else make_app(p) for p in app_paths] if app_paths else (
+        [Notebook()] if bp is None else bp.make_apps())
+    if tools:
+        apps.append(FunctionTools(tools))
+    return apps
+
+
+def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: str | None,
+                        apps: list[App] | None, store_url: str) -> tuple[str, list[App] | None]:
+    """The model spec and apps a resumed thread runs with: what it recorded, for what the
+    command line does not give; a change is said in one line on stderr."""
+    spec = model_spec if model_spec is not None else (recorded.model or "echo")
+    if recorded.model and spec != recorded.model:
+        click.echo(f"livecontext: note: thread {thread_id} ran with model {recorded.model}; it now runs with {spec}",
+                   err=True)
+    if apps is None and recorded.apps:
+        try:
+            apps = [make_recorded_app(thread_id, info) for info in recorded.apps]
+        except AppRebuildError as exc:
+            click.echo(f"livecontext: error: {exc}; or give its apps with --app/--tool", err=True)
+            sys.exit(1)
+    elif apps is not None and recorded.apps:
+        was = [info.name for info in recorded.apps]
+        now = [app.name for app in apps]
+        if was != now:
+            click.echo(f"livecontext: note: thread {thread_id} had apps {', '.join(was)}; it now has {', '.join(now)}",
+                       err=True)
+    return spec, apps
 
 
 @main.command()

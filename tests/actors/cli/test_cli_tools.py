@@ -1,0 +1,73 @@
+"""Tools and apps by import path on the command line, and a thread resumed as it was
+(issue 15, point 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from livecontext.actors.cli import main
+
+TOOLS = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+'''
+SCRIPT = {"turns": [{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"text": "it is 5"},
+                    {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}, {"text": "it is 2"}]}
+
+
+def run(*args: str) -> tuple[int, dict[str, object] | None, str]:
+    result = CliRunner().invoke(main, ["run", *args])
+    out = json.loads(result.stdout) if result.exit_code == 0 and "--json" in args else None
+    return result.exit_code, out, result.stderr
+
+
+def results(summary: dict[str, object] | None) -> list[str]:
+    assert summary is not None
+    entries = summary["entries"]
+    assert isinstance(entries, list)
+    return [r["content"] for e in entries if e["kind"] == "tool_results" for r in e["results"]]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cli_tools_here.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    return tmp_path
+
+
+def test_a_tool_given_by_import_path_is_called_and_the_thread_resumes_with_it_and_its_model(project: Path) -> None:
+    store = f"sqlite:{project / 'lc.db'}"
+    code, first, _ = run("--store", store, "--tool", "cli_tools_here:add", "--model", "scripted:script.json",
+                         "--input", "add 2 and 3", "--json")
+    assert code == 0 and results(first) == ["5"]
+    assert first is not None and first["apps"] == {"notebook": "", "tools": ""}
+    code, second, err = run("--store", store, "--input", "add 1 and 1", "--json")  # no --model, no --tool
+    assert code == 0 and results(second) == ["5", "2"] and err == ""
+
+
+def test_a_model_other_than_the_recorded_one_is_said_in_one_line(project: Path) -> None:
+    store = f"sqlite:{project / 'lc.db'}"
+    assert run("--store", store, "--tool", "cli_tools_here:add", "--model", "scripted:script.json",
+               "--input", "go", "--json")[0] == 0
+    code, _, err = run("--store", store, "--model", "echo", "--input", "hi", "--json")
+    script = project / "script.json"
+    assert code == 0 and err == f"livecontext: note: thread main ran with model scripted:{script}; it now runs with echo\n"
+
+
+@pytest.mark.parametrize(("flag", "path", "message"), [
+    ("--tool", "nowhere_to_be_found:f", "tool 'nowhere_to_be_found:f': cannot import module 'nowhere_to_be_found'"),
+    ("--tool", "cli_tools_here:missing", "tool 'cli_tools_here:missing': module 'cli_tools_here' has no 'missing'"),
+    ("--app", "cli_tools_here:add", "app 'cli_tools_here:add' is a function, not an App class"),
+    ("--app", "nowhere_to_be_found:App", "app 'nowhere_to_be_found:App': cannot import module"),
+])
+def test_an_import_path_that_is_not_a_tool_or_an_app_is_one_line_naming_it(
+        project: Path, flag: str, path: str, message: str) -> None:
+    code, _, err = run("--store", f"sqlite:{project / 'lc.db'}", flag, path, "--input", "x")
+    assert code == 1 and err.startswith(f"livecontext: error: {message}") and err.count("\n") == 1
+    assert not (project / "lc.db").exists()  # nothing was written
