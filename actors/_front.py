@@ -56,7 +56,8 @@ from livecontext.runtime.persistence import EventStore, ThreadInfo
 
 from ._agent import AgentSettings, check_thread_id
 from ._format import apps_json
-from ._session import Session, open_session
+from ._session import Session, open_session, recorded_config
+from ._thread_apps import make_recorded_app
 from .analyzers import AnalyzerSettings
 from .apps import App, FunctionTools, Notebook, make_app
 from .blueprint import Blueprint, load_blueprint, open_blueprint_models
@@ -294,10 +295,11 @@ async def open_agent(
 
     Args:
         model: A model spec (``echo``, ``scripted:PATH``, ``openai:MODEL``) or an open
-            :class:`ModelClient`. Default: the blueprint's, else the thread's recorded one,
-            else ``echo``.
+            :class:`ModelClient`. Default: the blueprint's, else the one a resumed thread
+            recorded, else ``echo``.
         tools: Functions (or their import paths) offered as tools (see :func:`tool`).
-        apps: Apps (instances or import paths); default: a Memory Notebook.
+        apps: Apps (instances or import paths). Default (with no ``tools``): the
+            blueprint's, else the ones a resumed thread recorded, else a Memory Notebook.
         store: A store URL (``memory:``, ``sqlite:PATH``, ``jsonl:DIR``, ``postgresql://...``)
             or an open :class:`EventStore`. Default: the blueprint's, else ``memory:`` (nothing
             written to disk).
@@ -347,9 +349,16 @@ async def open_agent(
     settings = attrs.evolve(settings, **changes)
     if max_steps is not None:
         _at_least_one("max_steps", max_steps)
-    app_list = _apps(apps, bp) + ([FunctionTools(tools)] if tools else [])
-    model_spec = model if isinstance(model, str) else (bp.model if bp is not None else "echo")
     store_given: str | EventStore = store if store is not None else (bp.store if bp is not None and bp.store else "memory:")
+    recorded = None
+    if bp is None and isinstance(store_given, str) and (model is None or (apps is None and not tools)):
+        recorded = await recorded_config(store_given, settings.thread_id)  # resumed as it was
+    if recorded is not None and apps is None and not tools and recorded.apps:
+        app_list = [make_recorded_app(settings.thread_id, info) for info in recorded.apps]
+    else:
+        app_list = _apps(apps, bp) + ([FunctionTools(tools)] if tools else [])
+    model_spec = model if isinstance(model, str) else (
+        bp.model if bp is not None else (recorded.model if recorded is not None and recorded.model else "echo"))
     async with AsyncExitStack() as stack:
         side = await stack.enter_async_context(open_blueprint_models(
             _side_models(bp, recap_model, analyzer_models), base_url=base_url, api_key=api_key))

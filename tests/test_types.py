@@ -1,8 +1,9 @@
 """The package type-checks under ``mypy --strict`` (STYLE.md: strict typing, checked in CI).
 
 The three source folders are installed as ``livecontext.protocol``, ``.runtime`` and
-``.actors`` (see pyproject.toml), a layout mypy cannot follow from the repository root, so
-the check runs on a tree of links laid out as the installed package.
+``.actors``, below the front door ``livecontext/__init__.py`` (see pyproject.toml), a layout
+mypy cannot follow from the repository root, so the check runs on a tree of links laid out as
+the installed package.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def test_the_package_type_checks_under_mypy_strict(tmp_path: Path) -> None:
         "mypy is not installed in this environment: run pip install -e '.[test]'")
     package = tmp_path / "livecontext"
     package.mkdir()
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").symlink_to(ROOT / "livecontext" / "__init__.py")
     for part in ("protocol", "runtime", "actors"):
         (package / part).symlink_to(ROOT / part, target_is_directory=True)
     result = subprocess.run(

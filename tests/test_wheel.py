@@ -19,6 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("protocol", "runtime", "actors")
+"""The subpackages' folders (installed as ``livecontext/<folder>``)."""
+FRONT = "livecontext"
+"""The front door's folder: ``livecontext/__init__.py`` itself."""
 
 
 def _can_build_without_isolation() -> bool:
@@ -39,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, src / name)
-    for folder in FOLDERS:
+    for folder in (FRONT, *FOLDERS):
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     command = [sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist")]
     if _can_build_without_isolation():
@@ -59,7 +62,7 @@ def wheel_files(wheel: Path) -> list[str]:
 def test_every_module_of_the_wheel_is_inside_the_livecontext_package(wheel_files: list[str]) -> None:
     outside = [f for f in wheel_files if not f.startswith(("livecontext/", "livecontext-"))]
     assert outside == []
-    assert {f.split("/")[1] for f in wheel_files if f.startswith("livecontext/")} >= set(FOLDERS)
+    assert {f.split("/")[1] for f in wheel_files if f.startswith("livecontext/")} >= {*FOLDERS, "__init__.py"}
 
 
 def test_the_wheel_installs_no_top_level_actors_protocol_or_runtime(wheel_files: list[str]) -> None:
@@ -75,6 +78,7 @@ def test_every_python_file_of_the_repo_folders_is_in_the_wheel(wheel_files: list
         for path in (ROOT / folder).rglob("*.py")
         if "__pycache__" not in path.parts
     }
+    expected |= {path.relative_to(ROOT).as_posix() for path in (ROOT / FRONT).glob("*.py")}
     missing = sorted(expected - set(wheel_files))
     assert missing == [], (
         "these modules are not in the wheel: list their packages in pyproject.toml's "

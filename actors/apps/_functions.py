@@ -17,7 +17,7 @@ from livecontext.protocol import Message
 
 from ._app import App
 from ._errors import ToolDefinitionError
-from ._imports import load_object
+from ._imports import describe_object, load_object
 from ._tool import tool, tool_marker
 
 
@@ -84,7 +84,7 @@ def _function(given: Callable[..., Any] | str) -> Callable[..., Any]:
     fn = load_object(given, "tool") if isinstance(given, str) else given
     if not inspect.isfunction(fn):
         raise ToolDefinitionError(
-            f"tool {given!r} is a {type(fn).__name__}, not a function: give a function defined "
+            f"tool {given!r} is {describe_object(fn)}, not a function: give a function defined "
             "with def or async def (an app's tools come with the app: apps=[...])")
     marker = tool_marker(fn)
     if marker is None:

@@ -45,7 +45,7 @@ def make_app(path: str, options: Mapping[str, Any] | None = None) -> App:
     target = load_object(path, "app", AppDefinitionError)
     if not (isinstance(target, type) and issubclass(target, App)):
         raise AppDefinitionError(
-            f"app {path!r} is {_what(target)}, not an App class: name a subclass of livecontext.App")
+            f"app {path!r} is {describe_object(target)}, not an App class: name a subclass of livecontext.App")
     try:
         app = target(**dict(options or {}))
     except Exception as exc:  # noqa: BLE001 - any failure of the app's constructor is reported as such
@@ -57,7 +57,9 @@ def make_app(path: str, options: Mapping[str, Any] | None = None) -> App:
     return app
 
 
-def _what(value: object) -> str:
+def describe_object(value: object) -> str:
+    """What a message calls ``value``: ``the class Shelf``, ``an int``."""
     if isinstance(value, type):
         return f"the class {value.__qualname__}"
-    return f"a {type(value).__name__}"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"

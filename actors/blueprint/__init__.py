@@ -9,13 +9,14 @@ the recap and the analyzers.
 
 from __future__ import annotations
 
-from ._blueprint import BUILTIN_APPS, Blueprint
+from ._blueprint import BUILTIN_APPS, AppUse, Blueprint
 from ._errors import BlueprintError
 from ._load import load_blueprint, parse_blueprint
 from ._models import BlueprintModels, open_blueprint_models
 
 __all__ = [
     "BUILTIN_APPS",
+    "AppUse",
     "Blueprint",
     "BlueprintError",
     "BlueprintModels",

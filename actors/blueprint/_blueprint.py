@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import attrs
 from attrs import field, frozen
@@ -11,7 +14,7 @@ from attrs import field, frozen
 from livecontext.runtime import UsageError
 
 from .._agent import AgentSettings, check_thread_id
-from ..apps import App, Notebook
+from ..apps import App, FunctionTools, Notebook, make_app
 
 BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook})
 """The apps a blueprint can switch on under ``[apps]``, by name."""
@@ -19,6 +22,29 @@ BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook})
 
 def _readonly(value: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
+
+
+def _options(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class AppUse:
+    """One app of a blueprint: a built-in's name (see :data:`BUILTIN_APPS`) or the import path
+    ``module:Class`` of an App class, and the keyword arguments it is made with."""
+
+    use: str
+    options: Mapping[str, Any] = field(factory=dict, converter=_options, hash=False)
+
+    def make(self) -> App:
+        """A new instance (the blueprint's folder is importable: see :meth:`Blueprint.make_apps`).
+
+        Raises:
+            AppDefinitionError: the path names no App class, or it cannot be made so.
+        """
+        if self.use in BUILTIN_APPS:
+            return BUILTIN_APPS[self.use](**self.options)
+        return make_app(self.use, self.options)
 
 
 @frozen
@@ -49,12 +75,27 @@ class Blueprint:
     """Pinned inputs (CRITICAL: never folded, always rendered), fed before :attr:`inputs`."""
     max_steps: int | None = None
     """Stop after this many engine steps; ``None``: run until idle."""
-    apps: tuple[str, ...] = ("notebook",)
-    """The names of the built-in apps the agent has (see :data:`BUILTIN_APPS`)."""
+    apps: tuple[AppUse, ...] = (AppUse("notebook"),)
+    """The agent's apps (``[[apps]]``, or the built-ins switched on under ``[apps]``)."""
+    tools: tuple[str, ...] = ()
+    """Functions offered as tools, by import path ``module:function`` (``[[tools]]``)."""
+    folder: str = ""
+    """The blueprint's folder: importable while its apps and tools are made."""
 
     def make_apps(self) -> list[App]:
-        """New instances of the blueprint's apps, for ``spawn_agent(apps=...)``."""
-        return [BUILTIN_APPS[name]() for name in self.apps]
+        """New instances of the blueprint's apps, then one :class:`FunctionTools` app for its
+        tools, for ``spawn_agent(apps=...)``; modules are imported from the blueprint's folder
+        too.
+
+        Raises:
+            AppDefinitionError: an app's path names no App class, or it cannot be made so.
+            ToolDefinitionError: a tool's path names no function, or it cannot be a tool.
+        """
+        with importable(self.folder):
+            apps = [app.make() for app in self.apps]
+            if self.tools:
+                apps.append(FunctionTools(self.tools))
+        return apps
 
     def override(
         self, *, model: str | None = None, store: str | None = None, thread: str | None = None,
@@ -94,3 +135,20 @@ class Blueprint:
             pins=self.pins if pins is None else tuple(pins),
             max_steps=self.max_steps if max_steps is None else max_steps,
         )
+
+
+@contextlib.contextmanager
+def importable(folder: str) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while the block runs (nothing if empty or already there).
+
+    What is imported stays imported; the folder is taken off again so that one blueprint's
+    folder does not shadow modules for the rest of the process."""
+    if not folder or folder in sys.path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)

@@ -20,12 +20,13 @@ from livecontext.runtime.models import SPEC_FORMS
 
 from .._agent import AgentSettings, check_thread_id
 from ..analyzers import AnalyzerSettings
+from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import HistoryLimits
 from ..recap import RecapSettings
-from ._blueprint import Blueprint
+from ._blueprint import AppUse, Blueprint, importable
 from ._errors import BlueprintError
 from ._lines import KeyLines, Where
-from ._schema import AnalyzerTable, BlueprintFile, describe, key_name, label
+from ._schema import AnalyzerTable, BlueprintFile, apps_table_as_array, describe, key_name, label
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _STORE_SCHEMES = ("sqlite", "jsonl", "memory")
@@ -74,6 +75,9 @@ def parse_blueprint(text: str, source: str, *, base: Path) -> Blueprint:
         what = message[: m.start()] if m else message
         column = f" (column {m.group(2)})" if m and m.group(2) else ""
         raise BlueprintError(source, line, None, f"not valid TOML: {what}{column}") from None
+    table_errors = apps_table_as_array(data)
+    if table_errors:
+        _raise_first(source, lines, [describe(error) for error in table_errors])
     try:
         doc = BlueprintFile.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -108,12 +112,36 @@ def _rule_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]
             yield Where(key="store"), f"store {problem}"
     yield from _limit_problems(doc)
     yield from _recap_problems(doc, base)
+    yield from _import_problems(doc, base)
     names: set[str] = set()
     for i, a in enumerate(doc.analyzers):
         if a.name in names:
             yield Where("analyzers", i, "name"), f"[[analyzers]] #{i + 1} name {a.name!r} is used twice; give each analyzer its own name"
         names.add(a.name)
         yield from _analyzer_problems(i, a, base)
+
+
+def _import_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]]:
+    """Apps and tools whose import path names nothing usable (imported from the blueprint's
+    folder as well, as when the agent runs)."""
+    with importable(str(base)):
+        for i, a in enumerate(doc.apps):
+            try:
+                AppUse(a.use, a.options).make()
+            except (AppDefinitionError, ToolDefinitionError) as exc:
+                yield Where("apps", i, "use"), f"[[apps]] #{i + 1} {exc}"
+            except TypeError as exc:  # a built-in made with options it does not take
+                yield Where("apps", i, "options"), f"[[apps]] #{i + 1} {a.use} cannot be made with these options: {exc}"
+        for i, t in enumerate(doc.tools):
+            try:
+                FunctionTools([t.use])
+            except ToolDefinitionError as exc:
+                yield Where("tools", i, "use"), f"[[tools]] #{i + 1} {exc}"
+        if doc.tools:
+            try:
+                FunctionTools([t.use for t in doc.tools])
+            except ToolDefinitionError as exc:
+                yield Where("tools", 0, "use"), f"[[tools]] {exc}"
 
 
 def _limit_problems(doc: BlueprintFile) -> Iterator[tuple[Where, str]]:
@@ -230,7 +258,9 @@ def _blueprint(doc: BlueprintFile, source: str, base: Path) -> Blueprint:
         inputs=tuple(doc.inputs),
         pins=tuple(doc.pins),
         max_steps=doc.max_steps,
-        apps=tuple(name for name, on in doc.apps.model_dump().items() if on),
+        apps=tuple(AppUse(a.use, a.options) for a in doc.apps),
+        tools=tuple(t.use for t in doc.tools),
+        folder=str(base),
     )
 
 

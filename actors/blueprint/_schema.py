@@ -11,7 +11,7 @@ import difflib
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
 from livecontext.protocol import Capability
@@ -43,9 +43,23 @@ class _Table(BaseModel):
 
 
 class AppsTable(_Table):
-    """``[apps]``: which built-in apps the agent has."""
+    """``[apps]`` (the older form): which built-in apps the agent has."""
 
     notebook: bool = True
+
+
+class AppTable(_Table):
+    """One ``[[apps]]`` element: an app by import path (or a built-in's name) and the keyword
+    arguments it is made with."""
+
+    use: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolTable(_Table):
+    """One ``[[tools]]`` element: a function offered as a tool, by import path."""
+
+    use: str
 
 
 class LimitsTable(_Table):
@@ -133,15 +147,18 @@ class BlueprintFile(_Table):
     pins: list[str] = Field(default_factory=list)
     pin_task: bool = _AGENT.pin_task
     max_steps: int | None = Field(default=None, ge=1)
-    apps: AppsTable = Field(default_factory=AppsTable)
+    apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
+    tools: list[ToolTable] = Field(default_factory=list)
     limits: LimitsTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
 
 
-TABLES: dict[str, type[_Table]] = {"apps": AppsTable, "limits": LimitsTable, "recap": RecapTable,
-                                   "analyzers": AnalyzerTable}
-"""The tables of a blueprint, by name (``analyzers`` is an array of tables)."""
+TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable,
+                                   "recap": RecapTable, "analyzers": AnalyzerTable}
+"""The tables of a blueprint, by name (see :data:`ARRAYS`)."""
+ARRAYS = frozenset({"apps", "tools", "analyzers"})
+"""The arrays of tables (``[[analyzers]]``); ``apps`` may also be the table ``[apps]``."""
 
 
 def label(where: Where) -> str:
@@ -163,12 +180,12 @@ def key_name(where: Where) -> str:
 def where_of(loc: tuple[int | str, ...]) -> Where:
     """The place a pydantic error location points at."""
     head, rest = str(loc[0]), loc[1:]
-    if head in TABLES and head != "analyzers" and rest:
+    if head in TABLES and rest and not isinstance(rest[0], int):
         return Where(head, None, str(rest[0]), _int_or_none(rest[1:]))
-    if head == "analyzers" and rest and isinstance(rest[0], int):
+    if head in ARRAYS and rest and isinstance(rest[0], int):
         if len(rest) == 1:
-            return Where("analyzers", rest[0])
-        return Where("analyzers", rest[0], str(rest[1]), _int_or_none(rest[2:]))
+            return Where(head, rest[0])
+        return Where(head, rest[0], str(rest[1]), _int_or_none(rest[2:]))
     return Where(None, None, head, _int_or_none(rest))
 
 
@@ -215,12 +232,13 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
 def _unknown_key(where: Where) -> str:
     key = where.key or ""
     if where.table is None:
-        known = [k if k not in TABLES else (f"[[{k}]]" if k == "analyzers" else f"[{k}]")
+        known = [k if k not in TABLES else (f"[[{k}]]" if k in ARRAYS else f"[{k}]")
                  for k in BlueprintFile.model_fields]
         place = "at the top level"
         candidates = list(BlueprintFile.model_fields)
     else:
-        known = list(TABLES[where.table].model_fields)
+        table = AppsTable if where.table == "apps" and where.index is None else TABLES[where.table]
+        known = list(table.model_fields)
         place = f"in {label(where).strip()}"
         candidates = known
     close = difflib.get_close_matches(key, candidates, n=1)
@@ -247,3 +265,17 @@ def _toml_type(value: object) -> str:
 def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def apps_table_as_array(data: dict[str, Any]) -> list[ErrorDetails]:
+    """Rewrite ``[apps]`` (the table of built-in switches) in ``data`` as the ``[[apps]]`` it
+    means; the errors of the table, located under ``apps``, if it has any."""
+    value = data.get("apps")
+    if not isinstance(value, dict):
+        return []
+    try:
+        table = AppsTable.model_validate(value)
+    except ValidationError as exc:
+        return [{**error, "loc": ("apps", *error["loc"])} for error in exc.errors(include_url=False)]
+    data["apps"] = [{"use": name} for name, on in table.model_dump().items() if on]
+    return []

@@ -146,3 +146,16 @@ async def test_two_sends_at_once_run_one_after_the_other() -> None:
             nursery.start_soon(send, "b")
         assert (await agent.state()).model_outputs == 2
     assert sorted(r.text for r in replies) == ["echo: a", "echo: b"]
+
+
+async def test_a_resumed_thread_keeps_its_model_and_tools_when_none_are_given(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'lc.db'}"
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"text": "first"}, {"tool_calls": [call("add", a=1, b=2)]},
+                                            {"text": "three"}]}), encoding="utf-8")
+    async with livecontext.open_agent(model=f"scripted:{script}", tools=[ft.add], store=url) as agent:
+        assert (await agent.send("one")).text == "first"
+    async with livecontext.open_agent(store=url) as agent:  # no model, no tools: as recorded
+        reply = await agent.send("two")
+        results = [e for e in await agent.history() if isinstance(e, ToolResultsEntry)]
+    assert reply.text == "three" and results[0].results[0].content.live.text == "3"

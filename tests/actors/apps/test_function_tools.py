@@ -78,7 +78,7 @@ def test_functions_are_given_by_import_path_and_an_unmarked_one_gets_the_default
     ("tests.support.function_tools:nope", "tool 'tests.support.function_tools:nope': module "
                                            "'tests.support.function_tools' has no 'nope'"),
     ("tests.support.function_tools:NOT_A_FUNCTION", "tool 'tests.support.function_tools:NOT_A_FUNCTION' "
-                                                    "is a int, not a function"),
+                                                    "is an int, not a function"),
 ])
 def test_an_import_path_that_names_no_function_is_refused_in_one_line(path: str, message: str) -> None:
     with pytest.raises(ToolDefinitionError) as info:

@@ -7,6 +7,7 @@ import livecontext.actors.blueprint as blueprint
 
 async def test_the_blueprint_package_exports_exactly_its_public_names() -> None:
     assert sorted(blueprint.__all__) == [
+        "AppUse",
         "BUILTIN_APPS",
         "Blueprint",
         "BlueprintError",

@@ -10,6 +10,7 @@ from livecontext.actors import AgentSettings
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.apps import Notebook
 from livecontext.actors.blueprint import (
+    AppUse,
     BlueprintModels,
     load_blueprint,
     open_blueprint_models,
@@ -78,7 +79,7 @@ def write(tmp_path: Path, text: str, name: str = "bp.toml") -> Path:
 async def test_the_offline_example_has_a_scripted_model_a_notebook_limits_a_recap_and_two_analyzers() -> None:
     bp = load_blueprint(EXAMPLES / "offline.toml")
     assert bp.model == f"scripted:{EXAMPLES / 'offline_script.json'}"
-    assert bp.apps == ("notebook",)
+    assert bp.apps == (AppUse("notebook"),) and bp.tools == ()
     assert bp.settings.limits.max_entries is not None and bp.settings.limits.max_entries < 18
     assert bp.settings.recap is not None and bp.settings.recap.strategy == "simple_extract"
     assert [(a.name, a.kind) for a in bp.settings.analyzers] == [
@@ -129,7 +130,7 @@ async def test_an_empty_blueprint_gets_the_same_defaults_as_code_that_passes_not
     bp = load_blueprint(write(tmp_path, "# nothing here\n"))
     assert bp.settings == AgentSettings()
     assert (bp.model, bp.recap_model, bp.store, bp.inputs, bp.max_steps) == ("echo", None, None, (), None)
-    assert bp.apps == ("notebook",)
+    assert bp.apps == (AppUse("notebook"),) and bp.tools == ()
     assert [type(app) for app in bp.make_apps()] == [Notebook]
 
 
