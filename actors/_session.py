@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -145,6 +146,22 @@ async def open_session(
                 yield Session(rt, agent, store, log, converter, state, held, names)
 
 
+class StoreMissingError(UsageError):
+    """An inspection command named a store that does not exist (nothing is created)."""
+
+
+async def open_existing_store(url: str) -> EventStore:
+    """Open a store that must already exist: looking into a store never creates one."""
+    scheme, _, rest = url.partition(":")
+    scheme = scheme.strip().lower()
+    if scheme in ("sqlite", "jsonl") and rest.strip():
+        path = Path(rest[2:] if rest.startswith("//") else rest).expanduser()
+        # an empty file is no store either (SQLite would make it one)
+        if not path.exists() or (scheme == "sqlite" and path.is_file() and path.stat().st_size == 0):
+            raise StoreMissingError(f"no store at {path} ({url}); run an agent with --store {url} first")
+    return await open_store(url)
+
+
 def _recordable(spec: str) -> str:
     """The spec as a thread records it: a script's path made absolute, so that the thread
     resumes with it from any folder."""
@@ -159,7 +176,10 @@ async def recorded_config(store_url: str, thread_id: str) -> ThreadConfigured | 
     new thread or one recorded before threads said so."""
     if store_url.startswith("memory:"):
         return None  # (a memory store lives and dies with its process: nothing to resume)
-    store = await open_store(store_url)
+    try:
+        store = await open_existing_store(store_url)  # (finding out creates nothing)
+    except StoreMissingError:
+        return None
     async with store:
         if not await store.exists(thread_id):
             return None

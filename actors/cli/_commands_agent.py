@@ -103,13 +103,16 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         except (UsageError, AppDefinitionError, ToolDefinitionError) as exc:
             click.echo(f"livecontext: error: {exc}", err=True)
             sys.exit(1)
+        notes: list[str] = []
         if recorded is not None:  # a thread resumes as it was, unless told otherwise
             model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
-                                                   apps, store_url)
+                                                   apps, notes)
         async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
                 open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
                              api_key=api_key, apps=apps,
                              recap_model=side.recap, analyzer_models=side.analyzers) as session:
+            for note in notes:  # (once the thread is ours: a busy thread says only that)
+                click.echo(f"livecontext: note: {note}", err=True)
             idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
                                         events_path)
             summary = await session.summary()
@@ -137,13 +140,12 @@ def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint
 
 
 def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: str | None,
-                        apps: list[App] | None, store_url: str) -> tuple[str, list[App] | None]:
+                        apps: list[App] | None, notes: list[str]) -> tuple[str, list[App] | None]:
     """The model spec and apps a resumed thread runs with: what it recorded, for what the
-    command line does not give; a change is said in one line on stderr."""
+    command line does not give; a change is added to ``notes`` (said once the run starts)."""
     spec = model_spec if model_spec is not None else (recorded.model or "echo")
     if recorded.model and spec != recorded.model:
-        click.echo(f"livecontext: note: thread {thread_id} ran with model {recorded.model}; it now runs with {spec}",
-                   err=True)
+        notes.append(f"thread {thread_id} ran with model {recorded.model}; it now runs with {spec}")
     if apps is None and recorded.apps:
         try:
             apps = [make_recorded_app(thread_id, info) for info in recorded.apps]
@@ -154,8 +156,7 @@ def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: 
         was = [info.name for info in recorded.apps]
         now = [app.name for app in apps]
         if was != now:
-            click.echo(f"livecontext: note: thread {thread_id} had apps {', '.join(was)}; it now has {', '.join(now)}",
-                       err=True)
+            notes.append(f"thread {thread_id} had apps {', '.join(was)}; it now has {', '.join(now)}")
     return spec, apps
 
 

@@ -41,23 +41,8 @@ from .._thread_apps import rebuild_apps, thread_apps
 from ..history import HistoryState, load_state, render_state
 from ..history._manage import entry_number
 from .._format import apps_json, chat_json, entry_json, tool_json
+from .._session import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
-
-
-class StoreMissingError(UsageError):
-    """An inspection command named a store that does not exist (nothing is created)."""
-
-
-async def open_existing_store(url: str) -> EventStore:
-    """Open a store that must already exist: looking into a store never creates one."""
-    scheme, _, rest = url.partition(":")
-    scheme = scheme.strip().lower()
-    if scheme in ("sqlite", "jsonl") and rest.strip():
-        path = Path(rest[2:] if rest.startswith("//") else rest).expanduser()
-        # an empty file is no store either (SQLite would make it one)
-        if not path.exists() or (scheme == "sqlite" and path.is_file() and path.stat().st_size == 0):
-            raise StoreMissingError(f"no store at {path} ({url}); run an agent with --store {url} first")
-    return await open_store(url)
 
 
 class SeqPastEndError(UsageError):
