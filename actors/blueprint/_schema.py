@@ -132,6 +132,7 @@ class BlueprintFile(_Table):
     inputs: list[str] = Field(default_factory=list)
     pins: list[str] = Field(default_factory=list)
     pin_task: bool = _AGENT.pin_task
+    lifecycle: bool = _AGENT.lifecycle
     max_steps: int | None = Field(default=None, ge=1)
     apps: AppsTable = Field(default_factory=AppsTable)
     limits: LimitsTable | None = None
