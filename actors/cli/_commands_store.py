@@ -122,7 +122,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="JSON output 
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per thread, one per line.")
 def threads(store_url: str, as_json: bool) -> None:
-    """List threads with entry count, state and last activity."""
+    """List threads with entry count, state, status and last activity."""
     async def go() -> None:
         converter = make_converter()
         store = await open_existing_store(store_url)
@@ -142,7 +142,8 @@ def threads(store_url: str, as_json: bool) -> None:
             if as_json:
                 print_json(row)
             else:
-                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
+                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
+                           f"{row['status']:<13} {row['last_activity']}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)

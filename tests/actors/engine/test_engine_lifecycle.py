@@ -248,6 +248,17 @@ async def test_a_pause_with_work_left_gives_status_paused_until_the_next_step() 
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)
 
 
+async def test_a_pause_of_an_idle_engine_with_work_left_gives_status_paused() -> None:
+    async with open_agent([{"text": "hi"}], inputs=["hello"]) as h:
+        await h.step()  # the input: a model call is next, and nobody runs the engine
+        assert await h.status() == AgentStatus(TaskStatus.ACTIVE)
+        await h.client.ask(h.agent.engine, Pause())
+        with trio.fail_after(5):
+            while (await h.status()).status is TaskStatus.ACTIVE:  # recorded by the engine's own task
+                await trio.sleep(0.01)
+        assert await h.status() == AgentStatus(TaskStatus.PAUSED)
+
+
 async def test_a_pause_of_an_agent_waiting_for_input_changes_nothing_in_its_log() -> None:
     async with open_agent([TASK_DONE], inputs=["go"]) as h:
         await h.run_until_idle()
