@@ -22,7 +22,7 @@ from ._host import AppHost
 from ._input import InputSource
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
-from .engine import Engine, EngineWiring, engine_topic
+from .engine import Engine, EngineWiring, control_tools, engine_topic
 from .history import BudgetLimits, HistoryLimits, HistoryStore, history_topic
 from .recap import RecapMaintainer, RecapSettings
 
@@ -65,6 +65,10 @@ class AgentSettings:
     maximum, with a recap, give their thresholds to the derived ones."""
     pin_task: bool = True
     """The thread's first input (its task) is CRITICAL: never folded, always rendered."""
+    lifecycle: bool = True
+    """Offer the model the control tools ``task_complete`` and ``wait_user_response``: the
+    first ends the task with a result, the second asks the user a question; either way the
+    engine waits for new input (see ``livecontext.actors.engine._lifecycle``)."""
     recap: RecapSettings | None = None
     """Run a recap maintainer with these settings (``None``: no recap)."""
     analyzers: tuple[AnalyzerSettings, ...] = ()
@@ -127,7 +131,7 @@ async def spawn_agent(
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
-    config = thread_config(settings.budget, app_list, model_spec)
+    config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle)
     limits = settings.history_limits()
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
@@ -145,7 +149,8 @@ async def spawn_agent(
             lambda: RecapMaintainer(tid, ids.history, recap_settings, counter, recap_model),
             ids.recap, capabilities=RECAP_CAPABILITIES)
     engine = await rt.spawn(
-        lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto), engine_id,
+        lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto,
+                       lifecycle=settings.lifecycle), engine_id,
         capabilities=ENGINE_CAPABILITIES)
     analyzers = []
     for a in settings.analyzers:
@@ -157,11 +162,18 @@ async def spawn_agent(
     return AgentActors(tid, engine, history, host, source, recap, tuple(analyzers))
 
 
-def thread_config(budget: int, apps: Sequence[App], model_spec: str = "") -> ThreadConfigured:
-    """What a thread records of how it runs: the budget, the tools its apps offer (as the
-    model is sent them), the apps (by name, class and the options they were made with) and
-    the model's spec."""
+def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
+                  lifecycle: bool = True) -> ThreadConfigured:
+    """What a thread records of how it runs: the budget, the tools it offers (as the model is
+    sent them: its apps', then the control tools if ``lifecycle``), the apps (by name, class
+    and the options they were made with) and the model's spec.
+
+    Raises:
+        ToolNameClashError: with ``lifecycle``, an app offers a tool named like a control tool.
+    """
     tools = tuple(spec for app in apps for spec in describe_tools(app))
+    if lifecycle:
+        tools += control_tools(tools)
     return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from livecontext.protocol import (
     ENTRY_KINDS,
+    AgentStatus,
     ChatMessage,
     HistoryEntry,
     Message,
@@ -53,6 +54,17 @@ def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ()) -> 
     for effect in effects:
         apps[getattr(effect, "app")] = getattr(effect, "text", None)
     return apps
+
+
+def status_json(status: AgentStatus) -> dict[str, Any]:
+    """A thread's status as the CLI prints it: ``{"status": ...}``, with ``result``,
+    ``question`` or ``error`` when there is one."""
+    out: dict[str, Any] = {"status": status.status.value}
+    for key in ("result", "question", "error"):
+        value = getattr(status, key)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def tool_json(spec: ToolSpec) -> dict[str, Any]:

@@ -15,10 +15,12 @@ import trio
 from attrs import frozen
 
 from livecontext.protocol import (
+    AgentStatus,
     AppEffects,
     EngineState,
     Entries,
     GetAppEffects,
+    GetStatus,
     GetTail,
     Idle,
     Message,
@@ -39,7 +41,7 @@ from livecontext.runtime.persistence import EventStore, ThreadLockedError, Threa
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
-from ._format import apps_json, entry_json, event_json
+from ._format import apps_json, entry_json, event_json, status_json
 from .apps import App, Notebook
 from .history import load_state
 from .recap import recap_topic
@@ -81,15 +83,19 @@ class Session:
     """The agent's apps."""
 
     async def summary(self) -> dict[str, Any]:
-        """The ``run --json`` object: thread, state, entries, apps."""
+        """The ``run --json`` object: thread, state, status (with its result, question or
+        error), entries, apps."""
         client = self.rt.client(f"summary-{trio.current_time():.6f}")
         entries = await client.ask(self.agent.history, ReadEntries())
         tail = await client.ask(self.agent.history, GetTail())
         effects = await client.ask(self.agent.history, GetAppEffects())
+        status = await client.ask(self.agent.history, GetStatus())
         assert isinstance(entries, Entries) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
+        assert isinstance(status, AgentStatus)
         return {
             "thread": self.agent.thread_id,
             "state": tail.state.value,
+            **status_json(status),
             "entries": [entry_json(e) for e in entries.entries],
             "apps": apps_json(effects.effects, self.app_names),
         }

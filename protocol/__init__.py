@@ -114,6 +114,21 @@ from ._records import (
     ToolStarted,
 )
 from ._state import EngineState, derive_state
+from ._lifecycle import (
+    TASK_COMPLETE,
+    WAIT_USER_RESPONSE,
+    AgentStatus,
+    EnginePaused,
+    GetStatus,
+    RecordPause,
+    RecordStepFailure,
+    StepFailed,
+    TaskCompleted,
+    TaskMarks,
+    TaskStatus,
+    UserQuestionAsked,
+)
+from ._status import NO_MARKS, derive_status, task_after
 from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
@@ -244,4 +259,19 @@ __all__ = [
     "dump_standard_json",
     "load_json",
     "utc_iso_text",
+    "TASK_COMPLETE",
+    "WAIT_USER_RESPONSE",
+    "NO_MARKS",
+    "AgentStatus",
+    "EnginePaused",
+    "GetStatus",
+    "RecordPause",
+    "RecordStepFailure",
+    "StepFailed",
+    "TaskCompleted",
+    "TaskMarks",
+    "TaskStatus",
+    "UserQuestionAsked",
+    "derive_status",
+    "task_after",
 ]

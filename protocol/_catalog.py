@@ -65,6 +65,16 @@ from ._context_mgmt import (
     SetRetention,
 )
 from ._apps import NotebookEdited
+from ._lifecycle import (
+    AgentStatus,
+    EnginePaused,
+    GetStatus,
+    RecordPause,
+    RecordStepFailure,
+    StepFailed,
+    TaskCompleted,
+    UserQuestionAsked,
+)
 from ._records import (
     EntryAppended,
     HistorySnapshot,
@@ -143,6 +153,11 @@ TAGGED_TYPES: tuple[type, ...] = (
     HistoryUsage,
     FoldNow,
     FoldDone,
+    # task lifecycle
+    GetStatus,
+    AgentStatus,
+    RecordPause,
+    RecordStepFailure,
     # event log records
     EntryAppended,
     ToolStarted,
@@ -151,6 +166,11 @@ TAGGED_TYPES: tuple[type, ...] = (
     SystemPromptSet,
     ToolResultsAppended,
     ThreadConfigured,
+    EnginePaused,
+    StepFailed,
+    # effects of the engine's control tools
+    TaskCompleted,
+    UserQuestionAsked,
     # app effects
     NotebookEdited,
     # history entries

@@ -9,6 +9,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from ._entries import HistoryEntry, Notification, ToolResultsEntry
+from ._lifecycle import TaskMarks
 from ._message import Message
 from ._tools import ToolResult, ToolSpec
 
@@ -102,3 +103,5 @@ class HistorySnapshot(Message):
     before retention was added have five columns)."""
     config: ThreadConfigured | None = None
     """The thread's last recorded configuration."""
+    task: TaskMarks = TaskMarks()
+    """What the log says of the task besides its entries (see ``protocol._lifecycle``)."""

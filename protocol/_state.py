@@ -11,7 +11,9 @@ class EngineState(enum.Enum):
     """Where an agent thread stands; a pure function of its history's tail."""
 
     WAITING_INPUT = "WaitingInput"
-    """The last entry is a model output with no tool calls, or the history is empty."""
+    """The last entry is a model output with no tool calls, or the tool-results entry of a
+    control tool that ended the turn (``task_complete``, ``wait_user_response``), or the
+    history is empty."""
     PENDING_INPUT = "PendingInput"
     """The last entry is a model input: the next step calls the model."""
     WAITING_TOOL_RESULTS = "WaitingToolResults"
@@ -19,22 +21,25 @@ class EngineState(enum.Enum):
     TOOL_RESULTS_READY = "ToolResultsReady"
     """Every tool call of the last model output has a recorded result."""
     PENDING_TOOL_RESULTS = "PendingToolResults"
-    """The last entry is a tool-results entry: the next step calls the model."""
+    """The last entry is a tool-results entry (of no control tool that ended the turn): the
+    next step calls the model."""
 
 
-def derive_state(last: HistoryEntry | None, recorded_results: int) -> EngineState:
+def derive_state(last: HistoryEntry | None, recorded_results: int, task_ended: bool = False) -> EngineState:
     """The state for the last (non-recap) entry and the number of recorded tool results.
 
     Args:
         last: the newest entry that is not a recap, or ``None`` for an empty history.
         recorded_results: tool results recorded for ``last``'s calls, not yet in an entry.
+        task_ended: a control tool (``task_complete``, ``wait_user_response``) ended the
+            task's turn since the last input: its tool-results entry waits for input.
     """
     if last is None:
         return EngineState.WAITING_INPUT
     if isinstance(last, ModelInputEntry):
         return EngineState.PENDING_INPUT
     if isinstance(last, ToolResultsEntry):
-        return EngineState.PENDING_TOOL_RESULTS
+        return EngineState.WAITING_INPUT if task_ended else EngineState.PENDING_TOOL_RESULTS
     if isinstance(last, ModelOutputEntry):
         if not last.tool_calls:
             return EngineState.WAITING_INPUT

@@ -101,7 +101,7 @@ class Blueprint:
         self, *, model: str | None = None, store: str | None = None, thread: str | None = None,
         inputs: Sequence[str] | None = None, system_prompt: str | None = None,
         budget: int | None = None, max_steps: int | None = None, pins: Sequence[str] | None = None,
-        pin_task: bool | None = None,
+        pin_task: bool | None = None, lifecycle: bool | None = None,
     ) -> Blueprint:
         """A copy with the given values in place of the file's; ``None`` keeps the file's value.
 
@@ -124,6 +124,8 @@ class Blueprint:
             settings = attrs.evolve(settings, budget=budget)
         if pin_task is not None:
             settings = attrs.evolve(settings, pin_task=pin_task)
+        if lifecycle is not None:
+            settings = attrs.evolve(settings, lifecycle=lifecycle)
         if max_steps is not None and max_steps < 1:
             raise UsageError(f"max_steps must be >= 1, got {max_steps}")
         return attrs.evolve(

@@ -247,6 +247,7 @@ def _blueprint(doc: BlueprintFile, source: str, base: Path) -> Blueprint:
     analyzers = tuple(_analyzer(a) for a in doc.analyzers)
     settings = AgentSettings(thread_id=doc.thread, system_prompt=doc.system_prompt, budget=doc.budget,
                              snapshot_every=doc.snapshot_every, limits=limits, pin_task=doc.pin_task,
+                             lifecycle=doc.lifecycle,
                              recap=recap, analyzers=analyzers)
     return Blueprint(
         path=source,

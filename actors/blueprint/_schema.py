@@ -146,6 +146,7 @@ class BlueprintFile(_Table):
     inputs: list[str] = Field(default_factory=list)
     pins: list[str] = Field(default_factory=list)
     pin_task: bool = _AGENT.pin_task
+    lifecycle: bool = _AGENT.lifecycle
     max_steps: int | None = Field(default=None, ge=1)
     apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
     tools: list[ToolTable] = Field(default_factory=list)

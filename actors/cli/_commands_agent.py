@@ -47,6 +47,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="A pinned input: never folded, always in the context (repeatable; fed before --input).")
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
+@click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
+              help="Do not offer the model the control tools task_complete and wait_user_response.")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
 @click.option("--tool", "tools", multiple=True, metavar="MODULE:FUNCTION",
               help="A function offered as a tool (repeatable; the current folder is importable).")
@@ -62,8 +64,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
-        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, system_prompt: str | None,
-        tools: tuple[str, ...], app_paths: tuple[str, ...],
+        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, no_lifecycle: bool,
+        system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
         as_json: bool) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
@@ -74,7 +76,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     bp: Blueprint | None = None
     try:
         settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
-                                 snapshot_every=snapshot_every, pin_task=not no_pin_task)
+                                 snapshot_every=snapshot_every, pin_task=not no_pin_task,
+                                 lifecycle=not no_lifecycle)
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
@@ -82,7 +85,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
                 budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),
-                pin_task=False if no_pin_task else None)
+                pin_task=False if no_pin_task else None, lifecycle=False if no_lifecycle else None)
             settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
             inputs, pins, max_steps, store_url = bp.inputs, bp.pins, bp.max_steps, bp.store or store_url
             if "snapshot_every" in given:
@@ -177,11 +180,13 @@ def demo(store_url: str, thread_id: str | None) -> None:
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1))
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
+@click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
+              help="Do not offer the model the control tools task_complete and wait_user_response.")
 def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
-         system_prompt: str | None, budget: int, no_pin_task: bool) -> None:
+         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL)."""
     settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
-                             pin_task=not no_pin_task)
+                             pin_task=not no_pin_task, lifecycle=not no_lifecycle)
     console = Console()
 
     async def go() -> None:

@@ -12,6 +12,7 @@ import click
 
 from livecontext.protocol import (
     AccessDenied,
+    EnginePaused,
     EntriesFolded,
     EntryAppended,
     HistoryEdited,
@@ -19,6 +20,7 @@ from livecontext.protocol import (
     NotificationPosted,
     ProtocolConverter,
     ProtocolError,
+    StepFailed,
     SystemPromptSet,
     ThreadConfigured,
     ToolResultRecorded,
@@ -40,7 +42,7 @@ from livecontext.protocol import Shown
 from .._thread_apps import rebuild_apps, thread_apps
 from ..history import HistoryState, load_state, render_state
 from ..history._manage import entry_number
-from .._format import apps_json, chat_json, entry_json, tool_json
+from .._format import apps_json, chat_json, entry_json, status_json, tool_json
 from .._session import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
 
@@ -88,6 +90,7 @@ async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_i
 def _summary(state: HistoryState) -> dict[str, Any]:
     return {
         "state": state.state.value,
+        **status_json(state.status),
         "entries": len(state.entries),
         "pending_tool_results": len(state.recorded),
         "apps": apps_json(tuple(state.app_effects.values()), tuple(a.name for a in thread_apps(state))),
@@ -104,7 +107,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="JSON output 
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per thread, one per line.")
 def threads(store_url: str, as_json: bool) -> None:
-    """List threads with entry count, state and last activity."""
+    """List threads with entry count, state, status and last activity."""
     async def go() -> None:
         converter = make_converter()
         store = await open_existing_store(store_url)
@@ -116,14 +119,16 @@ def threads(store_url: str, as_json: bool) -> None:
                 async with reader:
                     state = await load_state(reader, converter, info.thread_id)
                 rows.append({"thread": info.thread_id, "entries": len(state.entries),
-                             "state": state.state.value, "seq": info.last_seq,
+                             "state": state.state.value, "status": state.status.status.value,
+                             "seq": info.last_seq,
                              "last_activity": info.last_activity.isoformat() if info.last_activity else None,
                              "forked_from": info.forked_from, "forked_at": info.forked_at})
         for row in rows:
             if as_json:
                 print_json(row)
             else:
-                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
+                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
+                           f"{row['status']:<13} {row['last_activity']}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)
@@ -149,7 +154,8 @@ def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> No
 @at_option
 @json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
-    """Print a thread's state, entry count, pending tool results, apps and last seq."""
+    """Print a thread's state, status (with its result, question or error), entry count,
+    pending tool results, apps and last seq."""
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             st = await _state_at(reader, make_converter(), thread_id, at)
@@ -214,6 +220,10 @@ def _summarize(message: Message) -> str:
         return f"folded {', '.join(message.folded)} into {message.recap.id}"
     if isinstance(message, AccessDenied):
         return f"denied {message.action} to {message.sender} (needs {message.capability.value})"
+    if isinstance(message, StepFailed):
+        return f"step failed: {message.error}"
+    if isinstance(message, EnginePaused):
+        return "paused with work left"
     return ""
 
 

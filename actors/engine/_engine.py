@@ -23,6 +23,12 @@ ends the run there) but yields to Trio only when mail waits in its mailbox: cont
 told to an idle engine ran at once in their sender's task, and what waits (a Cancel, or
 anything told while the engine was busy) is handled by the engine's own task before the next
 step starts. A step with nothing to wait for then costs no trip through Trio's scheduler.
+
+With ``lifecycle`` on, the engine also offers the control tools ``task_complete`` and
+``wait_user_response`` and answers their calls itself (see :mod:`._lifecycle`). Where the
+engine stops is recorded too, so a thread's status (``protocol._lifecycle``) is in its log: a
+failed step as ``StepFailed``, a stop for a ``Pause`` or ``Cancel`` as ``EnginePaused``
+(both only on those paths: a step that goes well writes nothing more).
 """
 
 from __future__ import annotations
@@ -64,6 +70,8 @@ from livecontext.protocol import (
     ModelTextDelta,
     Pause,
     PullInput,
+    RecordPause,
+    RecordStepFailure,
     RecordToolResult,
     RecordToolStarted,
     Render,
@@ -86,6 +94,8 @@ from livecontext.protocol import (
 from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
+
+from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
 
 # Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
 # the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
@@ -158,7 +168,7 @@ class Engine(Actor):
 
     def __init__(self, thread_id: str, model: ModelClient, wiring: EngineWiring,
                  counter: TokenCounter, *, budget: int = 8000, auto: bool = False,
-                 tool_timeout_s: float = 300.0) -> None:
+                 tool_timeout_s: float = 300.0, lifecycle: bool = True) -> None:
         self.thread_id = thread_id
         self.model = model
         self.wiring = wiring
@@ -166,6 +176,11 @@ class Engine(Actor):
         self.budget = budget
         self.auto = auto
         self.tool_timeout_s = tool_timeout_s
+        self.lifecycle = lifecycle
+        """Offer the control tools and answer their calls (else the app host answers them:
+        unknown tools)."""
+        self._pause_unrecorded = False
+        """A ``Pause`` came and the stop it makes is not recorded yet (see :meth:`_record_pause`)."""
         self.topic = engine_topic(thread_id)
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
@@ -203,13 +218,16 @@ class Engine(Actor):
     async def on_pause(self, msg: Pause) -> None:
         """Stop running on its own; a ``RunUntilIdle`` in progress ends after its current step."""
         self.auto = False
+        self._pause_unrecorded = True
         for job in self._jobs:
             if job.kind == "idle":
                 job.paused = True
+        self._poke()  # an idle runner records the pause
 
     @handler(inline=True)
     async def on_resume(self, msg: Resume) -> None:
         self.auto = True
+        self._pause_unrecorded = False
         self._poke()
 
     @handler(inline=True)
@@ -231,8 +249,10 @@ class Engine(Actor):
 
     @handler
     async def on_cancel(self, msg: Cancel) -> None:
-        """Cancel the step in flight and pause; reply once nothing of it runs any more."""
+        """Cancel the step in flight and pause; reply once nothing of it runs any more and the
+        pause is recorded."""
         await self._cancel_all()
+        await self._record_pause()
 
     async def on_stop(self) -> None:
         # answer every waiting asker rather than leave it to its timeout
@@ -279,12 +299,15 @@ class Engine(Actor):
 
     async def _serve(self) -> None:
         """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
+        if self._pause_unrecorded and not self.auto:
+            await self._record_pause()
         if not self._jobs and not self.auto:
             self._wake = trio.Event()
             await self._wake.wait()
             return
         job = self._jobs[0] if self._jobs else None
         if job is not None and job.paused:  # paused before it took a step
+            await self._record_pause()
             state = await self._state_now()
             self._finish(job, StepOutcome(state, state, False), "paused")
             return
@@ -310,6 +333,8 @@ class Engine(Actor):
             outcome = await self._guarded_step()
             if not outcome.progressed or outcome.error:
                 self._known_tail = None
+                if outcome.error:
+                    await self._record_failure(outcome.error)
             if job is None:
                 if outcome.waiting_for_input or outcome.error:
                     wait = True
@@ -317,7 +342,10 @@ class Engine(Actor):
                 if self._jobs or not self.auto:
                     wait = False
                     break
-            elif self._job_over(job, outcome):
+            elif (reason := self._job_end(job, outcome)) is not None:
+                if reason == "paused":
+                    await self._record_pause()  # before the answer: its asker sees the status
+                self._finish(job, outcome, reason)
                 wait = False
                 break
         self._run_over()
@@ -345,11 +373,10 @@ class Engine(Actor):
         if done is not None:  # a Cancel waits for the run to be over
             done.set()
 
-    def _job_over(self, job: _Job, outcome: StepOutcome) -> bool:
-        """Answer ``job`` and return True if ``outcome`` (of its latest step) ends it."""
+    def _job_end(self, job: _Job, outcome: StepOutcome) -> str | None:
+        """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not."""
         if job.kind == "step":
-            self._finish(job, outcome, "step")
-            return True
+            return "step"
         job.steps += 1 if outcome.progressed else 0
         if outcome.waiting_for_input:
             reason = "no_input"
@@ -360,9 +387,8 @@ class Engine(Actor):
         elif job.paused:
             reason = "paused"
         else:
-            return False
-        self._finish(job, outcome, reason)
-        return True
+            return None
+        return reason
 
     def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
         self._known_tail = None
@@ -379,6 +405,24 @@ class Engine(Actor):
             job.reply.send(StepDone(from_state, to_state, progressed, error))
         else:
             job.reply.send(Idle(to_state, job.steps, reason))
+
+    async def _record_pause(self) -> None:
+        """Have the history store record that a pause stopped the engine (it does so only if
+        work is left and the log does not say so already)."""
+        self._pause_unrecorded = False
+        await self._record_stop(RecordPause())
+
+    async def _record_failure(self, error: str) -> None:
+        """Have the history store record a failed step (a step cut short by a cancel is no
+        failure: the cancel records a pause)."""
+        if error != CANCELLED:
+            await self._record_stop(RecordStepFailure(error))
+
+    async def _record_stop(self, msg: Message) -> None:
+        try:
+            await self.ctx.ask(self.wiring.history, msg, shield=True)
+        except LivecontextError as exc:  # (the history store may be what failed)
+            log.warning("engine %s: cannot record %s: %s", self.thread_id, type(msg).__name__, exc)
 
     async def _guarded_step(self) -> StepOutcome:
         """One step; an unexpected error becomes the outcome, never a crash.
@@ -463,7 +507,10 @@ class Engine(Actor):
 
     async def _tools(self) -> Tools:
         if self._tool_specs is None:
-            self._tool_specs = await self._ask(self.wiring.apps, ListTools(), Tools)
+            tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
+            if self.lifecycle:
+                tools = Tools(tools.specs + CONTROL_TOOLS)
+            self._tool_specs = tools
         return self._tool_specs
 
     async def do_step(self) -> StepOutcome:
@@ -582,6 +629,9 @@ class Engine(Actor):
         last = tail.last
         assert isinstance(last, ModelOutputEntry)
         call = last.tool_calls[len(tail.recorded)]
+        if self.lifecycle and call.name in CONTROL_TOOL_NAMES:
+            await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
+            return await self._record_result(call, run_control_tool(call, self.counter), apply=False)
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
@@ -603,14 +653,15 @@ class Engine(Actor):
         self._tool_in_flight = None
         return await self._record_result(call, invoked)
 
-    async def _record_result(self, call: ToolCall, invoked: ToolInvoked) -> Tail:
+    async def _record_result(self, call: ToolCall, invoked: ToolInvoked, *, apply: bool = True) -> Tail:
         """Commit a result with its effect, then apply the effect: both or (on failure) neither.
+        A control tool's effect (``apply=False``) is the history's own: there is no app to apply it to.
 
         Two shielded asks with no cancel point between them, then the event (see _announce).
         """
         after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail,
                                       shield=True)
-        if invoked.effect is not None:
+        if invoked.effect is not None and apply:
             try:
                 await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log

@@ -9,7 +9,10 @@ import attrs
 
 from livecontext.protocol import (
     ENTRY_KINDS,
+    NO_MARKS,
     AccessDenied,
+    AgentStatus,
+    EnginePaused,
     EntriesFolded,
     HistoryEdited,
     EngineState,
@@ -22,17 +25,22 @@ from livecontext.protocol import (
     NotificationPosted,
     RecapEntry,
     Retention,
+    StepFailed,
     SystemPromptSet,
+    TaskCompleted,
     ThreadConfigured,
     ToolResult,
     ToolResultRecorded,
     ToolResultsAppended,
     ToolResultsEntry,
     ToolStarted,
+    UserQuestionAsked,
     derive_state,
+    derive_status,
     dump_json,
     id_number,
     load_json,
+    task_after,
 )
 
 
@@ -74,6 +82,8 @@ class HistoryState:
         self.system_prompt = ""
         self.config: ThreadConfigured | None = None
         """The thread's budget, tools and apps, as last recorded (``None``: never recorded)."""
+        self.task = NO_MARKS
+        """What the log says of the task besides its entries: the fold of ``task_after``."""
         self.pinned: list[str] = []
         """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
@@ -98,7 +108,12 @@ class HistoryState:
     @property
     def state(self) -> EngineState:
         """The engine's state, derived from the tail and the recorded results."""
-        return derive_state(self.last, len(self.recorded))
+        return derive_state(self.last, len(self.recorded), self.task.ended is not None)
+
+    @property
+    def status(self) -> AgentStatus:
+        """Where the task stands (``protocol._lifecycle``)."""
+        return derive_status(self.state, self.task)
 
     def pending_calls(self) -> int:
         """Tool calls of the last output still without a recorded result."""
@@ -136,11 +151,14 @@ class HistoryState:
             self._folded(payload)
         elif isinstance(payload, AccessDenied):
             pass  # an audit record: the attempt changed nothing
+        elif isinstance(payload, EnginePaused | StepFailed):
+            pass  # the task's marks only (below)
         elif isinstance(payload, NotificationPosted):
             self.pending_notifications.append(payload.notification)
             self.next_notification = max(self.next_notification, id_number(payload.notification.id) + 1)
         else:
             raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
+        self.task = task_after(self.task, payload)
         self.seq = seq
 
     def _index(self, entry: HistoryEntry) -> None:
@@ -284,7 +302,7 @@ class HistoryState:
             )
         self.recorded.append(rec.result)
         self.started.pop(rec.result.call_id, None)
-        if rec.effect is not None:
+        if rec.effect is not None and not isinstance(rec.effect, TaskCompleted | UserQuestionAsked):
             app = getattr(rec.effect, "app", None)
             if not isinstance(app, str):
                 raise FoldError(f"effect {type(rec.effect).__name__} names no app")
@@ -301,7 +319,7 @@ class HistoryState:
             self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
             tuple(self.app_effects.values()), self.model_outputs, self.next_entry,
-            self.next_notification, self.system_prompt, config=self.config,
+            self.next_notification, self.system_prompt, config=self.config, task=self.task,
         ))
 
     @classmethod
@@ -341,6 +359,7 @@ class HistoryState:
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt
         state.config = snap.config
+        state.task = snap.task
         return state
 
     @classmethod

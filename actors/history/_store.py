@@ -11,14 +11,17 @@ import trio
 
 from livecontext.protocol import (
     ActorId,
+    AgentStatus,
     AppEffects,
     AppendInput,
     AppendOutput,
     AppendToolResults,
+    EnginePaused,
     EngineState,
     Entries,
     EntryAppended,
     GetAppEffects,
+    GetStatus,
     GetTail,
     HistoryChanged,
     HistoryEdited,
@@ -32,11 +35,14 @@ from livecontext.protocol import (
     PostNotification,
     ProtocolConverter,
     ReadEntries,
+    RecordPause,
+    RecordStepFailure,
     RecordToolResult,
     RecordToolStarted,
     Render,
     Rendered,
     Retention,
+    StepFailed,
     SystemPromptSet,
     Tail,
     ThreadConfigured,
@@ -181,7 +187,8 @@ class HistoryStore(ContextManagement):
         s = self.state
         last, recorded, started = s.last, s.recorded, s.started
         return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
-                    s.model_outputs, len(s.entries), derive_state(last, len(recorded)), self.limit_level())
+                    s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None),
+                    self.limit_level())
 
     @handler(inline=True)
     async def on_get_tail(self, msg: GetTail) -> Tail:
@@ -195,6 +202,10 @@ class HistoryStore(ContextManagement):
     @handler(inline=True)
     async def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
         return AppEffects(tuple(self.state.app_effects.values()))
+
+    @handler(inline=True)
+    async def on_get_status(self, msg: GetStatus) -> AgentStatus:
+        return self.state.status
 
     @handler(inline=True)
     async def on_render(self, msg: Render) -> Rendered:
@@ -299,6 +310,23 @@ class HistoryStore(ContextManagement):
         )
         await self._commit([ToolResultsAppended(entry)])
         return self._tail()
+
+    @handler(inline=True)
+    async def on_record_pause(self, msg: RecordPause) -> None:
+        """Record that the engine stopped for a pause, if it stopped with work left and the
+        log does not say so already (an engine waiting for input has nothing to pause)."""
+        s = self.state
+        if not s.task.paused and s.state is not EngineState.WAITING_INPUT:
+            await self._commit([EnginePaused()])
+
+    @handler(inline=True)
+    async def on_record_failure(self, msg: RecordStepFailure) -> None:
+        """Record a failed step, unless the log's latest failure is this one (a step tried
+        again and failed the same way changes nothing)."""
+        if not msg.error.strip():
+            raise HistoryConflictError("a step failure needs its error's text")
+        if self.state.task.failure != msg.error:
+            await self._commit([StepFailed(msg.error)])
 
     def _calls_retention(self, calls: tuple[ToolCall, ...]) -> Retention:
         """The retention class of results of ``calls``: what their tools declare when every one

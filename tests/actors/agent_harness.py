@@ -25,10 +25,12 @@ from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
+    AgentStatus,
     AppEffects,
     Cancel,
     Entries,
     GetAppEffects,
+    GetStatus,
     GetTail,
     HistoryEntry,
     Idle,
@@ -105,6 +107,11 @@ class AgentHarness:
         tail = await self.client.ask(self.agent.history, GetTail())
         assert isinstance(tail, Tail)
         return tail
+
+    async def status(self) -> AgentStatus:
+        got = await self.client.ask(self.agent.history, GetStatus())
+        assert isinstance(got, AgentStatus)
+        return got
 
     async def entries(self) -> tuple[HistoryEntry, ...]:
         got = await self.client.ask(self.agent.history, ReadEntries())
@@ -256,15 +263,18 @@ async def open_agent(
     retry: RetryPolicy | None = FAST_RETRY, budget: int = 8000,
     system_prompt: str | None = "You are a test agent.", thread_id: str = "t1",
     tool_timeout_s: float | None = None, listen: bool = True, pin_task: bool = True,
-    limits: HistoryLimits | None = None, recap: RecapSettings | None = None,
+    limits: HistoryLimits | None = None, recap: RecapSettings | None = None, lifecycle: bool = True,
+    store: str = "memory:", snapshot_every: int = 1000,
 ) -> AsyncIterator[AgentHarness]:
-    """Spawn an agent on a fresh ``memory:`` store and collect its events while the block runs
-    (``listen=False``: nobody subscribes to them, as in a fleet nobody watches)."""
+    """Spawn an agent on a fresh ``memory:`` store (or the thread of ``store``, resumed if it
+    exists) and collect its events while the block runs (``listen=False``: nobody subscribes
+    to them, as in a fleet nobody watches)."""
     client_model = model if model is not None else scripted(turns, retry)
     settings = agent_module.AgentSettings(thread_id=thread_id, system_prompt=system_prompt, budget=budget,
-                                          pin_task=pin_task, limits=limits, recap=recap)
-    async with await open_store("memory:") as store:
-        log = await store.open_thread(thread_id, create=True, owner="tests")
+                                          pin_task=pin_task, limits=limits, recap=recap, lifecycle=lifecycle,
+                                          snapshot_every=snapshot_every)
+    async with await open_store(store) as opened:
+        log = await opened.open_thread(thread_id, create=True, owner="tests")
         async with log:
             async with open_runtime() as rt:
                 agent = await agent_module.spawn_agent(

@@ -101,13 +101,13 @@ def test_history_prints_the_entries_as_run_json_does_and_as_of_any_seq(store: st
 def test_state_prints_state_counts_notebook_and_seq_as_of_any_seq(store: str) -> None:
     records = audit(store)
     now = ok_json("state", "--store", store, "--thread", "t")
-    assert now == {"state": "WaitingInput", "entries": 2 + 2 * EDITS, "pending_tool_results": 0,
+    assert now == {"state": "WaitingInput", "status": "waiting_user", "entries": 2 + 2 * EDITS, "pending_tool_results": 0,
                    "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records)}
     first_result = next(r["seq"] for r in records if r["kind"] == "ToolResultRecorded")
     before = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result - 1))
     after = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result))
-    assert (before["state"], before["pending_tool_results"], before["apps"]) == (
-        "WaitingToolResults", 0, {"notebook": ""})
+    assert (before["state"], before["status"], before["pending_tool_results"], before["apps"]) == (
+        "WaitingToolResults", "active", 0, {"notebook": ""})
     assert (after["state"], after["pending_tool_results"], after["apps"]) == (
         "ToolResultsReady", 1, {"notebook": "line 0"})
     assert after["seq"] == first_result
@@ -119,8 +119,8 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     assert all(set(r) == {"seq", "sender", "sent_at", "kind", "summary"} for r in records)
     kinds = [r["kind"] for r in records]
     assert kinds[:3] == ["SystemPromptSet", "ThreadConfigured", "EntryAppended"]
-    assert records[1]["summary"] == ("budget 8000; tools notebook_replace, notebook_replace_span; "
-                                     "apps notebook")
+    assert records[1]["summary"] == ("budget 8000; tools notebook_replace, notebook_replace_span, "
+                                     "task_complete, wait_user_response; apps notebook")
     assert kinds.count("ToolResultRecorded") == EDITS
     results = [r for r in records if r["kind"] == "ToolResultRecorded"]
     assert all("+ effect NotebookEdited" in r["summary"] and r["sender"] == "engine/t" for r in results)
@@ -149,10 +149,11 @@ def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:
     roles = [m["role"] for m in big["messages"]]
     assert roles[:2] == ["system", "user"] and roles.count("tool") == EDITS
     assert 0 < big["tokens"] <= 8000 and big["budget"] == 8000
-    assert [t["name"] for t in big["tools"]] == ["notebook_replace", "notebook_replace_span"]
+    assert [t["name"] for t in big["tools"]] == ["notebook_replace", "notebook_replace_span",
+                                                 "task_complete", "wait_user_response"]
     assert [e["level"] for e in big["entries"]][0] == "recent"  # the task, pinned
-    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "520")
-    assert small["tokens"] <= 520 and len(small["messages"]) < len(big["messages"])
+    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "660")  # (the tools take 496)
+    assert small["tokens"] <= 660 and len(small["messages"]) < len(big["messages"])
     assert "omitted" in [e["level"] for e in small["entries"]]
     calls = {c["id"] for m in small["messages"] for c in m.get("tool_calls", ())}
     answered = {m["tool_call_id"] for m in small["messages"] if m["role"] == "tool"}

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
 from livecontext.actors.apps import describe_tools
+from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history._lod import output_content, tools_tokens
 from livecontext.actors.history._render import MAX_MISFITS, RECAP_PREFIX, RECAP_PREFIX_TOKENS, omission_note
 from livecontext.actors.history._units import JOIN_TOKENS, STATUS_PREFIX_TOKENS, answers, unit_messages
@@ -481,7 +482,7 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
         entries = await h.entries()
         full = await h.render(100_000, WINDOW)
         assert full.entries == len(entries)
-        tools = tools_tokens(describe_tools(ProbeApp()), counter())
+        tools = tools_tokens(describe_tools(ProbeApp()) + CONTROL_TOOLS, counter())  # the app's and the engine's
         assert full.tokens - recount(full.messages) >= tools > 0  # the tools' schemas count
         for budget in (tools + 120, tools + 200, tools + 400, full.tokens):
             rendered = await h.render(budget, WINDOW)

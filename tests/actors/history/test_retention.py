@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from livecontext.actors.apps import ToolDefinitionError, describe_tools, tool
+from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
@@ -154,6 +155,6 @@ async def test_a_thread_records_its_budget_tools_and_apps_once_and_again_when_th
         config = store.state.config
         assert isinstance(config, ThreadConfigured)
         assert config.budget == 3000
-        assert config.tools == describe_tools(ProbeApp())
+        assert config.tools == describe_tools(ProbeApp()) + CONTROL_TOOLS  # the app's, then the engine's
         assert [(a.name, a.source) for a in config.apps] == [("probe", "tests.actors.agent_harness:ProbeApp")]
         assert store.tools_tokens > 0

@@ -1,0 +1,126 @@
+"""A task's lifecycle (seed note 003): where an agent's task stands, and the records that say so.
+
+The engine's state (:class:`~._state.EngineState`) says what its next step is; the *status*
+says where the task stands, for the people and programs that drive the agent:
+
+- ``active``: the engine has work to do (a model call, a tool, results to append);
+- ``waiting_user``: the engine waits for input: the thread is new, the model answered
+  without calling a tool, or it called ``wait_user_response`` (then :attr:`AgentStatus.question`
+  holds its question);
+- ``completed``: the model called ``task_complete``; :attr:`AgentStatus.result` holds the
+  result, and the engine takes no step until new input comes;
+- ``paused``: a ``Pause`` or ``Cancel`` stopped the engine with work left;
+- ``failed``: its last step failed (:attr:`AgentStatus.error` says why); the state did not
+  change, and the next step tries again.
+
+The status is a fold of the thread's log, like the rest of its state: the two control tools'
+effects (:class:`TaskCompleted`, :class:`UserQuestionAsked`) are committed with their tool
+results, a stop by a pause and a failed step are records of their own
+(:class:`EnginePaused`, :class:`StepFailed`), so a restarted thread has the status it had.
+``protocol._status`` holds the fold and reads the status off it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from attrs import frozen
+
+from ._message import Message
+
+TASK_COMPLETE = "task_complete"
+"""The control tool that ends the task with a result."""
+WAIT_USER_RESPONSE = "wait_user_response"
+"""The control tool that asks the user a question and waits for the answer."""
+
+
+class TaskStatus(enum.Enum):
+    """Where an agent's task stands (see the module docstring)."""
+
+    ACTIVE = "active"
+    WAITING_USER = "waiting_user"
+    COMPLETED = "completed"
+    PAUSED = "paused"
+    FAILED = "failed"
+
+
+@frozen
+class AgentStatus(Message):
+    """An agent's status, with what goes with it (the reply to :class:`GetStatus`)."""
+
+    status: TaskStatus
+    result: str | None = None
+    """The result given to ``task_complete`` (``completed`` only)."""
+    question: str | None = None
+    """The question given to ``wait_user_response`` (``waiting_user`` after that tool only)."""
+    error: str | None = None
+    """Why the last step failed (``failed`` only)."""
+
+
+@frozen
+class GetStatus(Message):
+    """Ask a history store for its thread's :class:`AgentStatus`."""
+
+
+# -- effects of the control tools (committed with their tool results) ---------------------------
+
+
+@frozen
+class TaskCompleted(Message):
+    """``task_complete`` was called: the task is over, with this result."""
+
+    result: str
+
+
+@frozen
+class UserQuestionAsked(Message):
+    """``wait_user_response`` was called: the agent waits for the user's answer to this question."""
+
+    question: str
+
+
+# -- the engine's stops -------------------------------------------------------------------------
+
+
+@frozen
+class RecordPause(Message):
+    """The engine stopped because of a ``Pause`` or ``Cancel`` (ask: ``Ack`` once durable).
+
+    The store records :class:`EnginePaused` only if the thread has work left and is not
+    paused already: an engine waiting for input has nothing to pause."""
+
+
+@frozen
+class EnginePaused(Message):
+    """Log record: the engine was paused with work left (until its next step)."""
+
+
+@frozen
+class RecordStepFailure(Message):
+    """A step failed (ask: ``Ack`` once durable); recorded unless the same failure is the
+    thread's latest."""
+
+    error: str
+
+
+@frozen
+class StepFailed(Message):
+    """Log record: a step failed and changed nothing else (until the next step succeeds)."""
+
+    error: str
+
+
+# -- the fold -------------------------------------------------------------------------------------
+
+
+@frozen
+class TaskMarks:
+    """What a thread's log says of its task, besides its entries (kept in snapshots)."""
+
+    ended: TaskCompleted | UserQuestionAsked | None = None
+    """The control tool that ended the task's last turn; cleared by the next input. Once its
+    tool-results entry is appended, the engine waits for input (see :func:`~._state.derive_state`)."""
+    paused: bool = False
+    """A pause stopped the engine with work left, and it has taken no step since."""
+    failure: str | None = None
+    """The error of the last step, if it failed and no step succeeded since."""

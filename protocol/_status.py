@@ -1,0 +1,65 @@
+"""The fold of a task's lifecycle marks over a thread's log, and the status read off it.
+
+See :mod:`._lifecycle` for what the statuses mean.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ._entries import ModelInputEntry
+from ._lifecycle import (
+    AgentStatus,
+    EnginePaused,
+    StepFailed,
+    TaskCompleted,
+    TaskMarks,
+    TaskStatus,
+    UserQuestionAsked,
+)
+from ._message import Message
+from ._records import EntryAppended, ToolResultRecorded, ToolResultsAppended, ToolStarted
+from ._state import EngineState
+
+NO_MARKS = TaskMarks()
+"""A task nothing has happened to (a new thread's)."""
+
+
+def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
+    """The marks after the log record ``payload``: an input starts a new turn (clearing
+    everything), any other step clears a pause and a failure, the control tools' effects end
+    the turn, :class:`EnginePaused` and :class:`StepFailed` mark the stop."""
+    if isinstance(payload, EntryAppended):
+        return NO_MARKS if isinstance(payload.entry, ModelInputEntry) else _stepped(marks)
+    if isinstance(payload, ToolResultRecorded):
+        effect = payload.effect
+        if isinstance(effect, TaskCompleted | UserQuestionAsked):
+            return TaskMarks(ended=effect)
+        return _stepped(marks)
+    if isinstance(payload, ToolResultsAppended | ToolStarted):
+        return _stepped(marks)
+    if isinstance(payload, EnginePaused):
+        return attrs.evolve(marks, paused=True)
+    if isinstance(payload, StepFailed):
+        return attrs.evolve(marks, failure=payload.error)
+    return marks
+
+
+def _stepped(marks: TaskMarks) -> TaskMarks:
+    if marks.paused or marks.failure is not None:
+        return TaskMarks(ended=marks.ended)
+    return marks
+
+
+def derive_status(state: EngineState, marks: TaskMarks) -> AgentStatus:
+    """The status of a thread in ``state`` with ``marks`` (see :mod:`._lifecycle`)."""
+    if marks.failure is not None:
+        return AgentStatus(TaskStatus.FAILED, error=marks.failure)
+    if state is not EngineState.WAITING_INPUT:
+        return AgentStatus(TaskStatus.PAUSED if marks.paused else TaskStatus.ACTIVE)
+    ended = marks.ended
+    if isinstance(ended, TaskCompleted):
+        return AgentStatus(TaskStatus.COMPLETED, result=ended.result)
+    if isinstance(ended, UserQuestionAsked):
+        return AgentStatus(TaskStatus.WAITING_USER, question=ended.question)
+    return AgentStatus(TaskStatus.WAITING_USER)
