@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from livecontext.protocol import (
     ENTRY_KINDS,
+    AppEffect,
+    AppHistory,
     ChatMessage,
     HistoryEntry,
     Message,
@@ -15,6 +18,7 @@ from livecontext.protocol import (
     StateTransition,
     ToolResultsEntry,
     ToolSpec,
+    UndecodedEffect,
 )
 
 
@@ -46,13 +50,34 @@ def entry_json(entry: HistoryEntry) -> dict[str, Any]:
     return out
 
 
-def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Each app's current state, from its latest committed effect (the notebook: its text):
-    the apps named (``""`` for one with no effect yet) and any other with an effect."""
-    apps: dict[str, Any] = {name: "" for name in app_names}
-    for effect in effects:
-        apps[getattr(effect, "app")] = getattr(effect, "text", None)
-    return apps
+def apps_json(apps: Sequence[AppHistory], app_names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Each app's ``text`` as its latest committed effect says it (the notebook's: its whole
+    text; ``None`` for an app whose effects have none): the apps named (``""`` for one with
+    no effect yet) and any other with an effect. ``render`` shows every app's window."""
+    out: dict[str, Any] = {name: "" for name in app_names}
+    for history in apps:
+        latest = history.latest
+        out[history.app] = getattr(latest.effect, "text", None) if latest is not None else ""
+    return out
+
+
+def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
+    """The effects this process cannot decode (their class was never defined here), by app
+    and type: how many, the latest as stored (raw JSON) and what to import to decode them."""
+    groups: dict[tuple[str, str], tuple[int, AppEffect]] = {}
+    for history in apps:
+        held = (history.last_saved, *history.effects) if history.last_saved is not None else history.effects
+        for effect in held:
+            inner = effect.effect
+            if isinstance(inner, UndecodedEffect):
+                key = (history.app, inner.tag)
+                groups[key] = (groups[key][0] + 1 if key in groups else 1, effect)
+    out = []
+    for (app, tag), (count, effect) in groups.items():
+        assert isinstance(effect.effect, UndecodedEffect)
+        out.append({"app": app, "type": tag, "count": count, "source": effect.source or None,
+                    "latest": effect.effect.fields(), "decode": effect.import_hint()})
+    return out
 
 
 def tool_json(spec: ToolSpec) -> dict[str, Any]:

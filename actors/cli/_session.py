@@ -86,7 +86,7 @@ class Session:
             "thread": self.agent.thread_id,
             "state": tail.state.value,
             "entries": [entry_json(e) for e in entries.entries],
-            "apps": apps_json(effects.effects, self.app_names),
+            "apps": apps_json(effects.apps, self.app_names),
         }
 
 
