@@ -75,9 +75,10 @@ class App(abc.ABC):
     """The classes of the effects this app's tools return (and :meth:`apply` folds). A tool
     returning an effect of another class fails, and the effect is not committed."""
 
-    snapshot_every: ClassVar[int] = 20
+    snapshot_every: int = 20
     """How many effects the host applies between two saved states (:meth:`state_text`):
-    rebuilding the app replays at most about that many effects after its latest one."""
+    rebuilding the app replays at most about that many effects after its latest one (a class
+    attribute; an instance may set its own)."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

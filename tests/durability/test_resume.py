@@ -53,7 +53,6 @@ class Mailer(App):
     def view(self) -> str:
         return "(mail goes out at once)"
 
-
     @tool
     async def send_mail(self, to: str) -> ToolOutcome:
         """Send a mail.
