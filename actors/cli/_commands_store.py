@@ -161,8 +161,8 @@ def threads(store_url: str, as_json: bool) -> None:
                 continue
             click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
             for u in row.get("undecoded", ()):
-                click.echo(f"  {u['count']} {u['type']} effect(s) of app {u['app']} not decoded here "
-                           f"({u['decode']}); the latest: {json.dumps(u['latest'], ensure_ascii=False)}")
+                click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
+                           f"the latest: {json.dumps(u['latest'], ensure_ascii=False)}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)

@@ -62,22 +62,18 @@ def apps_json(apps: Sequence[AppHistory], app_names: tuple[str, ...] = ()) -> di
 
 
 def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
-    """The effects this process cannot decode (their class was never defined here), by app
-    and type: how many, the latest as stored (raw JSON) and what to import to decode them."""
-    groups: dict[tuple[str, str], tuple[int, AppEffect]] = {}
+    """The apps' effects this process cannot decode (their class was never defined here), one
+    per app and type: the latest as stored (raw JSON), where its class is defined and what to
+    import to decode it."""
+    latest: dict[tuple[str, str], AppEffect] = {}
     for history in apps:
         held = (history.last_saved, *history.effects) if history.last_saved is not None else history.effects
         for effect in held:
-            inner = effect.effect
-            if isinstance(inner, UndecodedEffect):
-                key = (history.app, inner.tag)
-                groups[key] = (groups[key][0] + 1 if key in groups else 1, effect)
-    out = []
-    for (app, tag), (count, effect) in groups.items():
-        assert isinstance(effect.effect, UndecodedEffect)
-        out.append({"app": app, "type": tag, "count": count, "source": effect.source or None,
-                    "latest": effect.effect.fields(), "decode": effect.import_hint()})
-    return out
+            if isinstance(effect.effect, UndecodedEffect):
+                latest[(history.app, effect.effect.tag)] = effect
+    return [{"app": app, "type": tag, "source": effect.source or None, "decode": effect.import_hint(),
+             "latest": effect.effect.fields() if isinstance(effect.effect, UndecodedEffect) else None}
+            for (app, tag), effect in latest.items()]
 
 
 def tool_json(spec: ToolSpec) -> dict[str, Any]:
