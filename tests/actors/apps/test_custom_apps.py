@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from attrs import frozen
@@ -200,3 +204,12 @@ def test_an_effect_of_an_unknown_class_is_kept_as_stored_and_written_back_unchan
         "FarAway", '{"type":"FarAway","x":[1,{"y":"z"}]}')
     assert converter.dump_message(effect) == stored
     assert effect.import_hint() == "import elsewhere.apps to decode it"
+
+
+def test_the_example_of_docs_apps_md_runs_and_its_counter_holds_the_fold_of_its_effects(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "apps.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    done = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[Window: counter]\ntotal: 8\n"
