@@ -162,7 +162,7 @@ def threads(store_url: str, as_json: bool) -> None:
             click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
             for u in row.get("undecoded", ()):
                 click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
-                           f"the latest: {json.dumps(u['latest'], ensure_ascii=False)}")
+                           f"the latest: {_clip(json.dumps(u['latest'], ensure_ascii=False))}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)
@@ -262,7 +262,13 @@ def _effect_summary(effect: AppEffect) -> str:
     inner = effect.effect
     if not isinstance(inner, UndecodedEffect):
         return f"effect {type(inner).__name__}"
-    return f"effect {inner.tag} of app {effect.app}, not decoded here ({effect.import_hint()}): {inner.data}"
+    return f"effect {inner.tag} of app {effect.app}, not decoded here ({effect.import_hint()}): {_clip(inner.data)}"
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    """``text``, or its first ``limit`` characters and how many more there are (one line of
+    a listing stays readable; the JSON forms give it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more chars]"
 
 
 @main.command("render")
