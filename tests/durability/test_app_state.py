@@ -23,14 +23,17 @@ from livecontext.actors._agent import Agent
 from livecontext.actors.apps import App
 from livecontext.actors.history import load_state
 from livecontext.protocol import (
+    AccessDenied,
     AppEffect,
     AppEffects,
     AppHistory,
+    Capability,
     GetAppEffects,
     GetWindows,
     HistorySnapshot,
     ProvideInput,
     RunUntilIdle,
+    SaveAppState,
     ToolResultRecorded,
     Windows,
     load_json,
@@ -247,3 +250,37 @@ def test_a_custom_apps_state_after_a_restart_equals_its_state_before(
             assert all(isinstance(e, (CounterAdded, CounterReset, TallyMarked)) for e in effects)
 
     trio.run(run)
+
+
+# -- who may save a state, and which ---------------------------------------------------------------
+
+
+async def test_only_the_app_host_may_save_an_apps_state_another_actors_attempt_is_denied_and_audited() -> None:
+    turns = [calls(("add", {"amount": 5})), {"text": "5"}]
+    async with await open_store("memory:") as store, session(store, [Counter()], turns) as s:
+        await s.run("count")
+        rt = s.client.runtime
+        intruder = rt.client("intruder", capabilities=[Capability.READ, Capability.NOTIFY])
+        denied = await intruder.ask(s.agent.history, SaveAppState("counter", 1, '{"version": 1, "total": 1000}'))
+        assert denied == AccessDenied(intruder.self_id, Capability.APP_STATE, "SaveAppState")
+        assert (await s.kept())["counter"].state is None
+
+
+async def test_a_saved_state_not_past_the_kept_one_or_past_the_committed_effects_is_not_kept(
+        caplog: pytest.LogCaptureFixture) -> None:
+    turns = [calls(("add", {"amount": 5}), ("add", {"amount": 3})), {"text": "8"}]
+    async with await open_store("memory:") as store, session(store, [Counter()], turns) as s:
+        await s.run("count")
+        with caplog.at_level(logging.WARNING, logger="livecontext.history"):
+            await s.client.ask(s.agent.history, SaveAppState("counter", 3, '{"version": 1, "total": 99}'))
+            await s.client.ask(s.agent.history, SaveAppState("counter", 1, '{"version": 1, "total": 5}'))
+            await s.client.ask(s.agent.history, SaveAppState("counter", 1, '{"version": 1, "total": 5}'))
+            await s.client.ask(s.agent.history, SaveAppState("nobody", 1, "{}"))
+        kept = (await s.kept())["counter"]
+        assert (kept.state, kept.saved, kept.effects, kept.last_saved) == (
+            '{"version": 1, "total": 5}', 1, (AppEffect("counter", CounterAdded(3)),),
+            AppEffect("counter", CounterAdded(5)))
+    assert [r.getMessage() for r in caplog.records] == [
+        "thread t: state of app 'counter' as of effect 3 not kept: the kept one is as of effect 0 and 2 are committed",
+        "thread t: state of app 'counter' as of effect 1 not kept: the kept one is as of effect 1 and 2 are committed",
+        "thread t: state of app 'nobody' as of effect 1 not kept: it has committed no effect"]
