@@ -28,8 +28,8 @@ from .recap import RecapMaintainer, RecapSettings
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
 """The engine appends and reads its history."""
-APP_HOST_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
-"""Apps read committed effects and may notify the agent."""
+APP_HOST_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY, Capability.APP_STATE})
+"""Apps read committed effects, save their states and may notify the agent."""
 HISTORY_CAPABILITIES = frozenset({Capability.READ})
 RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
 """The recap maintainer reads and folds."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from livecontext.protocol import (
     ENTRY_KINDS,
     AgentStatus,
+    AppEffect,
+    AppHistory,
     ChatMessage,
     HistoryEntry,
     Message,
@@ -16,6 +19,7 @@ from livecontext.protocol import (
     StateTransition,
     ToolResultsEntry,
     ToolSpec,
+    UndecodedEffect,
 )
 
 
@@ -47,13 +51,30 @@ def entry_json(entry: HistoryEntry) -> dict[str, Any]:
     return out
 
 
-def apps_json(effects: tuple[Message, ...], app_names: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Each app's current state, from its latest committed effect (the notebook: its text):
-    the apps named (``""`` for one with no effect yet) and any other with an effect."""
-    apps: dict[str, Any] = {name: "" for name in app_names}
-    for effect in effects:
-        apps[getattr(effect, "app")] = getattr(effect, "text", None)
-    return apps
+def apps_json(apps: Sequence[AppHistory], app_names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Each app's ``text`` as its latest committed effect says it (the notebook's: its whole
+    text; ``None`` for an app whose effects have none): the apps named (``""`` for one with
+    no effect yet) and any other with an effect. ``render`` shows every app's window."""
+    out: dict[str, Any] = {name: "" for name in app_names}
+    for history in apps:
+        latest = history.latest
+        out[history.app] = getattr(latest.effect, "text", None) if latest is not None else ""
+    return out
+
+
+def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
+    """The apps' effects this process cannot decode (their class was never defined here), one
+    per app and type: the latest as stored (raw JSON), where its class is defined and what to
+    import to decode it."""
+    latest: dict[tuple[str, str], AppEffect] = {}
+    for history in apps:
+        held = (history.last_saved, *history.effects) if history.last_saved is not None else history.effects
+        for effect in held:
+            if isinstance(effect.effect, UndecodedEffect):
+                latest[(history.app, effect.effect.tag)] = effect
+    return [{"app": app, "type": tag, "source": effect.source or None, "decode": effect.import_hint(),
+             "latest": effect.effect.fields() if isinstance(effect.effect, UndecodedEffect) else None}
+            for (app, tag), effect in latest.items()]
 
 
 def status_json(status: AgentStatus) -> dict[str, Any]:

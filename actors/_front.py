@@ -206,7 +206,7 @@ class Agent:
         tail = await self._client.ask(self._session.agent.history, GetTail())
         effects = await self._client.ask(self._session.agent.history, GetAppEffects())
         assert isinstance(tail, Tail) and isinstance(effects, AppEffects)
-        apps = apps_json(effects.effects, self._session.app_names)
+        apps = apps_json(effects.apps, self._session.app_names)
         return AgentState(self.thread, tail.state, tail.entries, tail.model_outputs,
                           {name: str(value) for name, value in apps.items()})
 

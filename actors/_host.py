@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import trio
 
 from livecontext.protocol import (
     ActorId,
+    AppEffect,
     AppEffects,
+    AppHistory,
     ApplyEffect,
     CancelTool,
     ErrorReply,
@@ -16,18 +19,24 @@ from livecontext.protocol import (
     GetWindows,
     InvokeTool,
     ListTools,
+    Message,
+    ReplayAppEffects,
+    SaveAppState,
     ToolCall,
     ToolInvoked,
     ToolResult,
     Tools,
     ToolStatus,
+    UndecodedEffect,
     Windows,
 )
-from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime import Actor, MailboxFullError, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 
 from .apps import App, ToolOutcome, describe_tools
-from .apps._invoke import start_tool
+from .apps._invoke import start_tool, tool_owner
+
+log = logging.getLogger("livecontext.apps")
 
 
 class AppHost(Actor):
@@ -38,7 +47,12 @@ class AppHost(Actor):
     scope each, so a ``CancelTool`` can stop it while it runs (and the engine's tool timeout,
     which sends one). A tool never changes its app: the app changes only when the
     effect, committed to the log with the tool's result, comes back as ``ApplyEffect``.
-    On (re)start the apps are rebuilt from the effects the history store committed.
+
+    On (re)start each app is rebuilt from what the history store keeps of it: its latest
+    saved state (:meth:`App.load_state`) and the effects committed after it. An app that
+    cannot load its state is rebuilt from every effect it committed, read from the log, and
+    the host says so in its log. Every ``snapshot_every`` effects the host sends the history
+    store the app's :meth:`App.state_text`, to keep with the thread's snapshots.
     """
 
     def __init__(self, apps: Sequence[App], history: ActorId, counter: TokenCounter) -> None:
@@ -49,28 +63,81 @@ class AppHost(Actor):
         self.history = history
         self.counter = counter
         self._running: dict[str, tuple[trio.CancelScope, trio.Event]] = {}
+        self._applied: dict[str, int] = {}
+        """How many committed effects each app has folded in."""
+        self._unsaved: dict[str, int] = {}
+        """How many of those came after the app's latest saved state."""
 
     async def on_start(self) -> None:
         for app in self.apps.values():
             app.bind(self.ctx)
-        effects = await self.ctx.ask(self.history, GetAppEffects())
-        if not isinstance(effects, AppEffects):
-            raise UsageError(
-                f"{self.ctx.self_id} cannot rebuild its apps: {self.history} answered GetAppEffects "
-                f"with {type(effects).__name__}; spawn the host with the read capability"
-            )
-        for effect in effects.effects:
-            self._app_of(effect).apply(effect)
+        for history in (await self._ask_effects(GetAppEffects())).apps:
+            app = self._app_named(history.app, f"has committed effects ({history.count})")
+            if history.state is not None and not self._loaded(app, history):
+                app = self.apps[app.name] = app.fresh()
+                app.bind(self.ctx)
+                replayed = await self._ask_effects(ReplayAppEffects(app.name))
+                history = replayed.apps[0] if replayed.apps else AppHistory(app.name)
+            for effect in history.effects:
+                self._fold(app, effect)
+            self._applied[app.name] = history.count
+            self._unsaved[app.name] = len(history.effects)
+            self._save_if_due(app)
 
-    def _app_of(self, effect: object) -> App:
-        name = getattr(effect, "app", None)
-        app = self.apps.get(name) if isinstance(name, str) else None
+    async def _ask_effects(self, request: Message) -> AppEffects:
+        reply = await self.ctx.ask(self.history, request)
+        if not isinstance(reply, AppEffects):
+            raise UsageError(
+                f"{self.ctx.self_id} cannot rebuild its apps: {self.history} answered "
+                f"{type(request).__name__} with {type(reply).__name__}; spawn the host with the "
+                "read capability"
+            )
+        return reply
+
+    def _loaded(self, app: App, history: AppHistory) -> bool:
+        """Load the app's saved state; ``False`` (and why, in the log) if it cannot."""
+        assert history.state is not None
+        try:
+            app.load_state(history.state)
+        except Exception as exc:  # noqa: BLE001 - any failure: the effects rebuild it all the same
+            log.warning("%s: app %r cannot load its state saved as of its effect %d (%s: %s); "
+                        "rebuilding it from every effect it committed, read from the log",
+                        self.ctx.self_id, app.name, history.saved, type(exc).__name__, exc)
+            return False
+        return True
+
+    def _app_named(self, name: str, what: str) -> App:
+        app = self.apps.get(name)
         if app is None:
             raise UsageError(
-                f"effect {type(effect).__name__} names app {name!r}, which this host does not run "
-                f"(apps: {', '.join(self.apps) or 'none'})"
+                f"app {name!r} {what}, but this host does not run it (apps: "
+                f"{', '.join(self.apps) or 'none'}); give the agent that app to run this thread"
             )
         return app
+
+    def _fold(self, app: App, effect: AppEffect) -> None:
+        inner = effect.effect
+        if isinstance(inner, UndecodedEffect):
+            where = f"import {effect.module}" if effect.module else "import the module that defines it"
+            raise UsageError(
+                f"app {app.name!r} cannot apply its committed {inner.tag} effect: that class is not "
+                f"known in this process; declare it in {type(app).__qualname__}.effects ({where})"
+            )
+        app.apply(inner)
+
+    def _save_if_due(self, app: App) -> None:
+        """Send the history store the app's state if ``snapshot_every`` effects came after
+        its last (if the history's mailbox is full, at a later effect)."""
+        if self._unsaved.get(app.name, 0) < app.snapshot_every:
+            return
+        text = app.state_text()
+        if text is None:  # the app saves no state: its effects are replayed
+            return
+        try:
+            self.ctx.tell_nowait(self.history, SaveAppState(app.name, self._applied[app.name], text))
+        except MailboxFullError:
+            return
+        self._unsaved[app.name] = 0
 
     @handler(inline=True)
     async def on_get_windows(self, msg: GetWindows) -> Windows:
@@ -122,7 +189,12 @@ class AppHost(Actor):
         return None
 
     def _invoked(self, call: ToolCall, outcome: ToolOutcome) -> ToolInvoked:
-        return ToolInvoked(outcome.to_result(call, self.counter), outcome.effect)
+        effect = None
+        if outcome.effect is not None:
+            owner = tool_owner(list(self.apps.values()), call.name)
+            assert owner is not None  # (an effect comes only from a tool that was found)
+            effect = AppEffect(owner.name, outcome.effect)
+        return ToolInvoked(outcome.to_result(call, self.counter), effect)
 
     def _crashed(self, call: ToolCall, exc: Exception) -> ToolInvoked:
         text = f"{call.name} could not be run: {type(exc).__name__}: {exc}"
@@ -139,4 +211,8 @@ class AppHost(Actor):
 
     @handler(inline=True)
     async def on_apply(self, msg: ApplyEffect) -> None:
-        self._app_of(msg.effect).apply(msg.effect)
+        app = self._app_named(msg.effect.app, f"is named by a committed {type(msg.effect.effect).__name__} effect")
+        self._fold(app, msg.effect)
+        self._applied[app.name] = self._applied.get(app.name, 0) + 1
+        self._unsaved[app.name] = self._unsaved.get(app.name, 0) + 1
+        self._save_if_due(app)

@@ -97,7 +97,7 @@ class Session:
             "state": tail.state.value,
             **status_json(status),
             "entries": [entry_json(e) for e in entries.entries],
-            "apps": apps_json(effects.effects, self.app_names),
+            "apps": apps_json(effects.apps, self.app_names),
         }
 
 

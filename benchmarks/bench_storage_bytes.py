@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
 from livecontext.actors.apps import App, ToolOutcome, tool  # noqa: E402
-from livecontext.protocol import Idle, Message, ProvideInput, RunUntilIdle, make_converter  # noqa: E402
+from livecontext.protocol import Idle, ProvideInput, RunUntilIdle, make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import FsyncLevel, NewRecord, open_store  # noqa: E402
@@ -82,18 +82,6 @@ class Shell(App):
 
     def fresh(self) -> Shell:
         return Shell(self.outputs)
-
-    def view(self) -> str:
-        return ""
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool(idempotent=True)
     def bash(self, command: str) -> ToolOutcome:

@@ -19,7 +19,7 @@ import trio
 from attrs import define, field
 
 from livecontext.actors.apps import App, ToolFailure, tool
-from livecontext.protocol import Message, ModelReply, ModelRequest
+from livecontext.protocol import ModelReply, ModelRequest
 from livecontext.runtime.models import ModelClient, TextCallback
 
 from .transcripts import Call
@@ -57,15 +57,6 @@ class Workspace(App):
 
     def view(self) -> str:
         return "cwd: /repo"
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool(idempotent=True)
     def bash(self, command: str) -> str:

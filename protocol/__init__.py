@@ -40,8 +40,10 @@ from ._agent import (
     Render,
     Rendered,
     RenderedSpan,
+    ReplayAppEffects,
     Resume,
     RunUntilIdle,
+    SaveAppState,
     StateTransition,
     Step,
     StepDone,
@@ -74,7 +76,7 @@ from ._context_mgmt import (
     ReplaceContent,
     SetRetention,
 )
-from ._apps import NotebookEdited
+from ._apps import AppEffect, AppHistory, NotebookEdited, UndecodedEffect, app_effect_of
 from ._catalog import TAGGED_TYPES
 from ._chat import ChatMessage, ModelReply, ModelRequest, Role
 from ._content import Content, Level, LevelText, Retention, Shown
@@ -132,7 +134,8 @@ from ._status import NO_MARKS, derive_status, task_after
 from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
-from ._message import Message
+from ._message import Message, type_source
+from ._registry import MessageTypeClashError, register_message_types, registered_type
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
 from ._utc import utc_iso_text
 
@@ -148,7 +151,9 @@ __all__ = [
     "ActorRestarted",
     "AfterModelCall",
     "AfterToolExecute",
+    "AppEffect",
     "AppEffects",
+    "AppHistory",
     "AppInfo",
     "AppendInput",
     "AppendOutput",
@@ -196,6 +201,7 @@ __all__ = [
     "MalformedDataError",
     "MarkFolded",
     "Message",
+    "MessageTypeClashError",
     "ModelInputEntry",
     "ModelOutputEntry",
     "ModelReply",
@@ -220,10 +226,12 @@ __all__ = [
     "Rendered",
     "RenderedSpan",
     "ReplaceContent",
+    "ReplayAppEffects",
     "Resume",
     "Retention",
     "Role",
     "RunUntilIdle",
+    "SaveAppState",
     "SetRetention",
     "Shown",
     "StateTransition",
@@ -243,21 +251,26 @@ __all__ = [
     "ToolStatus",
     "Tools",
     "Topic",
+    "UndecodedEffect",
     "UnknownMessageTypeError",
     "UnsupportedSchemaVersionError",
     "Usage",
     "WaitingInput",
     "Windows",
+    "app_effect_of",
     "check_schema_version",
     "derive_state",
-    "format_message_id",
-    "id_number",
-    "message_id_template",
-    "make_converter",
-    "message_id_time_ns",
     "dump_json",
     "dump_standard_json",
+    "format_message_id",
+    "id_number",
     "load_json",
+    "make_converter",
+    "message_id_template",
+    "message_id_time_ns",
+    "register_message_types",
+    "registered_type",
+    "type_source",
     "utc_iso_text",
     "TASK_COMPLETE",
     "WAIT_USER_RESPONSE",

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
+from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
 from ._context_mgmt import LimitLevel
 from ._entries import HistoryEntry, Notification, Usage
+from ._lifecycle import TaskCompleted, UserQuestionAsked
 from ._message import Message
 from ._state import EngineState
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
@@ -206,10 +208,11 @@ class RecordToolStarted(Message):
 
 @frozen
 class RecordToolResult(Message):
-    """Record a tool result and, in the same transaction, the app effect it reports (ask: :class:`Tail`)."""
+    """Record a tool result and, in the same transaction, the effect it reports: an app's, or
+    a control tool's (ask: :class:`Tail`)."""
 
     result: ToolResult
-    effect: Message | None = None
+    effect: AppEffect | TaskCompleted | UserQuestionAsked | None = None
 
 
 @frozen
@@ -272,14 +275,40 @@ class Entries(Message):
 
 @frozen
 class GetAppEffects(Message):
-    """The latest committed effect of each app (ask: :class:`AppEffects`)."""
+    """What each app's state is rebuilt from: its latest saved state and the committed
+    effects after it (ask: :class:`AppEffects`)."""
+
+
+@frozen
+class ReplayAppEffects(Message):
+    """Every effect one app ever committed, read from the log, for an app that cannot load
+    its saved state (ask: :class:`AppEffects`, with that app alone and no state)."""
+
+    app: str
 
 
 @frozen
 class AppEffects(Message):
-    """Committed effects, one per app (each carries its app's whole state)."""
+    """The reply to :class:`GetAppEffects` and :class:`ReplayAppEffects`: one
+    :class:`AppHistory` per app with committed effects."""
 
-    effects: tuple[Message, ...]
+    apps: tuple[AppHistory, ...]
+
+
+@frozen
+class SaveAppState(Message):
+    """An app's state as of its ``effects``-th committed effect, for the history store to
+    keep with the thread's snapshots (tell; from the app host).
+
+    It only shortens rebuilding: the effects stay in the log, so a state the app cannot load
+    later is replayed from them.
+    """
+
+    app: str
+    effects: int
+    """How many of the app's committed effects :attr:`state` folds in."""
+    state: str
+    """The app's ``state_text()``."""
 
 
 @frozen
@@ -328,10 +357,11 @@ class InvokeTool(Message):
 
 @frozen
 class ToolInvoked(Message):
-    """A tool's result and the effect to commit with it."""
+    """A tool's result and the effect to commit with it: an app's (naming the app that made
+    it), or the engine's own for a control tool of the task lifecycle."""
 
     result: ToolResult
-    effect: Message | None = None
+    effect: AppEffect | TaskCompleted | UserQuestionAsked | None = None
 
 
 @frozen
@@ -345,7 +375,7 @@ class CancelTool(Message):
 class ApplyEffect(Message):
     """Fold a committed effect into its app (ask: ``Ack``)."""
 
-    effect: Message
+    effect: AppEffect
 
 
 # -- input source -----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from ._agent import (
     Entries,
     GetAppEffects,
     GetTail,
+    ReplayAppEffects,
+    SaveAppState,
     GetWindows,
     HistoryChanged,
     Idle,
@@ -64,7 +66,7 @@ from ._context_mgmt import (
     ReplaceContent,
     SetRetention,
 )
-from ._apps import NotebookEdited
+from ._apps import AppEffect, NotebookEdited, UndecodedEffect
 from ._lifecycle import (
     AgentStatus,
     EnginePaused,
@@ -123,7 +125,9 @@ TAGGED_TYPES: tuple[type, ...] = (
     ReadEntries,
     Entries,
     GetAppEffects,
+    ReplayAppEffects,
     AppEffects,
+    SaveAppState,
     HistoryChanged,
     GetWindows,
     Windows,
@@ -172,6 +176,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     TaskCompleted,
     UserQuestionAsked,
     # app effects
+    AppEffect,
+    UndecodedEffect,
     NotebookEdited,
     # history entries
     ModelInputEntry,

@@ -21,6 +21,8 @@ class Capability(enum.Enum):
     EDIT = "edit"
     FOLD = "fold"
     NOTIFY = "notify"
+    APP_STATE = "app_state"
+    """Keep the apps' saved states (:class:`SaveAppState`): the app host's."""
 
     # Members are singletons compared by identity: hashing by identity agrees with that, and
     # is done in C, where Enum's own hash (of the member's name) is a Python call. Every

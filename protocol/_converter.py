@@ -20,6 +20,14 @@ Wire decisions (schema version 2):
 - A serialized envelope is an object with ``"schema": 2`` and the envelope's fields.
 - Unknown tags raise :class:`UnknownMessageTypeError`, unknown schema versions
   :class:`UnsupportedSchemaVersionError`, anything else malformed :class:`MalformedDataError`.
+  Except where an app's effect is expected (:attr:`AppEffect.effect`, and the bare effects
+  of older records): there an unknown tag reads as an :class:`UndecodedEffect` holding the
+  stored JSON, which is written back exactly as it was, so a process that does not know an
+  app's effect classes can still open, show and copy its thread.
+- The classes a converter knows are the protocol's own, its ``extra_types``, and every class
+  registered in the process (:func:`register_message_types`: defining an ``App`` registers
+  its ``effects``), looked up when first met, so a converter made before an app's module
+  was imported reads that app's effects too.
 
 What version 2 changed, and how version 1 still reads:
 
@@ -47,16 +55,20 @@ from typing import Any
 import attrs
 import cattrs
 from cattrs.fns import identity
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter as _make_json_converter
 
+from ._apps import AppEffect, UndecodedEffect
 from ._catalog import TAGGED_TYPES
 from ._content import Content, LevelText
 from ._content_wire import structure_content, unstructure_content
 from ._envelope import Envelope
 from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
 from ._ids import ActorId, Topic
+from ._json import dump_json, load_json
 from ._message import Message
+from ._records import HistorySnapshot, ToolResultRecorded
+from ._registry import registered_type
 from ._utc import utc_iso_text
 
 SCHEMA_VERSION = 2
@@ -82,7 +94,9 @@ class ProtocolConverter:
             if tag in self._by_tag and self._by_tag[tag] is not cls:
                 raise ValueError(f"two classes share the tag {tag!r}: {self._by_tag[tag]} and {cls}")
             self._by_tag[tag] = cls
-        self._tagged = frozenset(self._by_tag.values())
+        self._tagged = set(self._by_tag.values())
+        """The tagged classes met so far: the protocol's, ``extra_types``, and those of the
+        process's registry (:func:`register_message_types`) once used."""
         # Strict scalars: cattrs' defaults call str(v) / int(v), which would turn {"a": 1}
         # into the text "{'a': 1}" and "12" into 12. Wire data of the wrong type is malformed.
         self._c.register_structure_hook(str, _strict(str))
@@ -109,35 +123,39 @@ class ProtocolConverter:
         # classes may refer to each other in any order). Where a field is declared as
         # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.
         self._c.register_structure_hook_factory(
-            lambda t: t in self._tagged, lambda t: make_dict_structure_fn(t, self._c))
+            self._is_tagged_class, lambda t: make_dict_structure_fn(t, self._c))
         self._c.register_structure_hook_factory(self._is_tagged_position, self._tagged_structure_hook)
+        # where an app's effect is expected, a tag this process does not know is kept as it was
+        self._c.register_structure_hook_factory(
+            lambda t: t in (AppEffect, ToolResultRecorded, HistorySnapshot), self._lenient_structure_fn)
         # Unstructuring is on the path of every record written. The fast hooks give exactly
         # what cattrs' generic ones give (a test compares them on every tagged type): each
         # tagged class gets a generated function that writes its ``"type"`` in the same dict
         # literal, found by a dict lookup on the object's class; ``tuple[X, ...]`` is a list
         # comprehension with X's hook resolved once; plain enums are their value.
-        self._tagged_fns: dict[type, Callable[[Any], dict[str, Any]]] = {}
+        self._tagged_fns: dict[type, Callable[[Any], dict[str, Any]]] = {UndecodedEffect: _undecoded_data}
         self._generic = _generic_unstructure
         if _generic_unstructure:
             self._c.register_unstructure_hook_factory(
-                lambda t: t in self._tagged, lambda t: make_dict_unstructure_fn(t, self._c))
+                self._is_tagged_class, lambda t: make_dict_unstructure_fn(t, self._c))
         else:
             self._c.register_unstructure_hook_factory(_is_plain_enum, lambda t: _enum_value)
             self._c.register_unstructure_hook_factory(_is_homogeneous_tuple, self._tuple_unstructure_hook)
             self._c.register_unstructure_hook_factory(
-                lambda t: t in self._tagged, lambda t: self._make_unstructure_fn(t, tagged=False))
+                self._is_tagged_class, lambda t: self._make_unstructure_fn(t, tagged=False))
         self._c.register_unstructure_hook_factory(self._is_tagged_position, self._tagged_unstructure_hook)
 
     # -- public API -------------------------------------------------------------------------
 
     @property
     def tags(self) -> tuple[str, ...]:
-        """Every tag this converter knows, sorted."""
+        """The tags of the converter's own classes (the protocol's and its ``extra_types``),
+        sorted; it also knows the classes registered in the process (:func:`register_message_types`)."""
         return tuple(sorted(self._by_tag))
 
     def unstructure(self, obj: Any, cls: Any = None) -> Any:
         """Turn ``obj`` into JSON-safe data (tagged classes carry their ``"type"``)."""
-        if cls is None and type(obj) in self._tagged:
+        if cls is None and self._is_tagged_class(type(obj)):
             return self._unstructure_tagged(obj)
         return self._c.unstructure(obj, cls if cls is not None else type(obj))
 
@@ -203,6 +221,16 @@ class ProtocolConverter:
 
     # -- hooks --------------------------------------------------------------------------------
 
+    def _is_tagged_class(self, t: Any) -> bool:
+        """Whether ``t`` is a tagged class this converter knows (the first time a class of
+        the process's registry is met, it is added)."""
+        if t in self._tagged:
+            return True
+        if isinstance(t, type) and registered_type(t.__name__) is t:
+            self._tagged.add(t)
+            return True
+        return False
+
     def _is_tagged_position(self, t: Any) -> bool:
         """Whether a field declared as ``t`` holds a tagged object (or ``None``)."""
         if t is Message:
@@ -211,7 +239,7 @@ class ProtocolConverter:
         if typing.get_origin(t) not in (typing.Union, types.UnionType) or not args:
             return False
         members = [a for a in args if a is not type(None)]
-        return bool(members) and all(m is Message or m in self._tagged for m in members)
+        return bool(members) and all(m is Message or self._is_tagged_class(m) for m in members)
 
     def _tagged_unstructure_hook(self, t: Any) -> Callable[[Any], Any]:
         fns, make = self._tagged_fns, self._tagged_fn
@@ -298,7 +326,7 @@ class ProtocolConverter:
         return fn(obj)
 
     def _tagged_fn(self, cls: type) -> Callable[[Any], dict[str, Any]]:
-        if cls not in self._tagged:
+        if not self._is_tagged_class(cls):
             raise UnknownMessageTypeError(cls.__name__, self.tags)
         fn: Callable[[Any], dict[str, Any]]
         if self._generic:
@@ -314,11 +342,37 @@ class ProtocolConverter:
         self._tagged_fns[cls] = fn
         return fn
 
+    def _lenient_structure_fn(self, t: Any) -> Callable[[Any, Any], Any]:
+        """The structure function of a class holding an app's effect (or, in a snapshot
+        written before apps, effects), reading an unknown tag as :class:`UndecodedEffect`."""
+        if t is HistorySnapshot:
+            return make_dict_structure_fn(t, self._c, app_effects=override(struct_hook=self._effects_hook))
+        return make_dict_structure_fn(t, self._c, effect=override(struct_hook=self._effect_hook))
+
+    def _effect_hook(self, data: Any, _: Any) -> Message | None:
+        """An app's effect, or :class:`UndecodedEffect` if its tag is not known here."""
+        if data is None:
+            return None
+        try:
+            obj = self._structure_tagged(data, Message)
+        except UnknownMessageTypeError as exc:
+            if not isinstance(exc.tag, str):
+                raise
+            return UndecodedEffect(exc.tag, dump_json(data))
+        if not isinstance(obj, Message):
+            raise MalformedDataError("Message", f"the tag {type(obj).__name__!r} names a class that is not a Message")
+        return obj
+
+    def _effects_hook(self, data: Any, _: Any) -> tuple[Message, ...]:
+        if not isinstance(data, list):
+            raise MalformedDataError("effects", f"expected a JSON array, got {type(data).__name__}")
+        return tuple(typing.cast(Message, self._effect_hook(item, None)) for item in data)
+
     def _structure_tagged(self, data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
             raise MalformedDataError("tagged object", f"expected a JSON object, got {type(data).__name__}")
         tag = data.get("type")
-        cls = self._by_tag.get(tag) if isinstance(tag, str) else None
+        cls = (self._by_tag.get(tag) or registered_type(tag)) if isinstance(tag, str) else None
         if cls is None or not isinstance(tag, str):
             raise UnknownMessageTypeError(tag, self.tags)
         body = {k: v for k, v in data.items() if k != "type"}
@@ -373,6 +427,12 @@ def _unstructure_datetime(value: dt.datetime) -> str:
     """``value.isoformat()`` (each entry written has one; see :func:`utc_iso_text`)."""
     text = utc_iso_text(value, False)
     return text if text is not None else value.isoformat()
+
+
+def _undecoded_data(effect: UndecodedEffect) -> dict[str, Any]:
+    """An effect this process could not decode, written back as it was stored."""
+    data = load_json(effect.data)
+    return typing.cast(dict[str, Any], data)
 
 
 def _enum_value(value: enum.Enum) -> Any:
@@ -465,9 +525,12 @@ _JSON_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "true 
 
 
 def make_converter(extra_types: Iterable[type] = ()) -> ProtocolConverter:
-    """A new converter for every protocol type, plus ``extra_types`` (your own messages).
+    """A new converter for every protocol type, every type registered in the process (apps'
+    effects: see :func:`register_message_types`), plus ``extra_types``.
 
-    ``extra_types`` are attrs classes; each is tagged by its class name, so a user's message
-    can travel in an envelope and be audited like the built-in ones.
+    ``extra_types`` are attrs classes known to this converter alone; each is tagged by its
+    class name, so a user's message can travel in an envelope and be audited like the
+    built-in ones. An app's effects need nothing here: declaring them in the app's
+    ``effects`` registers them.
     """
     return ProtocolConverter(extra_types)

@@ -19,7 +19,9 @@ class UnknownMessageTypeError(ProtocolError):
         self.known = known
         super().__init__(
             f"unknown message type tag {tag!r}: this converter knows {len(known)} types "
-            f"(e.g. {', '.join(known[:5])}); register the class with make_converter(extra_types=...)"
+            f"(e.g. {', '.join(known[:5])}); import the module that defines the class (an app's "
+            "effects are known once its App class is defined), or pass it to "
+            "make_converter(extra_types=...)"
         )
 
 

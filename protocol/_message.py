@@ -12,3 +12,8 @@ class Message:
     """
 
     __slots__ = ()
+
+
+def type_source(cls: type) -> str:
+    """Where a class is defined, as ``module:qualname`` (what to import to have it)."""
+    return f"{cls.__module__}:{cls.__qualname__}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from attrs import frozen
 
+from ._apps import AppHistory
 from ._entries import HistoryEntry, Notification, ToolResultsEntry
 from ._lifecycle import TaskMarks
 from ._message import Message
@@ -67,7 +68,11 @@ class ToolStarted(Message):
 
 @frozen
 class ToolResultRecorded(Message):
-    """A tool result and the app effect it reports, committed together."""
+    """A tool result and the app effect it reports, committed together.
+
+    The effect is an :class:`AppEffect`; stores written before effects were wrapped hold the
+    app's bare effect, naming its app itself (see :func:`app_effect_of`).
+    """
 
     result: ToolResult
     effect: Message | None = None
@@ -93,6 +98,8 @@ class HistorySnapshot(Message):
     started: tuple[tuple[str, str], ...]
     pending_notifications: tuple[Notification, ...]
     app_effects: tuple[Message, ...]
+    """Written empty since :attr:`apps`; before, the last effect of each app (each naming
+    its app, each holding the app's whole state: only the notebook's were)."""
     model_outputs: int
     next_entry: int
     next_notification: int
@@ -105,3 +112,6 @@ class HistorySnapshot(Message):
     """The thread's last recorded configuration."""
     task: TaskMarks = TaskMarks()
     """What the log says of the task besides its entries (see ``protocol._lifecycle``)."""
+    apps: tuple[AppHistory, ...] = ()
+    """What each app with committed effects is rebuilt from: its latest saved state and the
+    effects after it."""

@@ -4,8 +4,11 @@ An :class:`App` renders a ``[Window]`` of its state and offers methods marked wi
 :func:`tool`; their JSON schemas come from signatures and docstrings
 (:func:`describe_tools`), and :func:`invoke_tool` runs a model's call, turning every mistake
 into a FAILED :class:`ToolOutcome` the model can read. A tool never changes state itself: it
-returns an effect, which the app applies once the history store has committed it. The
-built-in :class:`Notebook` is the Memory Notebook.
+returns an effect, which the app applies once the history store has committed it. An app
+declares its effect classes (``App.effects``), which registers them for every converter; its
+state is the fold of all its committed effects, rebuilt on a restart from its latest saved
+state (:meth:`App.state_text`) and the effects after it. The built-in :class:`Notebook` is the
+Memory Notebook. docs/apps.md has a whole example.
 """
 
 from __future__ import annotations

@@ -7,12 +7,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from livecontext.protocol import Message
+from livecontext.protocol import Message, MessageTypeClashError, register_message_types, type_source
 
 if TYPE_CHECKING:
     from livecontext.runtime import Context
 
-from ._errors import AppDefinitionError, UnknownEffectError
+from ._errors import AppDefinitionError, AppStateError, UnknownEffectError
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
 
@@ -20,15 +20,53 @@ _APP_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
 class App(abc.ABC):
     """An app: a piece of state the model sees through a window and changes through tools.
 
-    Subclasses set :attr:`name`, mark tool methods with :func:`tool`, and implement
-    :meth:`view`, :meth:`apply`, :meth:`state_text` and :meth:`load_state`.
+    A subclass sets :attr:`name` and marks tool methods with :func:`tool`; that is all an app
+    without state needs. An app with state also declares its effect classes in
+    :attr:`effects`, folds them in :meth:`apply` and shows the state in :meth:`view`; it may
+    save and load snapshots of it with :meth:`state_text` and :meth:`load_state`::
+
+        @frozen
+        class Added(Message):
+            amount: int
+
+        class Counter(App):
+            name = "counter"
+            effects = (Added,)
+
+            def __init__(self) -> None:
+                self.total = 0
+
+            def view(self) -> str:
+                return f"total: {self.total}"
+
+            def apply(self, effect: Message) -> None:
+                if isinstance(effect, Added):
+                    self.total += effect.amount
+                else:
+                    super().apply(effect)
+
+            @tool
+            def add(self, amount: int) -> ToolOutcome:
+                \"""Add to the total.
+
+                Args:
+                    amount: How much to add.
+                \"""
+                return ToolOutcome.ok(f"added {amount}", effect=Added(amount))
 
     **One writer.** A tool method must not change the app's state. It computes the result
     and returns a :class:`ToolOutcome` whose ``effect`` describes the change; the state
     changes only when the host calls :meth:`apply` with that effect, after the history store
-    has committed it with the tool's result. An app's state is therefore a fold of its
-    committed effects: a failed commit never leaves the app ahead of the log, and replaying
-    the log rebuilds the app.
+    has committed it with the tool's result. An app's state is therefore the fold of *all*
+    its committed effects: a failed commit never leaves the app ahead of the log, and a
+    restart rebuilds the app from the log (from its latest saved state and the effects after
+    it, or, for an app that saves none, by applying every effect it ever committed).
+
+    **Effects.** Each class in :attr:`effects` is a ``@frozen`` attrs class subclassing
+    :class:`~livecontext.protocol.Message`, holding only data. Defining the app registers
+    them for the whole process, so every converter reads and writes them; the runtime
+    records which app made each effect, so an effect needs no field naming its app. The log
+    stores an effect by its class name: two effect classes of one name are refused.
     """
 
     name: ClassVar[str]
@@ -38,6 +76,15 @@ class App(abc.ABC):
     """The keyword arguments this app was made with, when made from an import path with an
     options table (``[[apps]]`` in a blueprint, ``--app``, ``open_agent(apps=["mod:Cls"])``)."""
 
+    effects: ClassVar[tuple[type[Message], ...]] = ()
+    """The classes of the effects this app's tools return (and :meth:`apply` folds). A tool
+    returning an effect of another class fails, and the effect is not committed."""
+
+    snapshot_every: int = 20
+    """How many effects the host applies between two saved states (:meth:`state_text`):
+    rebuilding the app replays at most about that many effects after its latest one (a class
+    attribute; an instance may set its own)."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("name")
@@ -46,6 +93,12 @@ class App(abc.ABC):
                 f"{cls.__qualname__}.name = {name!r} is not a valid app name: use letters, "
                 "digits and _ . : @ + - (no '/', no spaces, not empty)"
             )
+        _check_snapshots(cls)
+        _register_effects(cls)
+        every = cls.snapshot_every
+        if type(every) is not int or every < 1:
+            raise AppDefinitionError(
+                f"{cls.__qualname__}.snapshot_every = {every!r}: give a number of effects >= 1")
 
     def fresh(self) -> App:
         """A new instance with this one's configuration and an empty state (for a restart).
@@ -73,30 +126,74 @@ class App(abc.ABC):
         """The app's ``[Window]`` snapshot: a heading naming the app, then :meth:`view`."""
         return f"[Window: {self.name}]\n{self.view()}"
 
-    @abc.abstractmethod
     def view(self) -> str:
-        """What the model should see of the current state (the window's body)."""
+        """What the model should see of the current state (the window's body; empty by
+        default, for an app that keeps no state)."""
+        return ""
 
-    @abc.abstractmethod
     def apply(self, effect: Message) -> None:
         """Fold one committed effect into the state.
 
-        Implementations handle their own effect types and pass anything else to
-        ``super().apply(effect)``, which refuses it.
+        Implementations handle their own effect types (those in :attr:`effects`) and pass
+        anything else to ``super().apply(effect)``, which refuses it.
 
         Raises:
             UnknownEffectError: if ``effect`` is not one of this app's effects.
         """
         raise UnknownEffectError(self.name, effect)
 
-    @abc.abstractmethod
-    def state_text(self) -> str:
-        """The state as JSON text, for snapshots (it carries its own format version)."""
+    def state_text(self) -> str | None:
+        """The state as text (JSON, carrying its own format version) for a snapshot, or
+        ``None`` (the default): the app saves no snapshots.
 
-    @abc.abstractmethod
+        The host calls it every :attr:`snapshot_every` effects and the history store keeps
+        the text with the thread's snapshots; a restart then loads it (:meth:`load_state`)
+        and applies only the effects committed after it. An app that saves none is rebuilt
+        by applying every effect it ever committed, and the thread's snapshots carry all of
+        them: fine for a few hundred effects, not for an app whose tools run all day.
+        Override it together with :meth:`load_state`.
+        """
+        return None
+
     def load_state(self, text: str) -> None:
         """Replace the state with one saved by :meth:`state_text`.
+
+        A state that cannot be loaded loses nothing: the host logs why and rebuilds the app
+        by applying every effect it committed instead.
 
         Raises:
             AppStateError: if ``text`` is not such a snapshot; the state is then unchanged.
         """
+        raise AppStateError(
+            f"app {self.name!r} ({type_source(type(self))}) loads no snapshots: "
+            "override state_text and load_state together"
+        )
+
+
+def _check_snapshots(cls: type[App]) -> None:
+    saves = cls.state_text is not App.state_text
+    loads = cls.load_state is not App.load_state
+    if saves != loads:
+        has, lacks = ("state_text", "load_state") if saves else ("load_state", "state_text")
+        raise AppDefinitionError(
+            f"{cls.__qualname__} overrides {has} but not {lacks}: an app that saves its state "
+            "must load it too (or override neither: its effects are then replayed)"
+        )
+
+
+def _register_effects(cls: type[App]) -> None:
+    """Check the classes ``cls`` declares in ``effects`` and register them for the process."""
+    declared = cls.__dict__.get("effects")
+    if declared is None:
+        return
+    if not isinstance(declared, tuple):
+        raise AppDefinitionError(
+            f"{cls.__qualname__}.effects must be a tuple of effect classes, got {declared!r}")
+    try:
+        register_message_types(declared)
+    except (TypeError, MessageTypeClashError) as exc:
+        raise AppDefinitionError(f"{cls.__qualname__}.effects: {exc}") from None
+    if declared and cls.apply is App.apply:
+        raise AppDefinitionError(
+            f"{cls.__qualname__} declares effects ({', '.join(e.__name__ for e in declared)}) "
+            "but no apply(): fold them into the state there")

@@ -13,8 +13,6 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from livecontext.protocol import Message
-
 from ._app import App
 from ._errors import ToolDefinitionError
 from ._imports import describe_object, load_object
@@ -45,21 +43,9 @@ class FunctionTools(App):
     def window(self) -> str:
         return ""  # nothing to show: no state
 
-    def view(self) -> str:
-        return ""
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)  # it has no effects: refused
-
     def options(self) -> dict[str, Any]:
         """What makes this app again from a thread's record: the functions' import paths."""
         return {"functions": [import_path(f) for f in self.functions]}
-
-    def state_text(self) -> str:
-        return "{}"
-
-    def load_state(self, text: str) -> None:
-        pass
 
 
 def _declared(functions: tuple[Callable[..., Any], ...]) -> tuple[tuple[str, str, Callable[..., Any]], ...]:

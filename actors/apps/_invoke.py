@@ -124,14 +124,7 @@ def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[T
     awaitable that awaits it and gives the outcome, with the same guarantees as
     :func:`invoke_tool`; the host awaits it in a task of its own, so it can be cancelled.
     """
-    target: tuple[App, str, Callable[..., Any]] | None = None
-    for app in apps:
-        for name, attr, fn in _tools_of(app):
-            if name == call.name:
-                target = (app, attr, fn)
-                break
-        if target is not None:
-            break
+    target = _find_tool(apps, call.name)
     if target is None:
         available = dict.fromkeys(name for app in apps for name, _, _ in _tools_of(app))
         return ToolOutcome.failed(
@@ -151,6 +144,20 @@ def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[T
         return ToolOutcome.failed(_describe_invalid(tool_def, exc))
     kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
     return _call(app, tool_def, fn, kwargs)
+
+
+def tool_owner(apps: Sequence[App], tool_name: str) -> App | None:
+    """The app whose tool a call of ``tool_name`` runs (the first that offers it)."""
+    found = _find_tool(apps, tool_name)
+    return found[0] if found is not None else None
+
+
+def _find_tool(apps: Sequence[App], tool_name: str) -> tuple[App, str, Callable[..., Any]] | None:
+    for app in apps:
+        for name, attr, fn in _tools_of(app):
+            if name == tool_name:
+                return app, attr, fn
+    return None
 
 
 def _parse_arguments(tool_def: ToolDef, text: str) -> dict[str, Any] | ToolOutcome:
@@ -225,6 +232,13 @@ def _checked(app: App, tool_def: ToolDef, result: object) -> ToolOutcome:
     if isinstance(result, str):  # plain text: the runtime makes its shorter levels
         return ToolOutcome.ok(result)
     if isinstance(result, ToolOutcome):
+        effect = result.effect
+        if effect is not None and not isinstance(effect, type(app).effects):
+            return ToolOutcome.failed(
+                f"{tool_def.name} returned a {type(effect).__name__} effect, which app {app.name!r} "
+                f"does not declare (a bug in the app: add it to {type(app).__qualname__}.effects); "
+                "the call had no effect"
+            )
         return result
     if result is None:
         return ToolOutcome.ok("done")

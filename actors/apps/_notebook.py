@@ -29,6 +29,7 @@ class Notebook(App):
     """
 
     name = "notebook"
+    effects = (NotebookEdited,)
 
     def __init__(self) -> None:
         self._text = ""
@@ -43,8 +44,8 @@ class Notebook(App):
         return self._text if self._text else "(the notebook is empty)"
 
     def apply(self, effect: Message) -> None:
-        """Apply a committed :class:`~livecontext.protocol.NotebookEdited` for this notebook."""
-        if isinstance(effect, NotebookEdited) and effect.app == self.name:
+        """Apply a committed :class:`~livecontext.protocol.NotebookEdited`."""
+        if isinstance(effect, NotebookEdited):
             self._text = effect.text
             return
         super().apply(effect)
@@ -186,5 +187,5 @@ def _edited(app: str, old: str, new: str) -> ToolOutcome:
         live=new,
         recent=diff.rstrip("\n"),
         gist=f"{app} edited: {len(old)} -> {len(new)} chars ({delta:+d})",
-        effect=NotebookEdited(app=app, text=new),
+        effect=NotebookEdited(text=new),
     )

@@ -1,4 +1,12 @@
-"""Looking into a store: ``threads``, ``history``, ``state``, ``audit``, ``render``, ``fork``."""
+"""Looking into a store: ``threads``, ``history``, ``state``, ``audit``, ``render``, ``fork``.
+
+None of them fails on an app's effect whose class this process does not know: ``threads``,
+``history`` and ``state`` list such effects under ``undecoded`` (how many, the latest as
+stored, and what to import to decode them), ``audit`` says so in the record's summary, and
+``render``, which must rebuild the apps to draw their windows, imports each app's class (as
+the thread recorded it) and the effects' modules; it fails, in one line, only if those
+cannot be imported. Only ``render`` imports anything.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import click
 from livecontext.protocol import (
     AccessDenied,
     EnginePaused,
+    AppEffect,
     EntriesFolded,
     EntryAppended,
     HistoryEdited,
@@ -26,6 +35,8 @@ from livecontext.protocol import (
     ToolResultRecorded,
     ToolResultsAppended,
     ToolStarted,
+    UndecodedEffect,
+    app_effect_of,
     make_converter,
 )
 from livecontext.runtime import UsageError
@@ -40,9 +51,10 @@ from livecontext.runtime.tokens import TokenCounter
 from livecontext.protocol import Shown
 
 from .._thread_apps import rebuild_apps, thread_apps
-from ..history import HistoryState, load_state, render_state
+from ..apps import App
+from ..history import HistoryState, load_state, render_state, replay_app_effects
 from ..history._manage import entry_number
-from .._format import apps_json, chat_json, entry_json, status_json, tool_json
+from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json
 from .._session import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
 
@@ -88,14 +100,22 @@ async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_i
 
 
 def _summary(state: HistoryState) -> dict[str, Any]:
+    apps = state.app_histories()
     return {
         "state": state.state.value,
         **status_json(state.status),
         "entries": len(state.entries),
         "pending_tool_results": len(state.recorded),
-        "apps": apps_json(tuple(state.app_effects.values()), tuple(a.name for a in thread_apps(state))),
+        "apps": apps_json(apps, tuple(a.name for a in thread_apps(state))),
         "seq": state.seq,
+        **_undecoded(state),
     }
+
+
+def _undecoded(state: HistoryState) -> dict[str, Any]:
+    """``{"undecoded": [...]}`` if the thread holds effects this process cannot decode."""
+    undecoded = undecoded_json(state.app_histories())
+    return {"undecoded": undecoded} if undecoded else {}
 
 
 thread_option = click.option("--thread", "thread_id", required=True, help="Thread id.")
@@ -122,13 +142,17 @@ def threads(store_url: str, as_json: bool) -> None:
                              "state": state.state.value, "status": state.status.status.value,
                              "seq": info.last_seq,
                              "last_activity": info.last_activity.isoformat() if info.last_activity else None,
-                             "forked_from": info.forked_from, "forked_at": info.forked_at})
+                             "forked_from": info.forked_from, "forked_at": info.forked_at,
+                             **_undecoded(state)})
         for row in rows:
             if as_json:
                 print_json(row)
-            else:
-                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
-                           f"{row['status']:<13} {row['last_activity']}")
+                continue
+            click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
+                       f"{row['status']:<13} {row['last_activity']}")
+            for u in row.get("undecoded", ()):
+                click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
+                           f"the latest: {_clip(json.dumps(u['latest'], ensure_ascii=False))}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)
@@ -144,7 +168,8 @@ def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> No
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             state = await _state_at(reader, make_converter(), thread_id, at)
-        print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries]})
+        print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries],
+                    **_undecoded(state)})
     run_async(go)
 
 
@@ -198,8 +223,12 @@ def _summarize(message: Message) -> str:
                 + (f" + {notes} notifications" if notes else ""))
     if isinstance(message, ToolResultRecorded):
         result = message.result
-        effect = f" + effect {type(message.effect).__name__}" if message.effect is not None else ""
-        return f"{result.name} {result.call_id} {result.status.value}: {result.content.gist.text}{effect}"
+        effect = app_effect_of(message.effect) if message.effect is not None else None
+        if effect is not None:
+            said = f" + {_effect_summary(effect)}"
+        else:  # none, or the engine's own (the task lifecycle's)
+            said = f" + effect {type(message.effect).__name__}" if message.effect is not None else ""
+        return f"{result.name} {result.call_id} {result.status.value}: {result.content.gist.text}{said}"
     if isinstance(message, ToolStarted):
         return f"{message.name} {message.call_id} started"
     if isinstance(message, NotificationPosted):
@@ -227,6 +256,19 @@ def _summarize(message: Message) -> str:
     return ""
 
 
+def _effect_summary(effect: AppEffect) -> str:
+    inner = effect.effect
+    if not isinstance(inner, UndecodedEffect):
+        return f"effect {type(inner).__name__}"
+    return f"effect {inner.tag} of app {effect.app}, not decoded here ({effect.import_hint()}): {_clip(inner.data)}"
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    """``text``, or its first ``limit`` characters and how many more there are (one line of
+    a listing stays readable; the JSON forms give it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more chars]"
+
+
 @main.command("render")
 @store_option
 @thread_option
@@ -241,20 +283,26 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
     entries, and its own apps' windows, rebuilt from the log as of that seq.
     """
     async def go() -> None:
+        converter = make_converter()
         async with _reader(store_url, thread_id) as reader:
-            st = await _state_at(reader, make_converter(), thread_id, at)
-        print_json(render_json(st, budget, TokenCounter.from_env()))
+            st = await _state_at(reader, converter, thread_id, at)
+
+            async def replay(app: str) -> tuple[AppEffect, ...]:
+                return await replay_app_effects(reader, converter, app, st.seq)
+            apps = await rebuild_apps(st, converter, replay)
+        print_json(render_json(st, budget, TokenCounter.from_env(), apps))
     run_async(go)
 
 
-def render_json(state: HistoryState, budget: int | None, counter: TokenCounter) -> dict[str, Any]:
+def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, apps: list[App]) -> dict[str, Any]:
     """``render --json``: the messages, their tokens (the tools' included), the budget, the
     tools sent, and how each entry of the thread was shown (``live``, ``recent``, ``gist``,
-    ``recap``: folded into a recap, or a recap shown; ``omitted``)."""
+    ``recap``: folded into a recap, or a recap shown; ``omitted``); ``apps`` (rebuilt as of
+    ``state``) give the windows."""
     config = state.config
     if budget is None:
         budget = config.budget if config is not None else DEFAULT_BUDGET
-    windows = "\n\n".join(app.window() for app in rebuild_apps(state))
+    windows = "\n\n".join(app.window() for app in apps)
     result = render_state(state, budget, counter, windows=windows)
     return {
         "messages": [chat_json(m) for m in result.messages],

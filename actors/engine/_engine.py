@@ -45,6 +45,7 @@ from livecontext.protocol import (
     ActorId,
     AfterModelCall,
     AfterToolExecute,
+    AppEffect,
     AppendInput,
     AppendOutput,
     AppendToolResults,
@@ -661,7 +662,7 @@ class Engine(Actor):
         """
         after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail,
                                       shield=True)
-        if invoked.effect is not None and apply:
+        if isinstance(invoked.effect, AppEffect) and apply:
             try:
                 await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log

@@ -6,7 +6,14 @@ from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimi
 from ._render import BudgetTooSmallError, RenderResult, render
 from ._units import RenderCache
 from ._state import FoldError, HistoryState
-from ._store import HistoryConflictError, HistoryStore, history_topic, load_state, render_state
+from ._store import (
+    HistoryConflictError,
+    HistoryStore,
+    history_topic,
+    load_state,
+    render_state,
+    replay_app_effects,
+)
 
 __all__ = [
     "CAPABILITY_OF",
@@ -24,4 +31,5 @@ __all__ = [
     "load_state",
     "render",
     "render_state",
+    "replay_app_effects",
 ]

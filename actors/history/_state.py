@@ -13,6 +13,8 @@ from livecontext.protocol import (
     AccessDenied,
     AgentStatus,
     EnginePaused,
+    AppEffect,
+    AppHistory,
     EntriesFolded,
     HistoryEdited,
     EngineState,
@@ -35,6 +37,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     UserQuestionAsked,
+    app_effect_of,
     derive_state,
     derive_status,
     dump_json,
@@ -51,6 +54,28 @@ _CRITICAL = Retention.CRITICAL
 
 class FoldError(Exception):
     """A record cannot be applied to the state: the log is inconsistent."""
+
+
+class AppTrack:
+    """What one app is rebuilt from (see :class:`~livecontext.protocol.AppHistory`), kept
+    up to date as effects are committed and states saved."""
+
+    __slots__ = ("effects", "last_saved", "saved", "state")
+
+    def __init__(self, history: AppHistory | None = None) -> None:
+        self.state = history.state if history is not None else None
+        self.saved = history.saved if history is not None else 0
+        self.effects: list[AppEffect] = list(history.effects) if history is not None else []
+        self.last_saved = history.last_saved if history is not None else None
+
+    @property
+    def count(self) -> int:
+        """How many effects the app has committed."""
+        return self.saved + len(self.effects)
+
+    def history(self, app: str) -> AppHistory:
+        """The track as the protocol carries it."""
+        return AppHistory(app, self.state, self.saved, tuple(self.effects), self.last_saved)
 
 
 class HistoryState:
@@ -75,7 +100,8 @@ class HistoryState:
         self.recorded: list[ToolResult] = []
         self.started: dict[str, str] = {}
         self.pending_notifications: list[Notification] = []
-        self.app_effects: dict[str, Message] = {}
+        self.apps: dict[str, AppTrack] = {}
+        """What each app with committed effects is rebuilt from, by name, in order of first effect."""
         self.model_outputs = 0
         self.next_entry = 1
         self.next_notification = 1
@@ -303,10 +329,34 @@ class HistoryState:
         self.recorded.append(rec.result)
         self.started.pop(rec.result.call_id, None)
         if rec.effect is not None and not isinstance(rec.effect, TaskCompleted | UserQuestionAsked):
-            app = getattr(rec.effect, "app", None)
-            if not isinstance(app, str):
-                raise FoldError(f"effect {type(rec.effect).__name__} names no app")
-            self.app_effects[app] = rec.effect
+            effect = app_effect_of(rec.effect)
+            if effect is None:
+                raise FoldError(f"effect {type(rec.effect).__name__} of tool result {rec.result.call_id} "
+                                f"in {self.thread_id} names no app")
+            track = self.apps.get(effect.app)
+            if track is None:
+                track = self.apps[effect.app] = AppTrack()
+            track.effects.append(effect)
+
+    # -- apps -------------------------------------------------------------------------------------
+
+    def app_histories(self) -> tuple[AppHistory, ...]:
+        """What each app with committed effects is rebuilt from."""
+        return tuple(track.history(app) for app, track in self.apps.items())
+
+    def save_app_state(self, app: str, effects: int, state: str) -> bool:
+        """Keep ``state``, an app's state as of its ``effects``-th effect, in place of those
+        effects (they stay in the log). Returns ``False``, keeping nothing, unless ``effects``
+        is past the state kept and not past the effects committed."""
+        track = self.apps.get(app)
+        if track is None or not track.saved < effects <= track.count:
+            return False
+        done = effects - track.saved
+        track.last_saved = track.effects[done - 1]
+        del track.effects[:done]
+        track.state = state
+        track.saved = effects
+        return True
 
     # -- snapshots --------------------------------------------------------------------------------
 
@@ -318,8 +368,9 @@ class HistoryState:
         return SnapshotDraft(stored, HistorySnapshot(
             self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
-            tuple(self.app_effects.values()), self.model_outputs, self.next_entry,
+            (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
+            apps=self.app_histories(),
         ))
 
     @classmethod
@@ -353,7 +404,14 @@ class HistoryState:
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
-        state.app_effects = {getattr(e, "app"): e for e in snap.app_effects}
+        for old in snap.app_effects:  # (a snapshot written before apps: each app's last effect)
+            effect = app_effect_of(old)
+            if effect is None:
+                raise FoldError(f"snapshot of {snap.thread_id} at seq {snap.seq}: effect "
+                                f"{type(old).__name__} names no app")
+            state.apps[effect.app] = AppTrack(AppHistory(effect.app, effects=(effect,)))
+        for history in snap.apps:
+            state.apps[history.app] = AppTrack(history)
         state.model_outputs = snap.model_outputs
         state.next_entry = snap.next_entry
         state.next_notification = snap.next_notification

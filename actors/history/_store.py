@@ -12,7 +12,9 @@ import trio
 from livecontext.protocol import (
     ActorId,
     AgentStatus,
+    AppEffect,
     AppEffects,
+    AppHistory,
     AppendInput,
     AppendOutput,
     AppendToolResults,
@@ -41,8 +43,10 @@ from livecontext.protocol import (
     RecordToolStarted,
     Render,
     Rendered,
+    ReplayAppEffects,
     Retention,
     StepFailed,
+    SaveAppState,
     SystemPromptSet,
     Tail,
     ThreadConfigured,
@@ -52,6 +56,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     Topic,
+    app_effect_of,
     derive_state,
     dump_json,
     load_json,
@@ -201,7 +206,21 @@ class HistoryStore(ContextManagement):
 
     @handler(inline=True)
     async def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
-        return AppEffects(tuple(self.state.app_effects.values()))
+        return AppEffects(self.state.app_histories())
+
+    @handler
+    async def on_replay_app_effects(self, msg: ReplayAppEffects) -> AppEffects:
+        effects = await replay_app_effects(self.log, self.converter, msg.app, self.state.seq)
+        return AppEffects((AppHistory(msg.app, effects=effects),) if effects else ())
+
+    @handler(inline=True)
+    async def on_save_app_state(self, msg: SaveAppState) -> None:
+        # kept in memory for the next snapshot: the effects it stands for stay in the log
+        if not self.state.save_app_state(msg.app, msg.effects, msg.state):
+            track = self.state.apps.get(msg.app)
+            log.warning("thread %s: state of app %r as of effect %d not kept: %s", self.thread_id, msg.app,
+                        msg.effects, f"the kept one is as of effect {track.saved} and {track.count} are committed"
+                        if track is not None else "it has committed no effect")
 
     @handler(inline=True)
     async def on_get_status(self, msg: GetStatus) -> AgentStatus:
@@ -468,6 +487,21 @@ def entry_decoder(converter: ProtocolConverter) -> Callable[[str], HistoryEntry]
         return converter.structure(load_json(text), HistoryEntry)  # type: ignore[arg-type]
 
     return decode
+
+
+async def replay_app_effects(log: Any, converter: ProtocolConverter, app: str,
+                             to_seq: int | None = None) -> tuple[AppEffect, ...]:
+    """Every effect ``app`` committed (up to ``to_seq``), read from the log, oldest first: for
+    an app whose saved state cannot be loaded (reads and decodes every tool result)."""
+    effects = []
+    for rec in await log.read(1, to_seq):
+        if rec.kind != "ToolResultRecorded":
+            continue
+        payload = converter.load_message(load_json(rec.payload))
+        effect = app_effect_of(payload.effect) if isinstance(payload, ToolResultRecorded) and payload.effect else None
+        if effect is not None and effect.app == app:
+            effects.append(effect)
+    return tuple(effects)
 
 
 async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,

@@ -20,13 +20,13 @@ import trio.testing
 from attrs import define, field
 
 from livecontext.actors import _agent as agent_module
-from tests.support.apps import StatelessApp
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     AgentStatus,
     AppEffects,
+    AppHistory,
     Cancel,
     Entries,
     GetAppEffects,
@@ -118,10 +118,15 @@ class AgentHarness:
         assert isinstance(got, Entries)
         return got.entries
 
-    async def effects(self) -> tuple[Message, ...]:
+    async def app_histories(self) -> tuple[AppHistory, ...]:
+        """What the history store keeps to rebuild each app: its saved state, the effects after."""
         got = await self.client.ask(self.agent.history, GetAppEffects())
         assert isinstance(got, AppEffects)
-        return got.effects
+        return got.apps
+
+    async def effects(self) -> tuple[Message, ...]:
+        """The apps' own effects the history store keeps (those after each app's saved state)."""
+        return tuple(e.effect for history in await self.app_histories() for e in history.effects)
 
     async def render(self, budget: int, windows: str = "") -> Rendered:
         got = await self.client.ask(self.agent.history, Render(budget, windows))
@@ -185,7 +190,7 @@ class Probe:
     """How many ``slow`` calls really sleep; later ones return at once."""
 
 
-class ProbeApp(StatelessApp):
+class ProbeApp(App):
     """A test app whose tools record what happens to them."""
 
     name = "probe"

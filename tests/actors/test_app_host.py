@@ -12,6 +12,7 @@ from livecontext.actors._agent import APP_HOST_CAPABILITIES
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
     ActorId,
+    AppEffect,
     ApplyEffect,
     CancelTool,
     GetWindows,
@@ -63,7 +64,7 @@ async def test_a_tool_call_returns_its_effect_and_changes_nothing_until_the_effe
     async with open_agent(apps=[Notebook()]) as h:
         invoked = await invoke(h, "notebook_replace", {"old_text": "", "new_text": "hello"})
         assert invoked.result.status is ToolStatus.OK
-        assert invoked.effect == NotebookEdited(app="notebook", text="hello")
+        assert invoked.effect == AppEffect("notebook", NotebookEdited(text="hello"))
         assert "(the notebook is empty)" in await windows(h)
         await h.client.ask(h.agent.apps, ApplyEffect(invoked.effect))
         assert await windows(h) == "[Window: notebook]\nhello"

@@ -98,4 +98,4 @@ async def test_run_json_apps_show_the_committed_notebook() -> None:
     async with open_agent([{"tool_calls": [replace("", "noted")]}, {"text": "ok"}], inputs=["note"],
                           apps=[Notebook()]) as h:
         await h.run_until_idle()
-        assert apps_json(await h.effects()) == {"notebook": "noted"}
+        assert apps_json(await h.app_histories()) == {"notebook": "noted"}

@@ -57,7 +57,7 @@ def comparable(state: HistoryState) -> dict[str, Any]:
         del data["created_at"], data["author"]
         entries.append(data)
     return {"state": state.state.value, "entries": entries,
-            "apps": apps_json(tuple(state.app_effects.values()))}
+            "apps": apps_json(state.app_histories())}
 
 
 def finished(state: HistoryState | None) -> bool:

@@ -108,7 +108,7 @@ async def test_a_v1_store_folds_to_the_entries_v1_folded_from_its_snapshot_and_f
     assert list(from_snapshot.entries) == expected
     assert list(from_records.entries) == expected
     assert from_records.active_tokens == from_snapshot.active_tokens
-    assert from_records.app_effects == from_snapshot.app_effects
+    assert [h.latest for h in from_records.app_histories()] == [h.latest for h in from_snapshot.app_histories()]
     # the fold really covers results entries whose results the records carry
     results_entries = [e for e in from_records.entries if isinstance(e, ToolResultsEntry)]
     assert [len(e.results) for e in results_entries] == [1, 2, 1]
@@ -157,7 +157,7 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
                                                "ModelOutputEntry"]
     assert isinstance(added[1], ModelOutputEntry) and isinstance(added[2], ToolResultsEntry)
     assert [r.call_id for r in added[2].results] == [c.id for c in added[1].tool_calls]
-    assert [getattr(e, "text", None) for e in after.app_effects.values()] == ["plan: fix step_3\ndone: tasks one, three"]
+    assert [getattr(h.latest and h.latest.effect, "text", None) for h in after.app_histories()] == ["plan: fix step_3\ndone: tasks one, three"]
     assert list((await replayed_from_the_first_record(url)).entries) == list(after.entries)
     # a snapshot written now holds v1 entries (some still as the v1 snapshot wrote them) and new ones
     converter = make_converter()

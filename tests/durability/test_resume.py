@@ -16,6 +16,7 @@ from livecontext.actors._session import Session, open_session, run_until_idle
 from livecontext.actors.history import HistoryState, HistoryStore, load_state
 from livecontext.protocol import (
     ActorId,
+    AppEffect,
     AppendInput,
     EngineState,
     GetTail,
@@ -36,12 +37,11 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LogWriteError, open_store
 from livecontext.runtime.tokens import TokenCounter
 
-from tests.support.apps import StatelessApp
 
 from ._support import notebook_turns
 
 
-class Mailer(StatelessApp):
+class Mailer(App):
     """An app with a tool that acts on the world outside the log, so it is not idempotent."""
 
     name = "mailer"
@@ -52,7 +52,6 @@ class Mailer(StatelessApp):
 
     def view(self) -> str:
         return "(mail goes out at once)"
-
 
     @tool
     async def send_mail(self, to: str) -> ToolOutcome:
@@ -217,7 +216,7 @@ async def test_an_idempotent_builtin_tool_without_a_recorded_result_runs_again_o
     [result] = results(state)
     assert result.status is ToolStatus.OK
     assert summary["apps"] == {"notebook": "line 0"}
-    assert apps_json(tuple(state.app_effects.values())) == {"notebook": "line 0"}
+    assert apps_json(state.app_histories()) == {"notebook": "line 0"}
 
 
 async def test_after_resume_an_app_holds_the_fold_of_its_committed_effects(tmp_path: Path) -> None:
@@ -232,7 +231,7 @@ async def test_after_resume_an_app_holds_the_fold_of_its_committed_effects(tmp_p
         # the result and its effect commit together; the crash comes before the app applies it
         result = ToolResult(call.id, call.name, ToolStatus.OK, counter.content("line 0", "+line 0", "edited"))
         await s.rt.client("crash").ask(
-            s.agent.history, RecordToolResult(result, NotebookEdited(app="notebook", text="line 0")))
+            s.agent.history, RecordToolResult(result, AppEffect("notebook", NotebookEdited(text="line 0"))))
         window = await s.rt.client("look").ask(s.agent.apps, GetWindows())
         assert isinstance(window, Windows) and "line 0" not in window.text
     async with session(url, turns) as (s, model):
@@ -244,8 +243,9 @@ async def test_after_resume_an_app_holds_the_fold_of_its_committed_effects(tmp_p
     state = await committed(url)
     assert [r.status for r in results(state)] == [ToolStatus.OK]  # not run a second time
     folded = Notebook()
-    for effect in state.app_effects.values():
-        folded.apply(effect)
+    for history in state.app_histories():
+        for effect in history.effects:
+            folded.apply(effect.effect)
     assert summary["apps"] == {"notebook": folded.text} == {"notebook": "line 0"}
 
 
@@ -256,7 +256,7 @@ async def test_an_effect_whose_result_was_never_committed_leaves_no_trace(tmp_pa
         await run_until_idle(s, 5)  # line 0 committed; the second edit's output is recorded
         assert (await tail(s)).state is EngineState.WAITING_TOOL_RESULTS
     state = await committed(url)
-    assert apps_json(tuple(state.app_effects.values())) == {"notebook": "line 0"}
+    assert apps_json(state.app_histories()) == {"notebook": "line 0"}
     records = json.dumps([entry_json(e) for e in state.entries])
     assert "line 1" in records  # asked for in the output's tool call, not applied
     async with session(url, turns) as (s, _):

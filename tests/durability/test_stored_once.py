@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from livecontext.actors import AgentSettings
-from livecontext.actors.apps import ToolOutcome, tool
+from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors._session import open_session, run_until_idle
 from livecontext.actors.history import load_state
 from livecontext.protocol import ToolResultsEntry, make_converter
@@ -16,7 +16,6 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.persistence._sqlite_codec import DICTIONARY
 
-from tests.support.apps import StatelessApp
 
 from ._support import url_for
 
@@ -32,7 +31,7 @@ OUTPUTS = {
 }
 
 
-class Shell(StatelessApp):
+class Shell(App):
     """``bash`` returns the prepared output named by its command, as plain text."""
 
     name = "shell"

@@ -29,8 +29,10 @@ from livecontext.protocol import (
     ModelInputEntry,
     NotebookEdited,
     Topic,
+    UndecodedEffect,
     UnknownMessageTypeError,
     UnsupportedSchemaVersionError,
+    dump_json,
     make_converter,
 )
 
@@ -44,13 +46,19 @@ _ACTOR_IDS = st.builds(
 )
 _TOPICS = st.builds(Topic, st.text(max_size=12))
 _UTC_TIMES = st.datetimes(timezones=st.just(dt.timezone.utc))
-_MESSAGE_TYPES = tuple(c for c in TAGGED_TYPES if issubclass(c, Message))
+_MESSAGE_TYPES = tuple(c for c in TAGGED_TYPES if issubclass(c, Message) and c is not UndecodedEffect)
+"""(An :class:`UndecodedEffect` is read only where an app's effect is expected: see its tests.)"""
 
 
-def _holds_messages(cls: type) -> bool:
-    """Whether a field of ``cls`` (at any depth of tuples/unions) is declared as ``Message``."""
+def _holds_messages(cls: type, seen: frozenset[type] = frozenset()) -> bool:
+    """Whether a field of ``cls`` (at any depth of tuples, unions and the attrs classes of
+    fields) is declared as ``Message``."""
     def mentions(tp: Any) -> bool:
-        return tp is Message or any(mentions(a) for a in typing.get_args(tp))
+        if tp is Message:
+            return True
+        if isinstance(tp, type) and attrs.has(tp) and tp not in seen:
+            return _holds_messages(tp, seen | {cls})
+        return any(mentions(a) for a in typing.get_args(tp))
     return any(mentions(f.type) for f in attrs.fields(attrs.resolve_types(cls)))
 
 
@@ -78,6 +86,9 @@ def strategy_for(tp: Any, depth: int = 0) -> st.SearchStrategy[Any]:
         return _UTC_TIMES
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return st.sampled_from(list(tp))
+    if tp is UndecodedEffect:  # an effect of a class this process does not know, as stored
+        return st.builds(lambda tag, n: UndecodedEffect(tag, dump_json({"type": tag, "n": n})),
+                         st.sampled_from(["Teleported", "Counted"]), st.integers(0, 99))
     if tp is Message:
         choices = _MESSAGE_TYPES if depth < 1 else _FLAT_MESSAGE_TYPES
         return st.one_of([strategy_for(c, depth + 1) for c in choices])
@@ -110,14 +121,14 @@ def _envelopes(payloads: st.SearchStrategy[Message]) -> st.SearchStrategy[Envelo
 
 def _valid_envelope_data() -> dict[str, Any]:
     env = Envelope("0001-00000001", ActorId("client", "t"), ActorId("worker", "w"),
-                   dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc), 7, NotebookEdited("nb", "hi"))
+                   dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc), 7, NotebookEdited("hi"))
     return make_converter().envelope_to_data(env)
 
 
 # -- round trips -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cls", TAGGED_TYPES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [c for c in TAGGED_TYPES if c is not UndecodedEffect], ids=lambda c: c.__name__)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_tagged_type_round_trips_through_json_with_its_tag(cls: type, data: st.DataObject) -> None:
@@ -147,7 +158,7 @@ def test_an_envelope_is_written_with_the_schema_version_and_readable_addresses()
     assert data["sender"] == "client/t"
     assert data["recipient"] == "worker/w"
     assert data["sent_at"] == "2024-05-01T12:00:00+00:00"
-    assert data["payload"] == {"type": "NotebookEdited", "app": "nb", "text": "hi"}
+    assert data["payload"] == {"type": "NotebookEdited", "text": "hi"}
     env = make_converter().envelope_from_data({**data, "recipient": "#history.changes"})
     assert env.recipient == Topic("history.changes")
 
@@ -178,7 +189,9 @@ def test_every_tagged_type_has_a_unique_tag() -> None:
 
 def test_an_unknown_tag_raises_unknown_message_type_error_naming_it() -> None:
     with pytest.raises(UnknownMessageTypeError, match=r"unknown message type tag 'Teleport': .*"
-                                                      r"register the class with make_converter\(extra_types=...\)") as info:
+                                                      r"import the module that defines the class \(an app's "
+                                                      r"effects are known once its App class is defined\), or pass it "
+                                                      r"to make_converter\(extra_types=...\)") as info:
         make_converter().load_message({"type": "Teleport", "to": "mars"})
     assert info.value.tag == "Teleport"
     assert "NotebookEdited" in info.value.known

@@ -23,7 +23,7 @@ PLAN = "# Plan\nstep 1: read\nstep 2: write\n# Notes\nkeep this\n"
 def notebook(text: str = "") -> Notebook:
     nb = Notebook()
     if text:
-        nb.apply(NotebookEdited(app="notebook", text=text))
+        nb.apply(NotebookEdited(text=text))
     return nb
 
 
@@ -113,13 +113,6 @@ def test_applying_an_effect_of_another_kind_is_refused_and_changes_nothing() -> 
     assert nb.text == "kept"
 
 
-def test_applying_another_apps_notebook_edit_is_refused() -> None:
-    nb = notebook("kept")
-    with pytest.raises(UnknownEffectError, match=r"^app 'notebook' cannot apply NotebookEdited"):
-        nb.apply(NotebookEdited(app="scratchpad", text="other"))
-    assert nb.text == "kept"
-
-
 # -- notebook_replace -------------------------------------------------------------------------
 
 
@@ -130,7 +123,7 @@ async def test_writing_into_an_empty_notebook_with_empty_old_text_sets_the_text(
         live="hello\n",
         recent="--- notebook (before)\n+++ notebook (after)\n@@ -0,0 +1 @@\n+hello",
         gist="notebook edited: 0 -> 6 chars (+6)",
-        effect=NotebookEdited(app="notebook", text="hello\n"),
+        effect=NotebookEdited(text="hello\n"),
     )
 
 
@@ -153,7 +146,7 @@ async def test_a_unique_passage_is_replaced_with_levels_new_text_diff_and_size_l
         " keep this"
     )
     assert outcome.gist == f"notebook edited: {len(PLAN)} -> {len(new)} chars (+19)"
-    assert outcome.effect == NotebookEdited(app="notebook", text=new)
+    assert outcome.effect == NotebookEdited(text=new)
 
 
 async def test_the_notebook_is_unchanged_until_the_committed_effect_is_applied() -> None:
@@ -246,7 +239,7 @@ def test_replacing_a_unique_passage_then_applying_equals_str_replace(
 def test_writing_into_an_empty_notebook_then_applying_yields_the_new_text(new: str) -> None:
     nb = Notebook()
     outcome = nb.notebook_replace("", new)
-    assert outcome.effect == NotebookEdited(app="notebook", text=new)
+    assert outcome.effect == NotebookEdited(text=new)
     nb.apply(outcome.effect)
     assert nb.text == new
 
@@ -269,7 +262,7 @@ async def test_a_span_from_start_anchor_through_end_anchor_is_replaced() -> None
         " # Notes",
         " keep this",
     ]
-    assert outcome.effect == NotebookEdited(app="notebook", text=new)
+    assert outcome.effect == NotebookEdited(text=new)
     assert nb.text == PLAN
 
 

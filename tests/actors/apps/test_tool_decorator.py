@@ -8,7 +8,6 @@ import pydantic
 import pytest
 import trio
 
-from tests.support.apps import StatelessApp
 from livecontext.actors.apps import (
     App,
     AppDefinitionError,
@@ -40,7 +39,7 @@ class Point(pydantic.BaseModel):
     y: int
 
 
-class Stateless(StatelessApp):
+class Stateless(App):
     """An app with no state of its own, for testing tools."""
 
     def view(self) -> str:
@@ -685,7 +684,7 @@ def test_an_outcome_that_failed_cannot_carry_an_effect() -> None:
         match=r"^a failed tool outcome cannot carry an effect \(NotebookEdited\): only a "
         r"successful call changes state$",
     ):
-        ToolOutcome(ToolStatus.FAILED, "x", "x", "x", NotebookEdited(app="notebook", text=""))
+        ToolOutcome(ToolStatus.FAILED, "x", "x", "x", NotebookEdited(text=""))
 
 
 def test_an_outcome_becomes_a_tool_result_with_token_counts() -> None:

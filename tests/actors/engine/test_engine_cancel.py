@@ -343,7 +343,7 @@ async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_
         assert idle.reason == "cancelled"
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
         # the step that was recording finished: result and effect committed, effect applied ...
-        assert await h.effects() == (NotebookEdited(app="notebook", text="kept"),)
+        assert await h.effects() == (NotebookEdited(text="kept"),)
         windows = await h.client.ask(h.agent.apps, GetWindows())
         assert isinstance(windows, Windows) and windows.text.endswith("kept")
         # ... and its events published

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 
-from livecontext.actors.apps import ToolOutcome, tool
+from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.engine import ToolNameClashError
 from livecontext.protocol import (
     AfterToolExecute,
@@ -21,7 +21,6 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
-from tests.support.apps import StatelessApp
 
 S = EngineState
 SLOW = 30.0
@@ -191,7 +190,7 @@ async def test_a_control_tool_with_bad_arguments_gives_a_failed_result_the_model
     assert says in model.requests[1].messages[-2].content
 
 
-class Finisher(StatelessApp):
+class Finisher(App):
     """An app with a tool of its own named ``task_complete``."""
 
     name = "finisher"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from livecontext.actors.apps import ToolDefinitionError, describe_tools, tool
+from livecontext.actors.apps import App, ToolDefinitionError, describe_tools, tool
 from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
@@ -24,7 +24,6 @@ from livecontext.protocol import (
     Shown,
     ThreadConfigured,
 )
-from tests.support.apps import StatelessApp
 from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 from tests.context._world import open_history
 
@@ -74,7 +73,7 @@ async def test_the_newest_entry_may_get_another_retention_class_but_not_be_folde
         assert refused.conflicts[0].reason == "the newest entry cannot be edited away: the engine's state stands on it"
 
 
-class Lookup(StatelessApp):
+class Lookup(App):
     """An app with a read-only lookup whose results a later lookup supersedes."""
 
     name = "lookup"
