@@ -37,6 +37,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from livecontext.protocol import Shown
 
+from .._agent import parent_thread_id
 from .._thread_apps import rebuild_apps, thread_apps
 from ..history import HistoryState, load_state, render_state
 from ..history._manage import entry_number
@@ -118,12 +119,15 @@ def threads(store_url: str, as_json: bool) -> None:
                 rows.append({"thread": info.thread_id, "entries": len(state.entries),
                              "state": state.state.value, "seq": info.last_seq,
                              "last_activity": info.last_activity.isoformat() if info.last_activity else None,
-                             "forked_from": info.forked_from, "forked_at": info.forked_at})
+                             "forked_from": info.forked_from, "forked_at": info.forked_at,
+                             "parent": parent_thread_id(info.thread_id)})
         for row in rows:
             if as_json:
                 print_json(row)
             else:
-                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} {row['last_activity']}")
+                parent = f"  (sub-agent of {row['parent']})" if row["parent"] else ""
+                click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
+                           f"{row['last_activity']}{parent}")
         if not rows and not as_json:
             click.echo(f"no threads in {store_url}")
     run_async(go)
@@ -162,14 +166,17 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
 @thread_option
 @json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
-    """Print one JSON line per log record: seq, sender, sent_at, kind, summary."""
+    """Print one JSON line per log record: seq, sender, sent_at, kind, summary (and, for a
+    sub-agent's thread, its parent)."""
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             records = await reader.read(1)
         converter = make_converter()
+        parent = parent_thread_id(thread_id)  # a sub-agent's lines name the thread that spawned it
         for rec in records:
-            print_json({"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
-                        "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)})
+            line = {"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
+                    "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
+            print_json(line if parent is None else {**line, "parent": parent})
     run_async(go)
 
 
