@@ -114,6 +114,7 @@ from ._records import (
     ToolStarted,
 )
 from ._state import EngineState, derive_state
+from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
 from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
@@ -145,6 +146,7 @@ __all__ = [
     "CancelTool",
     "Capability",
     "ChatMessage",
+    "ClaimTurn",
     "Conflict",
     "Content",
     "EditApplied",
@@ -200,6 +202,7 @@ __all__ = [
     "RecapEntry",
     "RecordToolResult",
     "RecordToolStarted",
+    "ReleaseTurn",
     "RemoveEntries",
     "Render",
     "Rendered",
@@ -228,6 +231,8 @@ __all__ = [
     "ToolStatus",
     "Tools",
     "Topic",
+    "TurnGranted",
+    "TurnRefused",
     "UnknownMessageTypeError",
     "UnsupportedSchemaVersionError",
     "Usage",

@@ -65,6 +65,7 @@ from ._context_mgmt import (
     SetRetention,
 )
 from ._apps import NotebookEdited
+from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
 from ._records import (
     EntryAppended,
     HistorySnapshot,
@@ -143,6 +144,11 @@ TAGGED_TYPES: tuple[type, ...] = (
     HistoryUsage,
     FoldNow,
     FoldDone,
+    # systems of agents
+    ClaimTurn,
+    TurnGranted,
+    TurnRefused,
+    ReleaseTurn,
     # event log records
     EntryAppended,
     ToolStarted,
