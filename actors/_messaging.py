@@ -18,7 +18,7 @@ from types import MappingProxyType
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import ActorId, Message, NotificationPosted, PostNotification, ProvideInput
+from livecontext.protocol import ActorId, Message, NotificationPosted, PostNotification, ProvideInput, Retention
 from livecontext.runtime import Context
 
 from ._turns import AgentAddress, TurnRefusedError, held_turn, run_turn
@@ -108,8 +108,10 @@ class Messaging(App):
         if not question.strip():
             raise ToolFailure("question is empty: write what to ask")
         timeout = directory.ask_timeout_s
+        # not pinned as the thread's task, even as its first input: the agent's task is its
+        # role, and the next question will be another
         asked = ProvideInput(f"Answer {self.me}'s question (the notification below); "
-                             f"your reply is sent back to {self.me}.")
+                             f"your reply is sent back to {self.me}.", Retention.COMPRESSIBLE)
         with trio.move_on_after(timeout) as scope:
             try:
                 async with held_turn(ctx, directory.switchboard, to, f"{self.me}.{next(self._claims)}"):
