@@ -84,6 +84,12 @@ def test_a_system_blueprint_resumes_its_threads_from_a_durable_store(tmp_path: P
     threads = CliRunner().invoke(main, ["threads", "--store", store, "--json"], catch_exceptions=False)
     assert [json.loads(line)["thread"] for line in threads.stdout.splitlines()] == [
         "team.critic", "team.planner", "team.researcher"]
+    # what a system's agent was sent renders from the store alone, its messaging app included
+    shown = CliRunner().invoke(main, ["render", "--store", store, "--thread", "team.critic"], catch_exceptions=False)
+    rendered = json.loads(shown.stdout)
+    assert [t["name"] for t in rendered["tools"]] == ["send_message", "ask_agent"]
+    assert rendered["messages"][0]["content"].endswith(
+        "- planner: plans the trip; asks the others\n- researcher: knows places: what to see, how long it takes")
 
 
 @pytest.mark.parametrize("args, message", [
