@@ -96,7 +96,7 @@ class Switchboard(Actor):
             self._forget(msg.agent, held)
             self._grant_next(msg.agent)
             return
-        queue = self._waiting.get(msg.agent, ())
+        queue = self._waiting.get(msg.agent, collections.deque())
         for claim in queue:
             if claim.is_(env.sender, msg.claim):  # given up before it was granted
                 queue.remove(claim)

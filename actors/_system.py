@@ -109,13 +109,21 @@ class SystemStatus:
     agents: tuple[AgentStatus, ...]
 
 
+def _answers(value: Mapping[str, AgentAnswer]) -> Mapping[str, AgentAnswer]:
+    return MappingProxyType(dict(value))
+
+
+def _held(value: Mapping[str, tuple[str, ...]]) -> Mapping[str, tuple[str, ...]]:
+    return MappingProxyType(dict(value))
+
+
 @frozen
 class InputsRun:
     """What :meth:`System.run_inputs` did."""
 
-    answers: Mapping[str, AgentAnswer] = field(converter=lambda m: MappingProxyType(dict(m)))
+    answers: Mapping[str, AgentAnswer] = field(converter=_answers)
     """The turn each agent took, by name (agents with nothing to do took none)."""
-    held: Mapping[str, tuple[str, ...]] = field(converter=lambda m: MappingProxyType(dict(m)))
+    held: Mapping[str, tuple[str, ...]] = field(converter=_held)
     """Inputs not fed, by agent: its thread was stopped in the middle of a step (a crash), so
     the turn finished that step's work instead; run again to give new input."""
 
@@ -271,8 +279,11 @@ async def open_system(
     async with contextlib.AsyncExitStack() as stack:
         opened: dict[str, ModelClient] = {}
         for a in bp.agents:
-            opened[a.name] = given.get(a.name) or await stack.enter_async_context(
-                open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key))
+            mine = given.get(a.name)
+            if mine is None:
+                mine = await stack.enter_async_context(
+                    open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key))
+            opened[a.name] = mine
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
         event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))

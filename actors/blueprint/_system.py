@@ -10,6 +10,9 @@ from attrs import frozen
 from livecontext.runtime import UsageError
 
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
+
+ENGINE_TOOL_LIMIT_S = 300.0
+"""How long the engine lets any tool call run (an ask waits inside one)."""
 from ._blueprint import Blueprint
 
 
@@ -45,6 +48,9 @@ class SystemBlueprint:
     """How long ``ask_agent`` waits for an answer, the receiver's turn included."""
 
     def __attrs_post_init__(self) -> None:
+        if not 0 < self.ask_timeout_s < ENGINE_TOOL_LIMIT_S:
+            raise UsageError(f"system {self.name!r}: ask_timeout_s must be > 0 and < {ENGINE_TOOL_LIMIT_S:g} "
+                             f"(the engine's limit on any tool call), got {self.ask_timeout_s!r}")
         names = [a.name for a in self.agents]
         if not names:
             raise UsageError(f"system {self.name!r} has no agents: give it at least one")

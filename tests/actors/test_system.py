@@ -140,3 +140,26 @@ async def test_two_questions_to_one_agent_take_turns() -> None:
         [["x asks: from x"], ["y asks: from y"]], [["y asks: from y"], ["x asks: from x"]])
     first_asker = z_inputs[0].notifications[0].text[0]
     assert got[first_asker] == "first answer"
+
+
+async def test_a_turn_given_up_while_waiting_is_never_taken() -> None:
+    """A caller that stops waiting for a busy agent's turn leaves nothing queued: its input is
+    never fed, and the next caller gets the turn as soon as it is free."""
+    z = scripted([{"text": "first", "delay_s": 0.3}, {"text": "third"}])
+    async with open_system(team("z"), store="memory:", models={"z": z}) as system:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(system.send, "z", "one")
+            await trio.sleep(0.05)
+            with trio.move_on_after(0.05) as gave_up:
+                await system.send("z", "two")  # z is busy: this waits, then gives up
+            assert gave_up.cancelled_caught
+        with trio.fail_after(5):
+            answer = await system.send("z", "three")
+        z_inputs = [e.text for e in await entries(system.store, "team.z") if isinstance(e, ModelInputEntry)]
+    assert (answer.text, z_inputs) == ("third", ["one", "three"])
+
+
+async def test_an_ask_timeout_the_engine_would_cut_short_is_refused() -> None:
+    bp = team("a")
+    with pytest.raises(UsageError, match=r"ask_timeout_s must be > 0 and < 300 \(the engine's limit on any tool call\), got 300"):
+        type(bp)(bp.path, bp.name, bp.agents, bp.store, ask_timeout_s=300)
