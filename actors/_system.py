@@ -209,10 +209,15 @@ class System:
         async def take(agent: SystemAgent, feed: list[ProvideInput]) -> None:
             answers[agent.name] = await self._turn(agent, feed)
 
+        states = {}
+        for agent in self.agents.values():  # every state before any turn starts (and asks others)
+            tail = await self._client.ask(agent.address.history, GetTail())
+            assert isinstance(tail, Tail)
+            states[agent.name] = tail.state
         async with trio.open_nursery() as nursery:
             for agent in self.agents.values():
                 feed = given.get(agent.name, [])
-                if agent.resumed_state is not EngineState.WAITING_INPUT:
+                if states[agent.name] is not EngineState.WAITING_INPUT:
                     if feed:
                         held[agent.name] = tuple(f.text for f in feed)
                     nursery.start_soon(take, agent, [])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import trio
 
@@ -163,3 +165,20 @@ async def test_an_ask_timeout_the_engine_would_cut_short_is_refused() -> None:
     bp = team("a")
     with pytest.raises(UsageError, match=r"ask_timeout_s must be > 0 and < 300 \(the engine's limit on any tool call\), got 300"):
         type(bp)(bp.path, bp.name, bp.agents, bp.store, ask_timeout_s=300)
+
+
+async def test_an_agent_stopped_mid_step_finishes_that_work_first_and_its_inputs_are_held(tmp_path: Path) -> None:
+    turns = [call("notebook_replace", old_text="", new_text="1"), {"text": "done"}]
+    store = f"sqlite:{tmp_path / 's.db'}"
+    async with open_system(team("a", extra="max_steps = 2\n"), store=store, models={"a": scripted(turns)}) as system:
+        stopped = await system.send("a", "start")  # the input, then a model call asking for a tool
+    assert (stopped.reason, stopped.text, stopped.state.value) == ("max_steps", None, "WaitingToolResults")
+    async with open_system(team("a"), store=store, models={"a": scripted(turns)}) as system:
+        assert system.agents["a"].resumed_state.value == "WaitingToolResults"
+        assert (await system.status()).agents[0].status == "active"
+        run = await system.run_inputs({"a": ["again"]})
+        inputs = [e.text for e in await entries(system.store, "team.a") if isinstance(e, ModelInputEntry)]
+        status = (await system.status()).agents[0]
+    assert run.held == {"a": ("again",)}
+    assert (run.answers["a"].text, inputs) == ("done", ["start"])
+    assert (status.status, status.app_effects[0].text) == ("waiting_user", "1")  # type: ignore[attr-defined]
