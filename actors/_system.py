@@ -303,7 +303,7 @@ async def open_system(
             settings = attrs.evolve(a.blueprint.settings, system_prompt=_prompt(a, directory))
             actors = await spawn_agent(rt, logs[a.name], opened[a.name], settings, converter=converter,
                                        counter=counter, apps=apps, recap_model=side[a.name].recap,
-                                       analyzer_models=side[a.name].analyzers)
+                                       analyzer_models=side[a.name].analyzers, model_spec=a.blueprint.model)
             tail = await opener.ask(actors.history, GetTail())
             assert isinstance(tail, Tail)
             agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),

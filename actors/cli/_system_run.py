@@ -17,14 +17,14 @@ from livecontext.runtime.persistence import default_store_url
 
 from .._system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
-from ._format import apps_json, entry_json
+from .._format import apps_json, entry_json
 from ._main import print_json, run_async
 from ._transcript import Transcript
 
 ONE_AGENT_FLAGS = {
     "model_spec": "--model", "thread_id": "--thread", "system_prompt": "--system", "budget": "--budget",
     "pins": "--pin", "no_pin_task": "--no-pin-task", "max_steps": "--max-steps",
-    "snapshot_every": "--snapshot-every", "events_path": "--events",
+    "snapshot_every": "--snapshot-every", "events_path": "--events", "tools": "--tool", "app_paths": "--app",
 }
 """The flags of ``run`` (by parameter) that describe one agent: a system sets them per agent."""
 

@@ -31,7 +31,7 @@ PARENT_PROCESS = textwrap.dedent('''
     import json, sys, trio
     from livecontext.actors import AgentSettings, SubAgents
     from livecontext.actors.apps import Notebook
-    from livecontext.actors.cli._session import open_session, run_until_idle
+    from livecontext.actors._session import open_session, run_until_idle
     from livecontext.runtime.models import ScriptedModel
 
     store, parent_script, sub_script = sys.argv[1:4]

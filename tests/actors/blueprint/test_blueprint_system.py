@@ -134,3 +134,14 @@ async def test_a_file_name_that_cannot_name_the_system_asks_for_a_system_key() -
 async def test_an_agent_table_takes_every_key_an_agent_takes_at_the_top_level_but_the_store() -> None:
     system_only = {"store", "system", "ask_timeout_s", "agents"}
     assert set(AgentTable.model_fields) == set(BlueprintFile.model_fields) - system_only | {"name", "description"}
+
+
+async def test_an_agents_apps_and_tools_are_its_own_and_their_errors_point_into_its_table() -> None:
+    bp = load('[[agents]]\nname = "a"\n[agents.apps]\nnotebook = false\n\n[[agents]]\nname = "b"\n')
+    assert [[use.use for use in a.blueprint.apps] for a in bp.agents] == [[], ["notebook"]]
+    text = '[[agents]]\nname = "a"\n\n[[agents]]\nname = "b"\n\n[[agents.apps]]\nuse = "notebook"\n\n[[agents.tools]]\nuse = "nowhere_mod:fn"\n'
+    with pytest.raises(BlueprintError, match=r"^team\.toml:11: \[\[agents\]\] #2 \[\[tools\]\] #1 tool 'nowhere_mod:fn': cannot import module 'nowhere_mod'") as info:
+        load(text)
+    assert info.value.key == "agents[1].tools[0].use"
+    with pytest.raises(BlueprintError, match=exactly("team.toml:4: [[agents]] #1 [apps] notebook must be true or false, got an integer 3")):
+        load('[[agents]]\nname = "a"\n[agents.apps]\nnotebook = 3\n')
