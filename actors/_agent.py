@@ -20,6 +20,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
+from ._subagents import give_store
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
 from .engine import Engine, EngineWiring, control_tools, engine_topic
@@ -36,16 +37,41 @@ RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
 ANALYZER_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
 """Analyzers read and notify."""
 
-_THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,128}$")
+_THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,128}(?:/sub/[A-Za-z0-9_.:@+-]{1,64})*$")
+SUB_MARK = "/sub/"
+"""What joins a sub-agent's name to its parent's thread id: ``PARENT/sub/NAME``."""
+MAX_THREAD_ID = 200
+"""The longest thread id every store takes."""
 
 
 def check_thread_id(thread_id: str) -> str:
-    """Return ``thread_id`` if usable, else raise :class:`UsageError` saying what is allowed."""
-    if not _THREAD_ID.match(thread_id):
+    """Return ``thread_id`` if usable, else raise :class:`UsageError` saying what is allowed.
+
+    A thread id is 1-128 letters, digits and ``_ . : @ + -``; a sub-agent's adds
+    ``/sub/NAME`` to its parent's (see :func:`sub_thread_id`), the only form with a '/'.
+    """
+    if not _THREAD_ID.match(thread_id) or len(thread_id) > MAX_THREAD_ID:
         raise UsageError(
-            f"invalid thread id {thread_id!r}: use 1-128 letters, digits and _ . : @ + -"
+            f"invalid thread id {thread_id!r}: use 1-128 letters, digits and _ . : @ + - "
+            f"(a sub-agent's: PARENT/sub/NAME, at most {MAX_THREAD_ID} characters in all)"
         )
     return thread_id
+
+
+def sub_thread_id(parent: str, name: str) -> str:
+    """The thread id of sub-agent ``name`` of thread ``parent``: ``PARENT/sub/NAME``.
+
+    Raises:
+        UsageError: the result is not a usable thread id (``name`` is not 1-64 letters,
+            digits and ``_ . : @ + -``, or the whole is too long).
+    """
+    return check_thread_id(f"{parent}{SUB_MARK}{name}")
+
+
+def parent_thread_id(thread_id: str) -> str | None:
+    """The thread that spawned sub-agent thread ``thread_id`` (``None`` for a top-level thread)."""
+    parent, mark, _ = thread_id.rpartition(SUB_MARK)
+    return parent if mark else None
 
 
 @frozen
@@ -131,6 +157,7 @@ async def spawn_agent(
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
+    give_store(app_list, log.store)  # a sub-agent's thread lives in its parent's store
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle)
     limits = settings.history_limits()
     history = await rt.spawn(

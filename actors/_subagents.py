@@ -1,53 +1,82 @@
-"""Sub-agents as a tool: the engine spawns a sub-agent, whose answer returns as a tool result."""
+"""Sub-agents as a tool: the engine spawns a sub-agent, whose answer returns as a tool result.
+
+A sub-agent's thread lives in its parent's store, as ``PARENT/sub/NAME``: it shows in
+``livecontext threads`` beside its parent, its records in ``audit`` (sent by
+``engine/PARENT/sub/NAME``...), and it survives a crash of the parent's process. NAME comes
+from the id of the tool call that spawned it, which the parent's log keeps: when the parent
+resumes after a crash and runs the interrupted call again (the tool is idempotent), the call
+finds the same thread and resumes it where it stopped, instead of starting the task over.
+"""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
 from livecontext.protocol import (
     Entries,
+    EngineState,
+    GetTail,
     Idle,
+    InvokeTool,
     Message,
     ModelOutputEntry,
+    ProvideInput,
     ReadEntries,
     RunUntilIdle,
+    Tail,
     make_converter,
 )
 from livecontext.runtime import Context, LivecontextError
 from livecontext.runtime.models import ModelClient
-from livecontext.runtime.persistence import open_store
+from livecontext.runtime.persistence import EventStore, ThreadLockedError
 from livecontext.runtime.tokens import TokenCounter
 
 from .apps import App, ToolFailure, ToolOutcome, tool
 
+if TYPE_CHECKING:
+    from ._agent import AgentActors
+
 ModelFactory = Callable[[], ModelClient]
 """Makes the model client of each sub-agent."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:@+-]")
+
+
+def subagent_name(call_id: str) -> str:
+    """The name of the sub-agent a tool call spawns: the call's id, made safe for a thread id."""
+    return _UNSAFE.sub("-", call_id)[:64] or "sub"
 
 
 class SubAgents(App):
     """An app whose tool runs a sub-agent on a task and returns its final answer.
 
-    Each sub-agent is a whole agent (engine, history store on an in-memory log, notebook)
-    spawned in the same runtime, run until it waits for input, then stopped. A sub-agent that
-    fails, or takes longer than ``timeout_s``, gives a failed result: the parent carries on.
+    Each sub-agent is a whole agent (engine, history store, notebook) spawned in the same
+    runtime on a thread of the parent's store (see the module docstring), run until it waits
+    for input, then stopped; its thread stays in the store. A sub-agent that fails, or takes
+    longer than ``timeout_s``, gives a failed result: the parent carries on.
+
+    ``store`` is the parent's store; :func:`~livecontext.actors.spawn_agent` gives it to
+    every ``SubAgents`` app it spawns without one.
     """
 
     name = "subagents"
 
     def __init__(self, model_factory: ModelFactory | None = None, *, timeout_s: float = 60.0,
-                 max_steps: int = 40) -> None:
+                 max_steps: int = 40, store: EventStore | None = None) -> None:
         self.model_factory = model_factory
         self.timeout_s = timeout_s
         self.max_steps = max_steps
+        self.store = store
         self.ctx: Context | None = None
         self.runs = 0
-        self._ids = itertools.count(1)
 
     def fresh(self) -> SubAgents:
-        return SubAgents(self.model_factory, timeout_s=self.timeout_s, max_steps=self.max_steps)
+        return SubAgents(self.model_factory, timeout_s=self.timeout_s, max_steps=self.max_steps,
+                         store=self.store)
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -64,46 +93,78 @@ class SubAgents(App):
     def load_state(self, text: str) -> None:
         pass
 
-    @tool
+    @tool(idempotent=True)  # run again after a crash, the call resumes its sub-agent's thread
     async def spawn_subagent(self, task: str) -> ToolOutcome:
         """Delegate a task to a sub-agent and wait for its answer.
 
         Args:
             task: What the sub-agent should do, in full: it sees nothing else.
         """
-        from ._agent import AgentSettings, spawn_agent  # the app is wired by _agent
+        from ._agent import AgentSettings, spawn_agent, sub_thread_id  # the app is wired by _agent
 
         if self.ctx is None or self.model_factory is None:
             raise ToolFailure("sub-agents are not configured in this agent (no model for them)")
+        if self.store is None:
+            raise ToolFailure("sub-agents are not configured in this agent (no store for their threads)")
         if not task.strip():
             raise ToolFailure("task is empty: describe what the sub-agent should do")
         rt = self.ctx.runtime
-        parent = self.ctx.self_id.name
-        thread_id = f"{parent}.sub{next(self._ids)}"
+        thread_id = sub_thread_id(self.ctx.self_id.name, subagent_name(self._call_id()))
         self.runs += 1
-        store = await open_store("memory:")
-        async with store:
-            log = await store.open_thread(thread_id, owner=str(self.ctx.self_id))
-            async with log, self.model_factory() as model:
-                agent = await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id),
-                                          converter=make_converter(), counter=TokenCounter.from_env(),
-                                          inputs=[task])
-                refs = (agent.engine, agent.input, agent.apps, agent.history)
-                try:
-                    with trio.move_on_after(self.timeout_s) as scope:
-                        idle = await self.ctx.ask(agent.engine, RunUntilIdle(self.max_steps), timeout=None)
-                        entries = await self.ctx.ask(agent.history, ReadEntries())
-                finally:
-                    with trio.CancelScope(shield=True):
-                        for ref in refs:
-                            await rt.stop(ref, drain_timeout=1.0)
+        try:
+            log = await self.store.open_thread(thread_id, create=True, owner=f"history/{thread_id}")
+        except ThreadLockedError as exc:
+            raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
+        async with log, self.model_factory() as model:
+            agent = await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id),
+                                      converter=make_converter(), counter=TokenCounter.from_env())
+            refs = (agent.engine, agent.input, agent.apps, agent.history)
+            try:
+                with trio.move_on_after(self.timeout_s) as scope:
+                    idle = await self._run(agent, task)
+                    entries = await self.ctx.ask(agent.history, ReadEntries())
+            finally:
+                with trio.CancelScope(shield=True):
+                    for ref in refs:
+                        await rt.stop(ref, drain_timeout=1.0)
         if scope.cancelled_caught:
             raise ToolFailure(f"sub-agent {thread_id} timed out after {self.timeout_s:g} s")
-        assert isinstance(idle, Idle) and isinstance(entries, Entries)
+        assert isinstance(entries, Entries)
         if idle.reason.startswith("failed"):
             raise ToolFailure(f"sub-agent {thread_id} failed: {idle.reason}")
-        answers = [e for e in entries.entries if isinstance(e, ModelOutputEntry)]
-        if not answers:
-            raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
-        answer = answers[-1].content.live.text
-        return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {answers[-1].content.gist.text}")
+        return _answer(thread_id, entries.entries)
+
+    async def _run(self, agent: AgentActors, task: str) -> Idle:
+        """Feed ``task`` to a new sub-agent thread (a resumed one has it already), run it until
+        it waits for input."""
+        assert self.ctx is not None
+        tail = await self.ctx.ask(agent.history, GetTail())
+        assert isinstance(tail, Tail)
+        if tail.state is EngineState.WAITING_INPUT and tail.entries == 0:
+            await self.ctx.ask(agent.input, ProvideInput(task))
+        idle = await self.ctx.ask(agent.engine, RunUntilIdle(self.max_steps), timeout=None)
+        assert isinstance(idle, Idle)
+        return idle
+
+    def _call_id(self) -> str:
+        """The id of the tool call being run (the host hands it over in an ``InvokeTool``)."""
+        assert self.ctx is not None
+        current = self.ctx.current
+        if current is None or not isinstance(current.payload, InvokeTool):
+            raise LivecontextError("spawn_subagent must run inside an app host's InvokeTool")
+        return current.payload.call.id
+
+
+def _answer(thread_id: str, entries: Sequence[object]) -> ToolOutcome:
+    answers = [e for e in entries if isinstance(e, ModelOutputEntry)]
+    if not answers:
+        raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
+    answer = answers[-1].content.live.text
+    return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {answers[-1].content.gist.text}")
+
+
+def give_store(apps: Sequence[App], store: EventStore) -> None:
+    """Give ``store`` (the parent's) to each :class:`SubAgents` app of ``apps`` that has none."""
+    for app in apps:
+        if isinstance(app, SubAgents) and app.store is None:
+            app.store = store

@@ -24,6 +24,7 @@ blueprints, CLI), ``livecontext.runtime`` (the actor kernel, stores, model clien
 from __future__ import annotations
 
 from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
+from livecontext.actors._system import AgentAnswer, System, open_system
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.apps import (
     App,
@@ -42,6 +43,7 @@ from livecontext.runtime import UsageError
 
 __all__ = [
     "Agent",
+    "AgentAnswer",
     "AgentEvent",
     "AgentState",
     "AnalyzerSettings",
@@ -56,10 +58,12 @@ __all__ = [
     "RecapSettings",
     "Reply",
     "Retention",
+    "System",
     "ToolDefinitionError",
     "ToolFailure",
     "ToolOutcome",
     "UsageError",
     "open_agent",
+    "open_system",
     "tool",
 ]

@@ -131,6 +131,7 @@ from ._lifecycle import (
     UserQuestionAsked,
 )
 from ._status import NO_MARKS, derive_status, task_after
+from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
 from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
@@ -165,6 +166,7 @@ __all__ = [
     "CancelTool",
     "Capability",
     "ChatMessage",
+    "ClaimTurn",
     "Conflict",
     "Content",
     "EditApplied",
@@ -221,6 +223,7 @@ __all__ = [
     "RecapEntry",
     "RecordToolResult",
     "RecordToolStarted",
+    "ReleaseTurn",
     "RemoveEntries",
     "Render",
     "Rendered",
@@ -251,6 +254,8 @@ __all__ = [
     "ToolStatus",
     "Tools",
     "Topic",
+    "TurnGranted",
+    "TurnRefused",
     "UndecodedEffect",
     "UnknownMessageTypeError",
     "UnsupportedSchemaVersionError",

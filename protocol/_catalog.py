@@ -77,6 +77,7 @@ from ._lifecycle import (
     TaskCompleted,
     UserQuestionAsked,
 )
+from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
 from ._records import (
     EntryAppended,
     HistorySnapshot,
@@ -162,6 +163,11 @@ TAGGED_TYPES: tuple[type, ...] = (
     AgentStatus,
     RecordPause,
     RecordStepFailure,
+    # systems of agents
+    ClaimTurn,
+    TurnGranted,
+    TurnRefused,
+    ReleaseTurn,
     # event log records
     EntryAppended,
     ToolStarted,

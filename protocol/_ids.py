@@ -6,14 +6,25 @@ import re
 
 from attrs import frozen
 
-_PART = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
+_KIND = re.compile(r"^[A-Za-z0-9_.:@+-]+$")
+_NAME = re.compile(r"^[A-Za-z0-9_.:@+-]+(?:/[A-Za-z0-9_.:@+-]+)*$")
+"""A name may hold '/' between parts (a sub-agent's thread id, ``main/sub/s1``); a kind may not,
+so ``kind/name`` still parses back at its first '/'."""
 
 
-def _check_part(what: str, value: str) -> None:
-    if not isinstance(value, str) or not _PART.match(value):
+def _check_kind(value: str) -> None:
+    if not isinstance(value, str) or not _KIND.match(value):
         raise ValueError(
-            f"invalid ActorId {what} {value!r}: use letters, digits and _ . : @ + - "
+            f"invalid ActorId kind {value!r}: use letters, digits and _ . : @ + - "
             "(no '/', no spaces, not empty)"
+        )
+
+
+def _check_name(value: str) -> None:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise ValueError(
+            f"invalid ActorId name {value!r}: use letters, digits and _ . : @ + -, and '/' "
+            "between parts only (no spaces, not empty)"
         )
 
 
@@ -31,8 +42,8 @@ class ActorId:
     """Which one of its kind."""
 
     def __attrs_post_init__(self) -> None:
-        _check_part("kind", self.kind)
-        _check_part("name", self.name)
+        _check_kind(self.kind)
+        _check_name(self.name)
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.name}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
-from ._context import ActorRef, Context, RestartPolicy
+from ._context import ActorRef, Context, PendingReply, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
 from ._errors import ActorError, LivecontextError, ModelError, UsageError
 from ._kernel_errors import (
@@ -51,6 +51,7 @@ __all__ = [
     "LivecontextError",
     "MailboxFullError",
     "ModelError",
+    "PendingReply",
     "RemoteActorError",
     "RestartPolicy",
     "Runtime",

@@ -47,6 +47,9 @@ log = logging.getLogger("livecontext.runtime")
 async def cell_main(rt: Runtime, cell: _Cell, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     started = False
     cell.task = trio.lowlevel.current_task()
+    # the actor's own task handles nothing yet: spawned from a handler (a tool that spawns a
+    # sub-agent), it must not take that handler's message for its own (its records' sender)
+    handling.set(None)
     try:
         with cell.scope:
             while True:

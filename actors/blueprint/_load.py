@@ -19,6 +19,7 @@ from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
 from .._agent import AgentSettings, check_thread_id
+from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..analyzers import AnalyzerSettings
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import HistoryLimits
@@ -26,14 +27,25 @@ from ..recap import RecapSettings
 from ._blueprint import AppUse, Blueprint, importable
 from ._errors import BlueprintError
 from ._lines import KeyLines, Where
-from ._schema import AnalyzerTable, BlueprintFile, apps_table_as_array, describe, key_name, label
+from ._schema import (
+    SYSTEM_KEYS,
+    AgentTable,
+    AnalyzerTable,
+    BlueprintFile,
+    apps_table_as_array,
+    describe,
+    key_name,
+    label,
+)
+from ._system import AgentBlueprint, SystemBlueprint
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _STORE_SCHEMES = ("sqlite", "jsonl", "memory")
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
-    """Read the blueprint at ``path`` (a TOML file; docs/blueprints.md lists every key).
+    """Read the one-agent blueprint at ``path`` (a TOML file; docs/blueprints.md lists every key).
 
     Args:
         path: The file. Relative paths inside it are taken from its folder.
@@ -43,11 +55,64 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
 
     Raises:
         BlueprintError: The file cannot be read, is not TOML, has an unknown key or a bad
-            value; the message names the file, the line and the key.
+            value, or describes a system of agents (``[[agents]]``: see
+            :func:`load_system_blueprint`); the message names the file, the line and the key.
     """
     source = os.fspath(path)
+    return parse_blueprint(_read(source), source, base=Path(source).absolute().parent)
+
+
+def load_system_blueprint(path: str | os.PathLike[str]) -> SystemBlueprint:
+    """Read the system blueprint at ``path``: several ``[[agents]]`` sharing one store.
+
+    Raises:
+        BlueprintError: As :func:`load_blueprint`; also when the file has no ``[[agents]]``.
+    """
+    source = os.fspath(path)
+    return parse_system_blueprint(_read(source), source, base=Path(source).absolute().parent)
+
+
+def load_any_blueprint(path: str | os.PathLike[str]) -> Blueprint | SystemBlueprint:
+    """Read the blueprint at ``path``, of one agent or (with ``[[agents]]``) of a system.
+
+    Raises:
+        BlueprintError: As :func:`load_blueprint`.
+    """
+    source = os.fspath(path)
+    return _parse(_read(source), source, Path(source).absolute().parent)
+
+
+def parse_blueprint(text: str, source: str, *, base: Path) -> Blueprint:
+    """Read one-agent blueprint ``text``; ``source`` names it in errors, ``base`` anchors
+    relative paths.
+
+    Raises:
+        BlueprintError: As :func:`load_blueprint`.
+    """
+    parsed = _parse(text, source, base)
+    if isinstance(parsed, SystemBlueprint):
+        raise BlueprintError(source, KeyLines(text).line_of(Where(agent=0)), "agents",
+                             "describes a system of agents ([[agents]]): load it with "
+                             "load_system_blueprint (or open_system), or run it with `livecontext run`")
+    return parsed
+
+
+def parse_system_blueprint(text: str, source: str, *, base: Path) -> SystemBlueprint:
+    """Read system blueprint ``text`` (see :func:`parse_blueprint`).
+
+    Raises:
+        BlueprintError: As :func:`load_system_blueprint`.
+    """
+    parsed = _parse(text, source, base)
+    if not isinstance(parsed, SystemBlueprint):
+        raise BlueprintError(source, None, "agents", "has no [[agents]] table, so it describes one agent: "
+                             "load it with load_blueprint, or add an [[agents]] table per agent")
+    return parsed
+
+
+def _read(source: str) -> str:
     try:
-        text = Path(source).read_text(encoding="utf-8")
+        return Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BlueprintError(source, None, None, "no such blueprint file; check the path") from None
     except IsADirectoryError:
@@ -56,15 +121,9 @@ def load_blueprint(path: str | os.PathLike[str]) -> Blueprint:
         raise BlueprintError(source, None, None, f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise BlueprintError(source, None, None, f"cannot be read: {exc.strerror or exc}") from None
-    return parse_blueprint(text, source, base=Path(source).absolute().parent)
 
 
-def parse_blueprint(text: str, source: str, *, base: Path) -> Blueprint:
-    """Read blueprint ``text``; ``source`` names it in errors, ``base`` anchors relative paths.
-
-    Raises:
-        BlueprintError: As :func:`load_blueprint`.
-    """
+def _parse(text: str, source: str, base: Path) -> Blueprint | SystemBlueprint:
     lines = KeyLines(text)
     try:
         data = tomllib.loads(text)
@@ -84,12 +143,15 @@ def parse_blueprint(text: str, source: str, *, base: Path) -> Blueprint:
         found = [describe(error) for error in exc.errors(include_url=False)]
         _raise_first(source, lines, found)
         raise AssertionError("unreachable") from None
-    problems = list(_rule_problems(doc, base))
+    system = doc.system if doc.system is not None else Path(source).stem
+    problems = list(_system_problems(doc, system, base, lines) if doc.agents else _rule_problems(doc, base))
     if problems:
         _raise_first(source, lines, problems)
     try:
-        return _blueprint(doc, source, base)
-    except UsageError as exc:  # a rule of the settings classes that _rule_problems missed
+        if doc.agents:
+            return _system(doc, system, source, base)
+        return _blueprint(doc, source, base, doc.thread, doc.store)
+    except UsageError as exc:  # a rule of the settings classes that the rules above missed
         raise BlueprintError(source, None, None, str(exc)) from None
 
 
@@ -101,85 +163,136 @@ def _raise_first(source: str, lines: KeyLines, problems: list[tuple[Where, str]]
 
 def _rule_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]]:
     """Values that are wrong given another key, or given the world (a missing script)."""
-    try:
-        check_thread_id(doc.thread)
-    except UsageError:
-        yield Where(key="thread"), f"thread must be 1-128 letters, digits and _ . : @ + -, got {doc.thread!r}"
-    yield from _spec_problem(Where(key="model"), doc.model, base)
+    for key in ("system", "ask_timeout_s"):
+        if key in doc.model_fields_set:
+            yield Where(key=key), f"{key} is only used by a system blueprint ([[agents]]); remove it or add [[agents]] tables"
+    yield from _thread_problem(Where(key="thread"), doc.thread)
     if doc.store is not None:
         problem = _store_problem(doc.store)
         if problem:
             yield Where(key="store"), f"store {problem}"
-    yield from _limit_problems(doc)
-    yield from _recap_problems(doc, base)
-    yield from _import_problems(doc, base)
+    yield from _agent_problems(doc, None, base)
+
+
+def _system_problems(doc: BlueprintFile, system: str, base: Path, lines: KeyLines) -> Iterator[tuple[Where, str]]:
+    """A system blueprint's rules: the top level holds the system's keys only, names and
+    threads are unique, and each agent obeys a one-agent blueprint's rules."""
+    if doc.system is None and not _SYSTEM_NAME.match(system):
+        yield (Where(key="agents"), f"the file's name {system!r} cannot name the system: add "
+               "system = \"NAME\" (1-64 letters, digits and _ . -) at the top level")
+    for key in sorted(doc.model_fields_set - set(SYSTEM_KEYS)):
+        yield (Where(key=key), f"{key} is set at the top level of a system blueprint; put it in each "
+               f"[[agents]] table (the top level holds {', '.join(SYSTEM_KEYS)})")
+    if doc.store is not None:
+        problem = _store_problem(doc.store)
+        if problem:
+            yield Where(key="store"), f"store {problem}"
+    first: dict[str, int] = {}
+    threads: dict[str, int] = {}
+    for i, agent in enumerate(doc.agents):
+        at = Where(key="name", agent=i)
+        if agent.name in first:
+            j = first[agent.name]
+            yield at, (f"[[agents]] name {agent.name!r} is used twice: [[agents]] #{j + 1} "
+                       f"(line {lines.line_of(Where(key='name', agent=j))}) and #{i + 1} "
+                       f"(line {lines.line_of(at)}); give each agent its own name")
+        else:
+            first[agent.name] = i
+            thread = agent.thread if agent.thread is not None else f"{system}.{agent.name}"
+            where = Where(key="thread" if agent.thread is not None else "name", agent=i)
+            thread_problems = list(_thread_problem(where, thread))
+            yield from thread_problems
+            if thread in threads and not thread_problems:
+                yield where, (f"[[agents]] #{i + 1} thread {thread!r} is also [[agents]] #{threads[thread] + 1}'s; "
+                              "give each agent its own thread")
+            threads.setdefault(thread, i)
+        yield from _agent_problems(agent, i, base)
+
+
+def _thread_problem(where: Where, thread: str) -> Iterator[tuple[Where, str]]:
+    try:
+        check_thread_id(thread)
+    except UsageError:
+        yield where, f"{label(where)}thread must be 1-128 letters, digits and _ . : @ + -, got {thread!r}"
+
+
+def _agent_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
+    """One agent's rules (the top level of a one-agent blueprint, or an [[agents]] table)."""
+    yield from _spec_problem(Where(key="model", agent=agent), keys.model, base)
+    yield from _limit_problems(keys, agent)
+    yield from _recap_problems(keys, agent, base)
+    yield from _import_problems(keys, agent, base)
     names: set[str] = set()
-    for i, a in enumerate(doc.analyzers):
+    for i, a in enumerate(keys.analyzers):
         if a.name in names:
-            yield Where("analyzers", i, "name"), f"[[analyzers]] #{i + 1} name {a.name!r} is used twice; give each analyzer its own name"
+            yield (Where("analyzers", i, "name", agent=agent),
+                   f"{label(Where('analyzers', i, agent=agent))}name {a.name!r} is used twice; give each analyzer its own name")
         names.add(a.name)
-        yield from _analyzer_problems(i, a, base)
+        yield from _analyzer_problems(i, a, agent, base)
 
 
-def _import_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]]:
+def _import_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
     """Apps and tools whose import path names nothing usable (imported from the blueprint's
     folder as well, as when the agent runs)."""
     with importable(str(base)):
-        for i, a in enumerate(doc.apps):
+        for i, a in enumerate(keys.apps):
+            head = label(Where("apps", i, agent=agent))
             try:
                 AppUse(a.use, a.options).make()
             except (AppDefinitionError, ToolDefinitionError) as exc:
-                yield Where("apps", i, "use"), f"[[apps]] #{i + 1} {exc}"
+                yield Where("apps", i, "use", agent=agent), f"{head}{exc}"
             except TypeError as exc:  # a built-in made with options it does not take
-                yield Where("apps", i, "options"), f"[[apps]] #{i + 1} {a.use} cannot be made with these options: {exc}"
-        for i, t in enumerate(doc.tools):
+                yield Where("apps", i, "options", agent=agent), f"{head}{a.use} cannot be made with these options: {exc}"
+        for i, t in enumerate(keys.tools):
             try:
                 FunctionTools([t.use])
             except ToolDefinitionError as exc:
-                yield Where("tools", i, "use"), f"[[tools]] #{i + 1} {exc}"
-        if doc.tools:
+                yield Where("tools", i, "use", agent=agent), f"{label(Where('tools', i, agent=agent))}{exc}"
+        if keys.tools:
             try:
-                FunctionTools([t.use for t in doc.tools])
+                FunctionTools([t.use for t in keys.tools])
             except ToolDefinitionError as exc:
-                yield Where("tools", 0, "use"), f"[[tools]] {exc}"
+                yield Where("tools", 0, "use", agent=agent), f"{label(Where(agent=agent))}[[tools]] {exc}"
 
 
-def _limit_problems(doc: BlueprintFile) -> Iterator[tuple[Where, str]]:
-    lim = doc.limits
+def _limit_problems(keys: BlueprintFile | AgentTable, agent: int | None) -> Iterator[tuple[Where, str]]:
+    lim = keys.limits
     if lim is None:
         return
-    if lim.max_entries is None and lim.max_tokens is None and lim.max_bytes is None and doc.recap is None:
-        yield (Where("limits"), "[limits] sets no max_entries, max_tokens or max_bytes, so its thresholds "
+    head = label(Where("limits", agent=agent))
+    if lim.max_entries is None and lim.max_tokens is None and lim.max_bytes is None and keys.recap is None:
+        yield (Where("limits", agent=agent), f"{head}sets no max_entries, max_tokens or max_bytes, so its thresholds "
                "would apply to nothing; add one, or add [recap] to derive max_tokens from the budget")
     if lim.hard < lim.soft:
-        yield Where("limits", key="hard"), f"[limits] hard must be >= soft ({lim.soft}), got {lim.hard}"
+        yield Where("limits", key="hard", agent=agent), f"{head}hard must be >= soft ({lim.soft}), got {lim.hard}"
     if lim.truncate < lim.hard:
-        yield Where("limits", key="truncate"), f"[limits] truncate must be >= hard ({lim.hard}), got {lim.truncate}"
+        yield Where("limits", key="truncate", agent=agent), f"{head}truncate must be >= hard ({lim.hard}), got {lim.truncate}"
 
 
-def _recap_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]]:
-    recap = doc.recap
+def _recap_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
+    recap = keys.recap
     if recap is None:
         return
+    head = label(Where("recap", agent=agent))
     if recap.strategy == "model_summary" and recap.model is None:
-        yield (Where("recap", key="strategy"),
-               "[recap] strategy model_summary needs a model: add model = \"openai:MODEL\" (or another spec) to [recap]")
+        yield (Where("recap", key="strategy", agent=agent),
+               f"{head}strategy model_summary needs a model: add model = \"openai:MODEL\" (or another spec) to [recap]")
     if recap.strategy != "model_summary" and recap.model is not None:
-        yield (Where("recap", key="model"),
-               f"[recap] model is only used by strategy model_summary (strategy is {recap.strategy!r}); "
+        yield (Where("recap", key="model", agent=agent),
+               f"{head}model is only used by strategy model_summary (strategy is {recap.strategy!r}); "
                "remove it or change the strategy")
     if recap.model is not None:
-        yield from _spec_problem(Where("recap", key="model"), recap.model, base)
+        yield from _spec_problem(Where("recap", key="model", agent=agent), recap.model, base)
 
 
-def _analyzer_problems(i: int, a: AnalyzerTable, base: Path) -> Iterator[tuple[Where, str]]:
-    at = Where("analyzers", i)
+def _analyzer_problems(i: int, a: AnalyzerTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
+    at = Where("analyzers", i, agent=agent)
     head = label(at)
     if a.kind == "model":
         if a.model is None:
-            yield Where("analyzers", i, "kind"), f"{head}kind model needs a model: add model = \"openai:MODEL\" (or another spec)"
+            yield Where("analyzers", i, "kind", agent=agent), f"{head}kind model needs a model: add model = \"openai:MODEL\" (or another spec)"
         if not (a.prompt or "").strip():
-            yield Where("analyzers", i, "kind"), f"{head}kind model needs a prompt: what should it look for?"
+            yield Where("analyzers", i, "kind", agent=agent), f"{head}kind model needs a prompt: what should it look for?"
     unused = {
         "model": a.kind != "model" and a.model is not None,
         "prompt": a.kind != "model" and a.prompt is not None,
@@ -187,11 +300,11 @@ def _analyzer_problems(i: int, a: AnalyzerTable, base: Path) -> Iterator[tuple[W
     }
     for key, is_unused in unused.items():
         if is_unused:
-            yield Where("analyzers", i, key), f"{head}{key} is not used by kind {a.kind!r}; remove it or change the kind"
+            yield Where("analyzers", i, key, agent=agent), f"{head}{key} is not used by kind {a.kind!r}; remove it or change the kind"
     if a.trigger != "period" and a.period_s is not None:
-        yield Where("analyzers", i, "period_s"), f"{head}period_s is only used with trigger \"period\"; remove it or change the trigger"
+        yield Where("analyzers", i, "period_s", agent=agent), f"{head}period_s is only used with trigger \"period\"; remove it or change the trigger"
     if a.kind == "model" and a.model is not None:
-        yield from _spec_problem(Where("analyzers", i, "model"), a.model, base)
+        yield from _spec_problem(Where("analyzers", i, "model", agent=agent), a.model, base)
 
 
 def _spec_problem(where: Where, spec: str, base: Path) -> Iterator[tuple[Where, str]]:
@@ -236,32 +349,45 @@ def _model_spec(spec: str, base: Path) -> str:
     return f"scripted:{_resolve(rest, base)}" if kind == "scripted" else spec
 
 
-def _blueprint(doc: BlueprintFile, source: str, base: Path) -> Blueprint:
-    lim = doc.limits
+def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread: str,
+               store: str | None) -> Blueprint:
+    lim = keys.limits
     limits = None if lim is None else HistoryLimits(lim.max_entries, lim.max_tokens, lim.max_bytes,
                                                     lim.soft, lim.hard, lim.truncate)
     recap = None
-    if doc.recap is not None:
-        r = doc.recap
+    if keys.recap is not None:
+        r = keys.recap
         recap = RecapSettings(r.strategy, r.window, r.batch, r.max_summary_chars, r.budget, r.max_retries)
-    analyzers = tuple(_analyzer(a) for a in doc.analyzers)
-    settings = AgentSettings(thread_id=doc.thread, system_prompt=doc.system_prompt, budget=doc.budget,
-                             snapshot_every=doc.snapshot_every, limits=limits, pin_task=doc.pin_task,
-                             lifecycle=doc.lifecycle,
+    analyzers = tuple(_analyzer(a) for a in keys.analyzers)
+    settings = AgentSettings(thread_id=thread, system_prompt=keys.system_prompt, budget=keys.budget,
+                             snapshot_every=keys.snapshot_every, limits=limits, pin_task=keys.pin_task,
+                             lifecycle=keys.lifecycle,
                              recap=recap, analyzers=analyzers)
     return Blueprint(
         path=source,
         settings=settings,
-        model=_model_spec(doc.model, base),
-        recap_model=None if doc.recap is None or doc.recap.model is None else _model_spec(doc.recap.model, base),
-        analyzer_models={a.name: _model_spec(a.model, base) for a in doc.analyzers if a.model is not None},
-        store=None if doc.store is None else _store_url(doc.store, base),
-        inputs=tuple(doc.inputs),
-        pins=tuple(doc.pins),
-        max_steps=doc.max_steps,
-        apps=tuple(AppUse(a.use, a.options) for a in doc.apps),
-        tools=tuple(t.use for t in doc.tools),
+        model=_model_spec(keys.model, base),
+        recap_model=None if keys.recap is None or keys.recap.model is None else _model_spec(keys.recap.model, base),
+        analyzer_models={a.name: _model_spec(a.model, base) for a in keys.analyzers if a.model is not None},
+        store=None if store is None else _store_url(store, base),
+        inputs=tuple(keys.inputs),
+        pins=tuple(keys.pins),
+        max_steps=keys.max_steps,
+        apps=tuple(AppUse(a.use, a.options) for a in keys.apps),
+        tools=tuple(t.use for t in keys.tools),
         folder=str(base),
+    )
+
+
+def _system(doc: BlueprintFile, system: str, source: str, base: Path) -> SystemBlueprint:
+    agents = tuple(
+        AgentBlueprint(a.name, _blueprint(a, source, base, a.thread or f"{system}.{a.name}", None),
+                       a.description or "")
+        for a in doc.agents)
+    return SystemBlueprint(
+        path=source, name=system, agents=agents,
+        store=None if doc.store is None else _store_url(doc.store, base),
+        ask_timeout_s=DEFAULT_ASK_TIMEOUT_S if doc.ask_timeout_s is None else doc.ask_timeout_s,
     )
 
 

@@ -11,6 +11,7 @@ import difflib
 import re
 from typing import Any
 
+import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
@@ -134,6 +135,37 @@ class AnalyzerTable(_Table):
         return value
 
 
+class AgentTable(_Table):
+    """One ``[[agents]]`` element of a system blueprint: the keys of a one-agent blueprint's
+    top level (but ``store``, which the system's agents share), a name and a description."""
+
+    name: str
+    description: str | None = None
+    thread: str | None = None
+    """``None``: not given (the agent's thread is ``SYSTEM.NAME``)."""
+    system_prompt: str | None = None
+    model: str = "echo"
+    budget: int = Field(default=_AGENT.budget, ge=1)
+    snapshot_every: int = Field(default=_AGENT.snapshot_every, ge=1)
+    inputs: list[str] = Field(default_factory=list)
+    pins: list[str] = Field(default_factory=list)
+    pin_task: bool = _AGENT.pin_task
+    lifecycle: bool = _AGENT.lifecycle
+    max_steps: int | None = Field(default=None, ge=1)
+    apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
+    tools: list[ToolTable] = Field(default_factory=list)
+    limits: LimitsTable | None = None
+    recap: RecapTable | None = None
+    analyzers: list[AnalyzerTable] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
+        return value
+
+
 class BlueprintFile(_Table):
     """The whole file."""
 
@@ -153,22 +185,39 @@ class BlueprintFile(_Table):
     limits: LimitsTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
+    system: str | None = None
+    """A system blueprint's name (``None``: the file's name without ``.toml``)."""
+    ask_timeout_s: float | None = Field(default=None, gt=0, lt=300, allow_inf_nan=False)
+    """``None``: not given (the default applies; only a system blueprint uses it)."""
+    agents: list[AgentTable] = Field(default_factory=list)
 
+    @field_validator("system")
+    @classmethod
+    def _system(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.match(value):
+            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
+        return value
+
+
+SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "agents")
+"""The top-level keys of a system blueprint; every other key belongs in each ``[[agents]]``."""
 
 TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable,
-                                   "recap": RecapTable, "analyzers": AnalyzerTable}
+                                   "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable}
 """The tables of a blueprint, by name (see :data:`ARRAYS`)."""
-ARRAYS = frozenset({"apps", "tools", "analyzers"})
+ARRAYS = frozenset({"apps", "tools", "analyzers", "agents"})
 """The arrays of tables (``[[analyzers]]``); ``apps`` may also be the table ``[apps]``."""
 
 
 def label(where: Where) -> str:
-    """How a message names the table of ``where``: ``[limits] ``, ``[[analyzers]] #2 ``, or ``""``."""
+    """How a message names the table of ``where``: ``[limits] ``, ``[[analyzers]] #2 ``,
+    ``[[agents]] #2 [limits] `` or ``""``."""
+    agent = "" if where.agent is None else f"[[agents]] #{where.agent + 1} "
     if where.table is None:
-        return ""
+        return agent
     if where.index is None:
-        return f"[{where.table}] "
-    return f"[[{where.table}]] #{where.index + 1} "
+        return f"{agent}[{where.table}] "
+    return f"{agent}[[{where.table}]] #{where.index + 1} "
 
 
 def key_name(where: Where) -> str:
@@ -181,6 +230,10 @@ def key_name(where: Where) -> str:
 def where_of(loc: tuple[int | str, ...]) -> Where:
     """The place a pydantic error location points at."""
     head, rest = str(loc[0]), loc[1:]
+    if head == "agents" and rest and isinstance(rest[0], int):
+        if len(rest) == 1:
+            return Where(agent=rest[0])
+        return attrs.evolve(where_of(rest[1:]), agent=rest[0])
     if head in TABLES and rest and not isinstance(rest[0], int):
         return Where(head, None, str(rest[0]), _int_or_none(rest[1:]))
     if head in ARRAYS and rest and isinstance(rest[0], int):
@@ -223,6 +276,8 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
     if kind in ("greater_than_equal", "greater_than"):
         op, bound = (">=", ctx.get("ge")) if kind == "greater_than_equal" else (">", ctx.get("gt"))
         return where, f"{name} must be {op} {bound}, got {got!r}"
+    if kind == "less_than":
+        return where, f"{name} must be < {ctx.get('lt')}, got {got!r}"
     if kind == "finite_number":
         return where, f"{name} must be a finite number, got {got!r}"
     if kind in _EXPECTED:
@@ -233,10 +288,10 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
 def _unknown_key(where: Where) -> str:
     key = where.key or ""
     if where.table is None:
-        known = [k if k not in TABLES else (f"[[{k}]]" if k in ARRAYS else f"[{k}]")
-                 for k in BlueprintFile.model_fields]
-        place = "at the top level"
-        candidates = list(BlueprintFile.model_fields)
+        fields = AgentTable.model_fields if where.agent is not None else BlueprintFile.model_fields
+        known = [k if k not in TABLES else (f"[[{k}]]" if k in ARRAYS else f"[{k}]") for k in fields]
+        place = "at the top level" if where.agent is None else f"in {label(where).strip()}"
+        candidates = list(fields)
     else:
         table = AppsTable if where.table == "apps" and where.index is None else TABLES[where.table]
         known = list(table.model_fields)
@@ -270,13 +325,24 @@ def _short(value: object, limit: int = 60) -> str:
 
 def apps_table_as_array(data: dict[str, Any]) -> list[ErrorDetails]:
     """Rewrite ``[apps]`` (the table of built-in switches) in ``data`` as the ``[[apps]]`` it
-    means; the errors of the table, located under ``apps``, if it has any."""
+    means, and ``[agents.apps]`` in each ``[[agents]]`` element; the errors of the tables,
+    located under ``apps`` (``agents``, N, ``apps``), if they have any."""
+    errors = _apps_table_as_array(data, ())
+    agents = data.get("agents")
+    if isinstance(agents, list):
+        for i, agent in enumerate(agents):
+            if isinstance(agent, dict):
+                errors += _apps_table_as_array(agent, ("agents", i))
+    return errors
+
+
+def _apps_table_as_array(data: dict[str, Any], at: tuple[str | int, ...]) -> list[ErrorDetails]:
     value = data.get("apps")
     if not isinstance(value, dict):
         return []
     try:
         table = AppsTable.model_validate(value)
     except ValidationError as exc:
-        return [{**error, "loc": ("apps", *error["loc"])} for error in exc.errors(include_url=False)]
+        return [{**error, "loc": (*at, "apps", *error["loc"])} for error in exc.errors(include_url=False)]
     data["apps"] = [{"use": name} for name, on in table.model_dump().items() if on]
     return []

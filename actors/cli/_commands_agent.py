@@ -23,9 +23,10 @@ from .._agent import AgentSettings, check_thread_id
 from .._session import open_session, recorded_config, run_until_idle
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
-from ..blueprint import BUILTIN_APPS, Blueprint, load_blueprint, open_blueprint_models
+from ..blueprint import BUILTIN_APPS, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ._demo import run_demo
 from ._main import main, print_json, run_async, store_option
+from ._system_run import run_system
 from ._transcript import ChatView, Transcript
 
 
@@ -42,7 +43,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @model_options
 @store_option
 @click.option("--thread", "thread_id", default="main", show_default=True, help="Thread id (resumed if it exists).")
-@click.option("--input", "inputs", multiple=True, metavar="TEXT", help="Input, fed each time the engine waits for input (repeatable).")
+@click.option("--input", "inputs", multiple=True, metavar="TEXT",
+              help="Input, fed each time the engine waits for input (repeatable); NAME=TEXT feeds agent NAME of a system.")
 @click.option("--pin", "pins", multiple=True, metavar="TEXT",
               help="A pinned input: never folded, always in the context (repeatable; fed before --input).")
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
@@ -71,7 +73,9 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     """Run an agent until it waits for input and none is left (or --max-steps).
 
     BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
-    command line override its values (--input replaces its inputs).
+    command line override its values (--input replaces its inputs). A blueprint with
+    [[agents]] describes a system of agents: every agent with inputs runs, and
+    --input NAME=TEXT feeds agent NAME (docs/systems.md).
     """
     bp: Blueprint | None = None
     try:
@@ -81,7 +85,11 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
-            bp = load_blueprint(blueprint_path).override(
+            loaded = load_any_blueprint(blueprint_path)
+            if isinstance(loaded, SystemBlueprint):
+                run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json)
+                return
+            bp = loaded.override(
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
                 budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),

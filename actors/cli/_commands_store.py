@@ -50,6 +50,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from livecontext.protocol import Shown
 
+from .._agent import parent_thread_id
 from .._thread_apps import rebuild_apps, thread_apps
 from ..apps import App
 from ..history import HistoryState, load_state, render_state, replay_app_effects
@@ -143,13 +144,14 @@ def threads(store_url: str, as_json: bool) -> None:
                              "seq": info.last_seq,
                              "last_activity": info.last_activity.isoformat() if info.last_activity else None,
                              "forked_from": info.forked_from, "forked_at": info.forked_at,
-                             **_undecoded(state)})
+                             "parent": parent_thread_id(info.thread_id), **_undecoded(state)})
         for row in rows:
             if as_json:
                 print_json(row)
                 continue
+            parent = f"  (sub-agent of {row['parent']})" if row["parent"] else ""
             click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
-                       f"{row['status']:<13} {row['last_activity']}")
+                       f"{row['status']:<13} {row['last_activity']}{parent}")
             for u in row.get("undecoded", ()):
                 click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
                            f"the latest: {_clip(json.dumps(u['latest'], ensure_ascii=False))}")
@@ -193,14 +195,17 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
 @thread_option
 @json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
-    """Print one JSON line per log record: seq, sender, sent_at, kind, summary."""
+    """Print one JSON line per log record: seq, sender, sent_at, kind, summary (and, for a
+    sub-agent's thread, its parent)."""
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             records = await reader.read(1)
         converter = make_converter()
+        parent = parent_thread_id(thread_id)  # a sub-agent's lines name the thread that spawned it
         for rec in records:
-            print_json({"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
-                        "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)})
+            line = {"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
+                    "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
+            print_json(line if parent is None else {**line, "parent": parent})
     run_async(go)
 
 

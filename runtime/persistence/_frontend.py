@@ -187,6 +187,10 @@ class _Log(_Reader, ThreadLog):
         super().__init__(store, handle)
         self._blocking = store.blocking  # (a backend's kind: asked at every append)
 
+    @property
+    def store(self) -> EventStore:
+        return self._store
+
     def _describe(self) -> str:
         return "log"
 

@@ -86,6 +86,11 @@ class ThreadLog(ThreadReader):
     the lock is recovered once its process is gone.
     """
 
+    @property
+    @abc.abstractmethod
+    def store(self) -> EventStore:
+        """The store this log belongs to (a sub-agent's thread is opened in its parent's)."""
+
     @abc.abstractmethod
     async def append(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
         """Append ``records`` as one transaction, numbered from ``last_seq() + 1``.

@@ -58,7 +58,7 @@ from livecontext.runtime.models import (
     ScriptedModel,
     TextCallback,
 )
-from livecontext.runtime.persistence import open_store
+from livecontext.runtime.persistence import EventStore, open_store
 from livecontext.runtime.tokens import TokenCounter
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002)
@@ -79,6 +79,8 @@ class AgentHarness:
     agent: agent_module.AgentActors
     client: Context
     model: ModelClient
+    store: EventStore
+    """The ``memory:`` store the thread (and any sub-agent's) lives in."""
     events: list[Message] = field(factory=list)
     """Every engine event so far, in publication order."""
 
@@ -287,7 +289,7 @@ async def open_agent(
                     inputs=inputs, apps=apps)
                 if tool_timeout_s is not None:
                     agent.engine._cell.instance.tool_timeout_s = tool_timeout_s  # type: ignore[union-attr]
-                harness = AgentHarness(rt, agent, rt.client("test"), client_model)
+                harness = AgentHarness(rt, agent, rt.client("test"), client_model, opened)
                 if not listen:
                     yield harness
                     return

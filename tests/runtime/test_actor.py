@@ -343,3 +343,28 @@ async def test_refs_compare_by_actor_id() -> None:
         assert rt.ref(ActorId("counter", "c")) == ref
         assert len({ref, rt.ref("counter/c")}) == 1
         assert isinstance(ref, ActorRef)
+
+
+class _SeesWhatItHandles(Actor):
+    def __init__(self, seen: list[Envelope | None]) -> None:
+        self.seen = seen
+
+    async def on_start(self) -> None:
+        self.seen.append(self.ctx.current)
+
+
+class _Spawner(Actor):
+    def __init__(self, seen: list[Envelope | None]) -> None:
+        self.seen = seen
+
+    @handler
+    async def on_ping(self, msg: Ping) -> None:
+        await self.ctx.runtime.spawn(lambda: _SeesWhatItHandles(self.seen), "child/c")
+
+
+async def test_an_actor_spawned_from_a_handler_does_not_take_that_handlers_message_for_its_own() -> None:
+    seen: list[Envelope | None] = []
+    async with open_runtime() as rt:
+        spawner = await rt.spawn(lambda: _Spawner(seen), "spawner/s")
+        await rt.client("t").ask(spawner, Ping())
+    assert seen == [None]

@@ -7,14 +7,19 @@ import livecontext.actors.blueprint as blueprint
 
 async def test_the_blueprint_package_exports_exactly_its_public_names() -> None:
     assert sorted(blueprint.__all__) == [
+        "AgentBlueprint",
         "AppUse",
         "BUILTIN_APPS",
         "Blueprint",
         "BlueprintError",
         "BlueprintModels",
+        "SystemBlueprint",
+        "load_any_blueprint",
         "load_blueprint",
+        "load_system_blueprint",
         "open_blueprint_models",
         "parse_blueprint",
+        "parse_system_blueprint",
     ]
 
 

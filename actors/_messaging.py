@@ -1,0 +1,165 @@
+"""The messaging app: how an agent of a system reaches the others, through two tools.
+
+``send_message(to, text)`` leaves a note: a notification posted to the receiver's history by
+the sender's app host (``app/THREAD``, stamped by the runtime), which the receiver reads with
+its next input. ``ask_agent(to, question)`` runs the receiver on the question and returns its
+answer: the asker takes the receiver's next turn from the system's switchboard, posts the
+question (a notification again, so the receiver's log names who asked what), feeds it an input
+saying whom to answer, runs it until it waits for input, and gives the turn back. A question
+that is not answered within the system's ``ask_timeout_s`` stops the receiver's run and fails.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import trio
+from attrs import field, frozen
+
+from livecontext.protocol import ActorId, Message, NotificationPosted, PostNotification, ProvideInput, Retention
+from livecontext.runtime import Context
+
+from ._turns import AgentAddress, TurnRefusedError, held_turn, run_turn
+from .apps import App, ToolFailure, ToolOutcome, tool
+
+DEFAULT_ASK_TIMEOUT_S = 120.0
+"""How long ``ask_agent`` waits for an answer, the receiver's turn included, by default."""
+
+
+def _readonly(value: Mapping[str, AgentAddress]) -> Mapping[str, AgentAddress]:
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class Directory:
+    """The agents of one system, as each of them can reach the others."""
+
+    system: str
+    switchboard: ActorId
+    agents: Mapping[str, AgentAddress] = field(converter=_readonly, hash=False)
+    """Every agent, by name, in the blueprint's order."""
+    ask_timeout_s: float = DEFAULT_ASK_TIMEOUT_S
+
+
+class Messaging(App):
+    """``send_message`` and ``ask_agent`` for agent ``me`` of a system (see the module docstring)."""
+
+    name = "messaging"
+
+    def __init__(self, me: str = "", directory: Directory | None = None) -> None:
+        self.me = me
+        self.directory = directory
+        """``None``: not part of a running system (an app rebuilt to render a recorded thread)."""
+        self.ctx: Context | None = None
+        self._claims = itertools.count(1)
+
+    def fresh(self) -> Messaging:
+        return Messaging(self.me, self.directory)
+
+    def bind(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def view(self) -> str:
+        # the same for every agent, running or rebuilt: who the others are is in the system
+        # prompt (see roster_prompt), which the log keeps
+        return "Reach the other agents with send_message (a note) and ask_agent (a question; you wait for the answer)."
+
+    def apply(self, effect: Message) -> None:
+        super().apply(effect)
+
+    def state_text(self) -> str:
+        return '{"version": 1}'
+
+    def load_state(self, text: str) -> None:
+        pass
+
+    @tool
+    async def send_message(self, to: str, text: str) -> ToolOutcome:
+        """Leave a message for another agent of the system; it reads it with its next input.
+
+        Does not wait for an answer: use ask_agent for that.
+
+        Args:
+            to: The receiving agent's name.
+            text: The message.
+        """
+        target, ctx = self._target(to), self._ctx()
+        if not text.strip():
+            raise ToolFailure("text is empty: write the message to send")
+        posted = await ctx.ask(target.history, PostNotification(f"{self.me} says: {text}"))
+        assert isinstance(posted, NotificationPosted)
+        note = posted.notification.id
+        return ToolOutcome.ok(f"message {note} left for {to}; it reads it with its next input",
+                              gist=f"message {note} to {to}: {_line(text)}")
+
+    @tool
+    async def ask_agent(self, to: str, question: str) -> ToolOutcome:
+        """Ask another agent of the system a question and wait for its answer.
+
+        The agent answers one question at a time: if it is busy, the question waits its turn.
+
+        Args:
+            to: The agent to ask, by name.
+            question: The question, in full: the agent sees its own history and this, not yours.
+        """
+        target, ctx, directory = self._target(to), self._ctx(), self._directory()
+        if not question.strip():
+            raise ToolFailure("question is empty: write what to ask")
+        timeout = directory.ask_timeout_s
+        # not pinned as the thread's task, even as its first input: the agent's task is its
+        # role, and the next question will be another
+        asked = ProvideInput(f"Answer {self.me}'s question (the notification below); "
+                             f"your reply is sent back to {self.me}.", Retention.COMPRESSIBLE)
+        with trio.move_on_after(timeout) as scope:
+            try:
+                async with held_turn(ctx, directory.switchboard, to, f"{self.me}.{next(self._claims)}"):
+                    outcome = await run_turn(ctx, target, [asked], note=f"{self.me} asks: {question}")
+            except TurnRefusedError as exc:
+                raise ToolFailure(str(exc)) from None
+        if scope.cancelled_caught:
+            raise ToolFailure(f"{to} did not answer within {timeout:g} s (the system's ask_timeout_s); "
+                              "its run was stopped. Ask again later, or go on without its answer")
+        if outcome.answer is None:
+            raise ToolFailure(f"{to} did not answer: its run stopped after {outcome.idle.steps} steps "
+                              f"({outcome.idle.reason})")
+        answer = outcome.answer or "(an empty answer)"
+        return ToolOutcome.ok(answer, gist=f"{to} answered: {_line(answer)}")
+
+    def _ctx(self) -> Context:
+        if self.ctx is None:
+            raise ToolFailure("messaging is not running in an app host")
+        return self.ctx
+
+    def _directory(self) -> Directory:
+        if self.directory is None:
+            raise ToolFailure("this agent is not part of a running system: there is nobody to reach")
+        return self.directory
+
+    def _target(self, to: str) -> AgentAddress:
+        directory = self._directory()
+        target = directory.agents.get(to)
+        others = ", ".join(name for name in directory.agents if name != self.me) or "(none but you)"
+        if target is None:
+            raise ToolFailure(f"no agent named {to!r} in system {directory.system!r}; "
+                              f"the agents there are: {others}")
+        if to == self.me:
+            raise ToolFailure(f"{to!r} is you: send_message and ask_agent reach the other agents ({others})")
+        return target
+
+
+def roster_prompt(me: str, directory: Directory) -> str:
+    """What agent ``me`` is told of its system, after its system prompt: the other agents, what
+    each is for, and how to reach them."""
+    lines = [f"You are {me}, one of the agents of system {directory.system}. The others, whom you "
+             "reach with your tools send_message (a note they read with their next input) and "
+             "ask_agent (a question; you wait for the answer):"]
+    lines += [f"- {a.name}" + (f": {a.description}" if a.description else "")
+              for a in directory.agents.values() if a.name != me]
+    return "\n".join(lines)
+
+
+def _line(text: str, limit: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

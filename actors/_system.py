@@ -1,0 +1,323 @@
+"""Systems of agents: several agents, one thread each, in one store and one runtime.
+
+:func:`open_system` runs a system blueprint (``[[agents]]``): it opens every agent's model,
+the store, each agent's thread (``SYSTEM.NAME`` unless the blueprint says otherwise) and one
+runtime holding every agent's actors, the system's switchboard (``system/NAME``) and, in each
+agent's app host, the messaging app whose tools reach the other agents. The agents reach
+each other only through those tools; the user reaches them through :meth:`System.send`.
+Every turn of an agent, the user's or another agent's question, is taken from the
+switchboard, so an agent answers one at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import MappingProxyType
+
+import attrs
+import trio
+from attrs import field, frozen
+
+from livecontext.protocol import (
+    AgentStatus,
+    AppEffects,
+    AppHistory,
+    EngineState,
+    Entries,
+    GetAppEffects,
+    GetStatus,
+    GetTail,
+    HistoryEntry,
+    Message,
+    ProvideInput,
+    ReadEntries,
+    Retention,
+    Tail,
+    make_converter,
+)
+from livecontext.runtime import Context, Runtime, UsageError, open_runtime
+from livecontext.runtime.models import ModelClient, open_model_client
+from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, default_store_url, open_store
+from livecontext.runtime.tokens import TokenCounter
+
+from ._agent import AgentActors, spawn_agent
+from ._messaging import Directory, Messaging, roster_prompt
+from ._switchboard import Switchboard, switchboard_id
+from ._turns import AgentAddress, held_turn, run_turn
+from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
+
+
+@frozen
+class AgentAnswer:
+    """How one turn of an agent ended (:meth:`System.send`)."""
+
+    agent: str
+    text: str | None
+    """The agent's answer: its last model output, once it waits for input again; ``None`` if
+    the turn stopped otherwise (see :attr:`reason`)."""
+    state: EngineState
+    steps: int
+    """Engine steps the turn took."""
+    reason: str
+    """Why the turn stopped: ``no_input`` (it answered), ``max_steps``, ``failed: ...``,
+    ``cancelled`` or ``paused``."""
+
+
+@frozen
+class SystemAgent:
+    """One running agent of a system."""
+
+    name: str
+    address: AgentAddress
+    """Its thread and how a turn runs it."""
+    actors: AgentActors
+    """Its engine, history store, app host and input source (and recap, analyzers)."""
+    apps: tuple[str, ...]
+    """Its apps' names (``messaging`` among them)."""
+    resumed_state: EngineState
+    """Its thread's state when the system opened (``WaitingInput`` for a new thread)."""
+    pins: tuple[str, ...] = ()
+    """Its blueprint's pinned inputs (fed first by :meth:`System.run_inputs`)."""
+    inputs: tuple[str, ...] = ()
+    """Its blueprint's inputs."""
+
+    @property
+    def thread_id(self) -> str:
+        return self.address.thread_id
+
+
+@frozen
+class SystemAgentStatus:
+    """What :meth:`System.status` reports of one agent."""
+
+    name: str
+    thread_id: str
+    state: EngineState
+    task: AgentStatus
+    """The task lifecycle's status, read off the thread's log: ``active``, ``waiting_user``,
+    ``completed``, ``paused`` or ``failed``, with the result, question or error that goes with it."""
+    entries: tuple[HistoryEntry, ...]
+    app_histories: tuple[AppHistory, ...]
+    """What each app with committed effects is rebuilt from (its state and effects)."""
+    apps: tuple[str, ...]
+
+    @property
+    def status(self) -> str:
+        """The status's name (``task.status.value``)."""
+        return self.task.status.value
+
+
+@frozen
+class SystemStatus:
+    """Every agent of a system, in the blueprint's order."""
+
+    name: str
+    agents: tuple[SystemAgentStatus, ...]
+
+
+def _answers(value: Mapping[str, AgentAnswer]) -> Mapping[str, AgentAnswer]:
+    return MappingProxyType(dict(value))
+
+
+def _held(value: Mapping[str, tuple[str, ...]]) -> Mapping[str, tuple[str, ...]]:
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class InputsRun:
+    """What :meth:`System.run_inputs` did."""
+
+    answers: Mapping[str, AgentAnswer] = field(converter=_answers)
+    """The turn each agent took, by name (agents with nothing to do took none)."""
+    held: Mapping[str, tuple[str, ...]] = field(converter=_held)
+    """Inputs not fed, by agent: its thread was stopped in the middle of a step (a crash), so
+    the turn finished that step's work instead; run again to give new input."""
+
+
+class System:
+    """A running system of agents (see :func:`open_system`)."""
+
+    def __init__(self, name: str, runtime: Runtime, store: EventStore, agents: Sequence[SystemAgent]) -> None:
+        self.name = name
+        self.runtime = runtime
+        """The runtime every agent's actors run in."""
+        self.store = store
+        """The store every agent's thread lives in."""
+        self.agents: Mapping[str, SystemAgent] = MappingProxyType({a.name: a for a in agents})
+        """The agents by name, in the blueprint's order."""
+        self._switchboard = switchboard_id(name)
+        self._client: Context = runtime.client(f"system.{name}")
+        self._claims = itertools.count(1)
+
+    def agent(self, name: str) -> SystemAgent:
+        """The agent named ``name``.
+
+        Raises:
+            UsageError: there is none; the message names the agents there are.
+        """
+        found = self.agents.get(name)
+        if found is None:
+            raise UsageError(f"no agent named {name!r} in system {self.name!r}; "
+                             f"the agents there are: {', '.join(self.agents)}")
+        return found
+
+    async def send(self, name: str, text: str) -> AgentAnswer:
+        """Give agent ``name`` the input ``text`` and run it until it waits for input again.
+
+        The turn waits for the agent to be free (another agent may be asking it something).
+
+        Raises:
+            UsageError: no agent has that name.
+        """
+        return await self._turn(self.agent(name), [ProvideInput(text)])
+
+    async def run_inputs(self, inputs: Mapping[str, Sequence[str]] | None = None) -> InputsRun:
+        """Run every agent that has something to do, at once, each in one turn.
+
+        An agent whose thread stopped in the middle of a step (a crash) first finishes that
+        work and gets no input (it is held, see :attr:`InputsRun.held`: the command re-run to
+        resume a system is usually the one that fed it). Any other agent with inputs gets
+        them, in order (its blueprint's ``pins``, then ``inputs`` by default).
+
+        Args:
+            inputs: Inputs by agent name, in place of the blueprint's (``None``); an agent not
+                named gets none.
+
+        Raises:
+            UsageError: ``inputs`` names an agent the system does not have.
+        """
+        given = {name: [ProvideInput(text) for text in texts] for name, texts in (inputs or {}).items()}
+        for name in given:
+            self.agent(name)
+        if inputs is None:
+            given = {a.name: [*(ProvideInput(p, Retention.CRITICAL) for p in a.pins),
+                              *(ProvideInput(t) for t in a.inputs)] for a in self.agents.values()}
+        answers: dict[str, AgentAnswer] = {}
+        held: dict[str, tuple[str, ...]] = {}
+
+        async def take(agent: SystemAgent, feed: list[ProvideInput]) -> None:
+            answers[agent.name] = await self._turn(agent, feed)
+
+        states = {}
+        for agent in self.agents.values():  # every state before any turn starts (and asks others)
+            tail = await self._client.ask(agent.address.history, GetTail())
+            assert isinstance(tail, Tail)
+            states[agent.name] = tail.state
+        async with trio.open_nursery() as nursery:
+            for agent in self.agents.values():
+                feed = given.get(agent.name, [])
+                if states[agent.name] is not EngineState.WAITING_INPUT:
+                    if feed:
+                        held[agent.name] = tuple(f.text for f in feed)
+                    nursery.start_soon(take, agent, [])
+                elif feed:
+                    nursery.start_soon(take, agent, feed)
+        ordered = {name: answers[name] for name in self.agents if name in answers}
+        return InputsRun(ordered, held)
+
+    async def status(self) -> SystemStatus:
+        """Each agent's thread, state, status, entries and apps, as now."""
+        rows = []
+        for agent in self.agents.values():
+            ids = agent.address
+            entries = await self._client.ask(ids.history, ReadEntries())
+            tail = await self._client.ask(ids.history, GetTail())
+            effects = await self._client.ask(ids.history, GetAppEffects())
+            status = await self._client.ask(ids.history, GetStatus())
+            assert isinstance(entries, Entries) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
+            assert isinstance(status, AgentStatus)
+            rows.append(SystemAgentStatus(agent.name, agent.thread_id, tail.state, status,
+                                          entries.entries, effects.apps, agent.apps))
+        return SystemStatus(self.name, tuple(rows))
+
+    async def _turn(self, agent: SystemAgent, feed: Sequence[ProvideInput]) -> AgentAnswer:
+        async with held_turn(self._client, self._switchboard, agent.name, f"user.{next(self._claims)}"):
+            outcome = await run_turn(self._client, agent.address, feed)
+        idle = outcome.idle
+        return AgentAnswer(agent.name, outcome.answer, idle.state, idle.steps, idle.reason)
+
+
+@contextlib.asynccontextmanager
+async def open_system(
+    blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | None = None,
+    models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
+    api_key: str | None = None,
+) -> AsyncIterator[System]:
+    """Run a system of agents for the ``async with`` block; everything is closed on exit.
+
+    Args:
+        blueprint: A system blueprint, or the path of its file (docs/blueprints.md,
+            ``[[agents]]``).
+        store: The store URL (``sqlite:PATH``, ``jsonl:DIR``, ``memory:``), in place of the
+            blueprint's; neither: ``$LIVECONTEXT_STORE``, else the default store.
+        models: Model clients by agent name, in place of the blueprint's specs (they are not
+            closed here: the caller owns them).
+        base_url: The OpenAI-compatible server of every ``openai:`` spec.
+        api_key: Its API key.
+
+    Every model is opened before the store, so that a bad spec writes nothing. A thread
+    already in the store is resumed (see :meth:`System.run_inputs`).
+
+    Raises:
+        BlueprintError: the blueprint file is missing or wrong.
+        UsageError: ``models`` names an agent the system does not have; another writer runs
+            one of the threads.
+    """
+    bp = blueprint if isinstance(blueprint, SystemBlueprint) else load_system_blueprint(blueprint)
+    given = dict(models or {})
+    for name in given:
+        bp.agent(name)
+    directory = Directory(bp.name, switchboard_id(bp.name),
+                          {a.name: _address(a) for a in bp.agents}, bp.ask_timeout_s)
+    converter, counter = make_converter(), TokenCounter.from_env()
+    async with contextlib.AsyncExitStack() as stack:
+        opened: dict[str, ModelClient] = {}
+        for a in bp.agents:
+            mine = given.get(a.name)
+            if mine is None:
+                mine = await stack.enter_async_context(
+                    open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key))
+            opened[a.name] = mine
+        side = {a.name: await stack.enter_async_context(
+            open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
+        event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
+        logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a)) for a in bp.agents}
+        rt = await stack.enter_async_context(open_runtime())
+        await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
+                       directory.switchboard)
+        opener = rt.client(f"open.{bp.name}")
+        agents = []
+        for a in bp.agents:
+            apps = [*a.blueprint.make_apps(), Messaging(a.name, directory)]
+            settings = attrs.evolve(a.blueprint.settings, system_prompt=_prompt(a, directory))
+            actors = await spawn_agent(rt, logs[a.name], opened[a.name], settings, converter=converter,
+                                       counter=counter, apps=apps, recap_model=side[a.name].recap,
+                                       analyzer_models=side[a.name].analyzers, model_spec=a.blueprint.model)
+            tail = await opener.ask(actors.history, GetTail())
+            assert isinstance(tail, Tail)
+            agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),
+                                      tail.state, a.blueprint.pins, a.blueprint.inputs))
+        yield System(bp.name, rt, event_store, agents)
+
+
+def _address(a: AgentBlueprint) -> AgentAddress:
+    return AgentAddress(a.name, a.blueprint.settings.thread_id, a.blueprint.max_steps, a.description)
+
+
+def _prompt(a: AgentBlueprint, directory: Directory) -> str:
+    """The agent's system prompt (its own, or one naming it), then what it is told of the others."""
+    own = a.blueprint.settings.system_prompt or "You are a helpful agent."
+    return f"{own.rstrip()}\n\n{roster_prompt(a.name, directory)}"
+
+
+async def _open_thread(store: EventStore, bp: SystemBlueprint, a: AgentBlueprint) -> ThreadLog:
+    thread = a.blueprint.settings.thread_id
+    try:
+        return await store.open_thread(thread, create=True, owner=f"history/{thread}")
+    except ThreadLockedError as exc:
+        raise UsageError(
+            f"thread {thread!r} (agent {a.name} of system {bp.name}) is being run by another writer: "
+            f"{exc.holder}; wait for it to finish (or stop it) and run again") from None
