@@ -21,6 +21,7 @@ from attrs import frozen
 
 from livecontext.protocol import (
     AfterModelCall,
+    AgentStatus,
     AfterToolExecute,
     AppEffects,
     BeforeModelCall,
@@ -29,6 +30,7 @@ from livecontext.protocol import (
     EngineState,
     Entries,
     GetAppEffects,
+    GetStatus,
     GetTail,
     GetWindows,
     HistoryEntry,
@@ -79,15 +81,19 @@ class Reply:
     """What a run of the agent ended with."""
 
     text: str
-    """The text of the agent's last answer (its last model output's text; empty if none)."""
+    """The agent's answer: the result it gave ``task_complete``, else the question it gave
+    ``wait_user_response``, else its last model output's text (empty if the run recorded none)."""
     state: EngineState
     """Where the thread stands: ``WAITING_INPUT`` once it has answered."""
     steps: int
     """Steps the run took."""
     reason: str
     """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` or ``failed: ...``."""
+    status: AgentStatus
+    """Where the task stands (``active``, ``waiting_user``, ``completed``, ``paused``,
+    ``failed``), with its result, question or error."""
     entry_id: str = ""
-    """The answer's entry id (empty if the run recorded no model output)."""
+    """The last model output's entry id (empty if the run recorded none)."""
 
 
 @frozen
@@ -96,6 +102,8 @@ class AgentState:
 
     thread: str
     state: EngineState
+    status: AgentStatus
+    """Where the task stands, with its result, question or error."""
     entries: int
     """Unfolded entries in the history."""
     model_outputs: int
@@ -205,9 +213,10 @@ class Agent:
         """Where the thread stands, and its apps' states."""
         tail = await self._client.ask(self._session.agent.history, GetTail())
         effects = await self._client.ask(self._session.agent.history, GetAppEffects())
-        assert isinstance(tail, Tail) and isinstance(effects, AppEffects)
+        status = await self._client.ask(self._session.agent.history, GetStatus())
+        assert isinstance(tail, Tail) and isinstance(effects, AppEffects) and isinstance(status, AgentStatus)
         apps = apps_json(effects.apps, self._session.app_names)
-        return AgentState(self.thread, tail.state, tail.entries, tail.model_outputs,
+        return AgentState(self.thread, tail.state, status, tail.entries, tail.model_outputs,
                           {name: str(value) for name, value in apps.items()})
 
     async def pause(self) -> None:
@@ -247,11 +256,14 @@ class Agent:
                                       timeout=None)
         assert isinstance(idle, Idle)
         tail = await self._client.ask(self._session.agent.history, GetTail())
-        assert isinstance(tail, Tail)
-        last = tail.last
-        answered = isinstance(last, ModelOutputEntry) and tail.model_outputs > before.model_outputs
-        text, entry_id = (last.content.live.text, last.id) if answered and isinstance(last, ModelOutputEntry) else ("", "")
-        return Reply(text, idle.state, idle.steps, idle.reason, entry_id)
+        status = await self._client.ask(self._session.agent.history, GetStatus())
+        assert isinstance(tail, Tail) and isinstance(status, AgentStatus)
+        # (a task ended by a control tool ends with that tool's results: its answer is the status's)
+        last = tail.last if isinstance(tail.last, ModelOutputEntry) and tail.model_outputs > before.model_outputs else None
+        answer = status.result if status.result is not None else status.question
+        if answer is None:
+            answer = last.content.live.text if last is not None else ""
+        return Reply(answer, idle.state, idle.steps, idle.reason, status, last.id if last is not None else "")
 
     async def _ack(self, message: Message) -> None:
         await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from livecontext.protocol import (
-    Entries,
     EngineState,
     GetTail,
     Idle,
@@ -25,7 +24,6 @@ from livecontext.protocol import (
     Message,
     ModelOutputEntry,
     ProvideInput,
-    ReadEntries,
     RunUntilIdle,
     Tail,
     make_converter,
@@ -35,6 +33,7 @@ from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadLockedError
 from livecontext.runtime.tokens import TokenCounter
 
+from ._turns import final_answer
 from .apps import App, ToolFailure, ToolOutcome, tool
 
 if TYPE_CHECKING:
@@ -122,17 +121,18 @@ class SubAgents(App):
             try:
                 with trio.move_on_after(self.timeout_s) as scope:
                     idle = await self._run(agent, task)
-                    entries = await self.ctx.ask(agent.history, ReadEntries())
+                    answer = await final_answer(self.ctx, agent.history)
             finally:
                 with trio.CancelScope(shield=True):
                     for ref in refs:
                         await rt.stop(ref, drain_timeout=1.0)
         if scope.cancelled_caught:
             raise ToolFailure(f"sub-agent {thread_id} timed out after {self.timeout_s:g} s")
-        assert isinstance(entries, Entries)
         if idle.reason.startswith("failed"):
             raise ToolFailure(f"sub-agent {thread_id} failed: {idle.reason}")
-        return _answer(thread_id, entries.entries)
+        if answer is None:
+            raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
+        return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {_line(answer)}")
 
     async def _run(self, agent: AgentActors, task: str) -> Idle:
         """Feed ``task`` to a new sub-agent thread (a resumed one has it already), run it until
@@ -155,13 +155,10 @@ class SubAgents(App):
         return current.payload.call.id
 
 
-def _answer(thread_id: str, entries: Sequence[object]) -> ToolOutcome:
-    answers = [e for e in entries if isinstance(e, ModelOutputEntry)]
-    if not answers:
-        raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
-    answer = answers[-1].content.live.text
-    return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {answers[-1].content.gist.text}")
-
+def _line(text: str, limit: int = 120) -> str:
+    """The first line of ``text``, cut to ``limit`` characters (a gist)."""
+    first = text.strip().split("\n", 1)[0]
+    return first if len(first) <= limit else first[: limit - 1] + "…"
 
 def give_store(apps: Sequence[App], store: EventStore) -> None:
     """Give ``store`` (the parent's) to each :class:`SubAgents` app of ``apps`` that has none."""

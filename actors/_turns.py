@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import trio
 from attrs import frozen
 
 from livecontext.protocol import (
     ActorId,
+    AgentStatus,
     Cancel,
     ClaimTurn,
     EngineState,
+    GetStatus,
     GetTail,
     Idle,
     ModelOutputEntry,
@@ -30,7 +33,7 @@ from livecontext.protocol import (
     Tail,
     TurnRefused,
 )
-from livecontext.runtime import ActorError, Context, UsageError
+from livecontext.runtime import ActorError, ActorRef, Context, UsageError
 
 
 @frozen
@@ -124,8 +127,22 @@ async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideIn
     idle = await _run(ctx, agent)
     if idle.reason != "no_input":
         return TurnOutcome(idle, None)
-    last = (await _tail(ctx, agent)).last
-    return TurnOutcome(idle, last.content.live.text if isinstance(last, ModelOutputEntry) else None)
+    return TurnOutcome(idle, await final_answer(ctx, agent.history))
+
+
+async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | None:
+    """What an agent that stopped to wait for input answered: the result it gave
+    ``task_complete``, else the question it gave ``wait_user_response``, else its last model
+    output's text (``None``: it has none)."""
+    status = await ctx.ask(history, GetStatus())
+    assert isinstance(status, AgentStatus)
+    if status.result is not None:
+        return status.result
+    if status.question is not None:
+        return status.question
+    tail = await ctx.ask(history, GetTail())
+    assert isinstance(tail, Tail)
+    return tail.last.content.live.text if isinstance(tail.last, ModelOutputEntry) else None
 
 
 async def _tail(ctx: Context, agent: AgentAddress) -> Tail:

@@ -38,7 +38,7 @@ from livecontext.actors.apps import (
 from livecontext.actors.blueprint import BlueprintError
 from livecontext.actors.history import BudgetTooSmallError, HistoryLimits
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import EngineState, Level, Retention
+from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
 from livecontext.runtime import UsageError
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "AgentAnswer",
     "AgentEvent",
     "AgentState",
+    "AgentStatus",
     "AnalyzerSettings",
     "App",
     "AppDefinitionError",
@@ -59,6 +60,7 @@ __all__ = [
     "Reply",
     "Retention",
     "System",
+    "TaskStatus",
     "ToolDefinitionError",
     "ToolFailure",
     "ToolOutcome",

@@ -50,6 +50,12 @@ async def test_a_sub_agents_answer_comes_back_as_the_tool_result() -> None:
     assert answer == "the parent carries on"
 
 
+async def test_a_sub_agent_that_completes_its_task_gives_its_result_as_the_answer() -> None:
+    status, content, _ = await _results([
+        {"text": "working on it", "tool_calls": [{"name": "task_complete", "arguments": {"result": "1, 2, 3"}}]}])
+    assert (status, content) == (ToolStatus.OK, "1, 2, 3")
+
+
 async def test_a_failing_sub_agent_gives_a_failed_result_and_the_parent_carries_on() -> None:
     status, content, answer = await _results([{"fail": {"error": "server", "times": 5}}])
     assert status is ToolStatus.FAILED

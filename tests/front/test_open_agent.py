@@ -29,7 +29,7 @@ def test_the_package_exports_exactly_the_front_door() -> None:
         "Agent", "AgentEvent", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
         "BlueprintError", "BudgetTooSmallError", "EngineState", "HistoryLimits", "Level", "RecapSettings",
         "Reply", "Retention", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
-        "open_agent", "tool", "AgentAnswer", "System", "open_system"])
+        "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus"])
     for name in livecontext.__all__:
         assert getattr(livecontext, name).__doc__, f"{name} has no docstring"
 
@@ -37,7 +37,8 @@ def test_the_package_exports_exactly_the_front_door() -> None:
 async def test_send_runs_until_the_agent_waits_and_gives_a_typed_reply() -> None:
     async with livecontext.open_agent(model="echo", store="memory:") as agent:
         reply = await agent.send("hello")
-    assert reply == Reply("echo: hello", EngineState.WAITING_INPUT, reply.steps, "no_input", reply.entry_id)
+    assert reply == Reply("echo: hello", EngineState.WAITING_INPUT, reply.steps, "no_input",
+                          livecontext.AgentStatus(livecontext.TaskStatus.WAITING_USER), reply.entry_id)
     assert reply.steps >= 1 and reply.entry_id
 
 
@@ -159,3 +160,22 @@ async def test_a_resumed_thread_keeps_its_model_and_tools_when_none_are_given(tm
         reply = await agent.send("two")
         results = [e for e in await agent.history() if isinstance(e, ToolResultsEntry)]
     assert reply.text == "three" and results[0].results[0].content.live.text == "3"
+
+
+async def test_a_task_completed_gives_its_result_as_the_reply_and_status() -> None:
+    model = scripted({"tool_calls": [call("task_complete", result="All 3 files renamed.")]},
+                     {"text": "never asked for"})
+    async with livecontext.open_agent(model=model) as agent:
+        reply = await agent.send("rename them")
+        state = await agent.state()
+    assert reply.text == "All 3 files renamed." and reply.entry_id == ""
+    assert reply.status == livecontext.AgentStatus(livecontext.TaskStatus.COMPLETED, result="All 3 files renamed.")
+    assert state.status == reply.status
+    assert model.unused_turns() == (1,)  # the agent took no step after completing
+
+
+async def test_a_question_to_the_user_is_the_reply() -> None:
+    model = scripted({"tool_calls": [call("wait_user_response", question="Which folder?")]})
+    async with livecontext.open_agent(model=model) as agent:
+        reply = await agent.send("clean up")
+    assert (reply.text, reply.status.status) == ("Which folder?", livecontext.TaskStatus.WAITING_USER)
