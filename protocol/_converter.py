@@ -71,9 +71,9 @@ from ._records import HistorySnapshot, ToolResultRecorded
 from ._registry import registered_type
 from ._utc import utc_iso_text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the wire format written by this build."""
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 """The versions this build can read."""
 
 T = typing.TypeVar("T")

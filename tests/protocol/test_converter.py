@@ -154,7 +154,7 @@ def test_an_envelope_round_trips_through_data_and_json(env: Envelope) -> None:
 
 def test_an_envelope_is_written_with_the_schema_version_and_readable_addresses() -> None:
     data = _valid_envelope_data()
-    assert data["schema"] == SCHEMA_VERSION == 2
+    assert data["schema"] == SCHEMA_VERSION == 3
     assert data["sender"] == "client/t"
     assert data["recipient"] == "worker/w"
     assert data["sent_at"] == "2024-05-01T12:00:00+00:00"
@@ -208,11 +208,11 @@ def test_tagged_data_without_a_tag_is_an_unknown_type() -> None:
         make_converter().load_message({"app": "nb", "text": "x"})
 
 
-@pytest.mark.parametrize("version", [3, 0, 99, "1", 2.0, True, None])
+@pytest.mark.parametrize("version", [4, 0, 99, "1", 2.0, True, None])
 def test_an_unknown_schema_version_raises_unsupported_schema_version_error_naming_it(version: object) -> None:
     data = {**_valid_envelope_data(), "schema": version}
     with pytest.raises(UnsupportedSchemaVersionError,
-                       match=rf"unsupported schema version {version!r}: this build reads versions 1, 2") as info:
+                       match=rf"unsupported schema version {version!r}: this build reads versions 1, 2, 3") as info:
         make_converter().envelope_from_data(data)
     assert info.value.version == version
 

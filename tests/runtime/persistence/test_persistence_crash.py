@@ -166,9 +166,9 @@ async def test_a_writer_refuses_to_append_after_a_record_of_an_unknown_version(
     durable_url: str, make_records: MakeRecords, tamper: Tamper
 ) -> None:
     await _write(durable_url, make_records(3))
-    tamper.set_schema_version("t", 3, 3)
+    tamper.set_schema_version("t", 3, 4)
     async with await open_store(durable_url) as store:
-        with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 3"):
+        with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 4"):
             await store.open_thread("t", owner="history")
         async with await store.open_reader("t") as reader:
             assert await reader.last_seq() == 3

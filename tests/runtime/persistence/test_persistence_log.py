@@ -45,7 +45,7 @@ async def test_appended_records_read_back_with_contiguous_seqs(
                     new.kind,
                     new.payload,
                 )
-                assert old.thread_id == "t" and old.schema_version == SCHEMA_VERSION == 2
+                assert old.thread_id == "t" and old.schema_version == SCHEMA_VERSION == 3
                 old.verify()
 
 

@@ -168,8 +168,8 @@ def test_verify_names_the_seq_of_a_damaged_record() -> None:
         match=r"thread 't': the record at seq 7 is corrupt \(checksum mismatch\)",
     ):
         attrs.evolve(record, payload='{"x":1}').verify()
-    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 3"):
-        attrs.evolve(record, schema_version=3).verify()
+    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 4"):
+        attrs.evolve(record, schema_version=4).verify()
 
 
 def test_a_stored_record_holding_text_that_is_not_utf8_fails_verification_as_corrupt() -> None:
