@@ -292,6 +292,7 @@ async def open_agent(
     analyzers: Sequence[AnalyzerSettings] | None = None,
     analyzer_models: Mapping[str, str | ModelClient] | None = None,
     pin_task: bool | None = None,
+    lifecycle: bool | None = None,
     pins: Sequence[str] | None = None,
     inputs: Sequence[str] | None = None,
     max_steps: int | None = None,
@@ -325,6 +326,8 @@ async def open_agent(
         analyzers: Analyzers run beside the engine.
         analyzer_models: Each ``model`` analyzer's model, by analyzer name.
         pin_task: Pin the thread's first input (default ``True``).
+        lifecycle: Offer the control tools ``task_complete`` and ``wait_user_response``
+            (default ``True``).
         pins: Pinned inputs fed when the agent opens (before ``inputs``).
         inputs: Inputs fed when the agent opens (run them with :meth:`Agent.run`).
         max_steps: Default step limit of each run.
@@ -356,6 +359,8 @@ async def open_agent(
         changes["analyzers"] = tuple(analyzers)
     if pin_task is not None:
         changes["pin_task"] = pin_task
+    if lifecycle is not None:
+        changes["lifecycle"] = lifecycle
     if snapshot_every is not None:
         changes["snapshot_every"] = snapshot_every
     settings = attrs.evolve(settings, **changes)

@@ -179,3 +179,29 @@ async def test_a_question_to_the_user_is_the_reply() -> None:
     async with livecontext.open_agent(model=model) as agent:
         reply = await agent.send("clean up")
     assert (reply.text, reply.status.status) == ("Which folder?", livecontext.TaskStatus.WAITING_USER)
+
+
+def test_every_key_of_a_blueprint_has_a_keyword_of_open_agent() -> None:
+    import inspect
+
+    from livecontext.actors.blueprint._schema import SYSTEM_KEYS, BlueprintFile
+
+    keyword = {"system_prompt": "system", "analyzers": "analyzers"}
+    taken = set(inspect.signature(livecontext.open_agent).parameters)
+    missing = [k for k in BlueprintFile.model_fields if k not in SYSTEM_KEYS or k == "store"
+               if keyword.get(k, k) not in taken]
+    assert missing == []
+
+
+async def test_lifecycle_false_offers_no_control_tools(tmp_path: Path) -> None:
+    from livecontext.actors._session import recorded_config
+
+    for lifecycle, thread in ((True, "on"), (False, "off")):
+        async with livecontext.open_agent(model="echo", lifecycle=lifecycle, store=f"sqlite:{tmp_path / 'lc.db'}",
+                                          thread=thread, tools=[ft.add]) as agent:
+            await agent.send("hi")
+    on, off = [await recorded_config(f"sqlite:{tmp_path / 'lc.db'}", t) for t in ("on", "off")]
+    assert on is not None and off is not None
+    assert [t.name for t in on.tools] == ["notebook_replace", "notebook_replace_span", "add",
+                                          "task_complete", "wait_user_response"]
+    assert [t.name for t in off.tools] == ["notebook_replace", "notebook_replace_span", "add"]
