@@ -205,3 +205,14 @@ async def test_lifecycle_false_offers_no_control_tools(tmp_path: Path) -> None:
     assert [t.name for t in on.tools] == ["notebook_replace", "notebook_replace_span", "add",
                                           "task_complete", "wait_user_response"]
     assert [t.name for t in off.tools] == ["notebook_replace", "notebook_replace_span", "add"]
+
+
+async def test_a_stream_left_early_lets_the_run_finish_and_the_next_send_waits_for_it() -> None:
+    model = scripted({"text": "first answer", "delay_s": 0.05}, {"text": "second answer"})
+    async with livecontext.open_agent(model=model) as agent:
+        async for item in agent.stream("one"):
+            break  # the reader goes away at the first event
+        reply = await agent.send("two")
+        texts = [e.content.live.text for e in await agent.history()]
+    assert reply.text == "second answer"
+    assert texts == ["one", "first answer", "two", "second answer"]
