@@ -135,14 +135,10 @@ class AnalyzerTable(_Table):
         return value
 
 
-class AgentTable(_Table):
-    """One ``[[agents]]`` element of a system blueprint: the keys of a one-agent blueprint's
-    top level (but ``store``, which the system's agents share), a name and a description."""
+class _AgentKeys(_Table):
+    """The keys that describe one agent: a one-agent blueprint's top level, and each
+    ``[[agents]]`` table of a system blueprint (one list, so that the two never drift apart)."""
 
-    name: str
-    description: str | None = None
-    thread: str | None = None
-    """``None``: not given (the agent's thread is ``SYSTEM.NAME``)."""
     system_prompt: str | None = None
     model: str = "echo"
     budget: int = Field(default=_AGENT.budget, ge=1)
@@ -157,6 +153,16 @@ class AgentTable(_Table):
     limits: LimitsTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
+
+
+class AgentTable(_AgentKeys):
+    """One ``[[agents]]`` element of a system blueprint: the keys of a one-agent blueprint's
+    top level (but ``store``, which the system's agents share), a name and a description."""
+
+    name: str
+    description: str | None = None
+    thread: str | None = None
+    """``None``: not given (the agent's thread is ``SYSTEM.NAME``)."""
 
     @field_validator("name")
     @classmethod
@@ -166,25 +172,12 @@ class AgentTable(_Table):
         return value
 
 
-class BlueprintFile(_Table):
-    """The whole file."""
+class BlueprintFile(_AgentKeys):
+    """The whole file: one agent's keys, or a system's (``system``, ``store``,
+    ``ask_timeout_s``, ``[[agents]]``)."""
 
     thread: str = _AGENT.thread_id
-    system_prompt: str | None = None
-    model: str = "echo"
-    budget: int = Field(default=_AGENT.budget, ge=1)
-    snapshot_every: int = Field(default=_AGENT.snapshot_every, ge=1)
     store: str | None = None
-    inputs: list[str] = Field(default_factory=list)
-    pins: list[str] = Field(default_factory=list)
-    pin_task: bool = _AGENT.pin_task
-    lifecycle: bool = _AGENT.lifecycle
-    max_steps: int | None = Field(default=None, ge=1)
-    apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
-    tools: list[ToolTable] = Field(default_factory=list)
-    limits: LimitsTable | None = None
-    recap: RecapTable | None = None
-    analyzers: list[AnalyzerTable] = Field(default_factory=list)
     system: str | None = None
     """A system blueprint's name (``None``: the file's name without ``.toml``)."""
     ask_timeout_s: float | None = Field(default=None, gt=0, lt=300, allow_inf_nan=False)

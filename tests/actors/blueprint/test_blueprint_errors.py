@@ -36,8 +36,8 @@ async def test_an_unknown_key_in_a_table_names_the_key_the_table_the_line_and_th
 async def test_an_unknown_top_level_key_suggests_the_nearest_known_one() -> None:
     with pytest.raises(BlueprintError, match=exactly(
             "bp.toml:2: unknown key 'budjet' at the top level (did you mean 'budget'?); known keys: "
-            "thread, system_prompt, model, budget, snapshot_every, store, inputs, pins, pin_task, "
-            "lifecycle, max_steps, [[apps]], [[tools]], [limits], [recap], [[analyzers]], system, ask_timeout_s, [[agents]]")):
+            "system_prompt, model, budget, snapshot_every, inputs, pins, pin_task, lifecycle, max_steps, "
+            "[[apps]], [[tools]], [limits], [recap], [[analyzers]], thread, store, system, ask_timeout_s, [[agents]]")):
         load('thread = "t"\nbudjet = 100\n')
 
 
