@@ -18,7 +18,7 @@ from types import MappingProxyType
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import ActorId, Message, NotificationPosted, PostNotification, ProvideInput, Retention
+from livecontext.protocol import ActorId, NotificationPosted, PostNotification, ProvideInput, Retention
 from livecontext.runtime import Context
 
 from ._turns import AgentAddress, TurnRefusedError, held_turn, run_turn
@@ -65,15 +65,6 @@ class Messaging(App):
         # the same for every agent, running or rebuilt: who the others are is in the system
         # prompt (see roster_prompt), which the log keeps
         return "Reach the other agents with send_message (a note) and ask_agent (a question; you wait for the answer)."
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return '{"version": 1}'
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool
     async def send_message(self, to: str, text: str) -> ToolOutcome:

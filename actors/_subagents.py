@@ -21,7 +21,6 @@ from livecontext.protocol import (
     GetTail,
     Idle,
     InvokeTool,
-    Message,
     ModelOutputEntry,
     ProvideInput,
     RunUntilIdle,
@@ -82,15 +81,6 @@ class SubAgents(App):
 
     def view(self) -> str:
         return f"{self.runs} sub-agent run(s) so far; call spawn_subagent(task) to delegate a task."
-
-    def apply(self, effect: Message) -> None:
-        super().apply(effect)
-
-    def state_text(self) -> str:
-        return '{"version": 1}'
-
-    def load_state(self, text: str) -> None:
-        pass
 
     @tool(idempotent=True)  # run again after a crash, the call resumes its sub-agent's thread
     async def spawn_subagent(self, task: str) -> ToolOutcome:
