@@ -24,11 +24,16 @@ def cli_env() -> dict[str, str]:
     return env
 
 
-async def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``livecontext ARGS`` to completion and capture its output as text."""
+async def run_cli(*args: str, cwd: Path | None = None,
+                  import_from: Sequence[Path] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``livecontext ARGS`` to completion and capture its output as text (``import_from``:
+    folders put first on its import path, where a thread's own apps are)."""
+    env = cli_env()
+    if import_from:
+        env["PYTHONPATH"] = os.pathsep.join([*map(str, import_from), *filter(None, [env.get("PYTHONPATH")])])
     done = await trio.run_process(
         [*LIVECONTEXT, *args], capture_stdout=True, capture_stderr=True, check=False,
-        cwd=cwd, env=cli_env(),
+        cwd=cwd, env=env,
     )
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
@@ -36,6 +41,16 @@ async def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedPr
 def json_lines(text: str) -> list[Any]:
     """Every non-blank line of ``text`` decoded as JSON."""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def without_added_keys(new: Any, old: Any) -> Any:
+    """``new`` without the object keys that ``old`` lacks, at any depth (fields a newer
+    format adds); everything ``old`` has must still be there and equal."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: without_added_keys(v, old[k]) for k, v in new.items() if k in old}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [without_added_keys(n, o) for n, o in zip(new, old, strict=True)]
+    return new
 
 
 def write_script(path: Path, turns: Sequence[dict[str, Any]]) -> Path:

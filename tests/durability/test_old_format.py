@@ -32,7 +32,7 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
 from livecontext.runtime.persistence._sqlite_codec import pack_text
 
-from ._support import json_lines
+from ._support import json_lines, without_added_keys
 
 V1 = Path(__file__).parent.parent / "fixtures" / "v1"
 THREAD = "old"
@@ -52,16 +52,6 @@ def copy_of_v1_store(backend: str, tmp_path: Path) -> str:
 
 def printed_by_v1(backend: str, what: str) -> Any:
     return json.loads((V1 / f"{backend}.{what}.json").read_text(encoding="utf-8"))
-
-
-def without_added_keys(new: Any, old: Any) -> Any:
-    """``new`` without the object keys that ``old`` lacks, at any depth (fields a newer
-    format adds); everything ``old`` has must still be there and equal."""
-    if isinstance(new, dict) and isinstance(old, dict):
-        return {k: without_added_keys(v, old[k]) for k, v in new.items() if k in old}
-    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
-        return [without_added_keys(n, o) for n, o in zip(new, old, strict=True)]
-    return new
 
 
 async def folded(url: str) -> HistoryState:
