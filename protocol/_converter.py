@@ -1,6 +1,6 @@
 """One converter that turns every protocol type into JSON-safe data and back.
 
-Wire decisions (schema version 2):
+Wire decisions (schema version 3):
 
 - Tagged classes (every :class:`Message` subclass, every history entry, every log record
   payload) carry a ``"type"`` key holding their class name wherever the declared type does
@@ -17,7 +17,7 @@ Wire decisions (schema version 2):
   their values; tuples are lists.
 - Scalars are strict: a string field takes only a string, an integer field only an integer
   (not ``true``, not ``"12"``), a float field a number.
-- A serialized envelope is an object with ``"schema": 2`` and the envelope's fields.
+- A serialized envelope is an object with ``"schema": 3`` and the envelope's fields.
 - Unknown tags raise :class:`UnknownMessageTypeError`, unknown schema versions
   :class:`UnsupportedSchemaVersionError`, anything else malformed :class:`MalformedDataError`.
   Except where an app's effect is expected (:attr:`AppEffect.effect`, and the bare effects
@@ -28,6 +28,17 @@ Wire decisions (schema version 2):
   registered in the process (:func:`register_message_types`: defining an ``App`` registers
   its ``effects``), looked up when first met, so a converter made before an app's module
   was imported reads that app's effects too.
+
+What version 3 changed, and how version 2 still reads:
+
+- An app's effect is recorded wrapped in an :class:`AppEffect` naming its app and the
+  effect class's module (the effect itself carries no ``app`` field); version 2's bare
+  effects with an ``app`` field still fold.
+- A history snapshot keeps, per app, its latest saved state and the effects after it
+  (``apps``); version 2's ``app_effects`` (each app's last effect) still read.
+- The task lifecycle's records (:class:`TaskCompleted`, :class:`UserQuestionAsked`,
+  :class:`StepFailed`, :class:`EnginePaused`), ``ThreadConfigured.model`` and
+  ``AppInfo.options`` are new; a record without them reads with their defaults.
 
 What version 2 changed, and how version 1 still reads:
 
