@@ -194,10 +194,10 @@ class ContextManagement(Actor):
     published_level: LimitLevel = _OK
     """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
-    def _commit_now(self, payloads: list[Message]) -> None:  # provided by HistoryStore
+    def _commit_now(self, payloads: list[Message], *, own: bool = False) -> None:  # provided by HistoryStore
         raise NotImplementedError
 
-    async def _commit(self, payloads: list[Message]) -> None:  # provided by HistoryStore
+    async def _commit(self, payloads: list[Message], *, own: bool = False) -> None:  # provided by HistoryStore
         raise NotImplementedError
 
     def capability_for(self, message_type: type) -> Capability | None:
@@ -207,7 +207,9 @@ class ContextManagement(Actor):
         env = self.ctx.current
         assert env is not None and isinstance(capability, Capability)
         denied = AccessDenied(env.sender, capability, type(message).__name__)
-        await self._commit([denied])  # the attempt is audited in the log; nothing changes
+        # the attempt is audited in the log (the denial names who tried); nothing changes.
+        # The record is the store's: it decided the denial
+        await self._commit([denied], own=True)
         return denied
 
     # -- reflection -----------------------------------------------------------------------------
@@ -403,10 +405,14 @@ class ContextManagement(Actor):
         return self.limit_level() is not _OK or self.published_level is not _OK
 
     async def check_limits(self) -> None:
-        """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage."""
+        """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage.
+
+        The drop is the store's own decision, though made while it handles another actor's
+        append (the engine's, which may only append): its record names the store.
+        """
         edit = self._truncation()
         if edit is not None:
-            await self._commit([edit])
+            await self._commit([edit], own=True)
         level = self.limit_level()
         if level is not _OK or level is not self.published_level:
             self.published_level = level
@@ -419,7 +425,7 @@ class ContextManagement(Actor):
         drop, and no usage to publish (it would reach no one)."""
         edit = self._truncation()
         if edit is not None:
-            self._commit_now([edit])
+            self._commit_now([edit], own=True)
         self.published_level = self.limit_level()
 
     def _truncation(self) -> HistoryEdited | None:

@@ -380,21 +380,28 @@ class HistoryStore(ContextManagement):
         history's topic (so there is nothing to publish)."""
         return not self.log.would_block() and not self.ctx.runtime.has_subscribers(self.topic)
 
-    async def _commit(self, payloads: list[Message]) -> None:
+    async def _commit(self, payloads: list[Message], *, own: bool = False) -> None:
+        """Write ``payloads`` as one transaction, fold them in, publish the change, then check
+        the limits.
+
+        Each record names the actor that decided it: the sender of the message being handled,
+        unless ``own``: a change the store decides itself (a drop at the truncate threshold, a
+        denial), though it makes it while handling another actor's message.
+        """
         if self._writes_at_once():
-            self._commit_now(payloads)
+            self._commit_now(payloads, own=own)
             return
-        stored = await self.log.append(self._records(payloads))
+        stored = await self.log.append(self._records(payloads, own))
         last = self._applied(stored, payloads)
         if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
             await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
         if self._appends_entry(payloads) and self.limits_to_check():  # (else nothing to do)
             await self.check_limits()
 
-    def _commit_now(self, payloads: list[Message]) -> None:
+    def _commit_now(self, payloads: list[Message], *, own: bool = False) -> None:
         """:meth:`_commit` when :meth:`_writes_at_once`: no ``await``, so no cancel point, and
         nothing to publish (nobody subscribes)."""
-        stored = self.log.append_nowait(self._records(payloads))
+        stored = self.log.append_nowait(self._records(payloads, own))
         self._applied(stored, payloads)
         if self._appends_entry(payloads) and self.limits_to_check():
             self.settle_limits()
@@ -406,13 +413,16 @@ class HistoryStore(ContextManagement):
                 return True
         return False
 
-    def _records(self, payloads: list[Message]) -> list[NewRecord]:
+    def _records(self, payloads: list[Message], own: bool = False) -> list[NewRecord]:
+        """The records of ``payloads``, stamped with the sender and times of the message being
+        handled; with the store's own id and the time now if ``own`` or if it handles none
+        (on start)."""
         self._kept_tail = None  # the state is about to change (even if the fold fails midway)
         env = self.ctx.current
-        if env is not None:
+        if env is not None and not own:
             sender, sent_at, mono = self._sender_text(env.sender), env.sent_at, env.sent_mono_ns
         else:
-            sender, sent_at, mono = str(self.ctx.self_id), dt.datetime.now(dt.timezone.utc), 0
+            sender, sent_at, mono = self._sender_text(self.ctx.self_id), dt.datetime.now(dt.timezone.utc), 0
         dump = self.converter.dump_message
         return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, dump(p)) for p in payloads]
 

@@ -46,7 +46,8 @@ async def test_a_client_that_may_read_and_notify_is_denied_folds_and_edits_and_a
         assert fold == AccessDenied(reader_id, Capability.FOLD, "FoldIntoRecap")
         assert edit == AccessDenied(reader_id, Capability.EDIT, "EditHistory")
         records = await world.records()
-        assert [(s, p) for _, s, p in records[-2:]] == [("client/reader", fold), ("client/reader", edit)]
+        # each denial is the store's record (it decided it), naming who tried and what
+        assert [(s, p) for _, s, p in records[-2:]] == [("history/h", fold), ("history/h", edit)]
         after = replay("h", records)
         assert after.entries == before.entries and after.active == before.active
         # what it may do, it does
@@ -89,7 +90,7 @@ async def test_an_analyzer_trying_to_fold_or_edit_is_denied_and_audited() -> Non
     assert replies == [AccessDenied(meddler, Capability.FOLD, "FoldIntoRecap"),
                        AccessDenied(meddler, Capability.EDIT, "EditHistory")]
     audits = [(s, p) for _, s, p in records if isinstance(p, AccessDenied)]
-    assert audits == [("analyzer/p.meddler", replies[0]), ("analyzer/p.meddler", replies[1])]
+    assert audits == [("history/p", replies[0]), ("history/p", replies[1])]  # the store decided them
     kinds = {type(p).__name__ for _, _, p in records}
     assert not kinds & {"EntriesFolded", "HistoryEdited"}
     state = replay("p", records)

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 
 import pytest
 
 from livecontext.actors.apps import App, ToolDefinitionError, describe_tools, tool
 from livecontext.actors.engine import CONTROL_TOOLS
-from livecontext.actors.history import HistoryLimits
+from livecontext.actors.history import HistoryLimits, history_topic
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     BeforeModelCall,
     EditApplied,
     EditConflict,
     EditHistory,
+    EntryAppended,
     EntryRef,
+    HistoryEdited,
     MarkFolded,
     ModelInputEntry,
     ProvideInput,
@@ -23,9 +26,10 @@ from livecontext.protocol import (
     SetRetention,
     Shown,
     ThreadConfigured,
+    ToolResultsAppended,
 )
 from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
-from tests.context._world import open_history
+from tests.context._world import decode, open_history
 
 
 async def retentions(entries: Sequence[object]) -> list[str]:
@@ -117,6 +121,27 @@ async def test_disposable_steps_are_dropped_first_when_the_history_is_full() -> 
         # each time the history filled up, the status steps went (whole: call and result),
         # the pinned task stayed, and so did the answer
         assert [(e.id, e.retention) for e in entries] == [("e1", Retention.CRITICAL), ("e14", Retention.COMPRESSIBLE)]
+
+
+@pytest.mark.parametrize("watched", [False, True], ids=["nobody-watching", "watched"])
+async def test_the_drop_of_disposable_steps_is_recorded_as_the_history_stores_not_the_engines(
+        watched: bool) -> None:
+    # the drop is decided by the store at the threshold, while it handles the engine's append
+    # (which may only append); with nobody watching the history the store commits at once,
+    # watched it awaits the log and publishes: both ways the record names the store
+    turns = [{"text": "", "tool_calls": [call("status")]} for _ in range(6)] + [{"text": "done"}]
+    async with open_agent(turns, inputs=["go"], apps=[Lookup()],
+                          limits=HistoryLimits(max_entries=6, soft=0.5, hard=0.6)) as h:
+        async with AsyncExitStack() as stack:
+            if watched:
+                await stack.enter_async_context(h.rt.open_subscription(history_topic("t1"), buffer=4096))
+            await h.run_until_idle()
+        async with await h.store.open_reader("t1") as reader:
+            records = decode(await reader.read())
+    drops = [(sender, p.removed) for _, sender, p in records if isinstance(p, HistoryEdited)]
+    assert [sender for sender, _ in drops] == ["history/t1"] * 3, drops
+    appenders = {sender for _, sender, p in records if isinstance(p, EntryAppended | ToolResultsAppended)}
+    assert appenders == {"engine/t1"}
 
 
 def test_a_tool_cannot_declare_its_results_critical() -> None:
