@@ -313,12 +313,22 @@ class SaveAppState(Message):
 
 @frozen
 class HistoryChanged(Message):
-    """Published by the history store after each accepted change."""
+    """Published by the history store after each accepted change, in the order of the log.
+
+    A subscriber gets every one (publishing waits for room in its mailbox: none is dropped
+    or merged), so one that takes each ``entry`` as it comes sees every entry appended while
+    it subscribes, once each, in order, however fast they come; even one that a fold or a
+    drop removes before it could have read it.
+    """
 
     thread_id: str
     kind: str
+    """The kind of the change's (last) record: ``EntryAppended``, ``HistoryEdited``, ..."""
     entries: int
     seq: int
+    entry: HistoryEntry | None = None
+    """The entry the change appended (``EntryAppended``, ``ToolResultsAppended``), as the
+    history holds it (a tool-results entry with its results); ``None`` for other changes."""
 
 
 # -- app host -------------------------------------------------------------------------------------

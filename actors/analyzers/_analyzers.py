@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 
 import trio
 from attrs import frozen
@@ -13,6 +14,7 @@ from livecontext.protocol import (
     Capability,
     ChatMessage,
     HistoryChanged,
+    HistoryEntry,
     HistorySlice,
     HistoryUsage,
     LimitLevel,
@@ -24,6 +26,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
     Topic,
+    id_number,
 )
 from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
@@ -74,14 +77,27 @@ class AnalyzerSettings:
 class Analyzer(Actor):
     """Base of analyzers: reads the parent thread's history, posts notifications to it.
 
-    Subclasses implement :meth:`analyze`, which returns the text to post or ``None``. The
-    same text is never posted twice in a row.
+    There are two ways to look at the history, with different guarantees:
 
-    Handlers only note that something happened and wake one worker task, which reads,
-    analyzes and posts. An analysis may take long (a model call); meanwhile the mailbox keeps
-    draining, so the history store never blocks publishing to a slow analyzer (it would then
-    never answer the analyzer's own read), and the changes seen during one analysis make
-    one more analysis, not one each.
+    - **Each entry as it comes** (:meth:`judge`): the history store publishes every change
+      with the entry it appended, in the log's order, and none is dropped or merged (the
+      store waits for room in the mailbox). :meth:`judge` is called with every entry
+      appended while the analyzer runs, exactly once each, in order, however fast they
+      come, whether or not a fold or a drop removes it before anyone could read it; on
+      start it is also called with the newest ``settings.window`` unfolded entries already
+      there (a streak that began before a restart or a resume counts). It runs in the
+      handler, so it must be quick and must not wait: it notes what it found and asks the
+      worker (:meth:`wake`) to act on it. ``repeated_failures`` works this way.
+    - **A window at a time** (:meth:`analyze`): handlers only note that something happened
+      and wake one worker task, which reads the newest ``settings.window`` unfolded entries,
+      analyzes them and posts. An analysis may take long (a model call); meanwhile the
+      mailbox keeps draining, and the changes seen during one analysis make one more
+      analysis, not one each. So every analysis sees the history as it is then, but entries
+      appended and pushed out of the window (or folded) between two analyses are never
+      in one: a ``model`` analyzer samples a fast run, it does not judge each entry.
+
+    Either way the history store never blocks publishing to a slow analyzer (it would then
+    never answer the analyzer's own read). The same text is never posted twice in a row.
     """
 
     def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
@@ -92,6 +108,10 @@ class Analyzer(Actor):
         self.last_seen: tuple[tuple[str, int], ...] | None = None
         """The entries (ids and revisions) of the last analysis."""
         self.posted = 0
+        self.judged = 0
+        """The number of the newest entry given to :meth:`judge` (entry ids grow: ``e12`` is 12)."""
+        self._early: list[HistoryEntry] | None = [] if self._judges() else None
+        """Entries pushed before the worker read those already there (then ``None``)."""
         self._dirty = False
         self._wake = trio.Event()
 
@@ -107,10 +127,47 @@ class Analyzer(Actor):
             self.request_analysis()
 
     async def _worker(self) -> None:
+        if self._early is not None:
+            await self._catch_up()
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
             await self.work()
+
+    async def _catch_up(self) -> None:
+        """Judge the newest entries that were there before the first one pushed, then those
+        pushed meanwhile; an entry the read returned is skipped when pushed (by its number).
+
+        Of the read, only entries older than the first pushed are taken: ids grow, so a newer
+        one was (or will be) pushed, and one pushed early may since be folded away and stand
+        behind a newer recap in the read."""
+        view = await self.read_recent()
+        early, self._early = self._early or [], None
+        first = id_number(early[0].id) if early else None
+        for entry in view.entries:
+            if first is None or id_number(entry.id) < first:
+                self._take(entry)
+        for entry in early:
+            self._take(entry)
+
+    def _take(self, entry: HistoryEntry) -> None:
+        if self._early is not None:  # the worker has not read what was there yet
+            self._early.append(entry)
+            return
+        number = id_number(entry.id)
+        if number > self.judged:
+            self.judged = number
+            self.judge(entry)
+
+    def _judges(self) -> bool:
+        return type(self).judge is not Analyzer.judge
+
+    def judge(self, entry: HistoryEntry) -> None:
+        """Look at one entry, as it comes (see the class docs); by default nothing."""
+
+    def wake(self) -> None:
+        """Have the worker call :meth:`work` (once, however many wakes come before it runs)."""
+        self._wake.set()
 
     def request_analysis(self) -> None:
         """Have the worker analyze (once, however many requests come before it gets to it)."""
@@ -125,6 +182,8 @@ class Analyzer(Actor):
 
     @handler(inline=True)
     async def on_changed(self, msg: HistoryChanged) -> None:
+        if msg.entry is not None and self._judges():
+            self._take(msg.entry)
         if self.settings.trigger == "history" and self.wants(msg):
             self.request_analysis()
 
@@ -169,50 +228,67 @@ class Analyzer(Actor):
 
 
 class RepeatedFailures(Analyzer):
-    """Notices when the last ``threshold`` tool calls failed the same way.
+    """Notices when ``threshold`` tool calls in a row failed the same way.
 
-    It speaks once per streak of such failures: a streak that goes on is not news, a new
-    streak is (even if it reads the same as an earlier one).
+    It judges every tool result, call by call, as its entry comes (:meth:`Analyzer.judge`):
+    a streak is never missed because the agent ran on before the analyzer looked, nor
+    because it ended inside one step's results. It speaks once per streak, at the end of the
+    entry where the streak reached ``threshold``: a streak that goes on is not news, a new
+    streak is (even if it reads the same as an earlier one). It reads the history only once,
+    on start, and keeps nothing but the current streak. Its trigger does not apply: it
+    judges each entry as it comes, whatever the trigger.
     """
 
     def __init__(self, thread_id: str, history: ActorId, settings: AnalyzerSettings) -> None:
         super().__init__(thread_id, history, settings)
-        self.reported: set[str] = set()
-        """Call ids of the streak last reported (grown as that streak goes on)."""
-        self._seen: dict[str, ToolResult] = {}
-        """The newest results read so far, oldest first: a streak counts results that the
-        recap maintainer folded away after this analyzer read them (folding, which runs
-        beside it, must not hide a streak from it)."""
+        self.last: ToolResult | None = None
+        """The newest failure of the current streak (``None``: the last call did not fail)."""
+        self.length = 0
+        """How many calls in a row the current streak has."""
+        self.reported = False
+        """Whether the current streak was reported."""
+        self._reports: deque[str] = deque()
+        """Texts to post, oldest first (the worker posts them)."""
 
     def wants(self, msg: HistoryChanged) -> bool:
-        # only a tool-results entry is news: the other entries (inputs, outputs) need no read
-        return msg.kind == "ToolResultsAppended"
+        return False  # (it reads nothing after the start: it judges each entry as it comes)
+
+    def judge(self, entry: HistoryEntry) -> None:
+        if not isinstance(entry, ToolResultsEntry):
+            return
+        for result in entry.results:
+            failed = result.status is ToolStatus.FAILED
+            if not (failed and self.last is not None and _reason(result) == _reason(self.last)):
+                self._report(going_on=False)  # the streak so far ends here
+                self.last, self.length, self.reported = None, 0, False
+            if failed:
+                self.last = result
+                self.length += 1
+        self._report(going_on=True)
+
+    def _report(self, *, going_on: bool) -> None:
+        """Report the current streak if it is long enough and not reported yet: it goes on
+        at the end of an entry (``going_on``), or it ended inside one."""
+        if self.reported or self.length < self.settings.threshold or self.last is None:
+            return
+        self.reported = True
+        what = f"({self.last.name}: {self.last.content.gist.text})"
+        if going_on:
+            text = f"the last {self.length} tool calls failed the same way {what}; try something different"
+        else:
+            text = (f"{self.length} tool calls in a row failed the same way {what}, then one did not; "
+                    f"if it fails so again, try something different")
+        self._reports.append(text)
+        self.wake()
+
+    async def work(self) -> None:
+        while self._reports:
+            text = self._reports.popleft()
+            self.last_posted = None  # a new streak is news even if it reads like the last one
+            await self.post(text)
 
     async def analyze(self, view: HistorySlice) -> str | None:
-        for e in view.entries:  # the window is the newest entries, so what is new comes last
-            if isinstance(e, ToolResultsEntry):
-                for r in e.results:
-                    self._seen.setdefault(r.call_id, r)
-        keep = max(4 * self.settings.threshold, 32)
-        while len(self._seen) > keep:
-            del self._seen[next(iter(self._seen))]
-        results = list(self._seen.values())
-        streak: list[ToolResult] = []
-        for r in reversed(results):  # the trailing failures that read the same
-            if r.status is not ToolStatus.FAILED or (streak and _reason(r) != _reason(streak[0])):
-                break
-            streak.append(r)
-        ids = {r.call_id for r in streak}
-        if ids & self.reported:  # the streak already reported, going on
-            self.reported |= ids
-            return None
-        if len(streak) < self.settings.threshold:
-            return None
-        self.reported = ids
-        last = streak[0]
-        self.last_posted = None  # a new streak is news even if it reads like the last one
-        return (f"the last {len(streak)} tool calls failed the same way ({last.name}: "
-                f"{last.content.gist.text}); try something different")
+        return None
 
 
 def _reason(result: ToolResult) -> str:

@@ -394,7 +394,8 @@ class HistoryStore(ContextManagement):
         stored = await self.log.append(self._records(payloads, own))
         last = self._applied(stored, payloads)
         if self.ctx.runtime.has_subscribers(self.topic):  # (else nobody would receive it)
-            await self.ctx.publish(self.topic, HistoryChanged(self.thread_id, last.kind, len(self.state.entries), last.seq))
+            await self.ctx.publish(self.topic, HistoryChanged(
+                self.thread_id, last.kind, len(self.state.entries), last.seq, self._appended(payloads[-1])))
         if self._appends_entry(payloads) and self.limits_to_check():  # (else nothing to do)
             await self.check_limits()
 
@@ -405,6 +406,12 @@ class HistoryStore(ContextManagement):
         self._applied(stored, payloads)
         if self._appends_entry(payloads) and self.limits_to_check():
             self.settle_limits()
+
+    def _appended(self, payload: Message) -> HistoryEntry | None:
+        """The entry ``payload`` (just folded in) appended, as the state holds it, if any."""
+        if isinstance(payload, (EntryAppended, ToolResultsAppended)):
+            return self.state.entry(payload.entry.id)
+        return None
 
     @staticmethod
     def _appends_entry(payloads: list[Message]) -> bool:

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
 import trio
 import trio.testing
 
+from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings, make_analyzer
+from livecontext.actors.history import HistoryLimits
+from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     ActorId,
     EditApplied,
     HistoryChanged,
     FoldIntoRecap,
+    Message,
     ModelReply,
     ModelRequest,
     NotificationPosted,
+    RunUntilIdle,
 )
+from livecontext.runtime import Runtime, open_runtime
 from livecontext.runtime.models import ModelClient, TextCallback
+from livecontext.runtime.persistence import open_store
+from livecontext.runtime.testing import open_stepping_runtime
 
-from tests.context._world import HistoryWorld, open_history
+from tests.context._world import CONVERTER, COUNTER, HistoryWorld, decode, open_history, scripted
 
 
 async def spawn(world: HistoryWorld, settings: AnalyzerSettings, model: ModelClient | None = None) -> ActorId:
@@ -153,7 +166,7 @@ async def test_a_periodic_analyzer_runs_without_history_changes(autojump_clock: 
 
 
 
-def test_analyzers_wake_on_appended_entries_and_repeated_failures_only_on_tool_results() -> None:
+def test_window_analyzers_wake_on_appended_entries_and_repeated_failures_on_none() -> None:
     history = ActorId("history", "h")
     kinds = ("EntryAppended", "ToolResultsAppended", "ToolResultRecorded", "NotificationPosted", "HistoryEdited")
 
@@ -161,6 +174,123 @@ def test_analyzers_wake_on_appended_entries_and_repeated_failures_only_on_tool_r
         analyzer = make_analyzer("h", history, settings, Judge([]))
         return [k for k in kinds if analyzer.wants(HistoryChanged("h", k, 3, 9))]
 
-    # the other entries (inputs, outputs) hold no tool result: no need to read them
-    assert woken_by(AnalyzerSettings("fails")) == ["ToolResultsAppended"]
+    # repeated failures reads nothing: each entry comes with its change (see the tests below)
+    assert woken_by(AnalyzerSettings("fails")) == []
     assert woken_by(AnalyzerSettings("judge", kind="model", prompt="odd?")) == ["EntryAppended", "ToolResultsAppended"]
+
+
+# -- every entry judged, however fast they come --------------------------------------------------------
+
+FAIL = {"name": "no_such_tool", "arguments": {}}
+"""A call of a tool the agent does not have: it fails the same way every time."""
+
+STREAKS: dict[str, list[list[str]]] = {
+    # three failures in a row, then a call that works, laid out over the steps' results
+    "apart": [["fail"], ["fail"], ["fail"], ["ok"]],
+    "within": [["fail", "fail", "fail", "ok"]],
+    "across": [["fail", "fail"], ["fail", "ok"]],
+}
+
+
+def streak_turns(shapes: list[str]) -> list[dict[str, Any]]:
+    """A script with one streak of three identical failures per shape, then a plain answer."""
+    turns: list[dict[str, Any]] = []
+    note = ""
+    for shape in shapes:
+        for step in STREAKS[shape]:
+            calls = []
+            for kind in step:
+                if kind == "fail":
+                    calls.append(FAIL)
+                else:  # a notebook edit that works
+                    new = f"note {len(turns)}"
+                    calls.append({"name": "notebook_replace", "arguments": {"old_text": note, "new_text": new}})
+                    note = new
+            turns.append({"text": "", "tool_calls": calls})
+    return [*turns, {"text": "done"}]
+
+
+def notes_of(records: list[tuple[int, str, Message]]) -> list[str]:
+    return [p.notification.text for _, s, p in records
+            if isinstance(p, NotificationPosted) and s == "analyzer/t.failures"]
+
+
+@asynccontextmanager
+async def agent_log(thread_id: str = "t") -> AsyncIterator[Any]:
+    async with await open_store("memory:") as store:
+        yield await store.open_thread(thread_id, owner="test")
+
+
+async def spawn_watched_agent(rt: Runtime, log: Any, shapes: list[str], **settings: Any) -> Any:
+    """An agent on a scripted model that answers at once, with a ``repeated_failures`` analyzer."""
+    agent_settings = AgentSettings(thread_id="t", analyzers=(AnalyzerSettings("failures", threshold=3),),
+                                   **settings)
+    return await spawn_agent(rt, log, scripted(streak_turns(shapes)), agent_settings,
+                             converter=CONVERTER, counter=COUNTER, inputs=["go"])
+
+
+async def test_repeated_failures_report_every_streak_of_an_agent_running_with_no_model_latency() -> None:
+    shapes = ["apart", "within", "across"] * 10  # 30 streaks, 80 steps, nothing waits between them
+    async with agent_log() as log:
+        async with open_runtime() as rt:
+            agent = await spawn_watched_agent(rt, log, shapes)
+            idle = await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=30)
+            assert idle.reason == "no_input"
+            await trio.testing.wait_all_tasks_blocked()
+            notes = notes_of(decode(await log.read(1)))
+    # one note per streak, in order, each saying whether the streak was going on when it was seen
+    going_on = "the last 3 tool calls failed the same way (no_such_tool: "
+    ended = "3 tool calls in a row failed the same way (no_such_tool: "
+    expected = [going_on if shape == "apart" else ended for shape in shapes]
+    assert [n[:len(going_on)] if n.startswith(going_on) else n[:len(ended)] for n in notes] == expected
+    assert notes[1].endswith("then one did not; if it fails so again, try something different")
+
+
+STEPPING_SEEDS = range(60)
+
+
+async def stepped_notes(seed: int) -> list[str]:
+    """The notes of one seeded run of an agent with three streaks, a recap folding beside it."""
+    async with agent_log() as log:
+        async with open_stepping_runtime(seed) as (rt, scheduler):
+            idle: list[Message] = []
+
+            async def body() -> None:
+                agent = await spawn_watched_agent(rt, log, ["apart", "apart", "apart"],
+                                                  limits=HistoryLimits(max_entries=8),
+                                                  recap=RecapSettings(window=2, batch=2))
+                idle.append(await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=None))
+
+            with trio.fail_after(20):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(body)
+                    while not idle:
+                        if await scheduler.step() is None:
+                            await trio.sleep(0.001)
+                await scheduler.run_until_idle()  # the analyzer may still be posting: let it
+            return notes_of(decode(await log.read(1)))
+
+
+async def test_repeated_failures_report_every_streak_under_every_interleaving() -> None:
+    # the scheduler delivers the engine's, the recap's and the analyzer's messages in an
+    # order picked by each seed: the engine often runs several steps before the analyzer
+    # hears of the first, and the recap folds entries it has not read
+    for seed in STEPPING_SEEDS:
+        notes = await stepped_notes(seed)
+        assert len(notes) == 3, f"seed {seed}: {notes}"
+
+
+async def test_a_streak_that_began_before_the_analyzer_started_counts_and_is_reported_once() -> None:
+    async with open_history() as world:
+        await world.input("go")
+        await failing_calls(world, 2)
+        await spawn(world, AnalyzerSettings("failures", threshold=3))
+        await failing_calls(world, 1)  # the third in a row: the two before its start count
+        first = await posted(world)
+        assert len(first) == 1 and first[0].startswith("the last 3 tool calls failed the same way (flaky")
+    async with open_history() as world:
+        await world.input("go")
+        await failing_calls(world, 3)
+        await spawn(world, AnalyzerSettings("failures", threshold=3))
+        await failing_calls(world, 1)  # the same streak, going on: judged once, reported once
+        assert len(await posted(world)) == 1
