@@ -9,6 +9,10 @@ single-writer lock, across processes) or for reading with :meth:`EventStore.open
             await log.append([NewRecord(sender, sent_at, mono_ns, "entry", payload_json)])
             records = await log.read(from_seq=1)
 
+The threads of a system of agents share a :class:`SystemClock`: each record appended to any
+of them carries the system's next number (``system_seq``), so the records of all of them can
+be ordered, and the system cut at one point.
+
 The log stores JSON text and never looks inside it: the layer above serializes payloads and
 snapshot states, and decides when to snapshot. See DESIGN.md, "State, durability and the
 event log".
@@ -16,6 +20,7 @@ event log".
 
 from __future__ import annotations
 
+from ._clock import SystemClock
 from ._errors import (
     CorruptRecordError,
     FsyncLevelError,
@@ -72,6 +77,7 @@ __all__ = [
     "StoreOpenError",
     "StoreUrlError",
     "StoredRecord",
+    "SystemClock",
     "ThreadExistsError",
     "ThreadInfo",
     "ThreadLockedError",

@@ -9,6 +9,7 @@ from typing import TypeVar
 import trio
 
 from ._backend import Backend, ThreadHandle, WriterHandle
+from ._clock import SystemClock
 from ._errors import SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
 from ._interface import EventStore, ThreadLog, ThreadReader
 from ._records import (
@@ -77,13 +78,16 @@ class BackendStore(EventStore):
         self._check_open()
         return await self.run(self._backend.thread_exists, check_thread_id(thread_id))
 
-    async def open_thread(self, thread_id: str, *, create: bool = True, owner: str) -> ThreadLog:
+    async def open_thread(self, thread_id: str, *, create: bool = True, owner: str,
+                          clock: SystemClock | None = None) -> ThreadLog:
         self._check_open()
         check_thread_id(thread_id)
         if not isinstance(owner, str) or not owner:
             raise TypeError("owner must be a non-empty str naming the writer (e.g. an actor id)")
+        if clock is not None and not isinstance(clock, SystemClock):
+            raise TypeError(f"clock must be a SystemClock or None, got {type(clock).__name__}")
         handle = await self.run(self._backend.open_writer, thread_id, create, owner)
-        log = _Log(self, handle)
+        log = _Log(self, handle, clock)
         self._open.add(log)
         try:
             for warning in handle.repairs:
@@ -183,13 +187,18 @@ class _Reader(ThreadReader):
 class _Log(_Reader, ThreadLog):
     _handle: WriterHandle
 
-    def __init__(self, store: BackendStore, handle: WriterHandle) -> None:
+    def __init__(self, store: BackendStore, handle: WriterHandle, clock: SystemClock | None) -> None:
         super().__init__(store, handle)
         self._blocking = store.blocking  # (a backend's kind: asked at every append)
+        self._clock = clock
 
     @property
     def store(self) -> EventStore:
         return self._store
+
+    @property
+    def clock(self) -> SystemClock | None:
+        return self._clock
 
     def _describe(self) -> str:
         return "log"
@@ -206,24 +215,29 @@ class _Log(_Reader, ThreadLog):
             await self._store.fair_checkpoint()
             if not self._lock.locked():
                 self._check_open()
-                return self._append_sync(batch)
+                return self._append_sync(batch, self._stamps(batch))
         async with self._lock:
             self._check_open()
-            return await self._store.run(self._append_sync, batch)
+            # stamped here, in the Trio thread, in this log's order (see _clock)
+            return await self._store.run(self._append_sync, batch, self._stamps(batch))
 
     def append_nowait(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
         self._check_open()
         if self.would_block():
             raise trio.WouldBlock
         batch = list(records)
-        return self._append_sync(batch) if batch else []
+        return self._append_sync(batch, self._stamps(batch)) if batch else []
 
     def would_block(self) -> bool:
         return self._blocking or self._lock.locked()
 
-    def _append_sync(self, batch: list[NewRecord]) -> list[StoredRecord]:
+    def _stamps(self, batch: list[NewRecord]) -> int | None:
+        """The first system seq of ``batch`` (taken from the clock now), or ``None``."""
+        return self._clock.take(len(batch)) if self._clock is not None else None
+
+    def _append_sync(self, batch: list[NewRecord], first_system_seq: int | None) -> list[StoredRecord]:
         handle = self._handle
-        sealed = seal_records(handle.thread_id, handle.last_seq() + 1, batch)
+        sealed = seal_records(handle.thread_id, handle.last_seq() + 1, batch, first_system_seq)
         handle.append(sealed)
         return sealed
 

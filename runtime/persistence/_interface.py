@@ -16,6 +16,7 @@ from typing import Self
 
 import trio
 
+from ._clock import SystemClock
 from ._records import NewRecord, Snapshot, StoredRecord, ThreadInfo
 
 
@@ -91,9 +92,16 @@ class ThreadLog(ThreadReader):
     def store(self) -> EventStore:
         """The store this log belongs to (a sub-agent's thread is opened in its parent's)."""
 
+    @property
+    @abc.abstractmethod
+    def clock(self) -> SystemClock | None:
+        """The clock of the system this thread belongs to, which stamps each record appended
+        (``None``: the thread belongs to no system; its records carry no system seq)."""
+
     @abc.abstractmethod
     async def append(self, records: Sequence[NewRecord]) -> list[StoredRecord]:
-        """Append ``records`` as one transaction, numbered from ``last_seq() + 1``.
+        """Append ``records`` as one transaction, numbered from ``last_seq() + 1`` (and, if the
+        log has a :attr:`clock`, stamped with its next system seqs).
 
         When this returns, the whole batch is committed (durable as the store's
         :class:`FsyncLevel` promises); if it raises, none of it is. Cost does not depend on
@@ -158,7 +166,8 @@ class EventStore(_AsyncResource):
         """Whether the thread exists (it may have no records yet)."""
 
     @abc.abstractmethod
-    async def open_thread(self, thread_id: str, *, create: bool = True, owner: str) -> ThreadLog:
+    async def open_thread(self, thread_id: str, *, create: bool = True, owner: str,
+                          clock: SystemClock | None = None) -> ThreadLog:
         """Open the thread for writing, taking its single-writer lock.
 
         A damaged last record (or the unfinished part of a batch) left by a crash is dropped
@@ -169,6 +178,8 @@ class EventStore(_AsyncResource):
             create: whether a missing thread is created.
             owner: who writes, e.g. an actor id; other writers see it in
                 :class:`ThreadLockedError` (with this process's pid and host).
+            clock: the clock of the system the thread belongs to: every record appended
+                through this log is stamped with its next system seq (see :mod:`._clock`).
 
         Raises:
             ThreadLockedError: another writer holds the thread (here or in another process).
@@ -189,8 +200,8 @@ class EventStore(_AsyncResource):
     async def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         """Create ``new_thread`` holding a copy of ``src_thread``'s records ``1..at_seq``.
 
-        Seqs are kept, checksums recomputed for the new thread id; the latest snapshot at or
-        before ``at_seq`` is copied too. The copy is all or nothing. ``at_seq=0`` gives an
+        Seqs (and system seqs) are kept, checksums recomputed for the new thread id; the latest
+        snapshot at or before ``at_seq`` is copied too. The copy is all or nothing. ``at_seq=0`` gives an
         empty thread that remembers its origin.
 
         Raises:

@@ -30,7 +30,7 @@ from ._errors import (
     TornSnapshotWarning,
 )
 from ._fsync import FsyncLevel
-from ._jsonl_codec import decode_meta, encode_meta, encode_record, encode_snapshot
+from ._jsonl_codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record, encode_snapshot
 from ._jsonl_files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
 from ._lease import current_holder
 from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
@@ -57,6 +57,27 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def read_meta(path: Path, thread_id: str | None = None) -> tuple[ThreadInfo, int]:
+    """The thread in directory ``path`` and its format version, checked to be ``thread_id``
+    if given.
+
+    Raises:
+        StoreFormatError: ``meta.json`` is malformed, of a format this build does not read,
+            or another thread's.
+    """
+    try:
+        meta, version = decode_meta((path / META).read_bytes(), str(path / META))
+    except ValueError as exc:
+        raise StoreFormatError(str(path / META), f"malformed meta.json ({exc})") from None
+    if thread_id is not None and meta.thread_id != thread_id:
+        raise StoreFormatError(
+            str(path / META),
+            f"it belongs to thread {meta.thread_id!r}, not {thread_id!r} (a file system "
+            "that ignores case?); use thread ids that differ in more than case",
+        )
+    return meta, version
 
 
 def sync_dir(path: Path) -> None:
@@ -86,17 +107,7 @@ class JsonlBackend:
 
     def _meta(self, path: Path, thread_id: str | None = None) -> ThreadInfo:
         """The thread's ``meta.json``, checked to belong to ``thread_id`` if given."""
-        try:
-            meta = decode_meta((path / META).read_bytes(), str(path / META))
-        except ValueError as exc:
-            raise StoreFormatError(str(path / META), f"malformed meta.json ({exc})") from None
-        if thread_id is not None and meta.thread_id != thread_id:
-            raise StoreFormatError(
-                str(path / META),
-                f"it belongs to thread {meta.thread_id!r}, not {thread_id!r} (a file system "
-                "that ignores case?); use thread ids that differ in more than case",
-            )
-        return meta
+        return read_meta(path, thread_id)[0]
 
     def list_threads(self) -> list[ThreadInfo]:
         infos = []
@@ -136,8 +147,8 @@ class JsonlBackend:
                     raise ThreadNotFoundError(thread_id)
                 now = dt.datetime.now(dt.timezone.utc)
                 self._start_thread(path, ThreadInfo(thread_id, 0, now, now), [], None)
-            self._meta(path, thread_id)
-            return _JsonlWriter(path, thread_id, lock_fd, self._fsync)
+            _, version = read_meta(path, thread_id)
+            return _JsonlWriter(path, thread_id, lock_fd, self._fsync, version)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -163,14 +174,7 @@ class JsonlBackend:
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-        tmp = path / f"{META}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(encode_meta(info))
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
-        os.replace(tmp, path / META)
-        self._sync_dir(path)
+        write_meta(path, info, JSONL_FORMAT_VERSION, self._fsync)
 
     def open_reader(self, thread_id: str) -> _JsonlReader:
         path = self._dir(thread_id)
@@ -212,6 +216,20 @@ class JsonlBackend:
 
     def close(self) -> None:
         pass
+
+
+def write_meta(path: Path, info: ThreadInfo, version: int, fsync: FsyncLevel) -> None:
+    """Write the thread's ``meta.json`` atomically (a new file, then renamed over the old)."""
+    sync = fsync is not FsyncLevel.OFF
+    tmp = path / f"{META}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(encode_meta(info, version))
+        f.flush()
+        if sync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path / META)
+    if sync:
+        sync_dir(path)
 
 
 def _copy(
@@ -296,10 +314,11 @@ class _JsonlReader:
 
 
 class _JsonlWriter(_JsonlReader):
-    def __init__(self, path: Path, thread_id: str, lock_fd: int, fsync: FsyncLevel) -> None:
+    def __init__(self, path: Path, thread_id: str, lock_fd: int, fsync: FsyncLevel, version: int) -> None:
         super().__init__(path, thread_id, write=True)
         self._lock_fd = lock_fd
         self._fsync = fsync
+        self._version = version  # the thread's format (meta.json)
         self._broken = ""
         self.repairs: list[Warning] = []
         try:
@@ -370,6 +389,14 @@ class _JsonlWriter(_JsonlReader):
             raise LogWriteError(self.thread_id, str(exc)) from None
 
     def append(self, records: list[StoredRecord]) -> None:
+        if self._version < JSONL_FORMAT_VERSION and records[0].system_seq is not None:
+            # an older build would call a stamped line malformed: make it refuse the thread first
+            info, _ = read_meta(self._path, self.thread_id)
+            try:
+                write_meta(self._path, info, JSONL_FORMAT_VERSION, self._fsync)
+            except OSError as exc:
+                raise LogWriteError(self.thread_id, f"meta.json: {exc}") from None
+            self._version = JSONL_FORMAT_VERSION
         end = records[-1].seq
         data = b"".join(encode_record(r, end) for r in records)
         self._commit(self._files.records, self._end, data)

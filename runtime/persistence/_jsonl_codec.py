@@ -5,7 +5,8 @@ can be read from a line's first bytes without decoding it), then ``end``: the se
 last record of the append batch the record was written in. A batch is committed once its
 ``end`` record is on disk, which is how a crash in the middle of a multi-record append is
 told apart from a shorter batch. The other keys are the :class:`StoredRecord` fields;
-``payload`` is kept as a JSON *string*, byte for byte. Newlines inside values are always
+``payload`` is kept as a JSON *string*, byte for byte; ``system_seq`` comes last, and only in
+a record that has one (a record of a system's thread). Newlines inside values are always
 escaped by JSON, so ``\\n`` only ever ends a line.
 """
 
@@ -18,8 +19,13 @@ from ._errors import StoreFormatError
 from ._records import Snapshot, StoredRecord, ThreadInfo
 from ._time import format_time, parse_time
 
-JSONL_FORMAT_VERSION = 1
-"""The layout of a JSONL store's thread directories (the ``"format"`` in ``meta.json``)."""
+JSONL_FORMAT_VERSION = 2
+"""The layout of a JSONL store's thread directories (the ``"format"`` in ``meta.json``).
+
+Format 2 adds the record key ``system_seq`` (which an older build would call a malformed
+line). A format-1 thread is read as it is, and becomes format 2 before its first record with
+a system seq is written (:meth:`_JsonlWriter.append`)."""
+READABLE_JSONL_FORMATS = (1, 2)
 
 _RECORD_KEYS = (
     "seq",
@@ -34,6 +40,8 @@ _RECORD_KEYS = (
     "checksum",
 )
 _RECORD_TYPES = (int, int, str, str, str, int, str, str, int, str)
+_STAMPED_RECORD_KEYS = (*_RECORD_KEYS, "system_seq")
+_STAMPED_RECORD_TYPES = (*_RECORD_TYPES, int)
 _SNAPSHOT_KEYS = ("seq", "thread_id", "state", "schema_version", "checksum")
 _SNAPSHOT_TYPES = (int, str, str, int, str)
 _SEQ_PREFIX = b'{"seq":'
@@ -43,9 +51,13 @@ def _dump(data: dict[str, Any]) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def _load(line: bytes, keys: tuple[str, ...], types: tuple[type, ...]) -> dict[str, Any]:
-    """The object on ``line``, with exactly ``keys`` of ``types`` (else ``ValueError``)."""
+def _load(line: bytes, keys: tuple[str, ...], types: tuple[type, ...],
+          stamped: tuple[tuple[str, ...], tuple[type, ...]] | None = None) -> dict[str, Any]:
+    """The object on ``line``, with exactly ``keys`` of ``types``, or the ``stamped`` keys and
+    types if given (else ``ValueError``)."""
     data = json.loads(line)
+    if stamped is not None and isinstance(data, dict) and len(data) == len(stamped[0]):
+        keys, types = stamped
     if not isinstance(data, dict) or tuple(data) != keys:
         raise ValueError("the line does not have the keys of a record")
     for key, kind in zip(keys, types, strict=True):
@@ -57,20 +69,21 @@ def _load(line: bytes, keys: tuple[str, ...], types: tuple[type, ...]) -> dict[s
 
 def encode_record(record: StoredRecord, end: int) -> bytes:
     """``record`` as one line, written in the batch whose last seq is ``end``."""
-    return _dump(
-        {
-            "seq": record.seq,
-            "end": end,
-            "thread_id": record.thread_id,
-            "sender": record.sender,
-            "sent_at": format_time(record.sent_at),
-            "sent_mono_ns": record.sent_mono_ns,
-            "kind": record.kind,
-            "payload": record.payload,
-            "schema_version": record.schema_version,
-            "checksum": record.checksum,
-        }
-    )
+    data = {
+        "seq": record.seq,
+        "end": end,
+        "thread_id": record.thread_id,
+        "sender": record.sender,
+        "sent_at": format_time(record.sent_at),
+        "sent_mono_ns": record.sent_mono_ns,
+        "kind": record.kind,
+        "payload": record.payload,
+        "schema_version": record.schema_version,
+        "checksum": record.checksum,
+    }
+    if record.system_seq is not None:
+        data["system_seq"] = record.system_seq
+    return _dump(data)
 
 
 def decode_record(line: bytes) -> tuple[StoredRecord, int]:
@@ -79,7 +92,7 @@ def decode_record(line: bytes) -> tuple[StoredRecord, int]:
     Raises:
         ValueError: the line is not a well-formed record line.
     """
-    data = _load(line, _RECORD_KEYS, _RECORD_TYPES)
+    data = _load(line, _RECORD_KEYS, _RECORD_TYPES, (_STAMPED_RECORD_KEYS, _STAMPED_RECORD_TYPES))
     if not 1 <= data["seq"] <= data["end"]:
         raise ValueError(f"seq {data['seq']} is outside its batch (which ends at {data['end']})")
     record = StoredRecord(
@@ -92,6 +105,7 @@ def decode_record(line: bytes) -> tuple[StoredRecord, int]:
         payload=data["payload"],
         schema_version=data["schema_version"],
         checksum=data["checksum"],
+        system_seq=data.get("system_seq"),
     )
     return record, data["end"]
 
@@ -126,11 +140,11 @@ def prefix_seq(head: bytes) -> int | None:
     return int(digits) if comma > 0 and digits.isdigit() and len(digits) < 20 else None
 
 
-def encode_meta(info: ThreadInfo) -> bytes:
-    """A thread's ``meta.json``: its id, creation time and origin."""
+def encode_meta(info: ThreadInfo, version: int = JSONL_FORMAT_VERSION) -> bytes:
+    """A thread's ``meta.json``: its format, id, creation time and origin."""
     return _dump(
         {
-            "format": JSONL_FORMAT_VERSION,
+            "format": version,
             "thread_id": info.thread_id,
             "created_at": format_time(info.created_at),
             "forked_from": info.forked_from,
@@ -139,21 +153,22 @@ def encode_meta(info: ThreadInfo) -> bytes:
     )
 
 
-def decode_meta(data: bytes, path: str) -> ThreadInfo:
-    """The thread described by ``meta.json`` (``last_seq`` 0, ``last_activity`` its creation).
+def decode_meta(data: bytes, path: str) -> tuple[ThreadInfo, int]:
+    """The thread described by ``meta.json`` (``last_seq`` 0, ``last_activity`` its creation),
+    and its format version.
 
     Raises:
-        StoreFormatError: the thread directory has another format version.
+        StoreFormatError: the thread directory has a format version this build does not read.
         ValueError: the file is malformed.
     """
     meta = json.loads(data)
     if not isinstance(meta, dict) or not isinstance(meta.get("format"), int):
         raise ValueError("meta.json has no format version")
-    if meta["format"] != JSONL_FORMAT_VERSION:
+    if meta["format"] not in READABLE_JSONL_FORMATS:
         raise StoreFormatError(
             path,
-            f"its format is version {meta['format']}, this build reads version "
-            f"{JSONL_FORMAT_VERSION}; upgrade livecontext to open it",
+            f"its format is version {meta['format']}, this build reads versions "
+            f"{READABLE_JSONL_FORMATS[0]} to {JSONL_FORMAT_VERSION}; upgrade livecontext to open it",
         )
     created = parse_time(meta["created_at"])
     forked_from = meta.get("forked_from")
@@ -165,4 +180,4 @@ def decode_meta(data: bytes, path: str) -> ThreadInfo:
         last_activity=created,
         forked_from=forked_from if isinstance(forked_from, str) else None,
         forked_at=forked_at if isinstance(forked_at, int) else None,
-    )
+    ), meta["format"]

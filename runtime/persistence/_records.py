@@ -8,7 +8,9 @@ implementation can recompute them: a domain tag (``b"livecontext-record\\0"`` or
 ``b"livecontext-snapshot\\0"``), then each field as ``b"<length>:"`` followed by its UTF-8
 bytes, where integers are written in decimal and times as ISO 8601 UTC with microseconds
 (``2024-05-01T12:00:00.000000+00:00``). Records: schema_version, thread_id, seq, sender,
-sent_at, sent_mono_ns, kind, payload. Snapshots: schema_version, thread_id, seq, state.
+sent_at, sent_mono_ns, kind, payload, then, for a record of a system's thread (see
+:class:`~._clock.SystemClock`), system_seq; a record without one is hashed as before system
+seqs existed. Snapshots: schema_version, thread_id, seq, state.
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ class StoredRecord:
     cannot change, and every read of ``checksum`` (``==``, ``repr``, ``evolve``, a backend
     writing it) goes through :meth:`__getattr__`, which computes it.
     """
+    system_seq: int | None = None
+    """Its place in its system's sequence, if its thread belongs to a system of agents: one
+    counter for every thread of the system, stamped when the record is appended (see
+    :class:`~._clock.SystemClock`), so that records of different threads can be ordered and a
+    whole system cut at one point. ``None`` for a thread of no system."""
 
     def __getattr__(self, name: str) -> Any:
         # Python calls this only when the normal lookup fails: for a record whose checksum
@@ -205,6 +212,7 @@ def record_checksum(
     kind: str,
     payload: str,
     schema_version: int,
+    system_seq: int | None = None,
 ) -> str:
     """The checksum of a record with these fields (the canonical encoding is in the module doc).
 
@@ -212,11 +220,11 @@ def record_checksum(
         UnicodeEncodeError: a text field holds a lone surrogate (not valid UTF-8).
     """
     return _record_digest(str(schema_version).encode("utf-8"), thread_id.encode("utf-8"), seq, sender,
-                          sent_at, sent_mono_ns, kind, payload)
+                          sent_at, sent_mono_ns, kind, payload, system_seq)
 
 
 def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at: dt.datetime,
-                   sent_mono_ns: int, kind: str, payload: str) -> str:
+                   sent_mono_ns: int, kind: str, payload: str, system_seq: int | None) -> str:
     """:func:`record_checksum`, with the schema version and thread id given encoded (a batch
     shares them): the canonical encoding of :func:`_digest`, written out as one formatted
     text hashed at once (each update of a hash costs a call into OpenSSL). It runs for every
@@ -224,9 +232,13 @@ def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at
     seq_text, time, mono = (
         str(seq).encode("utf-8"), format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
     who, what, body = sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8")
-    return _sha256(b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b" % (
+    text = b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b" % (
         len(version), version, len(thread), thread, len(seq_text), seq_text, len(who), who,
-        len(time), time, len(mono), mono, len(what), what, len(body), body)).hexdigest()
+        len(time), time, len(mono), mono, len(what), what, len(body), body)
+    if system_seq is not None:
+        stamp = str(system_seq).encode("utf-8")
+        text += b"%d:%b" % (len(stamp), stamp)
+    return _sha256(text).hexdigest()
 
 
 def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
@@ -245,6 +257,7 @@ def _checksum_in(record: StoredRecord, thread_id: str) -> str:
         kind=record.kind,
         payload=record.payload,
         schema_version=record.schema_version,
+        system_seq=record.system_seq,
     )
 
 
@@ -277,10 +290,11 @@ def _check_json(text: object, what: str) -> str:
 
 
 def seal_records(
-    thread_id: str, first_seq: int, records: Sequence[NewRecord]
+    thread_id: str, first_seq: int, records: Sequence[NewRecord], first_system_seq: int | None = None
 ) -> list[StoredRecord]:
-    """Validate ``records`` and number them from ``first_seq``, with checksums (computed when
-    first read: see :attr:`StoredRecord.checksum`).
+    """Validate ``records`` and number them from ``first_seq`` (and, if ``first_system_seq`` is
+    given, stamp them with system seqs from it), with checksums (computed when first read: see
+    :attr:`StoredRecord.checksum`).
 
     Raises:
         InvalidRecordError: a record is not a :class:`NewRecord`, a text field is not a str
@@ -326,8 +340,8 @@ def seal_records(
             except UnicodeEncodeError:
                 raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
         record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
-        set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _ = (
-            _STORED_RECORD_SLOTS)
+        set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _, \
+            set_system_seq = _STORED_RECORD_SLOTS
         set_seq(record, seq)
         set_thread_id(record, thread_id)
         set_sender(record, sender)
@@ -336,6 +350,7 @@ def seal_records(
         set_kind(record, kind)
         set_payload(record, payload)
         set_version(record, version)
+        set_system_seq(record, None if first_system_seq is None else first_system_seq + index)
         sealed.append(record)
     return sealed
 

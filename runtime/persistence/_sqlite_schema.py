@@ -6,7 +6,8 @@ no version, is refused rather than guessed at.
 
 - ``threads(thread_id, created_at, forked_from, forked_at)``: one row per thread.
 - ``records(thread_id, seq, sender, sent_at, sent_mono_ns, kind, payload, schema_version,
-  checksum)``, primary key ``(thread_id, seq)``: the log. Times are ISO 8601 UTC text.
+  checksum, system_seq)``, primary key ``(thread_id, seq)``: the log. Times are ISO 8601 UTC
+  text; ``system_seq`` is NULL for a record of a thread that belongs to no system.
 - ``snapshots(thread_id, seq, state, schema_version, checksum)``, primary key
   ``(thread_id, seq)``.
 - ``leases(thread_id, token, owner, host, pid, start, acquired_at, renewed_at)``: the
@@ -18,6 +19,12 @@ BLOB (zlib-compressed text) and a checksum a BLOB (its 32 bytes). Every format-1
 format-2 row, so a format-1 file is read as it is; the first transaction that writes a
 record or a snapshot to it sets its version to 2 (:func:`upgrade_in`), so that an older build
 refuses it instead of misreading a BLOB.
+
+Format 3 (this one) adds the column ``records.system_seq`` (see :mod:`._clock`), hashed into
+the checksum of a record that has one: an older build would call such a record corrupt. The
+column is added to a format-1 or format-2 file when it is opened (NULL in every row it holds,
+which is what those rows mean), without changing its version; the first transaction that
+writes a record or a snapshot makes it format 3, as above.
 """
 
 from __future__ import annotations
@@ -29,10 +36,11 @@ from ._records import Snapshot, StoredRecord
 from ._sqlite_codec import pack_checksum, pack_text, unpack_checksum, unpack_text
 from ._time import format_time, parse_time
 
-STORE_FORMAT_VERSION = 2
+STORE_FORMAT_VERSION = 3
 """The SQLite store format this build writes (``PRAGMA user_version``)."""
-READABLE_FORMAT_VERSIONS = (1, 2)
-"""The formats this build opens: format 1 is read as it is and upgraded by the first write."""
+READABLE_FORMAT_VERSIONS = (1, 2, 3)
+"""The formats this build opens: formats 1 and 2 are read as they are and upgraded by the
+first write."""
 
 _TABLES = """
 CREATE TABLE threads (
@@ -51,6 +59,7 @@ CREATE TABLE records (
     payload TEXT NOT NULL,
     schema_version INTEGER NOT NULL,
     checksum TEXT NOT NULL,
+    system_seq INTEGER,
     PRIMARY KEY (thread_id, seq)
 );
 CREATE TABLE snapshots (
@@ -74,13 +83,13 @@ CREATE TABLE leases (
 """
 
 RECORD_COLUMNS = (
-    "seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload, schema_version, checksum"
+    "seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload, schema_version, checksum, system_seq"
 )
-INSERT_RECORD = f"INSERT INTO records ({RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_RECORD = f"INSERT INTO records ({RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 SNAPSHOT_COLUMNS = "thread_id, seq, state, schema_version, checksum"
 UPSERT_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
 
-RecordRow = tuple[int, str, str, str, int, str, str | bytes, int, bytes]
+RecordRow = tuple[int, str, str, str, int, str, str | bytes, int, bytes, int | None]
 SnapshotRow = tuple[str, int, str | bytes, int, bytes]
 
 
@@ -122,6 +131,26 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> int:
     return int(version)
 
 
+def ensure_system_seq_column(conn: sqlite3.Connection) -> None:
+    """Add ``records.system_seq`` to a format-1 or format-2 file that lacks it (see the
+    module docstring); its version is left as it is."""
+    if _has_system_seq(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_system_seq(conn):  # (another process may have added it meanwhile)
+            conn.execute("ALTER TABLE records ADD COLUMN system_seq INTEGER")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _has_system_seq(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == "system_seq" for row in conn.execute("PRAGMA table_info(records)"))
+
+
 def upgrade_in(conn: sqlite3.Connection) -> None:
     """Set the store's format version to :data:`STORE_FORMAT_VERSION`, in the caller's
     transaction: the one about to write the first row that format 1 cannot hold."""
@@ -140,6 +169,7 @@ def record_to_row(record: StoredRecord) -> RecordRow:
         pack_text(record.payload),
         record.schema_version,
         pack_checksum(record.checksum),
+        record.system_seq,
     )
 
 
@@ -148,9 +178,10 @@ def _expect(value: object, kind: type, column: str) -> None:
         raise ValueError(f"column {column} holds a {type(value).__name__}, not {kind.__name__}")
 
 
-_RECORD_TYPES = tuple(zip((int, str, str, str, int, str, None, int, None), RECORD_COLUMNS.split(", "),
+_RECORD_TYPES = tuple(zip((int, str, str, str, int, str, None, int, None, None), RECORD_COLUMNS.split(", "),
                          strict=True))
-"""Each column's type, or None for those the codec checks (payload, checksum)."""
+"""Each column's type, or None for those checked apart (payload, checksum: the codec;
+system_seq: an int or NULL)."""
 
 
 def record_from_row(row: tuple[object, ...]) -> StoredRecord:
@@ -159,7 +190,9 @@ def record_from_row(row: tuple[object, ...]) -> StoredRecord:
     for value, (kind, name) in zip(row, _RECORD_TYPES, strict=True):
         if kind is not None:
             _expect(value, kind, name)
-    seq, thread_id, sender, sent_at, mono, kind_, payload, version, checksum = row
+    seq, thread_id, sender, sent_at, mono, kind_, payload, version, checksum, system_seq = row
+    if system_seq is not None:
+        _expect(system_seq, int, "system_seq")
     return StoredRecord(
         seq=seq,  # type: ignore[arg-type]
         thread_id=thread_id,  # type: ignore[arg-type]
@@ -170,6 +203,7 @@ def record_from_row(row: tuple[object, ...]) -> StoredRecord:
         payload=unpack_text(payload, "payload"),
         schema_version=version,  # type: ignore[arg-type]
         checksum=unpack_checksum(checksum),
+        system_seq=system_seq,  # type: ignore[arg-type]
     )
 
 

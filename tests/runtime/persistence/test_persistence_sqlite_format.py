@@ -21,6 +21,8 @@ from livecontext.runtime.persistence import (
     open_store,
 )
 
+from livecontext.runtime.persistence._sqlite_schema import STORE_FORMAT_VERSION
+
 if TYPE_CHECKING:
     from conftest import Tamper
 
@@ -177,10 +179,10 @@ async def test_a_fork_of_compressed_records_holds_them_compressed_and_verified_i
     assert kinds == [("blob",)]
 
 
-async def test_a_store_written_now_says_format_2_and_keeps_it_when_reopened(durable_url: str) -> None:
+async def test_a_store_written_now_says_the_current_format_and_keeps_it_when_reopened(durable_url: str) -> None:
     await write(durable_url, [step_output(1)])
     async with await open_store(durable_url) as store:
         async with await store.open_thread("t", owner="history") as log:
             await log.append([record(step_output(2))])
     with sqlite3.connect(db_file(durable_url)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (STORE_FORMAT_VERSION,)
