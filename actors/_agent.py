@@ -157,7 +157,7 @@ async def spawn_agent(
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
-    give_store(app_list, log.store)  # a sub-agent's thread lives in its parent's store
+    give_store(app_list, log.store, log.clock)  # a sub-agent's thread lives in its parent's store (and system)
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle)
     limits = settings.history_limits()
     history = await rt.spawn(

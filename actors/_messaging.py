@@ -7,6 +7,13 @@ answer: the asker takes the receiver's next turn from the system's switchboard, 
 question (a notification again, so the receiver's log names who asked what), feeds it an input
 saying whom to answer, runs it until it waits for input, and gives the turn back. A question
 that is not answered within the system's ``ask_timeout_s`` stops the receiver's run and fails.
+
+Both tools are idempotent: each message is keyed by its sender's name and the tool call's id
+(``planner:call_3_0``, see :func:`message_key`), which the receiver's history keeps with it.
+A call run again (the engine re-runs an idempotent tool whose result a crash kept from being
+recorded; a fork of the system resumes one cut in the middle) finds its message there: a
+message is delivered once, and a question is asked once and its answer taken up where the
+receiver left it (:func:`~._turns.run_question`).
 """
 
 from __future__ import annotations
@@ -18,10 +25,17 @@ from types import MappingProxyType
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import ActorId, NotificationPosted, PostNotification, ProvideInput, Retention
+from livecontext.protocol import (
+    ActorId,
+    InvokeTool,
+    NotificationPosted,
+    PostNotification,
+    ProvideInput,
+    Retention,
+)
 from livecontext.runtime import Context
 
-from ._turns import AgentAddress, TurnRefusedError, held_turn, run_turn
+from ._turns import AgentAddress, TurnRefusedError, held_turn, run_question
 from .apps import App, ToolFailure, ToolOutcome, tool
 
 DEFAULT_ASK_TIMEOUT_S = 120.0
@@ -66,7 +80,7 @@ class Messaging(App):
         # prompt (see roster_prompt), which the log keeps
         return "Reach the other agents with send_message (a note) and ask_agent (a question; you wait for the answer)."
 
-    @tool
+    @tool(idempotent=True)  # keyed: run again, it finds the message delivered
     async def send_message(self, to: str, text: str) -> ToolOutcome:
         """Leave a message for another agent of the system; it reads it with its next input.
 
@@ -76,16 +90,16 @@ class Messaging(App):
             to: The receiving agent's name.
             text: The message.
         """
-        target, ctx = self._target(to), self._ctx()
+        key, target, ctx = self._key(), self._target(to), self._ctx()
         if not text.strip():
             raise ToolFailure("text is empty: write the message to send")
-        posted = await ctx.ask(target.history, PostNotification(f"{self.me} says: {text}"))
+        posted = await ctx.ask(target.history, PostNotification(f"{self.me} says: {text}", key))
         assert isinstance(posted, NotificationPosted)
         note = posted.notification.id
         return ToolOutcome.ok(f"message {note} left for {to}; it reads it with its next input",
                               gist=f"message {note} to {to}: {_line(text)}")
 
-    @tool
+    @tool(idempotent=True)  # keyed: run again, it takes up the question where it stopped
     async def ask_agent(self, to: str, question: str) -> ToolOutcome:
         """Ask another agent of the system a question and wait for its answer.
 
@@ -95,7 +109,7 @@ class Messaging(App):
             to: The agent to ask, by name.
             question: The question, in full: the agent sees its own history and this, not yours.
         """
-        target, ctx, directory = self._target(to), self._ctx(), self._directory()
+        key, target, ctx, directory = self._key(), self._target(to), self._ctx(), self._directory()
         if not question.strip():
             raise ToolFailure("question is empty: write what to ask")
         timeout = directory.ask_timeout_s
@@ -106,7 +120,7 @@ class Messaging(App):
         with trio.move_on_after(timeout) as scope:
             try:
                 async with held_turn(ctx, directory.switchboard, to, f"{self.me}.{next(self._claims)}"):
-                    outcome = await run_turn(ctx, target, [asked], note=f"{self.me} asks: {question}")
+                    outcome = await run_question(ctx, target, asked, note=f"{self.me} asks: {question}", key=key)
             except TurnRefusedError as exc:
                 raise ToolFailure(str(exc)) from None
         if scope.cancelled_caught:
@@ -123,6 +137,13 @@ class Messaging(App):
             raise ToolFailure("messaging is not running in an app host")
         return self.ctx
 
+    def _key(self) -> str:
+        """The key of the message the tool call being run sends (see the module docstring)."""
+        current = self._ctx().current
+        if current is None or not isinstance(current.payload, InvokeTool):
+            raise ToolFailure("messaging tools run inside an app host's InvokeTool")
+        return message_key(self.me, current.payload.call.id)
+
     def _directory(self) -> Directory:
         if self.directory is None:
             raise ToolFailure("this agent is not part of a running system: there is nobody to reach")
@@ -138,6 +159,13 @@ class Messaging(App):
         if to == self.me:
             raise ToolFailure(f"{to!r} is you: send_message and ask_agent reach the other agents ({others})")
         return target
+
+
+def message_key(sender: str, call_id: str) -> str:
+    """The key of the message (or question) that agent ``sender``'s tool call ``call_id``
+    sends: the same in every run of the call, and in a fork of the system (agents keep their
+    names there; threads do not)."""
+    return f"{sender}:{call_id}"
 
 
 def roster_prompt(me: str, directory: Directory) -> str:

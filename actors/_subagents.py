@@ -29,7 +29,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Context, LivecontextError
 from livecontext.runtime.models import ModelClient
-from livecontext.runtime.persistence import EventStore, ThreadLockedError
+from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError
 from livecontext.runtime.tokens import TokenCounter
 
 from ._turns import final_answer
@@ -57,24 +57,26 @@ class SubAgents(App):
     for input, then stopped; its thread stays in the store. A sub-agent that fails, or takes
     longer than ``timeout_s``, gives a failed result: the parent carries on.
 
-    ``store`` is the parent's store; :func:`~livecontext.actors.spawn_agent` gives it to
-    every ``SubAgents`` app it spawns without one.
+    ``store`` is the parent's store, ``clock`` its thread's system clock (if it belongs to a
+    system: a sub-agent's records are the system's too); :func:`~livecontext.actors.spawn_agent`
+    gives them to every ``SubAgents`` app it spawns without a store.
     """
 
     name = "subagents"
 
     def __init__(self, model_factory: ModelFactory | None = None, *, timeout_s: float = 60.0,
-                 max_steps: int = 40, store: EventStore | None = None) -> None:
+                 max_steps: int = 40, store: EventStore | None = None, clock: SystemClock | None = None) -> None:
         self.model_factory = model_factory
         self.timeout_s = timeout_s
         self.max_steps = max_steps
         self.store = store
+        self.clock = clock
         self.ctx: Context | None = None
         self.runs = 0
 
     def fresh(self) -> SubAgents:
         return SubAgents(self.model_factory, timeout_s=self.timeout_s, max_steps=self.max_steps,
-                         store=self.store)
+                         store=self.store, clock=self.clock)
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -101,7 +103,8 @@ class SubAgents(App):
         thread_id = sub_thread_id(self.ctx.self_id.name, subagent_name(self._call_id()))
         self.runs += 1
         try:
-            log = await self.store.open_thread(thread_id, create=True, owner=f"history/{thread_id}")
+            log = await self.store.open_thread(thread_id, create=True, owner=f"history/{thread_id}",
+                                               clock=self.clock)
         except ThreadLockedError as exc:
             raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
         async with log, self.model_factory() as model:
@@ -150,8 +153,10 @@ def _line(text: str, limit: int = 120) -> str:
     first = text.strip().split("\n", 1)[0]
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
-def give_store(apps: Sequence[App], store: EventStore) -> None:
-    """Give ``store`` (the parent's) to each :class:`SubAgents` app of ``apps`` that has none."""
+def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None = None) -> None:
+    """Give ``store`` and ``clock`` (the parent's) to each :class:`SubAgents` app of ``apps``
+    that has no store."""
     for app in apps:
         if isinstance(app, SubAgents) and app.store is None:
             app.store = store
+            app.clock = clock

@@ -7,6 +7,15 @@ agent's app host, the messaging app whose tools reach the other agents. The agen
 each other only through those tools; the user reaches them through :meth:`System.send`.
 Every turn of an agent, the user's or another agent's question, is taken from the
 switchboard, so an agent answers one at a time.
+
+Every record of the system's threads (its agents' and their sub-agents') carries the
+system's next system seq, from one :class:`~livecontext.runtime.persistence.SystemClock`
+started, when the system opens, past the largest any of them holds; the system's own log
+(``system:NAME``, held open while the system runs: one process runs a system at a time)
+records its agents and their threads (see :mod:`._system_log`). Opening a system whose
+process was killed resumes it as a whole: each agent finishes the step it was stopped in
+(:meth:`System.run_inputs`), and a message or question whose sending call was interrupted
+is found, by its key, where it got to: delivered once, asked once (see :mod:`._messaging`).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
 
@@ -33,6 +43,8 @@ from livecontext.protocol import (
     HistoryEntry,
     Message,
     ProvideInput,
+    SystemDeclared,
+    SystemMember,
     ReadEntries,
     Retention,
     Tail,
@@ -40,12 +52,20 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Context, Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
-from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, default_store_url, open_store
+from livecontext.runtime.persistence import (
+    EventStore,
+    SystemClock,
+    ThreadLockedError,
+    ThreadLog,
+    default_store_url,
+    open_store,
+)
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, spawn_agent
 from ._messaging import Directory, Messaging, roster_prompt
 from ._switchboard import Switchboard, switchboard_id
+from ._system_log import declare, last_system_seq, read_declaration, system_log_id, system_threads
 from ._turns import AgentAddress, held_turn, run_turn
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
 
@@ -140,12 +160,20 @@ class InputsRun:
 class System:
     """A running system of agents (see :func:`open_system`)."""
 
-    def __init__(self, name: str, runtime: Runtime, store: EventStore, agents: Sequence[SystemAgent]) -> None:
+    def __init__(self, name: str, runtime: Runtime, store: EventStore, agents: Sequence[SystemAgent],
+                 clock: SystemClock | None = None, declared: SystemDeclared | None = None) -> None:
         self.name = name
         self.runtime = runtime
         """The runtime every agent's actors run in."""
         self.store = store
         """The store every agent's thread lives in."""
+        self.clock = clock if clock is not None else SystemClock()
+        """The system's sequence: :attr:`~SystemClock.last` is the system seq of the latest
+        record of any of its threads (``livecontext fork --system`` cuts at one)."""
+        self.declared = declared if declared is not None else SystemDeclared(
+            name, tuple(SystemMember(a.name, a.thread_id) for a in agents))
+        """What the system's own log says of it: its agents' threads, and what it was forked
+        from."""
         self.agents: Mapping[str, SystemAgent] = MappingProxyType({a.name: a for a in agents})
         """The agents by name, in the blueprint's order."""
         self._switchboard = switchboard_id(name)
@@ -244,7 +272,7 @@ class System:
 async def open_system(
     blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | None = None,
     models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
-    api_key: str | None = None,
+    api_key: str | None = None, name: str | None = None,
 ) -> AsyncIterator[System]:
     """Run a system of agents for the ``async with`` block; everything is closed on exit.
 
@@ -253,6 +281,9 @@ async def open_system(
             ``[[agents]]``).
         store: The store URL (``sqlite:PATH``, ``jsonl:DIR``, ``memory:``), in place of the
             blueprint's; neither: ``$LIVECONTEXT_STORE``, else the default store.
+        name: Run the blueprint as system ``name`` in place of its own (a fork of it, made by
+            ``livecontext fork --system``): each agent's thread is the one that system's log
+            names, else ``NAME.AGENT``.
         models: Model clients by agent name, in place of the blueprint's specs (they are not
             closed here: the caller owns them).
         base_url: The OpenAI-compatible server of every ``openai:`` spec.
@@ -264,14 +295,12 @@ async def open_system(
     Raises:
         BlueprintError: the blueprint file is missing or wrong.
         UsageError: ``models`` names an agent the system does not have; another writer runs
-            one of the threads.
+            the system or one of its threads; ``name`` is not a usable system name.
     """
     bp = blueprint if isinstance(blueprint, SystemBlueprint) else load_system_blueprint(blueprint)
     given = dict(models or {})
-    for name in given:
-        bp.agent(name)
-    directory = Directory(bp.name, switchboard_id(bp.name),
-                          {a.name: _address(a) for a in bp.agents}, bp.ask_timeout_s)
+    for agent_name in given:
+        bp.agent(agent_name)
     converter, counter = make_converter(), TokenCounter.from_env()
     async with contextlib.AsyncExitStack() as stack:
         opened: dict[str, ModelClient] = {}
@@ -284,7 +313,21 @@ async def open_system(
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
         event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
-        logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a)) for a in bp.agents}
+        declared = await read_declaration(event_store, converter, name or bp.name)
+        bp = _as_system(bp, name or bp.name, declared)
+        directory = Directory(bp.name, switchboard_id(bp.name),
+                              {a.name: _address(a) for a in bp.agents}, bp.ask_timeout_s)
+        clock, system_log = await _open_system_log(stack, event_store, bp)
+        members = tuple(SystemMember(a.name, a.blueprint.settings.thread_id) for a in bp.agents)
+        now = SystemDeclared(bp.name, members, declared.forked_from if declared else None,
+                             declared.forked_at if declared else None)
+        for thread in await system_threads(event_store, now):  # the clock goes on past all of them
+            async with await event_store.open_reader(thread) as reader:
+                clock.advance_past(await last_system_seq(reader))
+        logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a, clock))
+                for a in bp.agents}
+        if now != declared:
+            await declare(system_log, converter, now, str(switchboard_id(bp.name)))
         rt = await stack.enter_async_context(open_runtime())
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)
@@ -300,7 +343,7 @@ async def open_system(
             assert isinstance(tail, Tail)
             agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),
                                       tail.state, a.blueprint.pins, a.blueprint.inputs))
-        yield System(bp.name, rt, event_store, agents)
+        yield System(bp.name, rt, event_store, agents, clock, now)
 
 
 def _address(a: AgentBlueprint) -> AgentAddress:
@@ -313,10 +356,48 @@ def _prompt(a: AgentBlueprint, directory: Directory) -> str:
     return f"{own.rstrip()}\n\n{roster_prompt(a.name, directory)}"
 
 
-async def _open_thread(store: EventStore, bp: SystemBlueprint, a: AgentBlueprint) -> ThreadLog:
+def _as_system(bp: SystemBlueprint, name: str, declared: SystemDeclared | None) -> SystemBlueprint:
+    """``bp`` run as system ``name``: under its own name, each agent's thread is the
+    blueprint's; under another (a fork), the one that system's log names, else ``NAME.AGENT``."""
+    if name == bp.name:
+        return bp
+    check_system_name(name)
+    known = {m.name: m.thread_id for m in declared.agents} if declared is not None else {}
+    agents = tuple(attrs.evolve(a, blueprint=a.blueprint.override(thread=known.get(a.name, f"{name}.{a.name}")))
+                   for a in bp.agents)
+    return attrs.evolve(bp, name=name, agents=agents)
+
+
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def check_system_name(name: str) -> str:
+    """``name`` if it can name a system, else :class:`UsageError` saying what can."""
+    if not _SYSTEM_NAME.match(name):
+        raise UsageError(f"invalid system name {name!r}: use 1-64 letters, digits and _ . -")
+    return name
+
+
+async def _open_system_log(stack: contextlib.AsyncExitStack, store: EventStore,
+                           bp: SystemBlueprint) -> tuple[SystemClock, ThreadLog]:
+    """The system's clock, started past its own log's last system seq, and the log, held
+    open (so taken) for the system's run."""
+    clock = SystemClock()
+    thread = system_log_id(bp.name)
+    try:
+        log = await store.open_thread(thread, create=True, owner=f"system/{bp.name}", clock=clock)
+    except ThreadLockedError as exc:
+        raise UsageError(f"system {bp.name!r} is being run by another writer: {exc.holder}; wait for it to "
+                         "finish (or stop it) and run again") from None
+    await stack.enter_async_context(log)
+    clock.advance_past(await last_system_seq(log))
+    return clock, log
+
+
+async def _open_thread(store: EventStore, bp: SystemBlueprint, a: AgentBlueprint, clock: SystemClock) -> ThreadLog:
     thread = a.blueprint.settings.thread_id
     try:
-        return await store.open_thread(thread, create=True, owner=f"history/{thread}")
+        return await store.open_thread(thread, create=True, owner=f"history/{thread}", clock=clock)
     except ThreadLockedError as exc:
         raise UsageError(
             f"thread {thread!r} (agent {a.name} of system {bp.name}) is being run by another writer: "

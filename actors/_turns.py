@@ -4,6 +4,11 @@ Both ways into an agent of a system go through here: a question from another age
 (``ask_agent``, run in the asker's app host) and an input from the user
 (:meth:`~livecontext.actors.System.send`). The turn is claimed from the system's switchboard
 (see :mod:`._switchboard`), so that two of them never feed the same agent at once.
+
+A question is keyed by its asker's name and tool call (:func:`run_question`): the call, run
+again after a crash (``ask_agent`` is idempotent) or in a fork of the system, finds in the
+receiver's history how far the question got (posted, read, answered) and takes up from there,
+so that the receiver answers it once.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from livecontext.protocol import (
     Cancel,
     ClaimTurn,
     EngineState,
+    FindMessage,
     GetStatus,
     GetTail,
     Idle,
+    MessageFound,
     ModelOutputEntry,
     NotificationPosted,
     PostNotification,
@@ -107,12 +114,12 @@ async def held_turn(ctx: Context, switchboard: ActorId, agent: str, claim: str) 
 
 
 async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideInput], *,
-                   note: str | None = None) -> TurnOutcome:
+                   note: str | None = None, key: str | None = None) -> TurnOutcome:
     """Run ``agent`` on ``inputs`` until it waits for input again; hold its turn around this.
 
     Work an earlier turn left unfinished (a crash, a cancel) is finished first, so that
-    ``note`` (a notification posted just before the inputs) rides on the first of them. A
-    cancel of the caller cancels the agent's run too: nobody would read its answer.
+    ``note`` (a notification posted just before the inputs, with ``key``) rides on the first
+    of them. A cancel of the caller cancels the agent's run too: nobody would read its answer.
     """
     tail = await _tail(ctx, agent)
     if tail.state is not EngineState.WAITING_INPUT:
@@ -120,7 +127,7 @@ async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideIn
         if idle.reason != "no_input":
             return TurnOutcome(idle, None)
     if note is not None:
-        posted = await ctx.ask(agent.history, PostNotification(note))
+        posted = await ctx.ask(agent.history, PostNotification(note, key))
         assert isinstance(posted, NotificationPosted)
     for given in inputs:
         await ctx.ask(agent.input, given)
@@ -143,6 +150,38 @@ async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | 
     tail = await ctx.ask(history, GetTail())
     assert isinstance(tail, Tail)
     return tail.last.content.live.text if isinstance(tail.last, ModelOutputEntry) else None
+
+
+async def run_question(ctx: Context, agent: AgentAddress, asked: ProvideInput, *, note: str,
+                       key: str) -> TurnOutcome:
+    """:func:`run_turn` for a question (``note``, then the input ``asked``), at most once per
+    ``key``; hold the agent's turn around this.
+
+    If the agent's history holds the question already (the asking call was stopped and runs
+    again), it is not asked twice: the agent's unfinished work is finished; a question never
+    read is given its input now; one read and answered gives that answer (as
+    :func:`final_answer` if the agent took no input since, else its first text after it).
+    """
+    found = await _find(ctx, agent, key)
+    if found.notification is None:
+        return await run_turn(ctx, agent, [asked], note=note, key=key)
+    if (await _tail(ctx, agent)).state is not EngineState.WAITING_INPUT:
+        idle = await _run(ctx, agent)  # (stopped while answering it, most likely)
+        if idle.reason != "no_input":
+            return TurnOutcome(idle, None)
+        found = await _find(ctx, agent, key)
+    if found.read_in is None:
+        return await run_turn(ctx, agent, [asked])
+    idle = Idle(EngineState.WAITING_INPUT, 0, "no_input")
+    if found.in_latest_turn:  # answered as any turn is (a task_complete result, ...)
+        return TurnOutcome(idle, await final_answer(ctx, agent.history))
+    return TurnOutcome(idle, found.reply)
+
+
+async def _find(ctx: Context, agent: AgentAddress, key: str) -> MessageFound:
+    found = await ctx.ask(agent.history, FindMessage(key))
+    assert isinstance(found, MessageFound)
+    return found
 
 
 async def _tail(ctx: Context, agent: AgentAddress) -> Tail:

@@ -90,6 +90,7 @@ from ._converter import (
 from ._entries import (
     ENTRY_KINDS,
     HistoryEntry,
+    KeyedNote,
     ModelInputEntry,
     ModelOutputEntry,
     Notification,
@@ -131,7 +132,16 @@ from ._lifecycle import (
     UserQuestionAsked,
 )
 from ._status import NO_MARKS, derive_status, task_after
-from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
+from ._system import (
+    ClaimTurn,
+    FindMessage,
+    MessageFound,
+    ReleaseTurn,
+    SystemDeclared,
+    SystemMember,
+    TurnGranted,
+    TurnRefused,
+)
 from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
 from ._json import dump_json, dump_standard_json, load_json
 from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
@@ -182,6 +192,7 @@ __all__ = [
     "ErrorReply",
     "FoldDone",
     "FoldIntoRecap",
+    "FindMessage",
     "FoldNow",
     "GetAppEffects",
     "GetTail",
@@ -203,7 +214,9 @@ __all__ = [
     "MalformedDataError",
     "MarkFolded",
     "Message",
+    "MessageFound",
     "MessageTypeClashError",
+    "KeyedNote",
     "ModelInputEntry",
     "ModelOutputEntry",
     "ModelReply",
@@ -240,6 +253,8 @@ __all__ = [
     "StateTransition",
     "Step",
     "StepDone",
+    "SystemDeclared",
+    "SystemMember",
     "SystemPromptSet",
     "Tail",
     "ThreadConfigured",

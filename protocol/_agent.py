@@ -225,6 +225,9 @@ class PostNotification(Message):
     """Post a notification for the agent (ask: :class:`NotificationPosted`)."""
 
     text: str
+    key: str | None = None
+    """If the thread holds a notification with this key already, it is the answer and
+    nothing is posted (see :attr:`Notification.key`)."""
 
 
 @frozen

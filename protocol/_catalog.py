@@ -77,7 +77,15 @@ from ._lifecycle import (
     TaskCompleted,
     UserQuestionAsked,
 )
-from ._system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
+from ._system import (
+    ClaimTurn,
+    FindMessage,
+    MessageFound,
+    ReleaseTurn,
+    SystemDeclared,
+    TurnGranted,
+    TurnRefused,
+)
 from ._records import (
     EntryAppended,
     HistorySnapshot,
@@ -168,6 +176,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     TurnGranted,
     TurnRefused,
     ReleaseTurn,
+    FindMessage,
+    MessageFound,
     # event log records
     EntryAppended,
     ToolStarted,
@@ -178,6 +188,7 @@ TAGGED_TYPES: tuple[type, ...] = (
     ThreadConfigured,
     EnginePaused,
     StepFailed,
+    SystemDeclared,
     # effects of the engine's control tools
     TaskCompleted,
     UserQuestionAsked,

@@ -23,6 +23,19 @@ class Notification:
     """What the agent reads."""
     posted_at: dt.datetime
     """When the history store accepted it (UTC)."""
+    key: str | None = None
+    """What makes posting it again a no-op: a message between agents of a system is keyed
+    by its sender and tool call (``planner:call_3_0``), so that the call, run again after a
+    crash, delivers it once (``None``: an ordinary notification)."""
+
+
+@frozen
+class KeyedNote:
+    """A keyed notification (a message between agents) and the entry it rode on."""
+
+    notification: Notification
+    read_in: str | None = None
+    """The id of the entry that delivered it to the agent (``None``: still pending)."""
 
 
 @frozen

@@ -9,7 +9,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from ._apps import AppHistory
-from ._entries import HistoryEntry, Notification, ToolResultsEntry
+from ._entries import HistoryEntry, KeyedNote, Notification, ToolResultsEntry
 from ._lifecycle import TaskMarks
 from ._message import Message
 from ._tools import ToolResult, ToolSpec
@@ -115,3 +115,6 @@ class HistorySnapshot(Message):
     apps: tuple[AppHistory, ...] = ()
     """What each app with committed effects is rebuilt from: its latest saved state and the
     effects after it."""
+    keyed: tuple[KeyedNote, ...] = ()
+    """Every keyed notification the thread was posted (the messages of other agents), and
+    the entry each rode on."""

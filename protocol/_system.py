@@ -5,12 +5,18 @@ message needs nothing but the receiver's history store (it is a notification). A
 needs the receiver's next *turn*: the asker claims it from the switchboard, which grants an
 agent's turns one at a time and refuses a claim that would close a cycle of agents each
 waiting for the next one's answer (a deadlock), then runs the receiver and gives the turn back.
+
+Messages and questions are keyed by their sender and tool call, so that a call run again
+(after a crash, or in a fork of the system) finds what it did before instead of doing it
+twice (:class:`FindMessage`). A system's own log (thread ``system:NAME``) records its agents
+and where it was forked from (:class:`SystemDeclared`).
 """
 
 from __future__ import annotations
 
 from attrs import frozen
 
+from ._entries import Notification
 from ._message import Message
 
 
@@ -56,3 +62,48 @@ class ReleaseTurn(Message):
 
     agent: str
     claim: str
+
+
+@frozen
+class FindMessage(Message):
+    """Find the message or question with this key in the agent's history (ask:
+    :class:`MessageFound`)."""
+
+    key: str
+
+
+@frozen
+class MessageFound(Message):
+    """What the history holds of a keyed message (all ``None``: it was never posted)."""
+
+    notification: Notification | None = None
+    read_in: str | None = None
+    """The id of the entry that delivered it (``None``: not yet read)."""
+    reply: str | None = None
+    """The text of the agent's reply to the turn that read it: its first model output
+    after that entry calling no tool, before any later input (``None``: none yet)."""
+    in_latest_turn: bool = False
+    """Whether it was read and no input came after (the agent's latest turn read it)."""
+
+
+@frozen
+class SystemMember:
+    """An agent of a system and its thread."""
+
+    name: str
+    thread_id: str
+
+
+@frozen
+class SystemDeclared(Message):
+    """A system's agents and origin (a record of the system's own log, ``system:NAME``).
+
+    Written when the system is first opened, again when its agents change, and by a fork of
+    another system (``livecontext fork --system``)."""
+
+    name: str
+    agents: tuple[SystemMember, ...]
+    forked_from: str | None = None
+    """The system this one was forked from, if any."""
+    forked_at: int | None = None
+    """The system seq of ``forked_from`` it was forked at, if any."""

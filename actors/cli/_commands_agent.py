@@ -62,6 +62,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Snapshot the thread's state every N log records (0: never); opening replays at most N.")
 @click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: thread, state, entries, apps.")
+@click.option("--as", "as_system", default=None, metavar="NAME",
+              help="Run a system blueprint as system NAME (a fork made by `fork --system`).")
 @click.argument("blueprint_path", metavar="[BLUEPRINT.toml]", required=False)
 @click.pass_context
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
@@ -69,7 +71,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, no_lifecycle: bool,
         system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
-        as_json: bool) -> None:
+        as_json: bool, as_system: str | None) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
 
     BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
@@ -89,6 +91,9 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             if isinstance(loaded, SystemBlueprint):
                 run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json)
                 return
+        if as_system is not None:
+            raise UsageError(f"--as names the system a system blueprint ([[agents]]) runs as; "
+                             f"{blueprint_path or 'an agent without a blueprint'} describes one agent")
             bp = loaded.override(
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),

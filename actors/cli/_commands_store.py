@@ -30,6 +30,7 @@ from livecontext.protocol import (
     ProtocolConverter,
     ProtocolError,
     StepFailed,
+    SystemDeclared,
     SystemPromptSet,
     ThreadConfigured,
     ToolResultRecorded,
@@ -51,6 +52,7 @@ from livecontext.runtime.tokens import TokenCounter
 from livecontext.protocol import Shown
 
 from .._agent import parent_thread_id
+from .._system_log import SYSTEM_LOG_PREFIX, fork_system
 from .._thread_apps import rebuild_apps, thread_apps
 from ..apps import App
 from ..history import HistoryState, load_state, render_state, replay_app_effects
@@ -139,15 +141,20 @@ def threads(store_url: str, as_json: bool) -> None:
                 reader = await store.open_reader(info.thread_id)
                 async with reader:
                     state = await load_state(reader, converter, info.thread_id)
+                system = info.thread_id.removeprefix(SYSTEM_LOG_PREFIX)
                 rows.append({"thread": info.thread_id, "entries": len(state.entries),
                              "state": state.state.value, "status": state.status.status.value,
                              "seq": info.last_seq,
                              "last_activity": info.last_activity.isoformat() if info.last_activity else None,
                              "forked_from": info.forked_from, "forked_at": info.forked_at,
-                             "parent": parent_thread_id(info.thread_id), **_undecoded(state)})
+                             "parent": parent_thread_id(info.thread_id), **_undecoded(state),
+                             **({"system": system} if system != info.thread_id else {})})
         for row in rows:
             if as_json:
                 print_json(row)
+                continue
+            if "system" in row:
+                click.echo(f"{row['thread']:<32} the log of system {row['system']} (its agents and origin)")
                 continue
             parent = f"  (sub-agent of {row['parent']})" if row["parent"] else ""
             click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
@@ -195,15 +202,16 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
 @thread_option
 @json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
-    """Print one JSON line per log record: seq, sender, sent_at, kind, summary (and, for a
-    sub-agent's thread, its parent)."""
+    """Print one JSON line per log record: seq (and, in a system's thread, system_seq),
+    sender, sent_at, kind, summary (and, for a sub-agent's thread, its parent)."""
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             records = await reader.read(1)
         converter = make_converter()
         parent = parent_thread_id(thread_id)  # a sub-agent's lines name the thread that spawned it
         for rec in records:
-            line = {"seq": rec.seq, "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
+            line = {"seq": rec.seq, **({"system_seq": rec.system_seq} if rec.system_seq is not None else {}),
+                    "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
                     "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
             print_json(line if parent is None else {**line, "parent": parent})
     run_async(go)
@@ -258,6 +266,11 @@ def _summarize(message: Message) -> str:
         return f"step failed: {message.error}"
     if isinstance(message, EnginePaused):
         return "paused with work left"
+    if isinstance(message, SystemDeclared):
+        agents = ", ".join(f"{m.name} ({m.thread_id})" for m in message.agents)
+        origin = f"; forked from system {message.forked_from} at system seq {message.forked_at}" \
+            if message.forked_from is not None else ""
+        return f"system {message.name}: agents {agents}{origin}"
     return ""
 
 
@@ -341,18 +354,35 @@ def _levels(state: HistoryState, spans: Any) -> list[tuple[Any, str]]:
 
 @main.command()
 @store_option
-@thread_option
+@click.option("--thread", "thread_id", default=None, help="The thread to fork.")
+@click.option("--system", "system", default=None, metavar="NAME",
+              help="The system to fork: every thread of it, at a consistent cut.")
 @click.option("--at", type=click.IntRange(min=0), required=True,
-              help="Copy records 1..SEQ (0: an empty thread that remembers its origin).")
-@click.option("--new-thread", "new_thread", required=True, help="The new thread's id.")
+              help="--thread: copy records 1..SEQ (0: an empty thread that remembers its origin); "
+                   "--system: cut at this system seq (audit lines show each record's system_seq).")
+@click.option("--new-thread", "new_thread", default=None, help="The new thread's id.")
+@click.option("--new-system", "new_system", default=None, metavar="NAME2", help="The new system's name.")
 @json_option
-def fork(store_url: str, thread_id: str, at: int, new_thread: str, as_json: bool) -> None:
-    """Make a new thread from records 1..SEQ of another."""
+def fork(store_url: str, thread_id: str | None, system: str | None, at: int, new_thread: str | None,
+         new_system: str | None, as_json: bool) -> None:
+    """Make a new thread from records 1..SEQ of another, or a new system from another cut at
+    a system seq (``--system NAME --at SYSTEM_SEQ --new-system NAME2``; run it with
+    ``livecontext run SYSTEM.toml --as NAME2``)."""
     from .._agent import check_thread_id
-
-    check_thread_id(new_thread)
+    from .._system import check_system_name
 
     async def go() -> None:
+        if system is not None or new_system is not None:
+            if thread_id is not None or new_thread is not None:
+                raise UsageError("fork either a thread (--thread T --new-thread T2) or a system "
+                                 "(--system NAME --new-system NAME2), not both")
+            if system is None or new_system is None:
+                raise UsageError("a system fork needs --system NAME and --new-system NAME2")
+            await _fork_system(store_url, system, at, check_system_name(new_system))
+            return
+        if thread_id is None or new_thread is None:
+            raise UsageError("fork needs --thread T and --new-thread T2 (or --system NAME and --new-system NAME2)")
+        check_thread_id(new_thread)
         store = await open_existing_store(store_url)
         async with store:
             try:
@@ -361,3 +391,11 @@ def fork(store_url: str, thread_id: str, at: int, new_thread: str, as_json: bool
                 raise ThreadMissingError(thread_id, store.url) from None
         print_json({"thread": info.thread_id, "forked_from": thread_id, "at": at, "seq": info.last_seq})
     run_async(go)
+
+
+async def _fork_system(store_url: str, system: str, at: int, new_system: str) -> None:
+    store = await open_existing_store(store_url)
+    async with store:
+        made = await fork_system(store, make_converter(), system, at, new_system)
+    print_json({"system": made.name, "forked_from": made.forked_from, "at": made.at,
+                "threads": [{"thread": t.thread_id, "forked_from": t.source, "seq": t.cut} for t in made.threads]})

@@ -63,7 +63,8 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
     console = Console(stderr=as_json)
 
     async def go() -> None:
-        async with open_system(bp, store=store_url, base_url=base_url, api_key=api_key) as system:
+        async with open_system(bp, store=store_url, base_url=base_url, api_key=api_key,
+                               name=given.get("as_system")) as system:
             async with _watching(system, None if as_json else console):
                 ran = await system.run_inputs()
             status = await system.status()

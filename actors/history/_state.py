@@ -21,6 +21,7 @@ from livecontext.protocol import (
     EntryAppended,
     HistoryEntry,
     HistorySnapshot,
+    KeyedNote,
     Message,
     ModelOutputEntry,
     Notification,
@@ -28,6 +29,7 @@ from livecontext.protocol import (
     RecapEntry,
     Retention,
     StepFailed,
+    SystemDeclared,
     SystemPromptSet,
     TaskCompleted,
     ThreadConfigured,
@@ -100,6 +102,9 @@ class HistoryState:
         self.recorded: list[ToolResult] = []
         self.started: dict[str, str] = {}
         self.pending_notifications: list[Notification] = []
+        self.keyed: dict[str, KeyedNote] = {}
+        """Every keyed notification (a message of another agent), by key, with the entry it
+        rode on: what makes posting it again a no-op, and how a question finds its reply."""
         self.apps: dict[str, AppTrack] = {}
         """What each app with committed effects is rebuilt from, by name, in order of first effect."""
         self.model_outputs = 0
@@ -177,10 +182,15 @@ class HistoryState:
             self._folded(payload)
         elif isinstance(payload, AccessDenied):
             pass  # an audit record: the attempt changed nothing
+        elif isinstance(payload, SystemDeclared):
+            pass  # a system's own log (system:NAME): no agent's history
         elif isinstance(payload, EnginePaused | StepFailed):
             pass  # the task's marks only (below)
         elif isinstance(payload, NotificationPosted):
-            self.pending_notifications.append(payload.notification)
+            note = payload.notification
+            if note.key is not None:
+                self.keyed[note.key] = KeyedNote(note)
+            self.pending_notifications.append(note)
             self.next_notification = max(self.next_notification, id_number(payload.notification.id) + 1)
         else:
             raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
@@ -298,6 +308,9 @@ class HistoryState:
         if notes:
             delivered = {n.id for n in notes}
             self.pending_notifications = [n for n in self.pending_notifications if n.id not in delivered]
+            for note in notes:
+                if note.key is not None:
+                    self.keyed[note.key] = KeyedNote(note, entry.id)
         number = id_number(entry.id)
         if number >= self.next_entry:
             self.next_entry = number + 1
@@ -370,7 +383,7 @@ class HistoryState:
             tuple(self.started.items()), tuple(self.pending_notifications),
             (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
-            apps=self.app_histories(),
+            apps=self.app_histories(), keyed=tuple(self.keyed.values()),
         ))
 
     @classmethod
@@ -404,6 +417,7 @@ class HistoryState:
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
+        state.keyed = {k.notification.key: k for k in snap.keyed if k.notification.key is not None}
         for old in snap.app_effects:  # (a snapshot written before apps: each app's last effect)
             effect = app_effect_of(old)
             if effect is None:

@@ -22,6 +22,7 @@ from livecontext.protocol import (
     EngineState,
     Entries,
     EntryAppended,
+    FindMessage,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -30,6 +31,7 @@ from livecontext.protocol import (
     HistoryEntry,
     HistorySnapshot,
     Message,
+    MessageFound,
     ModelInputEntry,
     ModelOutputEntry,
     Notification,
@@ -363,11 +365,25 @@ class HistoryStore(ContextManagement):
     async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:
         if not msg.text.strip():
             raise HistoryConflictError("a notification needs text")
-        note = Notification(f"n{self.state.next_notification}", self._sender(), msg.text, self._now())
+        if msg.key is not None:
+            known = self.state.keyed.get(msg.key)
+            if known is not None:  # posted before (a call run again): once is enough
+                return NotificationPosted(known.notification)
+        note = Notification(f"n{self.state.next_notification}", self._sender(), msg.text, self._now(), msg.key)
         posted = NotificationPosted(note)
         await self._commit([posted])
         await self.ctx.publish(self.topic, posted)
         return posted
+
+    @handler(inline=True)
+    async def on_find_message(self, msg: FindMessage) -> MessageFound:
+        known = self.state.keyed.get(msg.key)
+        if known is None:
+            return MessageFound()
+        if known.read_in is None:
+            return MessageFound(known.notification)
+        reply, latest = reply_after(self.state, known.read_in)
+        return MessageFound(known.notification, known.read_in, reply, latest)
 
     def completes_at_once(self, message: Message) -> bool:
         """The engine's writes reach no ``await`` when :meth:`_commit` can write at once:
@@ -468,6 +484,22 @@ class HistoryStore(ContextManagement):
             log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
         finally:
             self._snapshotting = False
+
+
+def reply_after(state: HistoryState, entry_id: str) -> tuple[str | None, bool]:
+    """The text of the agent's reply to the turn that entry ``entry_id`` belongs to (its first
+    model output after it that calls no tool, unless a later input comes first; ``None``: no
+    reply yet, or the entry is gone), and whether no input came after the entry."""
+    at = state.pos.get(entry_id)
+    if at is None:
+        return None, False
+    reply = None
+    for entry in state.entries[at + 1:]:
+        if isinstance(entry, ModelInputEntry):
+            return reply, False
+        if reply is None and isinstance(entry, ModelOutputEntry) and not entry.tool_calls:
+            reply = entry.content.live.text
+    return reply, True
 
 
 def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, windows: str = "",

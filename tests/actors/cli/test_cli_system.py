@@ -83,7 +83,7 @@ def test_a_system_blueprint_resumes_its_threads_from_a_durable_store(tmp_path: P
     assert [e["levels"]["live"] for e in critic["entries"] if e["kind"] == "model_input"][-1] == "And a week?"
     threads = CliRunner().invoke(main, ["threads", "--store", store, "--json"], catch_exceptions=False)
     assert [json.loads(line)["thread"] for line in threads.stdout.splitlines()] == [
-        "team.critic", "team.planner", "team.researcher"]
+        "system:team", "team.critic", "team.planner", "team.researcher"]  # (system:team: the system's own log)
     # what a system's agent was sent renders from the store alone, its messaging app included
     shown = CliRunner().invoke(main, ["render", "--store", store, "--thread", "team.critic"], catch_exceptions=False)
     rendered = json.loads(shown.stdout)

@@ -1,0 +1,209 @@
+"""Checkpoint and fork a whole system: every record of a system's threads carries a system seq;
+a fork at any system seq is a consistent cut of every thread, and resumed, it ends as the
+original did (a message delivered once, a question asked once)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from livecontext.actors import open_system
+from livecontext.actors._format import apps_json
+from livecontext.actors._messaging import message_key
+from livecontext.actors._system_log import (
+    SystemExistsError,
+    SystemNotFoundError,
+    SystemSeqPastEndError,
+    fork_system,
+    read_declaration,
+)
+from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint
+from livecontext.protocol import (
+    HistoryEntry,
+    ModelInputEntry,
+    ModelOutputEntry,
+    NotificationPosted,
+    SystemDeclared,
+    SystemMember,
+    ToolResultsEntry,
+    make_converter,
+)
+from livecontext.runtime.persistence import EventStore, StoredRecord, open_store
+
+from tests.actors.system_support import call, entries, payloads, records
+
+TASK = "Plan three days in Lisbon."
+AGENTS = ("planner", "researcher", "critic")
+
+
+def write_team(root: Path) -> SystemBlueprint:
+    """A team whose messages cross every way: the planner tells the critic something, asks
+    the researcher, who asks the critic while the planner waits, then asks the critic itself."""
+    turns: dict[str, list[dict[str, Any]]] = {
+        "planner": [call("send_message", to="critic", text="a plan is coming"),
+                    call("ask_agent", to="researcher", question="What is there to see?"),
+                    call("ask_agent", to="critic", question="Is three days enough?"),
+                    call("notebook_replace", old_text="", new_text="Alfama, Belem, Sintra"),
+                    {"text": "The plan is in my notebook."}],
+        "researcher": [call("ask_agent", to="critic", question="Is Sintra far?"),
+                       {"text": "Alfama, Belem, and Sintra (40 minutes away)."}],
+        "critic": [{"text": "Sintra is 40 minutes by train."}, {"text": "Three days is enough."}],
+    }
+    tables = []
+    for name in AGENTS:
+        (root / f"{name}.json").write_text(json.dumps({"turns": turns[name]}), encoding="utf-8")
+        tables.append(f'[[agents]]\nname = "{name}"\nmodel = "scripted:{name}.json"\n'
+                      + (f'inputs = ["{TASK}"]\n' if name == "planner" else ""))
+    path = root / "team.toml"
+    path.write_text('system = "team"\n\n' + "\n".join(tables), encoding="utf-8")
+    return load_system_blueprint(path)
+
+
+def transcript(found: Sequence[HistoryEntry]) -> list[tuple[Any, ...]]:
+    """What an agent's history says, without who wrote it (a fork's actors have other ids)."""
+    out: list[tuple[Any, ...]] = []
+    for e in found:
+        notes = tuple(n.text for n in getattr(e, "notifications", ()))
+        if isinstance(e, ModelInputEntry):
+            out.append(("input", e.text, notes))
+        elif isinstance(e, ModelOutputEntry):
+            out.append(("output", e.content.live.text, tuple((c.name, c.arguments) for c in e.tool_calls)))
+        elif isinstance(e, ToolResultsEntry):
+            out.append(("results", tuple((r.name, r.status.value, r.content.live.text) for r in e.results), notes))
+    return out
+
+
+async def system_transcripts(store: EventStore, system: str) -> dict[str, list[tuple[Any, ...]]]:
+    return {name: transcript(await entries(store, f"{system}.{name}")) for name in AGENTS}
+
+
+def same_records(found: Sequence[StoredRecord]) -> list[tuple[int, int | None, str, str]]:
+    return [(r.seq, r.system_seq, r.kind, r.payload) for r in found]
+
+
+async def run_original(bp: SystemBlueprint, url: str) -> tuple[int, dict[str, str]]:
+    """Run the team to its end; its last system seq and its apps' texts."""
+    async with open_system(bp, store=url) as system:
+        ran = await system.run_inputs()
+        assert ran.answers["planner"].text == "The plan is in my notebook."
+        planner = (await system.status()).agents[0]
+        return system.clock.last, apps_json(planner.app_histories, planner.apps)
+
+
+def check_consistent(store_records: dict[str, list[StoredRecord]]) -> int:
+    """Every message received in these threads was sent in them: each keyed notification's
+    sending tool call is in its sender's thread. Returns how many were checked."""
+    calls = {name: {c.id for _, m in payloads(found) for c in _calls(m)} for name, found in store_records.items()}
+    checked = 0
+    for found in store_records.values():
+        for _, m in payloads(found):
+            if isinstance(m, NotificationPosted) and m.notification.key is not None:
+                sender, _, call_id = m.notification.key.partition(":")
+                assert call_id in calls[sender], f"{m.notification.key} received, never sent"
+                checked += 1
+    return checked
+
+
+def _calls(message: object) -> tuple[Any, ...]:
+    entry = getattr(message, "entry", None)
+    return entry.tool_calls if isinstance(entry, ModelOutputEntry) else ()
+
+
+async def test_every_record_of_a_system_carries_a_system_seq_that_orders_each_message_after_its_sending_call(
+        tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 's.db'}"
+    end, _ = await run_original(write_team(tmp_path), url)
+    async with await open_store(url) as store:
+        found = {name: await records(store, f"team.{name}") for name in AGENTS}
+        system_log = await records(store, "system:team")
+    stamps = [r.system_seq for thread in [system_log, *found.values()] for r in thread]
+    assert sorted(stamps) == list(range(1, end + 1))  # (one process, no failed append: no gap)
+    for thread in found.values():
+        assert [r.system_seq for r in thread] == sorted(r.system_seq for r in thread)  # type: ignore[type-var]
+    sent = {(name, c.id): r.system_seq for name, thread in found.items() for r, (_, m) in zip(thread, payloads(thread))
+            for c in _calls(m)}
+    received = [(m.notification.key, r.system_seq) for thread in found.values()
+                for r, (_, m) in zip(thread, payloads(thread)) if isinstance(m, NotificationPosted)]
+    assert len(received) == 4  # the message and the three questions
+    for key, at in received:
+        sender, _, call_id = str(key).partition(":")
+        assert sent[sender, call_id] < at  # type: ignore[operator]
+
+
+async def test_a_system_forked_at_any_system_seq_holds_the_original_up_to_the_cut_and_resumed_ends_as_it(
+        tmp_path: Path) -> None:
+    bp = write_team(tmp_path)
+    url = f"sqlite:{tmp_path / 's.db'}"
+    end, apps = await run_original(bp, url)
+    async with await open_store(url) as store:
+        original = {name: await records(store, f"team.{name}") for name in AGENTS}
+        expected = await system_transcripts(store, "team")
+    converter = make_converter()
+    for at in range(end + 1):
+        fork = f"cut{at}"
+        async with await open_store(url) as store:
+            made = await fork_system(store, converter, "team", at, fork)
+            forked = {name: await records(store, f"{fork}.{name}") for name in AGENTS}
+            declared = await read_declaration(store, converter, fork)
+        assert declared == SystemDeclared(fork, tuple(SystemMember(n, f"{fork}.{n}") for n in AGENTS), "team", at)
+        # up to the cut: each thread's records stamped at or before it, as the original has them
+        for name in AGENTS:
+            kept = [r for r in original[name] if r.system_seq is not None and r.system_seq <= at]
+            assert same_records(forked[name]) == same_records(kept), (at, name)
+        assert [t.cut for t in made.threads] == [len(forked[n]) for n in AGENTS]
+        check_consistent(forked)
+        # resumed (the planner fed its task only if the original had not been by then)
+        fed = any(isinstance(getattr(m, "entry", None), ModelInputEntry) for _, m in payloads(forked["planner"]))
+        async with open_system(bp, store=url, name=fork) as system:
+            ran = await system.run_inputs({} if fed else {"planner": [TASK]})
+            assert all(a.reason == "no_input" for a in ran.answers.values()), (at, ran.answers)
+            planner = (await system.status()).agents[0]
+            assert apps_json(planner.app_histories, planner.apps) == apps, at
+            assert await system_transcripts(system.store, fork) == expected, at
+
+
+async def test_a_cut_in_the_middle_of_a_question_leaves_it_asked_once_in_the_fork(tmp_path: Path) -> None:
+    bp = write_team(tmp_path)
+    url = f"sqlite:{tmp_path / 's.db'}"
+    await run_original(bp, url)
+    async with await open_store(url) as store:
+        researcher = await records(store, "team.researcher")
+        # the cut: the planner's question is posted to the researcher, which has not read it yet
+        (posted,) = [r for r, (_, m) in zip(researcher, payloads(researcher)) if isinstance(m, NotificationPosted)]
+        assert posted.system_seq is not None
+        await fork_system(store, make_converter(), "team", posted.system_seq, "mid")
+    async with open_system(bp, store=url, name="mid") as system:
+        await system.run_inputs({})
+        inputs = [e for e in await entries(system.store, "mid.researcher") if isinstance(e, ModelInputEntry)]
+        notes = [m for _, m in payloads(await records(system.store, "mid.researcher"))
+                 if isinstance(m, NotificationPosted)]
+    assert [e.text for e in inputs] == ["Answer planner's question (the notification below); your reply is sent "
+                                        "back to planner."]
+    assert [n.notification.key for n in notes] == [message_key("planner", "call_1_0")]
+
+
+async def test_forking_an_unknown_system_past_its_end_or_into_an_existing_one_is_one_line_and_writes_nothing(
+        tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 's.db'}"
+    end, _ = await run_original(write_team(tmp_path), url)
+    converter = make_converter()
+    async with await open_store(url) as store:
+        await fork_system(store, converter, "team", 3, "taken")
+        before = [(t.thread_id, t.last_seq) for t in await store.threads()]
+        with pytest.raises(SystemNotFoundError, match=rf"^no system named 'nope' in {url} \(its log would be thread "
+                                                      rf"system:nope\); `livecontext threads --store {url}` lists"):
+            await fork_system(store, converter, "nope", 1, "x")
+        with pytest.raises(SystemSeqPastEndError, match=rf"^--at {end + 1} is past the end of system team: its last "
+                                                         rf"system seq is {end} \("):
+            await fork_system(store, converter, "team", end + 1, "x")
+        with pytest.raises(SystemExistsError, match=rf"^system 'taken' exists already in {url}; fork into a new name$"):
+            await fork_system(store, converter, "team", 3, "taken")
+        async with await store.open_thread("other.critic", owner="t"):
+            pass
+        with pytest.raises(SystemExistsError, match=r"^thread 'other.critic', which system 'other' would get, exists"):
+            await fork_system(store, converter, "team", 3, "other")
+        assert sorted((t.thread_id, t.last_seq) for t in await store.threads()) == sorted([*before, ("other.critic", 0)])
