@@ -11,9 +11,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from livecontext.actors.blueprint import SystemBlueprint, parse_system_blueprint
+from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint, parse_system_blueprint
 from livecontext.actors.history import load_state
-from livecontext.protocol import HistoryEntry, Message, ToolResult, ToolResultsEntry, make_converter
+from livecontext.protocol import (
+    HistoryEntry,
+    Message,
+    ModelInputEntry,
+    ModelOutputEntry,
+    ToolResult,
+    ToolResultsEntry,
+    make_converter,
+)
 from livecontext.runtime.models import ModelClient, ScriptedModel
 from livecontext.runtime.persistence import EventStore, StoredRecord
 
@@ -59,3 +67,46 @@ async def entries(store: EventStore, thread: str) -> tuple[HistoryEntry, ...]:
 async def results(store: EventStore, thread: str) -> list[ToolResult]:
     """Every tool result the thread recorded in a results entry, in order."""
     return [r for e in await entries(store, thread) if isinstance(e, ToolResultsEntry) for r in e.results]
+
+
+TASK = "Plan three days in Lisbon."
+AGENTS = ("planner", "researcher", "critic")
+
+
+def write_team(root: Path, delay_s: float = 0.0) -> SystemBlueprint:
+    """A team whose messages cross every way, in ``root/team.toml`` (scripted models, each turn
+    taking ``delay_s``): the planner tells the critic something, asks the researcher, who asks
+    the critic while the planner waits, then asks the critic itself, and writes its notebook."""
+    turns: dict[str, list[dict[str, Any]]] = {
+        "planner": [call("send_message", to="critic", text="a plan is coming"),
+                    call("ask_agent", to="researcher", question="What is there to see?"),
+                    call("ask_agent", to="critic", question="Is three days enough?"),
+                    call("notebook_replace", old_text="", new_text="Alfama, Belem, Sintra"),
+                    {"text": "The plan is in my notebook."}],
+        "researcher": [call("ask_agent", to="critic", question="Is Sintra far?"),
+                       {"text": "Alfama, Belem, and Sintra (40 minutes away)."}],
+        "critic": [{"text": "Sintra is 40 minutes by train."}, {"text": "Three days is enough."}],
+    }
+    tables = []
+    for name in AGENTS:
+        timed = [{**turn, "delay_s": delay_s} for turn in turns[name]]
+        (root / f"{name}.json").write_text(json.dumps({"turns": timed}), encoding="utf-8")
+        tables.append(f'[[agents]]\nname = "{name}"\nmodel = "scripted:{name}.json"\n'
+                      + (f'inputs = ["{TASK}"]\n' if name == "planner" else ""))
+    path = root / "team.toml"
+    path.write_text('system = "team"\n\n' + "\n".join(tables), encoding="utf-8")
+    return load_system_blueprint(path)
+
+
+def transcript(found: Sequence[HistoryEntry]) -> list[tuple[Any, ...]]:
+    """What an agent's history says, without who wrote it (a fork's actors have other ids)."""
+    out: list[tuple[Any, ...]] = []
+    for e in found:
+        notes = tuple(n.text for n in getattr(e, "notifications", ()))
+        if isinstance(e, ModelInputEntry):
+            out.append(("input", e.text, notes))
+        elif isinstance(e, ModelOutputEntry):
+            out.append(("output", e.content.live.text, tuple((c.name, c.arguments) for c in e.tool_calls)))
+        elif isinstance(e, ToolResultsEntry):
+            out.append(("results", tuple((r.name, r.status.value, r.content.live.text) for r in e.results), notes))
+    return out

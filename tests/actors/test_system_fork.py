@@ -4,7 +4,6 @@ original did (a message delivered once, a question asked once)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,61 +20,18 @@ from livecontext.actors._system_log import (
     fork_system,
     read_declaration,
 )
-from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint
+from livecontext.actors.blueprint import SystemBlueprint
 from livecontext.protocol import (
-    HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
     NotificationPosted,
     SystemDeclared,
     SystemMember,
-    ToolResultsEntry,
     make_converter,
 )
 from livecontext.runtime.persistence import EventStore, StoredRecord, open_store
 
-from tests.actors.system_support import call, entries, payloads, records
-
-TASK = "Plan three days in Lisbon."
-AGENTS = ("planner", "researcher", "critic")
-
-
-def write_team(root: Path) -> SystemBlueprint:
-    """A team whose messages cross every way: the planner tells the critic something, asks
-    the researcher, who asks the critic while the planner waits, then asks the critic itself."""
-    turns: dict[str, list[dict[str, Any]]] = {
-        "planner": [call("send_message", to="critic", text="a plan is coming"),
-                    call("ask_agent", to="researcher", question="What is there to see?"),
-                    call("ask_agent", to="critic", question="Is three days enough?"),
-                    call("notebook_replace", old_text="", new_text="Alfama, Belem, Sintra"),
-                    {"text": "The plan is in my notebook."}],
-        "researcher": [call("ask_agent", to="critic", question="Is Sintra far?"),
-                       {"text": "Alfama, Belem, and Sintra (40 minutes away)."}],
-        "critic": [{"text": "Sintra is 40 minutes by train."}, {"text": "Three days is enough."}],
-    }
-    tables = []
-    for name in AGENTS:
-        (root / f"{name}.json").write_text(json.dumps({"turns": turns[name]}), encoding="utf-8")
-        tables.append(f'[[agents]]\nname = "{name}"\nmodel = "scripted:{name}.json"\n'
-                      + (f'inputs = ["{TASK}"]\n' if name == "planner" else ""))
-    path = root / "team.toml"
-    path.write_text('system = "team"\n\n' + "\n".join(tables), encoding="utf-8")
-    return load_system_blueprint(path)
-
-
-def transcript(found: Sequence[HistoryEntry]) -> list[tuple[Any, ...]]:
-    """What an agent's history says, without who wrote it (a fork's actors have other ids)."""
-    out: list[tuple[Any, ...]] = []
-    for e in found:
-        notes = tuple(n.text for n in getattr(e, "notifications", ()))
-        if isinstance(e, ModelInputEntry):
-            out.append(("input", e.text, notes))
-        elif isinstance(e, ModelOutputEntry):
-            out.append(("output", e.content.live.text, tuple((c.name, c.arguments) for c in e.tool_calls)))
-        elif isinstance(e, ToolResultsEntry):
-            out.append(("results", tuple((r.name, r.status.value, r.content.live.text) for r in e.results), notes))
-    return out
-
+from tests.actors.system_support import AGENTS, TASK, entries, payloads, records, transcript, write_team
 
 async def system_transcripts(store: EventStore, system: str) -> dict[str, list[tuple[Any, ...]]]:
     return {name: transcript(await entries(store, f"{system}.{name}")) for name in AGENTS}

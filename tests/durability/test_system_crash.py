@@ -1,0 +1,141 @@
+"""A system of agents killed with SIGKILL in the middle of a run resumes as a whole when run again:
+every agent ends as in a run never killed, each message delivered once, each question asked once.
+
+A real process runs ``livecontext run team.toml`` (the team of tests/actors/system_support.py:
+the planner tells the critic something, asks the researcher, who asks the critic while the
+planner waits, then asks the critic itself; each model turn takes 0.15 s). It is killed when
+the store shows it at a given point, then the same command is run again to its end, and
+compared with the same team run in this process, never killed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from livecontext.actors import open_system
+from livecontext.actors.history import HistoryState, load_state
+from livecontext.protocol import (
+    ModelInputEntry,
+    ModelOutputEntry,
+    NotificationPosted,
+    ToolResultsEntry,
+    make_converter,
+)
+from livecontext.runtime.persistence import ThreadNotFoundError, open_store
+
+from tests.actors.system_support import AGENTS, payloads, records, transcript, write_team
+
+from ._support import LIVECONTEXT, cli_env, run_cli
+
+
+async def read_thread(url: str, thread: str) -> HistoryState | None:
+    async with await open_store(url) as store:
+        try:
+            reader = await store.open_reader(thread)
+        except ThreadNotFoundError:
+            return None
+        async with reader:
+            return await load_state(reader, make_converter(), thread)
+
+
+def inputs(state: HistoryState | None) -> int:
+    return 0 if state is None else sum(isinstance(e, ModelInputEntry) for e in state.entries)
+
+
+def results(state: HistoryState | None) -> int:
+    return 0 if state is None else sum(isinstance(e, ToolResultsEntry) for e in state.entries)
+
+
+KILL_POINTS = {
+    # the planner waits for the researcher, which has read the question and is thinking
+    "the researcher answers the planner": ("team.researcher", lambda s: inputs(s) >= 1),
+    # the planner waits for the researcher, which waits for the critic, which is thinking
+    "the critic answers the researcher": ("team.critic", lambda s: inputs(s) >= 1),
+    # both questions answered: the planner is thinking about its notebook
+    "the planner writes its plan": ("team.planner", lambda s: results(s) >= 3),
+}
+
+
+async def run_team(root: Path, url: str, *, kill_when: str | None) -> dict[str, Any] | None:
+    """``livecontext run team.toml --json``; with ``kill_when`` (a key of KILL_POINTS), SIGKILL
+    it once the store shows that point (``None``: it was killed)."""
+    command = [*LIVECONTEXT, "run", str(root / "team.toml"), "--store", url, "--json"]
+    with open(root / "out", "wb+") as out, open(root / "err", "wb+") as err:
+        proc = await trio.lowlevel.open_process(command, stdout=out, stderr=err, env=cli_env())
+        try:
+            if kill_when is not None:
+                thread, reached = KILL_POINTS[kill_when]
+                with trio.fail_after(30):
+                    while not reached(await read_thread(url, thread)):
+                        assert proc.poll() is None, (root / "err").read_text()
+                        await trio.sleep(0.01)
+                proc.send_signal(signal.SIGKILL)
+                await proc.wait()
+                return None
+            with trio.fail_after(60):
+                await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+        err.seek(0)
+        assert proc.returncode == 0, err.read().decode()
+        out.seek(0)
+        data: dict[str, Any] = json.loads(out.read())
+        return data
+
+
+async def team_state(url: str, system: str = "team") -> dict[str, Any]:
+    """Each agent's transcript, and the notes each received (by key)."""
+    out: dict[str, Any] = {}
+    async with await open_store(url) as store:
+        for name in AGENTS:
+            state = await read_thread(url, f"{system}.{name}")
+            assert state is not None
+            notes = [m.notification.key for _, m in payloads(await records(store, f"{system}.{name}"))
+                     if isinstance(m, NotificationPosted)]
+            out[name] = (transcript(state.entries), notes)
+    return out
+
+
+@pytest.mark.parametrize("kill_when", list(KILL_POINTS))
+async def test_a_system_killed_mid_run_resumes_as_a_whole_and_ends_as_a_run_never_killed(
+        kill_when: str, tmp_path: Path) -> None:
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "killed").mkdir()
+    whole_url, killed_url = f"sqlite:{tmp_path / 'whole.db'}", f"sqlite:{tmp_path / 'killed.db'}"
+    async with open_system(write_team(tmp_path / "whole"), store=whole_url) as system:  # never killed
+        await system.run_inputs()
+    write_team(tmp_path / "killed", delay_s=0.15)
+
+    assert await run_team(tmp_path / "killed", killed_url, kill_when=kill_when) is None
+    planner = await read_thread(killed_url, "team.planner")
+    assert planner is not None and not any(  # killed before the planner's last word
+        isinstance(e, ModelOutputEntry) and e.content.live.text == "The plan is in my notebook."
+        for e in planner.entries)
+    kept = {name: await read_thread(killed_url, f"team.{name}") for name in AGENTS}
+
+    done = await run_team(tmp_path / "killed", killed_url, kill_when=None)
+    assert done is not None
+    assert [(a["name"], a["status"]) for a in done["agents"]] == [(name, "waiting_user") for name in AGENTS]
+    assert done["agents"][0]["apps"]["notebook"] == "Alfama, Belem, Sintra"
+    resumed, whole = await team_state(killed_url), await team_state(whole_url)
+    assert resumed == whole
+    # and resumed, not started over: what each agent had before the kill is still its beginning
+    for name, state in kept.items():
+        before = [e.id for e in state.entries] if state is not None else []
+        after = await read_thread(killed_url, f"team.{name}")
+        assert after is not None and [e.id for e in after.entries][: len(before)] == before
+    # every record of the resumed system is stamped, each thread's stamps increasing past the kill
+    for name in AGENTS:
+        audit = [json.loads(line) for line in (await run_cli("audit", "--store", killed_url, "--thread",
+                                                             f"team.{name}")).stdout.splitlines()]
+        stamps = [line["system_seq"] for line in audit]
+        assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), name
