@@ -1,5 +1,5 @@
 """The actors of an agent: engine, history store, app host and apps, input source, CLI;
-systems of agents (:func:`open_system`)."""
+systems of agents (:func:`open_system`), forked whole at a system seq (:func:`fork_system`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ from ._system import (
     SystemStatus,
     open_system,
 )
+from ._system_log import (
+    ForkedThread,
+    SystemExistsError,
+    SystemFork,
+    SystemNotFoundError,
+    SystemSeqPastEndError,
+    fork_system,
+)
 from ._turns import AgentAddress, TurnRefusedError
 
 __all__ = [
@@ -27,6 +35,7 @@ __all__ = [
     "AgentSettings",
     "AppHost",
     "Directory",
+    "ForkedThread",
     "InputSource",
     "InputsRun",
     "Messaging",
@@ -35,9 +44,14 @@ __all__ = [
     "System",
     "SystemAgent",
     "SystemAgentStatus",
+    "SystemExistsError",
+    "SystemFork",
+    "SystemNotFoundError",
+    "SystemSeqPastEndError",
     "SystemStatus",
     "TurnRefusedError",
     "check_thread_id",
+    "fork_system",
     "open_system",
     "parent_thread_id",
     "spawn_agent",

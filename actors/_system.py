@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
 
@@ -65,7 +64,16 @@ from livecontext.runtime.tokens import TokenCounter
 from ._agent import AgentActors, spawn_agent
 from ._messaging import Directory, Messaging, roster_prompt
 from ._switchboard import Switchboard, switchboard_id
-from ._system_log import declare, last_system_seq, read_declaration, system_log_id, system_threads
+from ._system_log import (
+    SystemFork,
+    check_system_name,
+    declare,
+    fork_system,
+    last_system_seq,
+    read_declaration,
+    system_log_id,
+    system_threads,
+)
 from ._turns import AgentAddress, held_turn, run_turn
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
 
@@ -246,6 +254,23 @@ class System:
         ordered = {name: answers[name] for name in self.agents if name in answers}
         return InputsRun(ordered, held)
 
+    def checkpoint(self) -> int:
+        """The system seq of the latest record of any of the system's threads: a point to
+        fork the whole system at, now or later (:meth:`fork`, ``livecontext fork --system``)."""
+        return self.clock.last
+
+    async def fork(self, new_name: str, *, at: int | None = None) -> SystemFork:
+        """Fork the whole system into a new system ``new_name``, as it was at system seq
+        ``at`` (a :meth:`checkpoint`; ``None``: now). The system runs on meanwhile; run the
+        fork with ``open_system(blueprint, name=new_name)``.
+
+        Raises:
+            SystemExistsError: system ``new_name``, or a thread it would get, exists.
+            SystemSeqPastEndError: ``at`` is past the system's last system seq.
+            UsageError: ``new_name`` cannot name a system.
+        """
+        return await fork_system(self.store, self.name, self.checkpoint() if at is None else at, new_name)
+
     async def status(self) -> SystemStatus:
         """Each agent's thread, state, status, entries and apps, as now."""
         rows = []
@@ -366,16 +391,6 @@ def _as_system(bp: SystemBlueprint, name: str, declared: SystemDeclared | None) 
     agents = tuple(attrs.evolve(a, blueprint=a.blueprint.override(thread=known.get(a.name, f"{name}.{a.name}")))
                    for a in bp.agents)
     return attrs.evolve(bp, name=name, agents=agents)
-
-
-_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
-
-def check_system_name(name: str) -> str:
-    """``name`` if it can name a system, else :class:`UsageError` saying what can."""
-    if not _SYSTEM_NAME.match(name):
-        raise UsageError(f"invalid system name {name!r}: use 1-64 letters, digits and _ . -")
-    return name
 
 
 async def _open_system_log(stack: contextlib.AsyncExitStack, store: EventStore,

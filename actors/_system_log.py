@@ -28,20 +28,29 @@ resume where the cut left them.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import ProtocolConverter, SystemDeclared, SystemMember, load_json
+from livecontext.protocol import ProtocolConverter, SystemDeclared, SystemMember, load_json, make_converter
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, NewRecord, SystemClock, ThreadLog, ThreadReader
 
 from ._agent import SUB_MARK, check_thread_id
 
+_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SYSTEM_LOG_PREFIX = "system:"
 """What a system's own log's thread id starts with: ``system:NAME``."""
 _READ_CHUNK = 512
+
+
+def check_system_name(name: str) -> str:
+    """``name`` if it can name a system, else :class:`UsageError` saying what can."""
+    if not _SYSTEM_NAME.match(name):
+        raise UsageError(f"invalid system name {name!r}: use 1-64 letters, digits and _ . -")
+    return name
 
 
 def system_log_id(name: str) -> str:
@@ -160,23 +169,28 @@ def forked_thread_id(thread: str, declared: SystemDeclared, new_name: str) -> st
     raise ValueError(f"thread {thread!r} is not one of system {declared.name!r}'s")
 
 
-async def fork_system(store: EventStore, converter: ProtocolConverter, name: str, at: int,
-                      new_name: str) -> SystemFork:
-    """Fork system ``name`` at system seq ``at`` into a new system ``new_name`` (see the
-    module docstring). Nothing is written unless every check passes.
+async def fork_system(store: EventStore, name: str, at: int, new_name: str) -> SystemFork:
+    """Fork system ``name`` of ``store`` at system seq ``at`` into a new system ``new_name``
+    (see the module docstring). Nothing is written unless every check passes.
+
+    The system may be running meanwhile (:meth:`System.fork <livecontext.actors.System.fork>`):
+    its records stamped past ``at`` are left out.
 
     Raises:
         SystemNotFoundError: ``store`` holds no system ``name``.
         SystemSeqPastEndError: ``at`` is past the system's last system seq.
         SystemExistsError: system ``new_name``, or one of the threads it would get, exists.
-        UsageError: ``at`` is negative, or a new thread id would be too long.
+        UsageError: ``at`` is negative, ``new_name`` cannot name a system, or a new thread
+            id would be too long.
     """
     if at < 0:
         raise UsageError(f"--at {at}: a system seq is 0 or more")
+    converter = make_converter()
     declared = await read_declaration(store, converter, name)
     if declared is None:
         raise SystemNotFoundError(f"no system named {name!r} in {store.url} (its log would be thread "
                                   f"{system_log_id(name)}); `livecontext threads --store {store.url}` lists its threads")
+    check_system_name(new_name)
     threads = await system_threads(store, declared)
     end = await system_end(store, name, threads)
     if at > end:

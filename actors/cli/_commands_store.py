@@ -52,7 +52,7 @@ from livecontext.runtime.tokens import TokenCounter
 from livecontext.protocol import Shown
 
 from .._agent import parent_thread_id
-from .._system_log import SYSTEM_LOG_PREFIX, fork_system
+from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
 from .._thread_apps import rebuild_apps, thread_apps
 from ..apps import App
 from ..history import HistoryState, load_state, render_state, replay_app_effects
@@ -369,7 +369,6 @@ def fork(store_url: str, thread_id: str | None, system: str | None, at: int, new
     a system seq (``--system NAME --at SYSTEM_SEQ --new-system NAME2``; run it with
     ``livecontext run SYSTEM.toml --as NAME2``)."""
     from .._agent import check_thread_id
-    from .._system import check_system_name
 
     async def go() -> None:
         if system is not None or new_system is not None:
@@ -396,6 +395,6 @@ def fork(store_url: str, thread_id: str | None, system: str | None, at: int, new
 async def _fork_system(store_url: str, system: str, at: int, new_system: str) -> None:
     store = await open_existing_store(store_url)
     async with store:
-        made = await fork_system(store, make_converter(), system, at, new_system)
+        made = await fork_system(store, system, at, new_system)
     print_json({"system": made.name, "forked_from": made.forked_from, "at": made.at,
                 "threads": [{"thread": t.thread_id, "forked_from": t.source, "seq": t.cut} for t in made.threads]})

@@ -102,7 +102,7 @@ async def test_a_system_forked_at_any_system_seq_holds_the_original_up_to_the_cu
     for at in range(end + 1):
         fork = f"cut{at}"
         async with await open_store(url) as store:
-            made = await fork_system(store, converter, "team", at, fork)
+            made = await fork_system(store, "team", at, fork)
             forked = {name: await records(store, f"{fork}.{name}") for name in AGENTS}
             declared = await read_declaration(store, converter, fork)
         assert declared == SystemDeclared(fork, tuple(SystemMember(n, f"{fork}.{n}") for n in AGENTS), "team", at)
@@ -131,7 +131,7 @@ async def test_a_cut_in_the_middle_of_a_question_leaves_it_asked_once_in_the_for
         # the cut: the planner's question is posted to the researcher, which has not read it yet
         (posted,) = [r for r, (_, m) in zip(researcher, payloads(researcher)) if isinstance(m, NotificationPosted)]
         assert posted.system_seq is not None
-        await fork_system(store, make_converter(), "team", posted.system_seq, "mid")
+        await fork_system(store, "team", posted.system_seq, "mid")
     async with open_system(bp, store=url, name="mid") as system:
         await system.run_inputs({})
         inputs = [e for e in await entries(system.store, "mid.researcher") if isinstance(e, ModelInputEntry)]
@@ -146,20 +146,19 @@ async def test_forking_an_unknown_system_past_its_end_or_into_an_existing_one_is
         tmp_path: Path) -> None:
     url = f"sqlite:{tmp_path / 's.db'}"
     end, _ = await run_original(write_team(tmp_path), url)
-    converter = make_converter()
     async with await open_store(url) as store:
-        await fork_system(store, converter, "team", 3, "taken")
+        await fork_system(store, "team", 3, "taken")
         before = [(t.thread_id, t.last_seq) for t in await store.threads()]
         with pytest.raises(SystemNotFoundError, match=rf"^no system named 'nope' in {url} \(its log would be thread "
                                                       rf"system:nope\); `livecontext threads --store {url}` lists"):
-            await fork_system(store, converter, "nope", 1, "x")
+            await fork_system(store, "nope", 1, "x")
         with pytest.raises(SystemSeqPastEndError, match=rf"^--at {end + 1} is past the end of system team: its last "
                                                          rf"system seq is {end} \("):
-            await fork_system(store, converter, "team", end + 1, "x")
+            await fork_system(store, "team", end + 1, "x")
         with pytest.raises(SystemExistsError, match=rf"^system 'taken' exists already in {url}; fork into a new name$"):
-            await fork_system(store, converter, "team", 3, "taken")
+            await fork_system(store, "team", 3, "taken")
         async with await store.open_thread("other.critic", owner="t"):
             pass
         with pytest.raises(SystemExistsError, match=r"^thread 'other.critic', which system 'other' would get, exists"):
-            await fork_system(store, converter, "team", 3, "other")
+            await fork_system(store, "team", 3, "other")
         assert sorted((t.thread_id, t.last_seq) for t in await store.threads()) == sorted([*before, ("other.critic", 0)])
