@@ -70,7 +70,8 @@ def test_a_system_forked_mid_question_runs_as_its_new_name_to_the_originals_end(
     run = ok_json("run", TEAM, "--store", store, "--as", "team2", "--json")
     assert [(n, t) for n, t, _, _ in agents(run)] == [("planner", "team2.planner"), ("researcher", "team2.researcher"),
                                                       ("critic", "team2.critic")]
-    assert [e for _, _, _, e in agents(run)] == original
+    # the same, but for who sent each question (the fork's actors: app/team2.planner)
+    assert [[text.replace("app/team2.", "app/team.") for text in e] for _, _, _, e in agents(run)] == original
     assert [s for _, _, s, _ in agents(run)] == ["waiting_user"] * 3
     listed = {row["thread"]: row for row in lines("threads", "--store", store, "--json")}
     assert (listed["system:team2"]["system"], listed["team2.researcher"]["forked_from"]) == ("team2", "team.researcher")
