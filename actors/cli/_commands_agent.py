@@ -94,6 +94,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if as_system is not None:
             raise UsageError(f"--as names the system a system blueprint ([[agents]]) runs as; "
                              f"{blueprint_path or 'an agent without a blueprint'} describes one agent")
+        if blueprint_path is not None:
             bp = loaded.override(
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
