@@ -81,6 +81,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     """
     bp: Blueprint | None = None
     try:
+        if blueprint_path is None:
+            _no_system_name(as_system, "an agent without a blueprint")
         settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
                                  snapshot_every=snapshot_every, pin_task=not no_pin_task,
                                  lifecycle=not no_lifecycle)
@@ -91,10 +93,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             if isinstance(loaded, SystemBlueprint):
                 run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json)
                 return
-        if as_system is not None:
-            raise UsageError(f"--as names the system a system blueprint ([[agents]]) runs as; "
-                             f"{blueprint_path or 'an agent without a blueprint'} describes one agent")
-        if blueprint_path is not None:
+            _no_system_name(as_system, blueprint_path)
             bp = loaded.override(
                 model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
                 inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
@@ -143,6 +142,11 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             sys.exit(1)
 
     run_async(go)
+
+
+def _no_system_name(as_system: str | None, what: str) -> None:
+    if as_system is not None:
+        raise UsageError(f"--as names the system a system blueprint ([[agents]]) runs as; {what} describes one agent")
 
 
 def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint | None) -> list[App] | None:
