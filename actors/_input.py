@@ -55,4 +55,4 @@ class InputSource(Actor):
         if not self.buffer:
             return InputText(None, 0)
         given = self.buffer.popleft()
-        return InputText(given.text, len(self.buffer), given.retention)
+        return InputText(given.text, len(self.buffer), given.retention, given.key)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
 
@@ -40,6 +41,11 @@ from livecontext.protocol import (
     GetStatus,
     GetTail,
     HistoryEntry,
+    FindInputs,
+    GivenInput,
+    InputsDone,
+    InputsFound,
+    InputsGiven,
     Message,
     ProvideInput,
     SystemDeclared,
@@ -67,12 +73,12 @@ from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
     SystemFork,
     check_system_name,
-    declare,
     fork_system,
     last_system_seq,
-    read_declaration,
+    read_system_log,
     system_log_id,
     system_threads,
+    write_system_log,
 )
 from ._turns import AgentAddress, held_turn, run_turn
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
@@ -161,15 +167,18 @@ class InputsRun:
     answers: Mapping[str, AgentAnswer] = field(converter=_answers)
     """The turn each agent took, by name (agents with nothing to do took none)."""
     held: Mapping[str, tuple[str, ...]] = field(converter=_held)
-    """Inputs not fed, by agent: its thread was stopped in the middle of a step (a crash), so
-    the turn finished that step's work instead; run again to give new input."""
+    """Inputs given and not fed, by agent: the system's last run was not done (a crash), so
+    this run resumed it instead; run again to give them."""
+    resumed: bool = False
+    """Whether this run resumed the system's last run (not done) instead of starting one."""
 
 
 class System:
     """A running system of agents (see :func:`open_system`)."""
 
     def __init__(self, name: str, runtime: Runtime, store: EventStore, agents: Sequence[SystemAgent],
-                 clock: SystemClock | None = None, declared: SystemDeclared | None = None) -> None:
+                 clock: SystemClock | None = None, declared: SystemDeclared | None = None,
+                 log: ThreadLog | None = None, pending: InputsGiven | None = None) -> None:
         self.name = name
         self.runtime = runtime
         """The runtime every agent's actors run in."""
@@ -187,6 +196,11 @@ class System:
         self._switchboard = switchboard_id(name)
         self._client: Context = runtime.client(f"system.{name}")
         self._claims = itertools.count(1)
+        self._log = log
+        """The system's own log (``system:NAME``), where its runs are recorded."""
+        self._pending = pending
+        """Its last run of inputs, while not done."""
+        self._converter = make_converter()
 
     def agent(self, name: str) -> SystemAgent:
         """The agent named ``name``.
@@ -211,12 +225,17 @@ class System:
         return await self._turn(self.agent(name), [ProvideInput(text)])
 
     async def run_inputs(self, inputs: Mapping[str, Sequence[str]] | None = None) -> InputsRun:
-        """Run every agent that has something to do, at once, each in one turn.
+        """Run every agent that has something to do, at once, each in one turn: a *run*.
 
-        An agent whose thread stopped in the middle of a step (a crash) first finishes that
-        work and gets no input (it is held, see :attr:`InputsRun.held`: the command re-run to
-        resume a system is usually the one that fed it). Any other agent with inputs gets
-        them, in order (its blueprint's ``pins``, then ``inputs`` by default).
+        Each agent with inputs gets them, in order (its blueprint's ``pins``, then ``inputs``
+        by default); an agent stopped in the middle of a step first finishes that work. The
+        run is recorded in the system's own log, each input with a key that its entry keeps,
+        and marked done once every input is in its agent's history and every turn ended.
+
+        If the system's last run is not done (its process was killed, or the system was
+        forked in the middle of it), this one resumes it instead: each agent finishes its
+        work and gets the inputs of that run it had not got, once; the inputs given now are
+        held (:attr:`InputsRun.held`): run again to give them.
 
         Args:
             inputs: Inputs by agent name, in place of the blueprint's (``None``); an agent not
@@ -225,14 +244,20 @@ class System:
         Raises:
             UsageError: ``inputs`` names an agent the system does not have.
         """
-        given = {name: [ProvideInput(text) for text in texts] for name, texts in (inputs or {}).items()}
-        for name in given:
-            self.agent(name)
-        if inputs is None:
-            given = {a.name: [*(ProvideInput(p, Retention.CRITICAL) for p in a.pins),
-                              *(ProvideInput(t) for t in a.inputs)] for a in self.agents.values()}
-        answers: dict[str, AgentAnswer] = {}
+        given = self._given(inputs)
         held: dict[str, tuple[str, ...]] = {}
+        run = self._pending
+        resumed = run is not None
+        if run is not None:
+            held = {name: tuple(text for text, _ in feed) for name, feed in given.items() if feed}
+        elif any(given.values()):
+            run_id = f"run-{secrets.token_hex(6)}"
+            run = InputsGiven(run_id, tuple(GivenInput(name, text, f"{run_id}:{name}:{k}", retention)
+                                            for name, feed in given.items() for k, (text, retention) in enumerate(feed)))
+            await self._write(run)
+            self._pending = run
+        feeds = await self._unfed(run) if run is not None else {}
+        answers: dict[str, AgentAnswer] = {}
 
         async def take(agent: SystemAgent, feed: list[ProvideInput]) -> None:
             answers[agent.name] = await self._turn(agent, feed)
@@ -244,15 +269,44 @@ class System:
             states[agent.name] = tail.state
         async with trio.open_nursery() as nursery:
             for agent in self.agents.values():
-                feed = given.get(agent.name, [])
-                if states[agent.name] is not EngineState.WAITING_INPUT:
-                    if feed:
-                        held[agent.name] = tuple(f.text for f in feed)
-                    nursery.start_soon(take, agent, [])
-                elif feed:
+                feed = feeds.get(agent.name, [])
+                if feed or states[agent.name] is not EngineState.WAITING_INPUT:
                     nursery.start_soon(take, agent, feed)
+        if run is not None and not any((await self._unfed(run)).values()):
+            await self._write(InputsDone(run.run))
+            self._pending = None
         ordered = {name: answers[name] for name in self.agents if name in answers}
-        return InputsRun(ordered, held)
+        return InputsRun(ordered, held, resumed)
+
+    def _given(self, inputs: Mapping[str, Sequence[str]] | None) -> dict[str, list[tuple[str, Retention | None]]]:
+        """The inputs (text, retention) to give each agent: ``inputs``, or the blueprint's
+        pins and inputs; blank ones are left out (an engine ignores them)."""
+        if inputs is None:
+            given = {a.name: [*((p, Retention.CRITICAL) for p in a.pins), *((t, None) for t in a.inputs)]
+                     for a in self.agents.values()}
+        else:
+            for name in inputs:
+                self.agent(name)
+            given = {name: [(text, None) for text in texts] for name, texts in inputs.items()}
+        return {name: [(t, r) for t, r in feed if t.strip()] for name, feed in given.items()}
+
+    async def _unfed(self, run: InputsGiven) -> dict[str, list[ProvideInput]]:
+        """The inputs of ``run`` not in their agents' histories yet, by agent."""
+        out: dict[str, list[ProvideInput]] = {}
+        for name in dict.fromkeys(given.agent for given in run.inputs):
+            mine = [given for given in run.inputs if given.agent == name]
+            agent = self.agents.get(name)
+            if agent is None:  # (an agent the blueprint no longer has: nobody to feed)
+                continue
+            found = await self._client.ask(agent.address.history, FindInputs(tuple(g.key for g in mine)))
+            assert isinstance(found, InputsFound)
+            out[name] = [ProvideInput(g.text, g.retention, g.key) for g in mine if g.key not in found.keys]
+        return out
+
+    async def _write(self, message: InputsGiven | InputsDone) -> None:
+        if self._log is None:
+            raise UsageError(f"system {self.name!r} has no log of its own to record its runs in")
+        await write_system_log(self._log, self._converter, message, str(self._switchboard))
 
     def checkpoint(self) -> int:
         """The system seq of the latest record of any of the system's threads: a point to
@@ -338,7 +392,8 @@ async def open_system(
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
         event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
-        declared = await read_declaration(event_store, converter, name or bp.name)
+        found = await read_system_log(event_store, converter, name or bp.name)
+        declared = found.declared if found is not None else None
         bp = _as_system(bp, name or bp.name, declared)
         directory = Directory(bp.name, switchboard_id(bp.name),
                               {a.name: _address(a) for a in bp.agents}, bp.ask_timeout_s)
@@ -352,7 +407,7 @@ async def open_system(
         logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a, clock))
                 for a in bp.agents}
         if now != declared:
-            await declare(system_log, converter, now, str(switchboard_id(bp.name)))
+            await write_system_log(system_log, converter, now, str(switchboard_id(bp.name)))
         rt = await stack.enter_async_context(open_runtime())
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)
@@ -368,7 +423,8 @@ async def open_system(
             assert isinstance(tail, Tail)
             agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),
                                       tail.state, a.blueprint.pins, a.blueprint.inputs))
-        yield System(bp.name, rt, event_store, agents, clock, now)
+        yield System(bp.name, rt, event_store, agents, clock, now, system_log,
+                     found.pending if found is not None else None)
 
 
 def _address(a: AgentBlueprint) -> AgentAddress:

@@ -23,6 +23,14 @@ and ``NAME2.AGENT/sub/X`` for sub-agents), then writes the new system's log, say
 was forked from. Everything is checked before anything is written. Run the fork with
 ``livecontext run SYSTEM.toml --as NAME2`` (or ``open_system(..., name="NAME2")``): its agents
 resume where the cut left them.
+
+**Runs of inputs** (:meth:`System.run_inputs <livecontext.actors.System.run_inputs>`, what
+``livecontext run SYSTEM.toml`` does) are recorded in the system's log too: the inputs each agent
+is given, each with a key its agent's entry keeps (:class:`~livecontext.protocol.InputsGiven`),
+then, once every input is in and every turn ended, that the run is done
+(:class:`~livecontext.protocol.InputsDone`). A run not done was interrupted (a crash, a cut):
+the system's next run resumes it, feeding only the inputs no entry holds yet, and holds the
+inputs it was given itself (run again to give them). A fork copies the run going on at its cut.
 """
 
 from __future__ import annotations
@@ -34,7 +42,15 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import ProtocolConverter, SystemDeclared, SystemMember, load_json, make_converter
+from livecontext.protocol import (
+    InputsDone,
+    InputsGiven,
+    ProtocolConverter,
+    SystemDeclared,
+    SystemMember,
+    load_json,
+    make_converter,
+)
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, NewRecord, SystemClock, ThreadLog, ThreadReader
 
@@ -92,26 +108,55 @@ class SystemFork:
     """Each agent's thread, then its sub-agents', in the source system's order."""
 
 
-async def read_declaration(store: EventStore, converter: ProtocolConverter, name: str) -> SystemDeclared | None:
-    """System ``name``'s latest declaration in ``store`` (``None``: there is no such system)."""
+@frozen
+class SystemLog:
+    """What a system's own log says: its latest declaration, and its run of inputs not done."""
+
+    declared: SystemDeclared
+    pending: InputsGiven | None = None
+    """The latest run of inputs with no :class:`~livecontext.protocol.InputsDone`: a run that
+    was interrupted (or is going on), which the system's next run resumes."""
+
+
+async def read_system_log(store: EventStore, converter: ProtocolConverter, name: str,
+                          at: int | None = None) -> SystemLog | None:
+    """System ``name``'s own log in ``store``, as of system seq ``at`` (``None``: now), or
+    ``None`` if there is no such system (then)."""
     log_id = system_log_id(name)
     if not await store.exists(log_id):
         return None
     async with await store.open_reader(log_id) as reader:
         records = await reader.read()
-    found = None
+    declared, pending = None, None
     for record in records:
-        if record.kind == SystemDeclared.__name__:
-            message = converter.load_message(load_json(record.payload))
-            assert isinstance(message, SystemDeclared)
-            found = message
-    return found
+        if at is not None and record.system_seq is not None and record.system_seq > at:
+            break
+        if record.kind not in _SYSTEM_LOG_KINDS:
+            continue
+        message = converter.load_message(load_json(record.payload))
+        if isinstance(message, SystemDeclared):
+            declared = message
+        elif isinstance(message, InputsGiven):
+            pending = message
+        elif isinstance(message, InputsDone) and pending is not None and message.run == pending.run:
+            pending = None
+    return SystemLog(declared, pending) if declared is not None else None
 
 
-async def declare(log: ThreadLog, converter: ProtocolConverter, declared: SystemDeclared, sender: str) -> None:
-    """Append ``declared`` to a system's own log."""
+_SYSTEM_LOG_KINDS = frozenset({SystemDeclared.__name__, InputsGiven.__name__, InputsDone.__name__})
+
+
+async def read_declaration(store: EventStore, converter: ProtocolConverter, name: str) -> SystemDeclared | None:
+    """System ``name``'s latest declaration in ``store`` (``None``: there is no such system)."""
+    found = await read_system_log(store, converter, name)
+    return found.declared if found is not None else None
+
+
+async def write_system_log(log: ThreadLog, converter: ProtocolConverter,
+                           message: SystemDeclared | InputsGiven | InputsDone, sender: str) -> None:
+    """Append ``message`` to a system's own log."""
     record = NewRecord.encoding(sender, dt.datetime.now(dt.timezone.utc), time.monotonic_ns(),
-                                SystemDeclared.__name__, converter.dump_message(declared))
+                                type(message).__name__, converter.dump_message(message))
     await log.append([record])
 
 
@@ -186,11 +231,12 @@ async def fork_system(store: EventStore, name: str, at: int, new_name: str) -> S
     if at < 0:
         raise UsageError(f"--at {at}: a system seq is 0 or more")
     converter = make_converter()
-    declared = await read_declaration(store, converter, name)
-    if declared is None:
+    source = await read_system_log(store, converter, name)
+    if source is None:
         raise SystemNotFoundError(f"no system named {name!r} in {store.url} (its log would be thread "
                                   f"{system_log_id(name)}); `livecontext threads --store {store.url}` lists its threads")
     check_system_name(new_name)
+    declared = source.declared
     threads = await system_threads(store, declared)
     end = await system_end(store, name, threads)
     if at > end:
@@ -209,7 +255,12 @@ async def fork_system(store: EventStore, name: str, at: int, new_name: str) -> S
     for forked in plan:
         await store.fork(forked.source, forked.cut, forked.thread_id)
     members = tuple(SystemMember(m.name, forked_thread_id(m.thread_id, declared, new_name)) for m in declared.agents)
+    at_cut = await read_system_log(store, converter, name, at)
+    pending = at_cut.pending if at_cut is not None else None
     async with await store.open_thread(system_log_id(new_name), owner=f"system/{new_name}",
                                        clock=SystemClock(at)) as log:
-        await declare(log, converter, SystemDeclared(new_name, members, name, at), f"system/{new_name}")
+        sender = f"system/{new_name}"
+        await write_system_log(log, converter, SystemDeclared(new_name, members, name, at), sender)
+        if pending is not None:  # a run going on at the cut: the fork resumes it
+            await write_system_log(log, converter, pending, sender)
     return SystemFork(new_name, name, at, tuple(plan))

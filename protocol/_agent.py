@@ -186,6 +186,8 @@ class AppendInput(Message):
     retention: Retention | None = None
     """The entry's retention class; ``None``: the store's default (CRITICAL for a thread's
     first input when it pins the task, COMPRESSIBLE otherwise)."""
+    key: str | None = None
+    """The key of the run of a system that fed it (see :attr:`ProvideInput.key`)."""
 
 
 @frozen
@@ -401,6 +403,9 @@ class ProvideInput(Message):
     text: str
     retention: Retention | None = None
     """The retention class its entry gets (``None``: the history store's default)."""
+    key: str | None = None
+    """Kept on its entry (:attr:`ModelInputEntry.key`): a system's run of inputs keys each of
+    them, so that a run resumed after a crash feeds each input once."""
 
 
 @frozen
@@ -416,6 +421,8 @@ class InputText(Message):
     remaining: int = 0
     retention: Retention | None = None
     """The retention class given with the input (``None``: the history store's default)."""
+    key: str | None = None
+    """The key given with the input (:attr:`ProvideInput.key`)."""
 
 
 @frozen

@@ -79,7 +79,11 @@ from ._lifecycle import (
 )
 from ._system import (
     ClaimTurn,
+    FindInputs,
     FindMessage,
+    InputsDone,
+    InputsFound,
+    InputsGiven,
     MessageFound,
     ReleaseTurn,
     SystemDeclared,
@@ -178,6 +182,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     ReleaseTurn,
     FindMessage,
     MessageFound,
+    FindInputs,
+    InputsFound,
     # event log records
     EntryAppended,
     ToolStarted,
@@ -189,6 +195,8 @@ TAGGED_TYPES: tuple[type, ...] = (
     EnginePaused,
     StepFailed,
     SystemDeclared,
+    InputsGiven,
+    InputsDone,
     # effects of the engine's control tools
     TaskCompleted,
     UserQuestionAsked,

@@ -62,6 +62,9 @@ class ModelInputEntry:
     notifications: tuple[Notification, ...] = ()
     folded: bool = False
     """Marked folded into a recap (still stored, no longer rendered)."""
+    key: str | None = None
+    """The key of the input, if a system's run of inputs fed it (see
+    :class:`~livecontext.protocol.InputsGiven`)."""
 
 
 @frozen(kw_only=True)

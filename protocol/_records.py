@@ -118,3 +118,5 @@ class HistorySnapshot(Message):
     keyed: tuple[KeyedNote, ...] = ()
     """Every keyed notification the thread was posted (the messages of other agents), and
     the entry each rode on."""
+    input_keys: tuple[str, ...] = ()
+    """The keys of the inputs a system's runs fed the thread (see ``InputsGiven``)."""

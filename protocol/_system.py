@@ -9,13 +9,16 @@ waiting for the next one's answer (a deadlock), then runs the receiver and gives
 Messages and questions are keyed by their sender and tool call, so that a call run again
 (after a crash, or in a fork of the system) finds what it did before instead of doing it
 twice (:class:`FindMessage`). A system's own log (thread ``system:NAME``) records its agents
-and where it was forked from (:class:`SystemDeclared`).
+and where it was forked from (:class:`SystemDeclared`), and each run of inputs it was given
+(:class:`InputsGiven`, then :class:`InputsDone`), each input keyed, so that a run interrupted
+by a crash is resumed, feeding each input once (:class:`FindInputs`).
 """
 
 from __future__ import annotations
 
 from attrs import frozen
 
+from ._content import Retention
 from ._entries import Notification
 from ._message import Message
 
@@ -107,3 +110,45 @@ class SystemDeclared(Message):
     """The system this one was forked from, if any."""
     forked_at: int | None = None
     """The system seq of ``forked_from`` it was forked at, if any."""
+
+
+@frozen
+class GivenInput:
+    """One input of a system's run: for which agent, its text, its key and retention."""
+
+    agent: str
+    text: str
+    key: str
+    """Unique to this input of this run (``RUN:AGENT:N``); its agent's entry keeps it."""
+    retention: Retention | None = None
+
+
+@frozen
+class InputsGiven(Message):
+    """A run of a system's inputs starts (a record of the system's own log): each agent is
+    fed these, in order. Until :class:`InputsDone` names the run, it is not over: the next
+    run of the system resumes it instead of feeding new inputs."""
+
+    run: str
+    """The run's id (unique, also across forks)."""
+    inputs: tuple[GivenInput, ...]
+
+
+@frozen
+class InputsDone(Message):
+    """Every input of run ``run`` is in its agent's history and every turn of the run ended."""
+
+    run: str
+
+
+@frozen
+class FindInputs(Message):
+    """Which of these input keys the agent's history holds (ask: :class:`InputsFound`)."""
+
+    keys: tuple[str, ...]
+
+
+@frozen
+class InputsFound(Message):
+    keys: tuple[str, ...]
+    """Those of the keys asked about that an entry of the history holds."""

@@ -68,10 +68,12 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
             async with _watching(system, None if as_json else console):
                 ran = await system.run_inputs()
             status = await system.status()
+        if ran.resumed:
+            click.echo(f"livecontext: note: system {status.name}'s last run was interrupted; this run resumed it "
+                       "(each agent finished its work and got the inputs of that run it had not got)", err=True)
         for name, texts in ran.held.items():
-            click.echo(f"livecontext: note: agent {name}'s thread was stopped in the middle of a step; it "
-                       f"resumed where it stopped and its {len(texts)} input(s) were not fed (they probably "
-                       "were before); run again to give new input", err=True)
+            click.echo(f"livecontext: note: agent {name}'s {len(texts)} input(s) given now were not fed (the "
+                       "interrupted run was resumed instead); run again to give them", err=True)
         if as_json:
             print_json(system_json(status))
         else:

@@ -559,7 +559,7 @@ class Engine(Actor):
             if got.text is None:
                 return None
             if got.text.strip():  # blank input is ignored, not recorded
-                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention), Tail,
+                tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key), Tail,
                                              shield=True)
                 return tail
 

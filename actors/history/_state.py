@@ -23,12 +23,15 @@ from livecontext.protocol import (
     HistorySnapshot,
     KeyedNote,
     Message,
+    ModelInputEntry,
     ModelOutputEntry,
     Notification,
     NotificationPosted,
     RecapEntry,
     Retention,
     StepFailed,
+    InputsDone,
+    InputsGiven,
     SystemDeclared,
     SystemPromptSet,
     TaskCompleted,
@@ -102,6 +105,8 @@ class HistoryState:
         self.recorded: list[ToolResult] = []
         self.started: dict[str, str] = {}
         self.pending_notifications: list[Notification] = []
+        self.input_keys: set[str] = set()
+        """The keys of the inputs a system's runs fed (see ``InputsGiven``)."""
         self.keyed: dict[str, KeyedNote] = {}
         """Every keyed notification (a message of another agent), by key, with the entry it
         rode on: what makes posting it again a no-op, and how a question finds its reply."""
@@ -182,7 +187,7 @@ class HistoryState:
             self._folded(payload)
         elif isinstance(payload, AccessDenied):
             pass  # an audit record: the attempt changed nothing
-        elif isinstance(payload, SystemDeclared):
+        elif isinstance(payload, SystemDeclared | InputsGiven | InputsDone):
             pass  # a system's own log (system:NAME): no agent's history
         elif isinstance(payload, EnginePaused | StepFailed):
             pass  # the task's marks only (below)
@@ -301,6 +306,8 @@ class HistoryState:
         self._index(entry)
         if isinstance(entry, ModelOutputEntry):
             self.model_outputs += 1
+        elif isinstance(entry, ModelInputEntry) and entry.key is not None:
+            self.input_keys.add(entry.key)
         elif isinstance(entry, ToolResultsEntry):
             self.recorded.clear()
             self.started.clear()
@@ -383,7 +390,7 @@ class HistoryState:
             tuple(self.started.items()), tuple(self.pending_notifications),
             (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
-            apps=self.app_histories(), keyed=tuple(self.keyed.values()),
+            apps=self.app_histories(), keyed=tuple(self.keyed.values()), input_keys=tuple(sorted(self.input_keys)),
         ))
 
     @classmethod
@@ -418,6 +425,7 @@ class HistoryState:
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
         state.keyed = {k.notification.key: k for k in snap.keyed if k.notification.key is not None}
+        state.input_keys = set(snap.input_keys)
         for old in snap.app_effects:  # (a snapshot written before apps: each app's last effect)
             effect = app_effect_of(old)
             if effect is None:

@@ -22,6 +22,7 @@ from livecontext.protocol import (
     EngineState,
     Entries,
     EntryAppended,
+    FindInputs,
     FindMessage,
     GetAppEffects,
     GetStatus,
@@ -30,6 +31,7 @@ from livecontext.protocol import (
     HistoryEdited,
     HistoryEntry,
     HistorySnapshot,
+    InputsFound,
     Message,
     MessageFound,
     ModelInputEntry,
@@ -270,6 +272,8 @@ class HistoryStore(ContextManagement):
         self._expect(EngineState.WAITING_INPUT, what="append an input")
         if not msg.text.strip():
             raise HistoryConflictError("blank input is not recorded; send text with something in it")
+        if msg.key is not None and msg.key in self.state.input_keys:
+            return self._tail()  # fed twice (a run resumed while its first feed was still buffered): once
         notes = tuple(self.state.pending_notifications)
         retention = msg.retention
         if retention is None:  # the thread's first input is its task
@@ -278,7 +282,7 @@ class HistoryStore(ContextManagement):
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=retention, content=input_content(msg.text, notes, self.counter),
-            text=msg.text, notifications=notes,
+            text=msg.text, notifications=notes, key=msg.key,
         )
         await self._commit([EntryAppended(entry)])
         return self._tail()
@@ -374,6 +378,10 @@ class HistoryStore(ContextManagement):
         await self._commit([posted])
         await self.ctx.publish(self.topic, posted)
         return posted
+
+    @handler(inline=True)
+    async def on_find_inputs(self, msg: FindInputs) -> InputsFound:
+        return InputsFound(tuple(k for k in msg.keys if k in self.state.input_keys))
 
     @handler(inline=True)
     async def on_find_message(self, msg: FindMessage) -> MessageFound:

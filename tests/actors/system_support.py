@@ -70,13 +70,15 @@ async def results(store: EventStore, thread: str) -> list[ToolResult]:
 
 
 TASK = "Plan three days in Lisbon."
-AGENTS = ("planner", "researcher", "critic")
+NOTE = "Note the date."
+AGENTS = ("planner", "researcher", "critic", "scribe")
 
 
 def write_team(root: Path, delay_s: float = 0.0) -> SystemBlueprint:
     """A team whose messages cross every way, in ``root/team.toml`` (scripted models, each turn
     taking ``delay_s``): the planner tells the critic something, asks the researcher, who asks
-    the critic while the planner waits, then asks the critic itself, and writes its notebook."""
+    the critic while the planner waits, then asks the critic itself, and writes its notebook;
+    the scribe, alone, answers its own input (and is done long before the others)."""
     turns: dict[str, list[dict[str, Any]]] = {
         "planner": [call("send_message", to="critic", text="a plan is coming"),
                     call("ask_agent", to="researcher", question="What is there to see?"),
@@ -86,13 +88,15 @@ def write_team(root: Path, delay_s: float = 0.0) -> SystemBlueprint:
         "researcher": [call("ask_agent", to="critic", question="Is Sintra far?"),
                        {"text": "Alfama, Belem, and Sintra (40 minutes away)."}],
         "critic": [{"text": "Sintra is 40 minutes by train."}, {"text": "Three days is enough."}],
+        "scribe": [{"text": "Noted."}],
     }
+    given = {"planner": TASK, "scribe": NOTE}
     tables = []
     for name in AGENTS:
         timed = [{**turn, "delay_s": delay_s} for turn in turns[name]]
         (root / f"{name}.json").write_text(json.dumps({"turns": timed}), encoding="utf-8")
         tables.append(f'[[agents]]\nname = "{name}"\nmodel = "scripted:{name}.json"\n'
-                      + (f'inputs = ["{TASK}"]\n' if name == "planner" else ""))
+                      + (f'inputs = ["{given[name]}"]\n' if name in given else ""))
     path = root / "team.toml"
     path.write_text('system = "team"\n\n' + "\n".join(tables), encoding="utf-8")
     return load_system_blueprint(path)

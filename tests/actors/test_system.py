@@ -10,7 +10,10 @@ import trio
 from livecontext.actors._format import apps_json
 from livecontext.actors import open_system
 from livecontext.protocol import (
+    InputsDone,
+    InputsGiven,
     ModelInputEntry,
+    ModelOutputEntry,
     NotificationPosted,
     ToolStatus,
 )
@@ -168,8 +171,8 @@ async def test_an_ask_timeout_the_engine_would_cut_short_is_refused() -> None:
         type(bp)(bp.path, bp.name, bp.agents, bp.store, ask_timeout_s=300)
 
 
-async def test_an_agent_stopped_mid_step_finishes_that_work_first_and_its_inputs_are_held(tmp_path: Path) -> None:
-    turns = [call("notebook_replace", old_text="", new_text="1"), {"text": "done"}]
+async def test_an_agent_stopped_mid_step_finishes_that_work_first_then_takes_its_inputs(tmp_path: Path) -> None:
+    turns = [call("notebook_replace", old_text="", new_text="1"), {"text": "done"}, {"text": "again, done"}]
     store = f"sqlite:{tmp_path / 's.db'}"
     async with open_system(team("a", extra="max_steps = 2\n"), store=store, models={"a": scripted(turns)}) as system:
         stopped = await system.send("a", "start")  # the input, then a model call asking for a tool
@@ -180,6 +183,26 @@ async def test_an_agent_stopped_mid_step_finishes_that_work_first_and_its_inputs
         run = await system.run_inputs({"a": ["again"]})
         inputs = [e.text for e in await entries(system.store, "team.a") if isinstance(e, ModelInputEntry)]
         status = (await system.status()).agents[0]
-    assert run.held == {"a": ("again",)}
-    assert (run.answers["a"].text, inputs) == ("done", ["start"])
+    assert (run.held, run.resumed) == ({}, False)
+    assert (run.answers["a"].text, inputs) == ("again, done", ["start", "again"])
     assert (status.status, apps_json(status.app_histories, status.apps)["notebook"]) == ("waiting_user", "1")
+
+
+async def test_a_run_stopped_before_each_input_was_taken_is_resumed_by_the_next_each_input_fed_once(
+        tmp_path: Path) -> None:
+    turns = [{"text": "one, done"}, {"text": "two, done"}]
+    store = f"sqlite:{tmp_path / 's.db'}"
+    bp = team("a", extra='inputs = ["one", "two"]\nmax_steps = 2\n')
+    async with open_system(bp, store=store, models={"a": scripted(turns)}) as system:
+        first = await system.run_inputs()  # two steps: the first input and its answer; "two" waits
+        again = await system.run_inputs({"a": ["three"]})  # resumes the run: "two" now, "three" held
+        found = await entries(system.store, "team.a")
+        log = [m for _, m in payloads(await records(system.store, "system:team"))]
+    assert (first.answers["a"].reason, first.resumed, again.resumed, again.held) == (
+        "max_steps", False, True, {"a": ("three",)})
+    # "two" was still buffered from the first run, and fed again by the second: recorded once
+    assert [e.text for e in found if isinstance(e, ModelInputEntry)] == ["one", "two"]
+    assert [e.content.live.text for e in found if isinstance(e, ModelOutputEntry)] == ["one, done", "two, done"]
+    given, done = [m for m in log if isinstance(m, InputsGiven)], [m for m in log if isinstance(m, InputsDone)]
+    assert [[(i.agent, i.text) for i in g.inputs] for g in given] == [[("a", "one"), ("a", "two")]]
+    assert [d.run for d in done] == [given[0].run]

@@ -31,7 +31,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.persistence import EventStore, StoredRecord, open_store
 
-from tests.actors.system_support import AGENTS, TASK, entries, payloads, records, transcript, write_team
+from tests.actors.system_support import AGENTS, NOTE, TASK, entries, payloads, records, transcript, write_team
 
 async def system_transcripts(store: EventStore, system: str) -> dict[str, list[tuple[Any, ...]]]:
     return {name: transcript(await entries(store, f"{system}.{name}")) for name in AGENTS}
@@ -98,6 +98,10 @@ async def test_a_system_forked_at_any_system_seq_holds_the_original_up_to_the_cu
     async with await open_store(url) as store:
         original = {name: await records(store, f"team.{name}") for name in AGENTS}
         expected = await system_transcripts(store, "team")
+        runs = {kind: r.system_seq for r in await records(store, "system:team")
+                for kind in (r.kind,) if kind in ("InputsGiven", "InputsDone")}
+    given_at, done_at = runs["InputsGiven"], runs["InputsDone"]
+    assert given_at is not None and done_at == end  # (the run is done once all is)
     converter = make_converter()
     for at in range(end + 1):
         fork = f"cut{at}"
@@ -112,10 +116,12 @@ async def test_a_system_forked_at_any_system_seq_holds_the_original_up_to_the_cu
             assert same_records(forked[name]) == same_records(kept), (at, name)
         assert [t.cut for t in made.threads] == [len(forked[n]) for n in AGENTS]
         check_consistent(forked)
-        # resumed (the planner fed its task only if the original had not been by then)
-        fed = any(isinstance(getattr(m, "entry", None), ModelInputEntry) for _, m in payloads(forked["planner"]))
+        # run again as the original was run: the run going on at the cut is resumed (a cut
+        # before it: the run starts; after it was done: no new input, nothing left to do)
         async with open_system(bp, store=url, name=fork) as system:
-            ran = await system.run_inputs({} if fed else {"planner": [TASK]})
+            ran = await system.run_inputs() if at < done_at else await system.run_inputs({})
+            assert ran.resumed == (given_at <= at < done_at), at
+            assert ran.held == ({"planner": (TASK,), "scribe": (NOTE,)} if ran.resumed else {}), at
             assert all(a.reason == "no_input" for a in ran.answers.values()), (at, ran.answers)
             planner = (await system.status()).agents[0]
             assert apps_json(planner.app_histories, planner.apps) == apps, at

@@ -48,6 +48,10 @@ def inputs(state: HistoryState | None) -> int:
     return 0 if state is None else sum(isinstance(e, ModelInputEntry) for e in state.entries)
 
 
+def outputs(state: HistoryState | None) -> int:
+    return 0 if state is None else sum(isinstance(e, ModelOutputEntry) for e in state.entries)
+
+
 def results(state: HistoryState | None) -> int:
     return 0 if state is None else sum(isinstance(e, ToolResultsEntry) for e in state.entries)
 
@@ -71,8 +75,9 @@ async def run_team(root: Path, url: str, *, kill_when: str | None) -> dict[str, 
         try:
             if kill_when is not None:
                 thread, reached = KILL_POINTS[kill_when]
-                with trio.fail_after(30):
-                    while not reached(await read_thread(url, thread)):
+                with trio.fail_after(30):  # (the scribe, alone, is done by then: it must not answer again)
+                    while not (reached(await read_thread(url, thread))
+                               and outputs(await read_thread(url, "team.scribe"))):
                         assert proc.poll() is None, (root / "err").read_text()
                         await trio.sleep(0.01)
                 proc.send_signal(signal.SIGKILL)

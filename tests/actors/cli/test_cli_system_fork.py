@@ -48,7 +48,9 @@ def store(tmp_path: Path) -> str:
 def test_audit_lines_of_a_systems_threads_carry_their_system_seq(store: str) -> None:
     seen = {t: [line["system_seq"] for line in lines("audit", "--store", store, "--thread", t)]
             for t in ("system:team", "team.planner", "team.researcher", "team.critic")}
-    assert seen["system:team"] == [1]
+    assert seen["system:team"][0] == 1  # its declaration, then its run of inputs, begun and done
+    assert [line["kind"] for line in lines("audit", "--store", store, "--thread", "system:team")] == [
+        "SystemDeclared", "InputsGiven", "InputsDone"]
     every = sorted(s for stamps in seen.values() for s in stamps)
     assert every == list(range(1, len(every) + 1))
     declared = lines("audit", "--store", store, "--thread", "system:team")[0]
