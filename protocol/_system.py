@@ -150,5 +150,7 @@ class FindInputs(Message):
 
 @frozen
 class InputsFound(Message):
+    """The reply to :class:`FindInputs`."""
+
     keys: tuple[str, ...]
     """Those of the keys asked about that an entry of the history holds."""

@@ -13,7 +13,7 @@ DOC = (ROOT / "docs" / "systems.md").read_text(encoding="utf-8")
 
 
 def test_the_python_example_of_the_systems_doc_asks_the_researcher_and_reports_each_agent(tmp_path: Path) -> None:
-    (code,) = re.findall(r"```python\n(.*?)```", DOC, re.S)
+    code = re.findall(r"```python\n(.*?)```", DOC, re.S)[0]  # (the first: "From Python")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "LIVECONTEXT_STORE": ""})
     assert done.returncode == 0, done.stderr
