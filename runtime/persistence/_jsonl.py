@@ -162,8 +162,10 @@ class JsonlBackend:
     ) -> None:
         """Write a new thread's files (replacing leftovers of an interrupted start), meta last."""
         sync = self._fsync is not FsyncLevel.OFF
+        stamped = False
         with open(path / RECORDS, "wb") as f:
             for chunk in records:
+                stamped = stamped or any(r.system_seq is not None for r in chunk)
                 f.write(b"".join(encode_record(r, info.last_seq) for r in chunk))
             f.flush()
             if sync:
@@ -174,7 +176,8 @@ class JsonlBackend:
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-        write_meta(path, info, JSONL_FORMAT_VERSION, self._fsync)
+        # format 1 while no record has a system seq (an older build reads it still), else 2
+        write_meta(path, info, JSONL_FORMAT_VERSION if stamped else 1, self._fsync)
 
     def open_reader(self, thread_id: str) -> _JsonlReader:
         path = self._dir(thread_id)

@@ -23,8 +23,8 @@ JSONL_FORMAT_VERSION = 2
 """The layout of a JSONL store's thread directories (the ``"format"`` in ``meta.json``).
 
 Format 2 adds the record key ``system_seq`` (which an older build would call a malformed
-line). A format-1 thread is read as it is, and becomes format 2 before its first record with
-a system seq is written (:meth:`_JsonlWriter.append`)."""
+line). A thread is format 1 while none of its records has a system seq (an older build reads
+it still), and becomes format 2 before its first record with one is written."""
 READABLE_JSONL_FORMATS = (1, 2)
 
 _RECORD_KEYS = (

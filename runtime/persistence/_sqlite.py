@@ -50,20 +50,21 @@ from ._records import (
 )
 from ._sqlite_schema import (
     INSERT_RECORD,
-    RECORD_COLUMNS,
+    INSERT_UNSTAMPED_RECORD,
+    UNSTAMPED_FORMAT_VERSION,
     SNAPSHOT_COLUMNS,
     STORE_FORMAT_VERSION,
     UPSERT_SNAPSHOT,
+    has_system_seq,
     record_from_row,
     record_to_row,
     snapshot_from_row,
+    select_records,
     snapshot_to_row,
     upgrade_in,
 )
 from ._time import format_time, parse_time
 
-_SELECT_RECORDS = f"SELECT {RECORD_COLUMNS} FROM records WHERE thread_id = ?"
-_LAST_RECORD = f"{_SELECT_RECORDS} ORDER BY seq DESC LIMIT 1"
 _FORK_CHUNK = 512
 
 
@@ -117,6 +118,8 @@ class SqliteBackend:
         self._conn = conn
         self._path = path
         self._format_version = format_version  # the file's: as opened, or as our last write left it
+        self.select = select_records(has_system_seq(conn))
+        """How this file's records are read (see :func:`select_records`)."""
         self._lock = threading.Lock()
         self._closed = False
 
@@ -128,19 +131,19 @@ class SqliteBackend:
             yield self._conn
 
     @contextlib.contextmanager
-    def transaction(self, *, writes_rows: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, writes: int = 0) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back if the body raises.
 
-        ``writes_rows``: the body writes records or snapshots, which only the current store
-        format may hold; an older file is upgraded in the same transaction (and stays as it
-        was if the transaction is rolled back).
+        ``writes``: the store format the rows the body writes need (see
+        :func:`format_for`; 0: it writes none); an older file is upgraded in the same
+        transaction (and stays as it was if the transaction is rolled back).
         """
         with self._using() as conn:
             conn.execute("BEGIN IMMEDIATE")
-            upgrading = writes_rows and self._format_version != STORE_FORMAT_VERSION
+            upgrading = writes > self._format_version
             try:
                 if upgrading:
-                    upgrade_in(conn)
+                    upgrade_in(conn, writes)
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
@@ -148,7 +151,15 @@ class SqliteBackend:
                     conn.execute("ROLLBACK")
                 raise
             if upgrading:
-                self._format_version = STORE_FORMAT_VERSION
+                self._format_version = writes
+                self.select = select_records(has_system_seq(conn))
+
+    def insert(self, conn: sqlite3.Connection, records: list[StoredRecord]) -> None:
+        """Insert ``records`` in a transaction that made the file the format they need."""
+        if self._format_version >= STORE_FORMAT_VERSION or format_for(records) == STORE_FORMAT_VERSION:
+            conn.executemany(INSERT_RECORD, [record_to_row(r) for r in records])
+        else:  # (a file of an older format, kept so: no column system_seq, and no value for it)
+            conn.executemany(INSERT_UNSTAMPED_RECORD, [record_to_row(r)[:-1] for r in records])
 
     # -- store level -------------------------------------------------------------------
 
@@ -161,7 +172,7 @@ class SqliteBackend:
             ).fetchall()
             for thread_id, created, forked_from, forked_at in threads:
                 created_at = parse_time(created)
-                last_seq, last_sent = _committed_tail(conn, thread_id)
+                last_seq, last_sent = _committed_tail(conn, self.select, thread_id)
                 activity = max(last_sent, created_at) if last_sent else created_at
                 infos.append(
                     ThreadInfo(thread_id, last_seq, created_at, activity, forked_from, forked_at)
@@ -211,10 +222,14 @@ class SqliteBackend:
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         now = dt.datetime.now(dt.timezone.utc)
-        with self.transaction(writes_rows=True) as conn:
+        with self._using() as conn:  # (the rows to copy are committed: they will not change)
+            stamped = (self._format_version >= STORE_FORMAT_VERSION and conn.execute(
+                "SELECT 1 FROM records WHERE thread_id = ? AND seq <= ? AND system_seq IS NOT NULL LIMIT 1",
+                (src_thread, at_seq)).fetchone() is not None)
+        with self.transaction(writes=STORE_FORMAT_VERSION if stamped else UNSTAMPED_FORMAT_VERSION) as conn:
             if not _exists(conn, src_thread):
                 raise ThreadNotFoundError(src_thread)
-            last = _committed_last(conn, src_thread)
+            last = _committed_last(conn, self.select, src_thread)
             if not 0 <= at_seq <= last:
                 raise SeqOutOfRangeError(src_thread, at_seq, last, "cannot fork")
             if _exists(conn, new_thread):
@@ -226,10 +241,8 @@ class SqliteBackend:
             last_sent = now
             for start in range(1, at_seq + 1, _FORK_CHUNK):
                 end = min(start + _FORK_CHUNK - 1, at_seq)
-                records = _read_range(conn, src_thread, start, end)
-                conn.executemany(
-                    INSERT_RECORD, [record_to_row(rehome(r, new_thread)) for r in records]
-                )
+                records = _read_range(conn, self.select, src_thread, start, end)
+                self.insert(conn, [rehome(r, new_thread) for r in records])
                 last_sent = records[-1].sent_at
             snapshot = _latest_snapshot(conn, src_thread, at_seq)
             if snapshot is not None:
@@ -249,11 +262,11 @@ class SqliteBackend:
 
     def read(self, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
         with self._using() as conn:
-            return _read_range(conn, thread_id, from_seq, to_seq)
+            return _read_range(conn, self.select, thread_id, from_seq, to_seq)
 
     def committed_last(self, thread_id: str) -> int:
         with self._using() as conn:
-            return _committed_last(conn, thread_id)
+            return _committed_last(conn, self.select, thread_id)
 
     def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
         with self._using() as conn:
@@ -265,9 +278,17 @@ def _exists(conn: sqlite3.Connection, thread_id: str) -> bool:
     return row is not None
 
 
-def _committed_tail(conn: sqlite3.Connection, thread_id: str) -> tuple[int, dt.datetime | None]:
+def format_for(records: list[StoredRecord]) -> int:
+    """The store format ``records`` need: 3 if one has a system seq, else 2."""
+    for record in records:
+        if record.system_seq is not None:
+            return STORE_FORMAT_VERSION
+    return UNSTAMPED_FORMAT_VERSION
+
+
+def _committed_tail(conn: sqlite3.Connection, select: str, thread_id: str) -> tuple[int, dt.datetime | None]:
     """The last seq and its ``sent_at``, not counting a torn last row (readers ignore it)."""
-    rows = conn.execute(f"{_SELECT_RECORDS} ORDER BY seq DESC LIMIT 2", (thread_id,)).fetchall()
+    rows = conn.execute(f"{select} ORDER BY seq DESC LIMIT 2", (thread_id,)).fetchall()
     if not rows:
         return 0, None
     torn = _torn_reason(rows[0]) is not None
@@ -279,16 +300,16 @@ def _committed_tail(conn: sqlite3.Connection, thread_id: str) -> tuple[int, dt.d
     return _row_seq(rows[0]) - torn, sent
 
 
-def _committed_last(conn: sqlite3.Connection, thread_id: str) -> int:
+def _committed_last(conn: sqlite3.Connection, select: str, thread_id: str) -> int:
     """The last seq, not counting a torn last row (readers ignore it; writers drop it)."""
-    return _committed_tail(conn, thread_id)[0]
+    return _committed_tail(conn, select, thread_id)[0]
 
 
 def _read_range(
-    conn: sqlite3.Connection, thread_id: str, from_seq: int, to_seq: int
+    conn: sqlite3.Connection, select: str, thread_id: str, from_seq: int, to_seq: int
 ) -> list[StoredRecord]:
     rows = conn.execute(
-        f"{_SELECT_RECORDS} AND seq BETWEEN ? AND ? ORDER BY seq", (thread_id, from_seq, to_seq)
+        f"{select} AND seq BETWEEN ? AND ? ORDER BY seq", (thread_id, from_seq, to_seq)
     ).fetchall()
     records = []
     expected = from_seq
@@ -360,7 +381,8 @@ class _SqliteWriter(_SqliteReader):
 
     def _repair_records(self, conn: sqlite3.Connection) -> int:
         thread_id = self.thread_id
-        row = conn.execute(_LAST_RECORD, (thread_id,)).fetchone()
+        last_record = f"{self._backend.select} ORDER BY seq DESC LIMIT 1"
+        row = conn.execute(last_record, (thread_id,)).fetchone()
         if row is None:
             return 0
         last = _row_seq(row)
@@ -370,7 +392,7 @@ class _SqliteWriter(_SqliteReader):
             return last
         conn.execute("DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, last))
         self.repairs.append(TornRecordWarning(thread_id, last, 1, reason))
-        before = conn.execute(_LAST_RECORD, (thread_id,)).fetchone()
+        before = conn.execute(last_record, (thread_id,)).fetchone()
         if before is not None:
             _decode(thread_id, before)  # damage before the tail is not ours to drop
         return last - 1
@@ -406,9 +428,9 @@ class _SqliteWriter(_SqliteReader):
 
     def append(self, records: list[StoredRecord]) -> None:
         try:
-            with self._backend.transaction(writes_rows=True) as conn:
+            with self._backend.transaction(writes=format_for(records)) as conn:
                 self._renew(conn)
-                conn.executemany(INSERT_RECORD, [record_to_row(r) for r in records])
+                self._backend.insert(conn, records)
         except sqlite3.IntegrityError:
             raise LeaseLostError(self.thread_id) from None
         except sqlite3.Error as exc:
@@ -417,7 +439,7 @@ class _SqliteWriter(_SqliteReader):
 
     def write_snapshot(self, snapshot: Snapshot) -> None:
         try:
-            with self._backend.transaction(writes_rows=True) as conn:
+            with self._backend.transaction(writes=UNSTAMPED_FORMAT_VERSION) as conn:
                 self._renew(conn)
                 conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
                 # a snapshot holds the whole state: keeping every one would make storage grow

@@ -21,10 +21,12 @@ record or a snapshot to it sets its version to 2 (:func:`upgrade_in`), so that a
 refuses it instead of misreading a BLOB.
 
 Format 3 (this one) adds the column ``records.system_seq`` (see :mod:`._clock`), hashed into
-the checksum of a record that has one: an older build would call such a record corrupt. The
-column is added to a format-1 or format-2 file when it is opened (NULL in every row it holds,
-which is what those rows mean), without changing its version; the first transaction that
-writes a record or a snapshot makes it format 3, as above.
+the checksum of a record that has one: an older build would call such a record corrupt. A
+format-1 or format-2 file stays as it is (no column: every record reads with no system seq)
+until a transaction writes a record that has a system seq (a system of agents runs on it): that
+transaction adds the column (NULL in every row before) and makes the file format 3. Any other
+first write of a record or a snapshot makes a format-1 file format 2, as before; a new file
+is format 3 from the start.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from ._time import format_time, parse_time
 
 STORE_FORMAT_VERSION = 3
 """The SQLite store format this build writes (``PRAGMA user_version``)."""
+UNSTAMPED_FORMAT_VERSION = 2
+"""The format rows without a system seq need (an older file with no system is kept at it)."""
 READABLE_FORMAT_VERSIONS = (1, 2, 3)
 """The formats this build opens: formats 1 and 2 are read as they are and upgraded by the
 first write."""
@@ -82,10 +86,17 @@ CREATE TABLE leases (
 );
 """
 
-RECORD_COLUMNS = (
-    "seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload, schema_version, checksum, system_seq"
-)
+_UNSTAMPED_COLUMNS = "seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload, schema_version, checksum"
+RECORD_COLUMNS = f"{_UNSTAMPED_COLUMNS}, system_seq"
 INSERT_RECORD = f"INSERT INTO records ({RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_UNSTAMPED_RECORD = f"INSERT INTO records ({_UNSTAMPED_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+"""For a file without the column ``system_seq`` (rows: ``record_to_row(r)[:-1]``)."""
+
+
+def select_records(has_system_seq: bool) -> str:
+    """``SELECT`` of the :data:`RECORD_COLUMNS` of one thread's records (``NULL`` for
+    ``system_seq`` in a file without the column); bind the thread id."""
+    return f"SELECT {_UNSTAMPED_COLUMNS}, {'system_seq' if has_system_seq else 'NULL'} FROM records WHERE thread_id = ?"
 SNAPSHOT_COLUMNS = "thread_id, seq, state, schema_version, checksum"
 UPSERT_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
 
@@ -131,30 +142,18 @@ def ensure_schema(conn: sqlite3.Connection, path: str) -> int:
     return int(version)
 
 
-def ensure_system_seq_column(conn: sqlite3.Connection) -> None:
-    """Add ``records.system_seq`` to a format-1 or format-2 file that lacks it (see the
-    module docstring); its version is left as it is."""
-    if _has_system_seq(conn):
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if not _has_system_seq(conn):  # (another process may have added it meanwhile)
-            conn.execute("ALTER TABLE records ADD COLUMN system_seq INTEGER")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _has_system_seq(conn: sqlite3.Connection) -> bool:
+def has_system_seq(conn: sqlite3.Connection) -> bool:
+    """Whether the file's ``records`` table has the column ``system_seq`` (format 3)."""
     return any(row[1] == "system_seq" for row in conn.execute("PRAGMA table_info(records)"))
 
 
-def upgrade_in(conn: sqlite3.Connection) -> None:
-    """Set the store's format version to :data:`STORE_FORMAT_VERSION`, in the caller's
-    transaction: the one about to write the first row that format 1 cannot hold."""
-    conn.execute(f"PRAGMA user_version = {STORE_FORMAT_VERSION}")
+def upgrade_in(conn: sqlite3.Connection, version: int) -> None:
+    """Make the store format ``version`` (adding ``records.system_seq`` for format 3), in the
+    caller's transaction: the one about to write the first row that the file's format cannot
+    hold."""
+    if version >= 3 and not has_system_seq(conn):
+        conn.execute("ALTER TABLE records ADD COLUMN system_seq INTEGER")
+    conn.execute(f"PRAGMA user_version = {version}")
 
 
 def record_to_row(record: StoredRecord) -> RecordRow:

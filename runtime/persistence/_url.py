@@ -17,7 +17,7 @@ from ._interface import EventStore
 from ._jsonl import JsonlBackend
 from ._memory import MemoryBackend
 from ._sqlite import SqliteBackend, connect
-from ._sqlite_schema import ensure_schema, ensure_system_seq_column
+from ._sqlite_schema import ensure_schema
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
 """The environment variable that overrides :func:`default_store_url`."""
@@ -119,7 +119,6 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
         conn = connect(str(path), level)
         try:
             version = ensure_schema(conn, str(path))
-            ensure_system_seq_column(conn)
         except BaseException:
             conn.close()
             raise

@@ -31,7 +31,6 @@ from livecontext.protocol import (
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
 from livecontext.runtime.persistence._sqlite_codec import pack_text
-from livecontext.runtime.persistence._sqlite_schema import STORE_FORMAT_VERSION
 
 from ._support import json_lines, without_added_keys
 
@@ -170,8 +169,7 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
 
 
 # SQLite store format: format 1 (the v1 fixture) kept every value as text; format 2 may keep
-# a payload or state compressed (a BLOB) and a checksum as its 32 bytes; format 3 adds the
-# records' system_seq.
+# a payload or state compressed (a BLOB) and a checksum as its 32 bytes.
 
 
 def store_format(path: Path) -> int:
@@ -213,7 +211,7 @@ async def test_reading_a_v1_sqlite_store_or_opening_its_thread_to_write_leaves_i
 
 
 @pytest.mark.parametrize("write", ["append", "snapshot", "fork"])
-async def test_the_first_write_of_a_record_or_snapshot_to_a_v1_sqlite_store_makes_it_the_current_format(
+async def test_the_first_write_of_a_record_or_snapshot_to_a_v1_sqlite_store_makes_it_format_2(
         write: str, tmp_path: Path) -> None:
     url = copy_of_v1_store("sqlite", tmp_path)
     old = await every_record_verified(url)
@@ -226,7 +224,7 @@ async def test_the_first_write_of_a_record_or_snapshot_to_a_v1_sqlite_store_make
                     await log.append([a_long_note()])
                 else:
                     await log.write_snapshot(len(old), a_long_note().payload)
-    assert store_format(tmp_path / "store.db") == STORE_FORMAT_VERSION  # an older build refuses it now
+    assert store_format(tmp_path / "store.db") == 2  # an older build refuses it now
     assert (await every_record_verified(url))[: len(old)] == old
     if write == "fork":
         assert [r.payload for r in await every_record_verified(url, "forked")] == [r.payload for r in old]
@@ -247,16 +245,16 @@ async def test_a_v1_sqlite_store_whose_first_write_is_rolled_back_stays_format_1
             with sqlite3.connect(path) as conn:  # (given back)
                 conn.execute("UPDATE leases SET token = ? WHERE thread_id = ?", (token, THREAD))
             await log.append([a_long_note()])
-    assert store_format(path) == STORE_FORMAT_VERSION
+    assert store_format(path) == 2
     assert stored_types(path)[len(stored_types(path))] == ("blob", "blob")
 
 
-async def test_a_resumed_v1_sqlite_store_is_of_the_current_format_and_reads_back_its_text_rows_and_its_new_compressed_rows(
+async def test_a_resumed_v1_sqlite_store_is_format_2_and_reads_back_its_text_rows_and_its_new_compressed_rows(
         tmp_path: Path) -> None:
     url = copy_of_v1_store("sqlite", tmp_path)
     path = tmp_path / "store.db"
     before = await resume_with_task_three(url)
-    assert store_format(path) == STORE_FORMAT_VERSION
+    assert store_format(path) == 2
     types = stored_types(path)
     assert {types[seq] for seq in types if seq <= before.seq} == {("text", "text")}  # v1's rows, as they were
     new = [types[seq] for seq in types if seq > before.seq]

@@ -126,14 +126,14 @@ async def test_a_changed_system_seq_is_a_corrupt_record(durable_url: str, make_r
                 await reader.read()
 
 
-async def test_a_jsonl_thread_of_format_1_becomes_format_2_before_its_first_stamped_record(
+async def test_a_jsonl_thread_is_format_1_until_its_first_stamped_record_and_a_fork_of_stamped_ones_format_2(
         tmp_path: Path, make_records: MakeRecords) -> None:
     url = f"jsonl:{tmp_path / 'store'}"
     async with await open_store(url) as store:
         async with await store.open_thread("t", owner="t") as log:
             await log.append(make_records(1))
     meta = tmp_path / "store" / "t" / "meta.json"
-    meta.write_text(meta.read_text().replace('"format":2', '"format":1'))
+    assert json.loads(meta.read_text())["format"] == 1
     async with await open_store(url) as store:
         async with await store.open_thread("t", owner="t") as log:
             await log.append(make_records(1))  # unstamped: still readable by an older build
@@ -142,9 +142,13 @@ async def test_a_jsonl_thread_of_format_1_becomes_format_2_before_its_first_stam
             await log.append(make_records(1))
         assert json.loads(meta.read_text())["format"] == 2
         assert await stamps(store, "t") == [(1, None), (2, None), (3, 1)]
+        await store.fork("t", 2, "unstamped")
+        await store.fork("t", 3, "stamped")
+    formats = [json.loads((tmp_path / "store" / t / "meta.json").read_text())["format"] for t in ("unstamped", "stamped")]
+    assert formats == [1, 2]
 
 
-async def test_a_sqlite_store_of_format_2_gets_the_system_seq_column_when_opened_and_keeps_its_version(
+async def test_a_sqlite_store_of_format_2_stays_so_until_a_record_with_a_system_seq_is_written(
         tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:  # the tables of format 2, as an older build made them
@@ -161,14 +165,20 @@ async def test_a_sqlite_store_of_format_2_gets_the_system_seq_column_when_opened
                 renewed_at REAL NOT NULL);
             PRAGMA user_version = 2;
         """)
+
+    def layout() -> tuple[str, int]:
+        with sqlite3.connect(path) as conn:
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(records)")]
+            return columns[-1], conn.execute("PRAGMA user_version").fetchone()[0]
+
     async with await open_store(f"sqlite:{path}") as store:
-        assert await store.threads() == []
-    with sqlite3.connect(path) as conn:
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(records)")]
-        assert (columns[-1], conn.execute("PRAGMA user_version").fetchone()) == ("system_seq", (2,))
-    async with await open_store(f"sqlite:{path}") as store:
-        async with await store.open_thread("t", owner="t", clock=SystemClock()) as log:
+        async with await store.open_thread("t", owner="t") as log:  # no system: an older build reads it still
             await log.append([NewRecord("s", T0, 1, "k", "{}")])
-        assert await stamps(store, "t") == [(1, 1)]
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+        await store.fork("t", 1, "t2")
+        assert layout() == ("checksum", 2)
+        async with await store.open_thread("t", owner="t", clock=SystemClock()) as log:
+            await log.append([NewRecord("s", T0, 2, "k", "{}")])
+        assert layout() == ("system_seq", 3)  # an older build would misread it: it refuses it now
+        assert await stamps(store, "t") == [(1, None), (2, 1)]
+        await store.fork("t", 2, "t3")
+        assert await stamps(store, "t3") == [(1, None), (2, 1)]
