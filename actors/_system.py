@@ -73,9 +73,9 @@ from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
     SystemFork,
     check_system_name,
+    fold_system_log,
     fork_system,
     last_system_seq,
-    read_system_log,
     system_log_id,
     system_threads,
     write_system_log,
@@ -392,12 +392,13 @@ async def open_system(
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
         event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
-        found = await read_system_log(event_store, converter, name or bp.name)
+        system_name = check_system_name(name) if name is not None else bp.name
+        clock, system_log = await _open_system_log(stack, event_store, system_name)
+        found = fold_system_log(await system_log.read(), converter)
         declared = found.declared if found is not None else None
-        bp = _as_system(bp, name or bp.name, declared)
+        bp = _as_system(bp, system_name, declared)
         directory = Directory(bp.name, switchboard_id(bp.name),
                               {a.name: _address(a) for a in bp.agents}, bp.ask_timeout_s)
-        clock, system_log = await _open_system_log(stack, event_store, bp)
         members = tuple(SystemMember(a.name, a.blueprint.settings.thread_id) for a in bp.agents)
         now = SystemDeclared(bp.name, members, declared.forked_from if declared else None,
                              declared.forked_at if declared else None)
@@ -442,7 +443,6 @@ def _as_system(bp: SystemBlueprint, name: str, declared: SystemDeclared | None) 
     blueprint's; under another (a fork), the one that system's log names, else ``NAME.AGENT``."""
     if name == bp.name:
         return bp
-    check_system_name(name)
     known = {m.name: m.thread_id for m in declared.agents} if declared is not None else {}
     agents = tuple(attrs.evolve(a, blueprint=a.blueprint.override(thread=known.get(a.name, f"{name}.{a.name}")))
                    for a in bp.agents)
@@ -450,15 +450,15 @@ def _as_system(bp: SystemBlueprint, name: str, declared: SystemDeclared | None) 
 
 
 async def _open_system_log(stack: contextlib.AsyncExitStack, store: EventStore,
-                           bp: SystemBlueprint) -> tuple[SystemClock, ThreadLog]:
+                           name: str) -> tuple[SystemClock, ThreadLog]:
     """The system's clock, started past its own log's last system seq, and the log, held
-    open (so taken) for the system's run."""
+    open (so taken: one process runs a system at a time) for the system's run."""
     clock = SystemClock()
-    thread = system_log_id(bp.name)
+    thread = system_log_id(name)
     try:
-        log = await store.open_thread(thread, create=True, owner=f"system/{bp.name}", clock=clock)
+        log = await store.open_thread(thread, create=True, owner=f"system/{name}", clock=clock)
     except ThreadLockedError as exc:
-        raise UsageError(f"system {bp.name!r} is being run by another writer: {exc.holder}; wait for it to "
+        raise UsageError(f"system {name!r} is being run by another writer: {exc.holder}; wait for it to "
                          "finish (or stop it) and run again") from None
     await stack.enter_async_context(log)
     clock.advance_past(await last_system_seq(log))

@@ -52,7 +52,14 @@ from livecontext.protocol import (
     make_converter,
 )
 from livecontext.runtime import UsageError
-from livecontext.runtime.persistence import EventStore, NewRecord, SystemClock, ThreadLog, ThreadReader
+from livecontext.runtime.persistence import (
+    EventStore,
+    NewRecord,
+    StoredRecord,
+    SystemClock,
+    ThreadLog,
+    ThreadReader,
+)
 
 from ._agent import SUB_MARK, check_thread_id
 
@@ -126,7 +133,13 @@ async def read_system_log(store: EventStore, converter: ProtocolConverter, name:
     if not await store.exists(log_id):
         return None
     async with await store.open_reader(log_id) as reader:
-        records = await reader.read()
+        return fold_system_log(await reader.read(), converter, at)
+
+
+def fold_system_log(records: Sequence[StoredRecord], converter: ProtocolConverter,
+                    at: int | None = None) -> SystemLog | None:
+    """What a system's own log's ``records`` say, as of system seq ``at`` (``None``: all of
+    them); ``None`` if they declare no system."""
     declared, pending = None, None
     for record in records:
         if at is not None and record.system_seq is not None and record.system_seq > at:

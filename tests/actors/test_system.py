@@ -206,3 +206,12 @@ async def test_a_run_stopped_before_each_input_was_taken_is_resumed_by_the_next_
     given, done = [m for m in log if isinstance(m, InputsGiven)], [m for m in log if isinstance(m, InputsDone)]
     assert [[(i.agent, i.text) for i in g.inputs] for g in given] == [[("a", "one"), ("a", "two")]]
     assert [d.run for d in done] == [given[0].run]
+
+
+async def test_a_system_runs_in_one_place_at_a_time(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 's.db'}"
+    async with open_system(team("a"), store=store):
+        with pytest.raises(UsageError, match=r"^system 'team' is being run by another writer: .*; wait for it to "
+                                             r"finish \(or stop it\) and run again$"):
+            async with open_system(team("a"), store=store):
+                pass
