@@ -12,10 +12,12 @@ Every record of the system's threads (its agents' and their sub-agents') carries
 system's next system seq, from one :class:`~livecontext.runtime.persistence.SystemClock`
 started, when the system opens, past the largest any of them holds; the system's own log
 (``system:NAME``, held open while the system runs: one process runs a system at a time)
-records its agents and their threads (see :mod:`._system_log`). Opening a system whose
-process was killed resumes it as a whole: each agent finishes the step it was stopped in
-(:meth:`System.run_inputs`), and a message or question whose sending call was interrupted
-is found, by its key, where it got to: delivered once, asked once (see :mod:`._messaging`).
+records its agents and their threads, and each run of inputs (see :mod:`._system_log`).
+Opening a system whose process was killed resumes it as a whole: the next
+:meth:`System.run_inputs` resumes the run that was going on, each agent finishing the step it
+was stopped in and getting the inputs of that run it had not got, once; a message or question
+whose sending call was interrupted is found, by its key, where it got to: delivered once,
+asked once (see :mod:`._messaging`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from livecontext.actors import SubAgents
 from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint, parse_system_blueprint
 from livecontext.actors.history import load_state
 from livecontext.protocol import (
@@ -114,3 +115,18 @@ def transcript(found: Sequence[HistoryEntry]) -> list[tuple[Any, ...]]:
         elif isinstance(e, ToolResultsEntry):
             out.append(("results", tuple((r.name, r.status.value, r.content.live.text) for r in e.results), notes))
     return out
+
+
+class ScriptedSubAgents(SubAgents):
+    """The sub-agents app, made from a blueprint (``[[agents.apps]] use = "tests.actors.
+    system_support:ScriptedSubAgents"``, ``options = { script = "PATH" }``): each sub-agent
+    runs the scripted model of ``script``."""
+
+    def __init__(self, script: str) -> None:
+        super().__init__(lambda: ScriptedModel.from_file(script))
+        self.script = script
+
+    def fresh(self) -> ScriptedSubAgents:
+        made = ScriptedSubAgents(self.script)
+        made.store, made.clock = self.store, self.clock
+        return made

@@ -4,6 +4,7 @@ original did (a message delivered once, a question asked once)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from livecontext.actors._system_log import (
     fork_system,
     read_declaration,
 )
-from livecontext.actors.blueprint import SystemBlueprint
+from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint
 from livecontext.protocol import (
     ModelInputEntry,
     ModelOutputEntry,
@@ -31,7 +32,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.persistence import EventStore, StoredRecord, open_store
 
-from tests.actors.system_support import AGENTS, NOTE, TASK, entries, payloads, records, transcript, write_team
+from tests.actors.system_support import AGENTS, NOTE, TASK, call, entries, payloads, records, transcript, write_team
 
 async def system_transcripts(store: EventStore, system: str) -> dict[str, list[tuple[Any, ...]]]:
     return {name: transcript(await entries(store, f"{system}.{name}")) for name in AGENTS}
@@ -168,3 +169,35 @@ async def test_forking_an_unknown_system_past_its_end_or_into_an_existing_one_is
         with pytest.raises(SystemExistsError, match=r"^thread 'other.critic', which system 'other' would get, exists"):
             await fork_system(store, "team", 3, "other")
         assert sorted((t.thread_id, t.last_seq) for t in await store.threads()) == sorted([*before, ("other.critic", 0)])
+
+
+async def test_a_sub_agents_records_are_the_systems_too_and_a_fork_copies_its_thread_under_the_new_agent(
+        tmp_path: Path) -> None:
+    (tmp_path / "lead.json").write_text(json.dumps({"turns": [
+        call("spawn_subagent", task="Count to two."), {"text": "The sub-agent counted."}]}), encoding="utf-8")
+    (tmp_path / "sub.json").write_text(json.dumps({"turns": [{"text": "one, two"}]}), encoding="utf-8")
+    (tmp_path / "lead.toml").write_text(f"""system = "team"
+
+[[agents]]
+name = "lead"
+model = "scripted:lead.json"
+inputs = ["Delegate the counting."]
+
+[[agents.apps]]
+use = "tests.actors.system_support:ScriptedSubAgents"
+options = {{ script = "{tmp_path / 'sub.json'}" }}
+""", encoding="utf-8")
+    url = f"sqlite:{tmp_path / 's.db'}"
+    async with open_system(load_system_blueprint(tmp_path / "lead.toml"), store=url) as system:
+        ran = await system.run_inputs()
+        end = system.checkpoint()
+    assert ran.answers["lead"].text == "The sub-agent counted."
+    async with await open_store(url) as store:
+        lead, sub = await records(store, "team.lead"), await records(store, "team.lead/sub/call_0_0")
+        made = await fork_system(store, "team", end, "team2")
+        copied = await records(store, "team2.lead/sub/call_0_0")
+    (called,) = [r.system_seq for r, (_, m) in zip(lead, payloads(lead)) if _calls(m)[:1]]
+    (answered,) = [r.system_seq for r in lead if r.kind == "ToolResultRecorded"]
+    assert all(called < r.system_seq < answered for r in sub)  # type: ignore[operator]
+    assert [t.thread_id for t in made.threads] == ["team2.lead", "team2.lead/sub/call_0_0"]
+    assert same_records(copied) == same_records(sub)
