@@ -182,7 +182,9 @@ async def test_a_saved_state_the_app_cannot_load_is_not_lost_its_effects_are_rep
         with caplog.at_level(logging.WARNING, logger="livecontext.apps"):
             async with session(store, [CounterV2(snapshot_every=3)], turns, snapshot_every=1) as s:
                 assert await s.windows() == "[Window: counter]\ntotal: 7"
-    assert [r.getMessage() for r in caplog.records] == [
+    # (only the apps' logger: the store's own snapshots, written in the background every record
+    # here, may lose a race with the test's snapshot at seq 10 and say so on their own logger)
+    assert [r.getMessage() for r in caplog.records if r.name == "livecontext.apps"] == [
         "app/t: app 'counter' cannot load its state saved as of its effect 3 (AppStateError: counter state "
         "'{\"version\": 1, \"total\": 0}' is not version 2: this release reads version 2 only); rebuilding it "
         "from every effect it committed, read from the log"]
@@ -280,7 +282,9 @@ async def test_a_saved_state_not_past_the_kept_one_or_past_the_committed_effects
         assert (kept.state, kept.saved, kept.effects, kept.last_saved) == (
             '{"version": 1, "total": 5}', 1, (AppEffect("counter", CounterAdded(3)),),
             AppEffect("counter", CounterAdded(5)))
-    assert [r.getMessage() for r in caplog.records] == [
+    # (only the apps' logger: the store's own snapshots, written in the background every record
+    # here, may lose a race with the test's snapshot at seq 10 and say so on their own logger)
+    assert [r.getMessage() for r in caplog.records if r.name == "livecontext.apps"] == [
         "thread t: state of app 'counter' as of effect 3 not kept: the kept one is as of effect 0 and 2 are committed",
         "thread t: state of app 'counter' as of effect 1 not kept: the kept one is as of effect 1 and 2 are committed",
         "thread t: state of app 'nobody' as of effect 1 not kept: it has committed no effect"]
