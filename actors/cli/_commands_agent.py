@@ -25,7 +25,7 @@ from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
 from ..blueprint import BUILTIN_APPS, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ._demo import run_demo
-from ._main import main, print_json, run_async, store_option
+from ._main import folder_note, main, print_json, run_async, store_option
 from ._system_run import run_system
 from ._transcript import ChatView, Transcript
 
@@ -108,6 +108,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         sys.exit(1)
     console = Console(stderr=as_json)
     model_given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
+    made_folder = folder_note(store_url)
 
     async def go() -> None:
         nonlocal model_spec
@@ -119,7 +120,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         except (UsageError, AppDefinitionError, ToolDefinitionError) as exc:
             click.echo(f"livecontext: error: {exc}", err=True)
             sys.exit(1)
-        notes: list[str] = []
+        notes = [made_folder] if made_folder else []
         if recorded is not None:  # a thread resumes as it was, unless told otherwise
             model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
                                                    apps, notes)
@@ -195,7 +196,8 @@ def demo(store_url: str, thread_id: str | None) -> None:
 @store_option
 @click.option("--thread", "thread_id", default="chat", show_default=True, help="Thread id (resumed if it exists).")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
-@click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1))
+@click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1),
+              help="Token budget per model call.")
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,

@@ -8,6 +8,7 @@ import os
 import gc
 import json
 import sys
+from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -77,8 +78,34 @@ def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, store_url: str | None, **kwargs: Any) -> Any:
         from livecontext.runtime.persistence import default_store_url
 
+        if store_url is not None and not store_url.strip():  # (an unset variable in a script)
+            _fail("--store is empty: give a store URL (sqlite:PATH, jsonl:DIR or memory:), "
+                  "or leave --store out for the default store")
         return fn(*args, store_url=store_url or default_store_url(), **kwargs)
     return wrapper
+
+
+def folder_note(store_url: str) -> str | None:
+    """The note to print once a store at ``store_url`` is open, if opening it will create its
+    folder (``None``: the folder exists, or it is the default store's own ``.livecontext/``).
+
+    Call it before the store is opened: opening creates what is missing.
+    """
+    from livecontext.runtime.persistence import DEFAULT_STORE_PATH
+
+    scheme, _, rest = store_url.partition(":")
+    scheme = scheme.strip().lower()
+    if scheme not in ("sqlite", "jsonl") or not rest.strip():
+        return None
+    path = Path(rest[2:] if rest.startswith("//") else rest).expanduser().absolute()
+    if path == Path.cwd() / DEFAULT_STORE_PATH:
+        return None
+    folder = path.parent if scheme == "sqlite" else path
+    if folder.exists():
+        return None
+    while not folder.parent.exists() and folder.parent != folder:
+        folder = folder.parent
+    return f"created the folder {folder} for the store {store_url}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -101,27 +101,36 @@ class IncompatibleServerError(ModelError):
 class ScriptExhaustedError(ModelError):
     """A scripted model was asked for a turn past the end of its script.
 
-    Not transient: asking again gives the same answer. Either the script is too short or the
-    agent took more steps than the test expected.
+    Not transient: asking again gives the same answer. Either the script is too short, or the
+    thread used its turns in an earlier run (a resumed thread asks for its next turn): the
+    message says which.
     """
 
-    def __init__(self, call_index: int, turn_count: int, source: str) -> None:
+    def __init__(self, call_index: int, turn_count: int, source: str, *, thread_id: str = "",
+                 used_before: bool = False) -> None:
         if turn_count == 0:
             turns = "no turns"
         elif turn_count == 1:
             turns = "1 turn (0)"
         else:
             turns = f"{turn_count} turns (0-{turn_count - 1})"
-        super().__init__(
-            f"scripted model has no turn {call_index}: the script {source} has {turns}; "
-            "add turns or lower --max-steps"
-        )
+        last_used = min(call_index, turn_count) - 1
+        if used_before and last_used >= 0:
+            thread = f"thread {thread_id}" if thread_id else "the thread"
+            advice = (f", and {thread} used turns 0-{last_used} before this run (a resumed thread goes on "
+                      "from its next turn); start a new thread (--thread NAME) or add turns to the script")
+        else:
+            advice = "; add turns to the script (the agent made more model calls than it has turns)"
+        super().__init__(f"scripted model has no turn {call_index}: the script {source} has {turns}{advice}")
         self.call_index = call_index
         """The turn that was asked for."""
         self.turn_count = turn_count
         """How many turns the script has."""
         self.source = source
         """The script's file, or the name given to an in-code script."""
+        self.used_before = used_before
+        """The turns before ``call_index`` were answered before this model was made (by an
+        earlier run of a resumed thread)."""
 
 
 class ScriptError(UsageError):

@@ -35,7 +35,7 @@ def make_model_client(spec: str, *, base_url: str | None = None, api_key: str | 
         return OpenAIModel(rest, base_url=base_url, api_key=api_key)
     raise UsageError(
         f"unknown model spec {spec!r}: use one of {', '.join(SPEC_FORMS)} "
-        "(e.g. scripted:examples/hello.json or openai:gpt-4o-mini)"
+        "(scripted:PATH names a JSON file of turns; e.g. openai:gpt-4o-mini)"
     )
 
 

@@ -49,7 +49,7 @@ class OpenAIModel(ModelClient):
             (``stream_options.include_usage``); turn off for servers that refuse the option.
 
     Raises:
-        UsageError: No model name, or no API key.
+        UsageError: No model name, no API key, or a base URL that is not http(s).
     """
 
     def __init__(
@@ -74,6 +74,12 @@ class OpenAIModel(ModelClient):
         """The model name sent to the server."""
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         """Where requests go."""
+        if not self.base_url.lower().startswith(("http://", "https://")):
+            # (else every call fails the same way, and is retried as if the network were down)
+            raise UsageError(
+                f"the base URL {self.base_url!r} is not an http:// or https:// URL: give one such as "
+                "http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)"
+            )
         self._include_usage = include_usage
         self._client = AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
 

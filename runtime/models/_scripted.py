@@ -98,7 +98,10 @@ class ScriptedModel(ModelClient):
         if index < 0:
             raise UsageError(f"call_index must be 0 or more, got {index}")
         if index >= len(self._turns):
-            raise ScriptExhaustedError(index, len(self._turns), self.source)
+            # this instance answered no earlier turn: the thread was resumed past them
+            used_before = not any(i < index for i in self._answered)
+            raise ScriptExhaustedError(index, len(self._turns), self.source, thread_id=request.thread_id,
+                                       used_before=used_before)
         turn = self._turns[index]
         attempt = self._attempts[index] = self._attempts.get(index, 0) + 1
         if turn.fail is not None and attempt <= turn.fail.times:

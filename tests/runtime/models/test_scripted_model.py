@@ -206,13 +206,28 @@ async def test_retries_give_up_on_a_turn_that_fails_as_often_as_the_attempts_all
 async def test_asking_past_the_last_turn_names_the_turn_and_the_script_length(tmp_path: Path) -> None:
     path = _write(tmp_path, {"turns": [{"text": str(i)} for i in range(5)]})
     model = ScriptedModel.from_file(path)
+    for k in range(5):
+        await model.complete(_request(k))
     message = (
-        f"scripted model has no turn 7: the script {path} has 5 turns (0-4); add turns or lower --max-steps"
+        f"scripted model has no turn 5: the script {path} has 5 turns (0-4); add turns to the script "
+        "(the agent made more model calls than it has turns)"
     )
     with pytest.raises(ScriptExhaustedError, match=f"^{re.escape(message)}$") as info:
-        await model.complete(_request(7))
+        await model.complete(_request(5))
     assert not isinstance(info.value, TransientModelError)
     assert isinstance(info.value, ModelError)
+    assert not info.value.used_before
+
+
+async def test_a_thread_resumed_past_the_script_is_told_it_used_the_turns_before() -> None:
+    model = ScriptedModel.from_turns([{"text": "a"}, {"text": "b"}], name="two")
+    request = ModelRequest(messages=(ChatMessage(Role.USER, "hi"),), call_index=2, thread_id="t")
+    with pytest.raises(ScriptExhaustedError, match=re.escape(
+            "scripted model has no turn 2: the script two has 2 turns (0-1), and thread t used turns 0-1 "
+            "before this run (a resumed thread goes on from its next turn); start a new thread "
+            "(--thread NAME) or add turns to the script")) as info:
+        await model.complete(request)
+    assert info.value.used_before
 
 
 async def test_an_empty_script_says_it_has_no_turns() -> None:
