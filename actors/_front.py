@@ -59,6 +59,7 @@ from livecontext.runtime.persistence import EventStore, ThreadInfo
 from ._agent import AgentSettings, check_thread_id
 from ._format import apps_json
 from ._session import Session, open_session, recorded_config
+from ._text import check_text
 from ._thread_apps import make_recorded_app
 from .analyzers import AnalyzerSettings
 from .apps import App, FunctionTools, Notebook, make_app
@@ -244,6 +245,7 @@ class Agent:
         return await self._session.store.fork(self.thread, seq, check_thread_id(thread))
 
     async def _provide(self, text: str, pin: bool) -> None:
+        check_text(text, "pinned input" if pin else "input")
         retention = Retention.CRITICAL if pin else None
         given = ProvideInput(text) if retention is None else ProvideInput(text, retention)
         await self._client.ask(self._session.agent.input, given)

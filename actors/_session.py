@@ -41,6 +41,7 @@ from livecontext.runtime.persistence import EventStore, ThreadLockedError, Threa
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
+from ._text import check_text
 from ._format import apps_json, entry_json, event_json, status_json
 from .apps import App, Notebook
 from .history import load_state
@@ -125,7 +126,15 @@ async def open_session(
 
     Raises:
         ThreadBusyError: another writer holds the thread.
+        InvalidTextError: an input, a pin or the system prompt is not valid UTF-8 (nothing
+            is opened or written).
     """
+    for text in pins:
+        check_text(text, "pinned input")
+    for text in inputs:
+        check_text(text, "input")
+    if settings.system_prompt is not None:
+        check_text(settings.system_prompt, "system prompt")
     converter = make_converter()
     counter = TokenCounter.from_env()
     async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:

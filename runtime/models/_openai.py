@@ -90,7 +90,8 @@ class OpenAIModel(ModelClient):
             TransientModelError: Rate limited (429), a server error (5xx), a connection
                 failure, a stream cut mid-way, or a timeout.
             ModelRequestRejected: The server refused the request (another 4xx).
-            IncompatibleServerError: The answer is not an OpenAI chat-completion stream.
+            IncompatibleServerError: The answer is not an OpenAI chat-completion stream (or
+                not UTF-8).
             UsageError: The request cannot be expressed (a tool message without its call id,
                 a tool schema that is not JSON).
         """
@@ -116,6 +117,11 @@ class OpenAIModel(ModelClient):
             raise self._translate(exc) from exc
         except UnreadableChunk as exc:
             raise IncompatibleServerError(self.base_url, str(exc)) from exc
+        except UnicodeDecodeError as exc:  # (only the server's bytes are decoded in here)
+            bad = exc.object[exc.start : exc.start + 1]
+            raise IncompatibleServerError(
+                self.base_url, f"its answer is not valid UTF-8 (byte 0x{bad.hex()} at offset {exc.start} of a line)"
+            ) from exc
 
     async def _read(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 
@@ -245,6 +246,25 @@ async def test_garbage_from_the_server_is_a_model_error_not_a_hang(
     async with RetryingModel(_model(server), FAST) as model:
         with trio.fail_after(5):
             with pytest.raises(IncompatibleServerError, match=f"returned something not OpenAI-compatible: {what}"):
+                await model.complete(REQUEST)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'data: {"choices": [{"index": 0, "delta": {"content": "bad \xff\xfe"}}]}\n\ndata: [DONE]\n\n',
+        b"\xff\xfe\x00garbage",
+    ],
+    ids=["in-a-chunk", "the-whole-body"],
+)
+async def test_bytes_that_are_not_utf8_are_blamed_on_the_server(server: OpenAIServer, body: bytes) -> None:
+    server.script(Garbage(body))
+    async with RetryingModel(_model(server), FAST) as model:
+        with trio.fail_after(5):
+            with pytest.raises(IncompatibleServerError, match=(
+                    rf"^the server at {re.escape(server.base_url)} returned something not OpenAI-compatible: "
+                    r"its answer is not valid UTF-8 \(byte 0xff")):
                 await model.complete(REQUEST)
     assert len(server.requests) == 1
 
