@@ -204,6 +204,18 @@ async def recorded_config(store_url: str, thread_id: str) -> ThreadConfigured | 
     return state.config
 
 
+async def thread_exists(store_url: str, thread_id: str) -> bool:
+    """Whether the store at ``store_url`` holds ``thread_id`` (finding out creates nothing)."""
+    if store_url.startswith("memory:"):
+        return False
+    try:
+        store = await open_existing_store(store_url)
+    except StoreMissingError:
+        return False
+    async with store:
+        return await store.exists(thread_id)
+
+
 def _note(text: str) -> None:
     print(f"livecontext: note: {text}", file=sys.stderr)
 

@@ -188,7 +188,18 @@ def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: 
 def demo(store_url: str, thread_id: str | None) -> None:
     """Run the offline demo: a scripted agent, its notebook, an analyzer's notification."""
     tid = check_thread_id(thread_id or dt.datetime.now().strftime("demo-%Y%m%d-%H%M%S"))
-    run_async(lambda: run_demo(store_url, tid, Console()))
+    made_folder = folder_note(store_url)
+
+    async def go() -> None:
+        def opened() -> None:
+            if made_folder:
+                click.echo(f"livecontext: note: {made_folder}", err=True)
+        idle = await run_demo(store_url, tid, Console(), opened)
+        if idle.reason.startswith("failed"):
+            click.echo(f"livecontext: error: {idle.reason}", err=True)
+            sys.exit(1)
+
+    run_async(go)
 
 
 @main.command()

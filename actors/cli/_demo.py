@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.panel import Panel
+
+from livecontext.protocol import Idle
+from livecontext.runtime import UsageError
 
 from .._agent import AgentSettings
 from ..analyzers import AnalyzerSettings
 from ..history import HistoryLimits
 from ..recap import RecapSettings
-from .._session import open_session, run_until_idle
+from .._session import open_session, run_until_idle, thread_exists
 from ._transcript import Transcript
 
 DEMO_INPUTS = (
@@ -51,9 +56,33 @@ DEMO_BUDGET = 1500
 """Tokens per rendered context: small, so the budget visibly matters."""
 
 
-async def run_demo(store_url: str, thread_id: str, console: Console) -> None:
-    """Run the demo thread and print what each actor does."""
+class DemoThreadExistsError(UsageError):
+    """``demo --thread T`` named a thread that exists: the demo writes only into a new one."""
+
+    def __init__(self, thread_id: str, store_url: str) -> None:
+        self.thread_id = thread_id
+        self.store_url = store_url
+        super().__init__(
+            f"thread {thread_id!r} already exists in {store_url}: the demo writes its own conversation "
+            "into a new thread; give another --thread, or leave it out"
+        )
+
+
+async def run_demo(store_url: str, thread_id: str, console: Console,
+                   on_open: Callable[[], None] | None = None) -> Idle:
+    """Run the demo thread and print what each actor does; return how its run ended.
+
+    ``on_open`` is called once the thread is open (before the demo speaks).
+
+    Raises:
+        DemoThreadExistsError: the store already holds ``thread_id`` (nothing is written).
+    """
     from livecontext.runtime.models import RetryingModel, ScriptedModel
+
+    # (checked first: a thread of the user's must not get the demo's conversation, nor its
+    # notebook the demo's edits; two demos racing for one new id are kept apart by its lock)
+    if await thread_exists(store_url, thread_id):
+        raise DemoThreadExistsError(thread_id, store_url)
 
     console.print(Panel(
         "Actors exchanging typed messages: an engine, its history store (the only writer of the "
@@ -70,6 +99,8 @@ async def run_demo(store_url: str, thread_id: str, console: Console) -> None:
     model = RetryingModel(ScriptedModel.from_turns(DEMO_TURNS, name="demo"))
     transcript = Transcript(console, thread_id, budget=DEMO_BUDGET)
     async with open_session(store_url, settings, "echo", inputs=DEMO_INPUTS, model=model) as session:
+        if on_open is not None:
+            on_open()
         idle = await run_until_idle(session, 80, transcript)
         summary = await session.summary()
     entries = summary["entries"]
@@ -85,3 +116,4 @@ async def run_demo(store_url: str, thread_id: str, console: Console) -> None:
                   f"The event log lives in [bold]{store_url}[/bold]. Look into it:")
     for command in ("history", "audit", "state"):
         console.print(f"  livecontext {command} --thread {thread_id} --store {store_url}")
+    return idle
