@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import trio
 from attrs import frozen
@@ -166,7 +166,8 @@ class StoreMissingError(UsageError):
 
 
 async def open_existing_store(url: str) -> EventStore:
-    """Open a store that must already exist: looking into a store never creates one."""
+    """Open a store that must already exist, to read it: looking into a store never creates
+    one, and a store that cannot be written can still be read."""
     scheme, _, rest = url.partition(":")
     scheme = scheme.strip().lower()
     if scheme in ("sqlite", "jsonl") and rest.strip():
@@ -174,7 +175,7 @@ async def open_existing_store(url: str) -> EventStore:
         # an empty file is no store either (SQLite would make it one)
         if not path.exists() or (scheme == "sqlite" and path.is_file() and path.stat().st_size == 0):
             raise StoreMissingError(f"no store at {path} ({url}); run an agent with --store {url} first")
-    return await open_store(url)
+    return await open_store(url, read_only=True)
 
 
 def _recordable(spec: str) -> str:
@@ -255,12 +256,34 @@ async def _model(given: ModelClient | None, spec: str, base_url: str | None,
         yield client
 
 
+class EventsFileError(UsageError):
+    """The file given for the engine's events cannot be opened for appending."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        super().__init__(f"--events {path}: cannot write to it ({detail}); give a file in a folder "
+                         "that exists and that you can write to")
+
+
+def open_events_file(path: str) -> TextIO:
+    """``path`` opened for appending the engine's events, one JSON object a line; open it
+    before the thread, so that a bad path leaves no thread behind.
+
+    Raises:
+        EventsFileError: it cannot be opened (a missing folder, no permission, a directory...).
+    """
+    try:
+        return open(path, "a", encoding="utf-8")  # noqa: SIM115  (the caller closes it)
+    except OSError as exc:
+        raise EventsFileError(path, exc.strerror or str(exc)) from None
+
+
 async def run_until_idle(session: Session, max_steps: int | None,
                          on_event: Callable[[Message], None] | None = None,
-                         events_path: str | None = None) -> Idle:
-    """Run the engine until it waits for input with none left (or ``max_steps``); stream events."""
+                         events_file: TextIO | None = None) -> Idle:
+    """Run the engine until it waits for input with none left (or ``max_steps``); stream events
+    to ``on_event``, and as JSON lines to ``events_file`` (see :func:`open_events_file`)."""
     client = session.rt.client("run")
-    events_file = open(events_path, "a", encoding="utf-8") if events_path else None  # noqa: SIM115
 
     def handle(event: Message) -> None:
         # synchronous on purpose: a cancelled pump never loses half an event
@@ -270,39 +293,35 @@ async def run_until_idle(session: Session, max_steps: int | None,
         if on_event is not None:
             on_event(event)
 
-    try:
-        async with session.rt.open_subscription(session.agent.events, buffer=1024) as events, \
-                session.rt.open_subscription(session.agent.history_events, buffer=1024) as changes, \
-                session.rt.open_subscription(recap_topic(session.agent.thread_id), buffer=256) as recap_events:
-            async with trio.open_nursery() as nursery:
-                async def pump() -> None:
-                    async for env in events:
-                        handle(env.payload)
+    async with session.rt.open_subscription(session.agent.events, buffer=1024) as events, \
+            session.rt.open_subscription(session.agent.history_events, buffer=1024) as changes, \
+            session.rt.open_subscription(recap_topic(session.agent.thread_id), buffer=256) as recap_events:
+        async with trio.open_nursery() as nursery:
+            async def pump() -> None:
+                async for env in events:
+                    handle(env.payload)
 
-                async def notes() -> None:
-                    async for env in changes:
-                        if on_event is not None and isinstance(env.payload, (NotificationPosted, HistoryUsage)):
-                            on_event(env.payload)
+            async def notes() -> None:
+                async for env in changes:
+                    if on_event is not None and isinstance(env.payload, (NotificationPosted, HistoryUsage)):
+                        on_event(env.payload)
 
-                async def folds() -> None:
-                    async for env in recap_events:
-                        if on_event is not None:
-                            on_event(env.payload)
+            async def folds() -> None:
+                async for env in recap_events:
+                    if on_event is not None:
+                        on_event(env.payload)
 
-                nursery.start_soon(pump)
-                nursery.start_soon(notes)
-                nursery.start_soon(folds)
-                idle = await client.ask(session.agent.engine, RunUntilIdle(max_steps), timeout=None)
-                nursery.cancel_scope.cancel()
-            # every event was published before the reply: take what the pump had not yet read
-            while True:
-                try:
-                    handle(events.receive_nowait().payload)
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-    finally:
-        if events_file is not None:
-            events_file.close()
+            nursery.start_soon(pump)
+            nursery.start_soon(notes)
+            nursery.start_soon(folds)
+            idle = await client.ask(session.agent.engine, RunUntilIdle(max_steps), timeout=None)
+            nursery.cancel_scope.cancel()
+        # every event was published before the reply: take what the pump had not yet read
+        while True:
+            try:
+                handle(events.receive_nowait().payload)
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
     assert isinstance(idle, Idle)
     return idle
 

@@ -20,7 +20,7 @@ from livecontext.runtime import UsageError
 from livecontext.protocol import ThreadConfigured
 
 from .._agent import AgentSettings, check_thread_id
-from .._session import open_session, recorded_config, run_until_idle
+from .._session import open_events_file, open_session, recorded_config, run_until_idle
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
 from ..blueprint import BUILTIN_APPS, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
@@ -120,19 +120,24 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         except (UsageError, AppDefinitionError, ToolDefinitionError) as exc:
             click.echo(f"livecontext: error: {exc}", err=True)
             sys.exit(1)
+        events_file = open_events_file(events_path) if events_path else None  # (before the thread)
         notes = [made_folder] if made_folder else []
         if recorded is not None:  # a thread resumes as it was, unless told otherwise
             model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
                                                    apps, notes)
-        async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
-                open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
-                             api_key=api_key, apps=apps,
-                             recap_model=side.recap, analyzer_models=side.analyzers) as session:
-            for note in notes:  # (once the thread is ours: a busy thread says only that)
-                click.echo(f"livecontext: note: {note}", err=True)
-            idle = await run_until_idle(session, max_steps, None if as_json else Transcript(console, thread_id),
-                                        events_path)
-            summary = await session.summary()
+        try:
+            async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
+                    open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
+                                 api_key=api_key, apps=apps,
+                                 recap_model=side.recap, analyzer_models=side.analyzers) as session:
+                for note in notes:  # (once the thread is ours: a busy thread says only that)
+                    click.echo(f"livecontext: note: {note}", err=True)
+                idle = await run_until_idle(session, max_steps,
+                                            None if as_json else Transcript(console, thread_id), events_file)
+                summary = await session.summary()
+        finally:
+            if events_file is not None:
+                events_file.close()
         if as_json:
             print_json(summary)
         else:

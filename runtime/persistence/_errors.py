@@ -39,13 +39,11 @@ class StoreOpenError(PersistenceError, UsageError):
     Contrast with :class:`StoreFormatError`: the path is fine but holds something else.
     """
 
-    def __init__(self, path: str, detail: str) -> None:
+    def __init__(self, path: str, detail: str,
+                 advice: str = "choose a path you can write to (or fix its permissions)") -> None:
         self.path = path
         self.detail = detail
-        super().__init__(
-            f"cannot open the store at {path}: {_one_line(detail)}; "
-            "choose a path you can write to (or fix its permissions)"
-        )
+        super().__init__(f"cannot open the store at {path}: {_one_line(detail)}; {advice}")
 
 
 class StoreFormatError(StoreOpenError):
@@ -55,6 +53,24 @@ class StoreFormatError(StoreOpenError):
         self.path = path
         self.detail = detail
         PersistenceError.__init__(self, f"cannot use the store at {path}: {_one_line(detail)}")
+
+
+class StoreReadOnlyError(StoreOpenError):
+    """The store, or a thread's files, can be read but not written (permissions, a read-only
+    file system); nothing was written.
+
+    Reading it still works: :func:`open_store` with ``read_only=True`` opens such a store.
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        PersistenceError.__init__(
+            self,
+            f"the store at {path} is read-only ({_one_line(detail)}): it can be read (threads, "
+            "history, state, audit, render) but not written; make it writable, or copy it to a "
+            "folder you can write to",
+        )
 
 
 class InvalidThreadIdError(PersistenceError, UsageError):

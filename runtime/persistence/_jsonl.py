@@ -9,7 +9,9 @@ thread id, percent-escaped where needed. The single-writer lock is an ``fcntl.fl
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import fcntl
 import os
 import urllib.parse
@@ -23,6 +25,7 @@ from ._errors import (
     LogWriteError,
     SeqOutOfRangeError,
     StoreFormatError,
+    StoreReadOnlyError,
     ThreadExistsError,
     ThreadLockedError,
     ThreadNotFoundError,
@@ -137,10 +140,17 @@ class JsonlBackend:
         path = self._dir(thread_id)
         if not create and not (path / META).exists():
             raise ThreadNotFoundError(thread_id)
-        if create and not path.exists():
-            path.mkdir(exist_ok=True)
-            self._sync_dir(self._root)
-        lock_fd = _lock(path / LOCK, thread_id, owner)
+        made = False
+        try:
+            if create and not path.exists():
+                path.mkdir()
+                made = True
+                self._sync_dir(self._root)
+            lock_fd = _lock(path / LOCK, thread_id, owner)
+        except OSError as exc:
+            if made:
+                _remove_new_thread(path)
+            raise _refused(path, thread_id, exc) from None
         try:
             if not (path / META).exists():
                 if not create:
@@ -149,6 +159,11 @@ class JsonlBackend:
                 self._start_thread(path, ThreadInfo(thread_id, 0, now, now), [], None)
             _, version = read_meta(path, thread_id)
             return _JsonlWriter(path, thread_id, lock_fd, self._fsync, version)
+        except OSError as exc:
+            if made:  # (under the lock: no other writer started the thread meanwhile)
+                _remove_new_thread(path)
+            os.close(lock_fd)
+            raise _refused(path, thread_id, exc) from None
         except BaseException:
             os.close(lock_fd)
             raise
@@ -195,9 +210,15 @@ class JsonlBackend:
             path = self._dir(new_thread)
             if (path / META).exists():
                 raise ThreadExistsError(new_thread)
-            path.mkdir(exist_ok=True)
-            self._sync_dir(self._root)
-            lock_fd = _lock(path / LOCK, new_thread, f"fork of {src_thread!r}")
+            made = not path.exists()
+            try:
+                path.mkdir(exist_ok=True)
+                self._sync_dir(self._root)
+                lock_fd = _lock(path / LOCK, new_thread, f"fork of {src_thread!r}")
+            except OSError as exc:
+                if made:
+                    _remove_new_thread(path)
+                raise _refused(path, new_thread, exc) from None
             try:
                 if (path / META).exists():
                     raise ThreadExistsError(new_thread)
@@ -210,6 +231,10 @@ class JsonlBackend:
                     _copy(source, at_seq, new_thread, copied),
                     rehome_snapshot(snapshot, new_thread) if snapshot else None,
                 )
+            except OSError as exc:
+                if made:
+                    _remove_new_thread(path)
+                raise _refused(path, new_thread, exc) from None
             finally:
                 os.close(lock_fd)
         finally:
@@ -245,6 +270,26 @@ def _copy(
         ]
         last_chunk[:] = chunk
         yield chunk
+
+
+def _refused(path: Path, thread_id: str, exc: OSError) -> StoreReadOnlyError | LogWriteError:
+    """What an ``OSError`` met while opening or making a thread means: a thread (or store)
+    that may only be read, or a write that failed (a full disk...)."""
+    where = f": {exc.filename}" if exc.filename else ""
+    detail = f"{exc.strerror or exc}{where}"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return StoreReadOnlyError(str(path), detail)
+    return LogWriteError(thread_id, detail)
+
+
+def _remove_new_thread(path: Path) -> None:
+    """Remove what an unfinished start of a new thread left in ``path`` (no ``meta.json``:
+    no thread yet), and ``path`` itself."""
+    for name in (f"{META}.tmp", RECORDS, SNAPSHOTS, LOCK):
+        with contextlib.suppress(OSError):
+            (path / name).unlink()
+    with contextlib.suppress(OSError):
+        path.rmdir()
 
 
 def _lock(path: Path, thread_id: str, owner: str) -> int:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import secrets
+import shutil
 import sqlite3
 import threading
 import time
@@ -30,6 +32,7 @@ from ._errors import (
     LogWriteError,
     SeqOutOfRangeError,
     StoreClosedError,
+    StoreReadOnlyError,
     ThreadExistsError,
     ThreadLockedError,
     ThreadNotFoundError,
@@ -78,6 +81,29 @@ def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def refused_to_write(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed because it may not write the file, or make its ``-wal``/``-shm``
+    files in the folder (permissions, a read-only file system)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM"))
+
+
+NO_SPACE = "no space left on the device that holds it"
+"""Said of a failed write on a full disk (SQLite says ``disk I/O error`` as often as
+``database or disk is full``)."""
+
+
+def disk_full(folder: str | os.PathLike[str]) -> bool:
+    """Whether the file system holding ``folder`` has no room left for another page."""
+    try:
+        return shutil.disk_usage(folder).free < _PAGE
+    except OSError:
+        return False
+
+
+_PAGE = 64 * 1024
 
 
 def _decode(thread_id: str, row: tuple[object, ...]) -> StoredRecord:
@@ -183,7 +209,22 @@ class SqliteBackend:
         with self._using() as conn:
             return _exists(conn, thread_id)
 
+    def _refused(self, thread_id: str, exc: sqlite3.Error) -> StoreReadOnlyError | LogWriteError:
+        """What a failed write to ``thread_id`` means: a store that may only be read, or a
+        write that failed (a full disk...)."""
+        if refused_to_write(exc):
+            return StoreReadOnlyError(self._path, f"sqlite: {exc}")
+        if disk_full(os.path.dirname(self._path)):
+            return LogWriteError(thread_id, f"sqlite: {exc}; {NO_SPACE}")
+        return LogWriteError(thread_id, f"sqlite: {exc}")
+
     def open_writer(self, thread_id: str, create: bool, owner: str) -> _SqliteWriter:
+        try:
+            return self._open_writer(thread_id, create, owner)
+        except sqlite3.Error as exc:
+            raise self._refused(thread_id, exc) from None
+
+    def _open_writer(self, thread_id: str, create: bool, owner: str) -> _SqliteWriter:
         me = current_holder(owner)
         token = secrets.token_hex(16)
         now = time.time()
@@ -221,6 +262,12 @@ class SqliteBackend:
         return _SqliteReader(self, thread_id)
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        try:
+            return self._fork(src_thread, at_seq, new_thread)
+        except sqlite3.Error as exc:
+            raise self._refused(new_thread, exc) from None
+
+    def _fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         now = dt.datetime.now(dt.timezone.utc)
         with self._using() as conn:  # (the rows to copy are committed: they will not change)
             stamped = (self._format_version >= STORE_FORMAT_VERSION and conn.execute(

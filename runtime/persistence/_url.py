@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
 import trio
 
-from ._errors import StoreFormatError, StoreOpenError, StoreUrlError
+from ._errors import StoreFormatError, StoreOpenError, StoreReadOnlyError, StoreUrlError
 from ._frontend import BackendStore
 from ._fsync import FsyncLevel, resolve_fsync
 from ._interface import EventStore
 from ._jsonl import JsonlBackend
 from ._memory import MemoryBackend
-from ._sqlite import SqliteBackend, connect
-from ._sqlite_schema import ensure_schema
+from ._sqlite import NO_SPACE, SqliteBackend, connect, disk_full, refused_to_write
+from ._sqlite_schema import READABLE_FORMAT_VERSIONS, ensure_schema
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
 """The environment variable that overrides :func:`default_store_url`."""
@@ -39,7 +40,7 @@ def default_store_url(environ: Mapping[str, str] | None = None) -> str:
     return f"sqlite:{Path.cwd() / DEFAULT_STORE_PATH}"
 
 
-async def open_store(url: str, *, fsync: FsyncLevel | None = None) -> EventStore:
+async def open_store(url: str, *, fsync: FsyncLevel | None = None, read_only: bool = False) -> EventStore:
     """Open (creating if needed) the store at ``url``.
 
     Use it as ``async with await open_store(url) as store:``, or close it with ``aclose()``.
@@ -51,10 +52,14 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None) -> EventStore
             missing parent directories are created.
         fsync: how durable an append is when it returns (see :class:`FsyncLevel`); by
             default ``$LIVECONTEXT_FSYNC``, else ``FULL``.
+        read_only: open an existing store to read it: nothing is created, and a store that
+            cannot be written (its permissions, a read-only file system) opens all the same;
+            writing to such a store raises :class:`StoreReadOnlyError`.
 
     Raises:
         StoreUrlError: the scheme is unknown, or a path is missing or given to ``memory:``.
-        StoreOpenError: the path cannot be created or written; nothing was written.
+        StoreOpenError: the path cannot be created or written (:class:`StoreReadOnlyError`:
+            it can only be read), or, with ``read_only``, cannot be read; nothing was written.
         StoreFormatError: the path holds something that is not a store this build reads.
         FsyncLevelError: ``$LIVECONTEXT_FSYNC`` names no level.
     """
@@ -77,9 +82,10 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None) -> EventStore
         raise StoreUrlError(f"{scheme}: needs a path")
     path = Path(rest).expanduser().absolute()
     if scheme == "sqlite":
-        sqlite_backend = await trio.to_thread.run_sync(_open_sqlite, path, level)
+        opener = _open_sqlite_to_read if read_only else _open_sqlite
+        sqlite_backend = await trio.to_thread.run_sync(opener, path, level)
         return BackendStore(sqlite_backend, f"sqlite:{path}")
-    jsonl_backend = await trio.to_thread.run_sync(_open_jsonl, path, level)
+    jsonl_backend = await trio.to_thread.run_sync(_open_jsonl, path, level, read_only)
     return BackendStore(jsonl_backend, f"jsonl:{path}")
 
 
@@ -128,6 +134,10 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
                 leftover.unlink(missing_ok=True)
         _remove_dirs(created)
         if isinstance(exc, sqlite3.OperationalError):
+            if refused_to_write(exc):
+                raise StoreReadOnlyError(str(path), f"sqlite: {exc}") from None
+            if disk_full(path.parent):
+                raise StoreOpenError(str(path), f"sqlite: {exc}; {NO_SPACE}", "free disk space and run again") from None
             raise StoreOpenError(str(path), f"sqlite: {exc}") from None
         if isinstance(exc, sqlite3.DatabaseError):
             raise StoreFormatError(
@@ -137,7 +147,58 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
     return SqliteBackend(conn, str(path), version)
 
 
-def _open_jsonl(path: Path, level: FsyncLevel) -> JsonlBackend:
+def _open_sqlite_to_read(path: Path, level: FsyncLevel) -> SqliteBackend:
+    """Open an existing SQLite store to read it, though it may not be writable.
+
+    As a writer would first (a writable store is left as a writer leaves it: no ``-wal`` or
+    ``-shm`` behind); if SQLite cannot write there (permissions, a full disk), read-only
+    (``mode=ro``: SQLite still needs the ``-shm`` file of a store in WAL mode, which it cannot
+    make in a read-only folder or on a full disk); then, if the store's ``-wal`` holds nothing,
+    as an unchanging file (``immutable=1``, which reads no ``-wal`` and needs no ``-shm``).
+    """
+    if not path.is_file():
+        raise StoreOpenError(str(path), "no such file" if not path.exists() else "it is not a file")
+    try:
+        return _checked_to_read(connect(str(path), level), path)
+    except sqlite3.OperationalError:
+        pass  # (it may not be written, or there is no room to write its -wal and -shm)
+    uri = f"file:{urllib.parse.quote(str(path))}"
+    try:
+        return _checked_to_read(sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
+                                                check_same_thread=False, timeout=30.0), path)
+    except sqlite3.OperationalError as exc:
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise StoreOpenError(
+                str(path), f"sqlite: {exc}; its write-ahead log {wal.name} holds changes that SQLite reads "
+                f"only with a {path.name}-shm file, which it cannot make in {path.parent}",
+                "make the folder writable (or free disk space), or copy the store's files elsewhere") from None
+    return _checked_to_read(sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None,
+                                            check_same_thread=False), path)
+
+
+def _checked_to_read(conn: sqlite3.Connection, path: Path) -> SqliteBackend:
+    """A backend over ``conn`` if it holds a store this build reads (``conn`` is closed if not)."""
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in READABLE_FORMAT_VERSIONS:
+            ensure_schema(conn, str(path))  # (says what is wrong; creates nothing in a non-empty file)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise
+        raise StoreFormatError(str(path), f"it is not a livecontext store (sqlite: {exc})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return SqliteBackend(conn, str(path), int(version))
+
+
+def _open_jsonl(path: Path, level: FsyncLevel, read_only: bool = False) -> JsonlBackend:
+    if read_only:  # (a store that cannot be written can still be read)
+        if not path.is_dir():
+            raise StoreOpenError(str(path), "no such directory" if not path.exists() else "it is not a directory")
+        return JsonlBackend(path, level)
     try:
         created = _make_dirs(path)
     except OSError as exc:
@@ -146,5 +207,5 @@ def _open_jsonl(path: Path, level: FsyncLevel) -> JsonlBackend:
         raise StoreOpenError(str(path), "it is not a directory")
     if not os.access(path, os.W_OK | os.X_OK):
         _remove_dirs(created)
-        raise StoreOpenError(str(path), "the directory is not writable")
+        raise StoreReadOnlyError(str(path), "the directory is not writable")
     return JsonlBackend(path, level)
