@@ -17,6 +17,8 @@ from attrs import frozen
 from livecontext.protocol import (
     AgentStatus,
     AppEffects,
+    Cancel,
+    EntryAppended,
     EngineState,
     Entries,
     GetAppEffects,
@@ -25,6 +27,7 @@ from livecontext.protocol import (
     Idle,
     Message,
     HistoryUsage,
+    ModelInputEntry,
     NotificationPosted,
     ProtocolConverter,
     ProvideInput,
@@ -159,6 +162,41 @@ async def open_session(
                         "is not fed (it was probably fed before); run again to give new input")
                 names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
                 yield Session(rt, agent, store, log, converter, state, held, names)
+
+
+@frozen
+class Stopped:
+    """Where a thread stands after :func:`stop_interrupted`."""
+
+    state: EngineState
+    unrecorded: tuple[str, ...]
+    """The inputs given that the thread did not record (still queued when it stopped)."""
+
+
+STOP_GRACE_S = 2.0
+"""How long :func:`stop_interrupted` waits for the step in flight to end."""
+
+
+async def stop_interrupted(session: Session, given: Sequence[str], since_seq: int) -> Stopped:
+    """Stop a thread whose run was interrupted: cancel the step in flight (the engine records
+    that it paused), then say where the thread stands and which of ``given`` (inputs fed
+    after log record ``since_seq``, in order) it did not record.
+
+    An input is recorded once the engine takes it (never half: it is taken and recorded
+    under a shield); those still queued when the engine stopped are lost with the session.
+    """
+    client = session.rt.client(f"stop-{session.agent.thread_id}")
+    with trio.move_on_after(STOP_GRACE_S):  # (closing the session cancels whatever is left)
+        await client.ask(session.agent.engine, Cancel(), timeout=None)
+    tail = await client.ask(session.agent.history, GetTail())
+    assert isinstance(tail, Tail)
+    recorded = 0
+    for record in await session.log.read(since_seq + 1):
+        if record.kind == "EntryAppended":
+            message = session.converter.load_message(json.loads(record.payload))
+            recorded += isinstance(message, EntryAppended) and isinstance(message.entry, ModelInputEntry)
+    fed = [text for text in given if text.strip()]  # (blank input is never recorded)
+    return Stopped(tail.state, tuple(fed[recorded:]))
 
 
 class StoreMissingError(UsageError):

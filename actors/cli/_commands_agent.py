@@ -20,11 +20,13 @@ from livecontext.runtime import UsageError
 from livecontext.protocol import ThreadConfigured
 
 from .._agent import AgentSettings, check_thread_id
-from .._session import open_events_file, open_session, recorded_config, run_until_idle
+from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
 from ..blueprint import BUILTIN_APPS, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
+from ._chat import chat as run_chat
 from ._demo import run_demo
+from ._interrupt import interrupting, resume_command, say_interrupted
 from ._main import folder_note, main, print_json, run_async, store_option
 from ._system_run import run_system
 from ._transcript import ChatView, Transcript
@@ -109,6 +111,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     console = Console(stderr=as_json)
     model_given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
     made_folder = folder_note(store_url)
+    resume = resume_command("run", thread_id, store_url)
+    interrupt = interrupting(thread_id, store_url, resume)
 
     async def go() -> None:
         nonlocal model_spec
@@ -125,6 +129,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if recorded is not None:  # a thread resumes as it was, unless told otherwise
             model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
                                                    apps, notes)
+        stopped: Stopped | None = None
         try:
             async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
                     open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
@@ -132,12 +137,20 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                                  recap_model=side.recap, analyzer_models=side.analyzers) as session:
                 for note in notes:  # (once the thread is ours: a busy thread says only that)
                     click.echo(f"livecontext: note: {note}", err=True)
-                idle = await run_until_idle(session, max_steps,
-                                            None if as_json else Transcript(console, thread_id), events_file)
-                summary = await session.summary()
+                since = await session.log.last_seq()  # (what is fed is taken by the run below)
+                with interrupt.region():
+                    idle = await run_until_idle(session, max_steps,
+                                                None if as_json else Transcript(console, thread_id), events_file)
+                if interrupt.caught:
+                    fed = () if session.held_inputs else (*pins, *inputs)
+                    stopped = await stop_interrupted(session, fed, since)
+                else:
+                    summary = await session.summary()
         finally:
             if events_file is not None:
                 events_file.close()
+        if stopped is not None:
+            say_interrupted(thread_id, stopped, resume)
         if as_json:
             print_json(summary)
         else:
@@ -147,7 +160,16 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             click.echo(f"livecontext: error: {idle.reason}", err=True)
             sys.exit(1)
 
-    run_async(go)
+    run_async(go, interrupt)
+
+
+def _thread_id(thread_id: str) -> str:
+    """``thread_id`` if it is valid, else one error line and exit 1."""
+    try:
+        return check_thread_id(thread_id)
+    except UsageError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
+        sys.exit(1)
 
 
 def _no_system_name(as_system: str | None, what: str) -> None:
@@ -192,7 +214,7 @@ def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: 
 @click.option("--thread", "thread_id", default=None, help="Thread id (default: demo-<time>).")
 def demo(store_url: str, thread_id: str | None) -> None:
     """Run the offline demo: a scripted agent, its notebook, an analyzer's notification."""
-    tid = check_thread_id(thread_id or dt.datetime.now().strftime("demo-%Y%m%d-%H%M%S"))
+    tid = _thread_id(thread_id or dt.datetime.now().strftime("demo-%Y%m%d-%H%M%S"))
     made_folder = folder_note(store_url)
 
     async def go() -> None:
@@ -218,49 +240,25 @@ def demo(store_url: str, thread_id: str | None) -> None:
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
               help="Do not offer the model the control tools task_complete and wait_user_response.")
-def chat(model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
+@click.pass_context
+def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
          system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool) -> None:
-    """Chat with an agent in the terminal (a real model with --model openai:MODEL)."""
-    settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
+    """Chat with an agent in the terminal (a real model with --model openai:MODEL).
+
+    Each line is answered before the next is read. A thread resumes with the model it ran
+    with, unless --model says otherwise.
+    """
+    settings = AgentSettings(thread_id=_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
                              pin_task=not no_pin_task, lifecycle=not no_lifecycle)
-    console = Console()
+    made_folder = folder_note(store_url)
+    resume = resume_command("chat", thread_id, store_url)
+    interrupt = interrupting(thread_id, store_url, resume)
 
-    async def go() -> None:
-        async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
-            client = session.rt.client("console")
-            view = ChatView(console, Transcript(console, thread_id, show_transitions=False))
-            console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D ends[/dim]")
-            async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
-                async with trio.open_nursery() as nursery:
-                    async def show() -> None:
-                        async for env in events:
-                            view(env.payload)
-                    nursery.start_soon(show)
-                    await client.ask(session.agent.engine, Resume())
-                    while True:
-                        line = await trio.to_thread.run_sync(_read_line, abandon_on_cancel=True)
-                        if line is None or not line.strip():
-                            break
-                        await client.tell(session.agent.input, ProvideInput(line))
-                    # answer what was typed before leaving: piped input arrives all at once
-                    await client.ask(session.agent.engine, RunUntilIdle(), timeout=None)
-                    nursery.cancel_scope.cancel()
-                while True:  # every event was published before the reply: show the rest
-                    try:
-                        view(events.receive_nowait().payload)
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-            view.end_line()
+    def opened() -> None:
+        if made_folder:
+            click.echo(f"livecontext: note: {made_folder}", err=True)
 
-    run_async(go)
-
-
-def _read_line() -> str | None:
-    try:
-        # piped input needs no prompt, and a prompt printed from this thread would cut into
-        # the answer streaming on the other
-        return input("> " if sys.stdin.isatty() else "")
-    except EOFError:
-        return None
-
-
+    given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
+    code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
+                                      interrupt=interrupt, resume=resume, on_open=opened), interrupt)
+    sys.exit(code)

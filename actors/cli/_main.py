@@ -7,10 +7,11 @@ import logging
 import os
 import gc
 import json
+import sqlite3
 import sys
 from pathlib import Path
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 import click
 import trio
@@ -18,39 +19,75 @@ import trio
 from livecontext.protocol import ProtocolError
 from livecontext.runtime import LivecontextError
 
+from ._interrupt import Interrupt, Interrupted
+
 T = TypeVar("T")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"livecontext: error: {message}", err=True)
     sys.exit(code)
 
 
-def run_async(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run ``fn`` under trio; turn our errors into one line on stderr and a non-zero exit."""
+def run_async(fn: Callable[[], Awaitable[T]], interrupt: Interrupt | None = None) -> T:
+    """Run ``fn`` under trio, Ctrl-C taken by ``interrupt`` (see :class:`Interrupt`); turn our
+    errors, and the file system's, into one line on stderr and a non-zero exit (130 for
+    Ctrl-C).
+
+    Errors come out of trio inside exception groups (a nursery wraps even one): each is
+    looked for inside them.
+    """
     try:
-        return trio.run(fn)
-    except (LivecontextError, ProtocolError) as exc:
-        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    except BaseExceptionGroup as group:
-        inner = _first_ours(group)
-        if inner is None:
-            raise
-        _fail(str(inner).splitlines()[0])
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
-    raise AssertionError("unreachable")
+        return trio.run((interrupt or Interrupt()).guard, fn)
+    except BaseException as exc:  # noqa: BLE001  (what is not ours is raised again)
+        leaves = list(_leaves(exc))
+        for kinds, report in _REPORTS:
+            for leaf in leaves:
+                if isinstance(leaf, kinds):
+                    report(leaf)
+        raise
 
 
-def _first_ours(group: BaseExceptionGroup) -> BaseException | None:
-    for exc in group.exceptions:
-        if isinstance(exc, (LivecontextError, ProtocolError)):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _first_ours(exc)
-            if found is not None:
-                return found
-    return None
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _exit(leaf: BaseException) -> NoReturn:
+    assert isinstance(leaf, SystemExit)
+    raise leaf
+
+
+def _interrupted(leaf: BaseException) -> NoReturn:
+    click.echo("livecontext: interrupted", err=True)
+    sys.exit(130)
+
+
+def _ours(leaf: BaseException) -> NoReturn:
+    _fail(str(leaf).splitlines()[0] if str(leaf) else type(leaf).__name__)
+
+
+def _os_error(leaf: BaseException) -> NoReturn:
+    assert isinstance(leaf, OSError)
+    where = f": {leaf.filename}" if leaf.filename else ""
+    _fail(f"{leaf.strerror or leaf}{where}; check that path and its permissions (and the free disk space)")
+
+
+def _sqlite_error(leaf: BaseException) -> NoReturn:
+    _fail(f"sqlite: {leaf}; check the store's file, its folder's permissions and the free disk space")
+
+
+_REPORTS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[[BaseException], NoReturn]], ...] = (
+    (SystemExit, _exit),  # (a command's own exit, first)
+    ((KeyboardInterrupt, Interrupted), _interrupted),
+    ((LivecontextError, ProtocolError), _ours),
+    (OSError, _os_error),  # the file system said no where nothing of ours could say it better
+    (sqlite3.Error, _sqlite_error),
+)
+"""What each kind of error found in a failed command becomes, in order of precedence."""
 
 
 def tune_gc() -> None:

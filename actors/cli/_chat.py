@@ -1,0 +1,181 @@
+"""``livecontext chat``: one turn at a time on a terminal, or on lines piped in.
+
+Each line is answered before the next is read, so the ``> `` prompt comes after the answer.
+On a terminal, what is typed while an answer streams is not echoed into it: it waits for
+the next prompt, where the line editor shows it. A resumed thread shows its last exchanges.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+import trio
+from rich.console import Console
+from rich.markup import escape
+
+from livecontext.protocol import EngineState, Entries, Idle, ProvideInput, ReadEntries, RunUntilIdle
+
+from .._agent import AgentSettings
+from .._format import entry_json
+from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
+from .._text import InvalidTextError, check_text
+from ._interrupt import Interrupt, say_interrupted
+from ._transcript import ChatView, Transcript
+
+SHOWN_ENTRIES = 6
+"""How many of a resumed thread's last inputs and answers are shown."""
+_SHOWN_CHARS = 100
+
+
+class Terminal:
+    """Where the chat reads its lines: a terminal (a ``> `` prompt, line editing; no echo
+    while an answer streams) or a pipe (no prompt). Bytes that are not UTF-8 are read as they
+    are (``surrogateescape``) so that they can be reported rather than fail the read.
+
+    :meth:`restore` puts the terminal back as it was (a line editor cut short by Ctrl-C may
+    leave it without echo).
+    """
+
+    def __init__(self) -> None:
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            sys.stdin.reconfigure(errors="surrogateescape")
+        self.tty = sys.stdin.isatty()
+        self._saved: list[Any] | None = None
+        if self.tty:
+            import readline  # noqa: F401  (input() edits lines, and shows what was typed ahead)
+            import termios
+
+            self._saved = termios.tcgetattr(sys.stdin.fileno())
+
+    def read_line(self) -> str | None:
+        """The next line (``None`` at the end of the input); blocks: run it in a thread."""
+        try:
+            return input("> " if self.tty else "")
+        except EOFError:
+            return None
+
+    def echo(self, on: bool) -> None:
+        """Echo what is typed (on a terminal)."""
+        if self._saved is None:
+            return
+        import termios
+
+        attrs = termios.tcgetattr(sys.stdin.fileno())
+        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
+
+    def restore(self) -> None:
+        """Put the terminal back as it was when the chat began."""
+        if self._saved is not None:
+            import termios
+
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, self._saved)
+
+
+async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, *, base_url: str | None,
+               api_key: str | None, interrupt: Interrupt, resume: str | None,
+               on_open: Callable[[], None]) -> int:
+    """Chat on the thread of ``settings`` until the input ends; return the exit code (1 if a
+    turn failed or a line could not be sent). Ctrl-C stops the thread and exits 130.
+
+    ``model_spec`` ``None``: the model the thread last ran with (``echo`` for a new thread).
+    """
+    console = Console()
+    terminal = Terminal()
+    thread_id = settings.thread_id
+    if model_spec is None:  # a thread resumes with its own model
+        recorded = await recorded_config(store_url, thread_id)
+        model_spec = recorded.model if recorded is not None and recorded.model else "echo"
+    stopped: Stopped | None = None
+    failures = 0
+    try:
+        async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
+            on_open()
+            console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D "
+                          "ends[/dim]")
+            await _show_so_far(session, console)
+            view = ChatView(console, Transcript(console, thread_id, show_transitions=False))
+            client = session.rt.client("console")
+            since = await session.log.last_seq()
+            sent: list[str] = []
+            async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
+                async def turn() -> None:
+                    """Run until the engine waits for input again, showing its events."""
+                    nonlocal failures
+                    replies: list[Idle] = []
+                    terminal.echo(False)
+                    try:
+                        with interrupt.region():
+                            # the events are shown by this task alone, so that none is shown after
+                            # the answer's end (a second reader could hold one it has not shown)
+                            async with trio.open_nursery() as nursery:
+                                async def ask() -> None:
+                                    idle = await client.ask(session.agent.engine, RunUntilIdle(), timeout=None)
+                                    assert isinstance(idle, Idle)
+                                    replies.append(idle)
+                                    nursery.cancel_scope.cancel()
+                                nursery.start_soon(ask)
+                                async for env in events:
+                                    view(env.payload)
+                    finally:
+                        terminal.echo(True)
+                    while True:  # every event was published before the reply: show the rest now
+                        try:
+                            view(events.receive_nowait().payload)
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    view.end_line()
+                    if replies and replies[0].reason.startswith("failed"):
+                        failures += 1
+                        click.echo(f"livecontext: error: {replies[0].reason}", err=True)
+
+                if session.resumed_state is not EngineState.WAITING_INPUT:
+                    console.print(f"[dim]thread {thread_id} was stopped in the middle of a step "
+                                  f"({session.resumed_state.value}): finishing it first[/dim]")
+                    await turn()
+                while not interrupt.caught:
+                    with interrupt.region():
+                        line = await trio.to_thread.run_sync(terminal.read_line, abandon_on_cancel=True)
+                    if interrupt.caught and terminal.tty:
+                        console.print()  # (after what was typed at the prompt)
+                    if interrupt.caught or line is None or not line.strip():
+                        break
+                    try:
+                        check_text(line, "input")
+                    except InvalidTextError as exc:
+                        failures += 1
+                        click.echo(f"livecontext: error: {exc}", err=True)
+                        continue
+                    since, sent = await session.log.last_seq(), [line]
+                    await client.ask(session.agent.input, ProvideInput(line))
+                    await turn()
+            if interrupt.caught:
+                stopped = await stop_interrupted(session, sent, since)
+    finally:
+        terminal.restore()
+    if stopped is not None:
+        say_interrupted(thread_id, stopped, resume)
+    return 1 if failures else 0
+
+
+async def _show_so_far(session: Session, console: Console) -> None:
+    """A resumed thread's last inputs and answers, a line each."""
+    entries = await session.rt.client("so-far").ask(session.agent.history, ReadEntries())
+    assert isinstance(entries, Entries)
+    said = [entry_json(e) for e in entries.entries]
+    said = [e for e in said if e["kind"] in ("model_input", "model_output") and e["levels"]["live"].strip()]
+    if not said:
+        return
+    earlier = len(said) - SHOWN_ENTRIES
+    console.print(f"[dim]the conversation so far{f' ({earlier} earlier lines not shown)' if earlier > 0 else ''}:"
+                  "[/dim]")
+    for e in said[-SHOWN_ENTRIES:]:
+        who = "you" if e["kind"] == "model_input" else "model"
+        text = " ".join(e["levels"]["live"].split())
+        if len(text) > _SHOWN_CHARS:
+            text = text[: _SHOWN_CHARS - 1] + "…"
+        console.print(f"[dim]{who}:[/dim] {escape(text)}", highlight=False)

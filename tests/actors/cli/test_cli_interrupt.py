@@ -1,0 +1,109 @@
+"""Ctrl-C in ``run`` and ``chat`` (issue 16, finding 1): the command stops within its deadline,
+says in one line where the thread is and how to resume it, exits 130, and leaves a log that
+resumes; an input it had accepted is either recorded or said not to be.
+
+Real processes, a real SIGINT.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.durability._support import LIVECONTEXT, cli_env, json_lines
+
+SLOW = {"text": "thinking slowly", "delay_s": 60}
+DEADLINE_S = 5.0
+
+
+def _start(*args: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([*LIVECONTEXT, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**cli_env(), "COLUMNS": "200"})
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    """Wait until ``path`` holds ``text`` (the process got that far)."""
+    end = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, f"{text!r} never came"
+        time.sleep(0.05)
+
+
+def _interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, str, str, float]:
+    """Ctrl-C; how the process ended, and how long it took."""
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out.decode(), err.decode(), time.monotonic() - start
+
+
+def _lc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LIVECONTEXT, *args], capture_output=True, text=True, env=cli_env(), timeout=60,
+                          check=False)
+
+
+def test_ctrl_c_in_run_stops_the_step_says_where_the_thread_is_and_it_resumes(tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [SLOW]}))
+    url = f"sqlite:{tmp_path / 'x.db'}"
+    events = tmp_path / "events.jsonl"
+    proc = _start("run", "--store", url, "--model", f"scripted:{script}", "--input", "first", "--input", "second",
+                  "--events", str(events))
+    _wait_for(events, "BeforeModelCall", proc)
+    code, _, err, took = _interrupt(proc)
+    assert code == 130
+    assert took < DEADLINE_S
+    assert err.splitlines() == [
+        "livecontext: note: the input 'second' was not recorded (the run stopped before taking it): give it again",
+        f"livecontext: interrupted; thread main is at PendingInput, `livecontext run --thread main --store {url}` "
+        "resumes it"]
+    state = json.loads(_lc("state", "--store", url, "--thread", "main").stdout)
+    assert (state["state"], state["status"]) == ("PendingInput", "paused")
+    assert json_lines(_lc("audit", "--store", url, "--thread", "main").stdout)[-1]["kind"] == "EnginePaused"
+    script.write_text(json.dumps({"turns": [{"text": "answered"}, {"text": "and the second"}]}))
+    resumed = _lc("run", "--store", url, "--thread", "main", "--json")  # as the line said
+    assert resumed.returncode == 0, resumed.stderr
+    assert [e["levels"]["live"] for e in json.loads(resumed.stdout)["entries"]] == ["first", "answered"]
+    again = _lc("run", "--store", url, "--thread", "main", "--input", "second", "--json")  # as the note said
+    texts = [e["levels"]["live"] for e in json.loads(again.stdout)["entries"]]
+    assert texts == ["first", "answered", "second", "and the second"]
+
+
+def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "quick"}, SLOW]}))
+    url = f"sqlite:{tmp_path / 'x.db'}"
+    proc = _start("chat", "--store", url, "--model", f"scripted:{script}", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(b"one\n")
+    proc.stdin.flush()
+    while '"quick"' not in _lc("history", "--store", url, "--thread", "chat").stdout:
+        assert proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(0.3)  # at the prompt: reading the next line
+    code, out, err, took = _interrupt(proc)
+    assert (code, took < DEADLINE_S) == (130, True), err
+    assert err.splitlines() == [
+        f"livecontext: interrupted; thread chat is at WaitingInput, `livecontext chat --thread chat --store {url}` "
+        "resumes it"]
+    assert "model: quick" in out
+
+    proc = _start("chat", "--store", url, "--model", f"scripted:{script}", stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(b"two\n")
+    proc.stdin.flush()
+    while '"two"' not in _lc("history", "--store", url, "--thread", "chat").stdout:  # taken: the model thinks
+        assert proc.poll() is None
+        time.sleep(0.1)
+    code, out, err, took = _interrupt(proc)
+    assert (code, took < DEADLINE_S) == (130, True), err
+    assert err.splitlines()[-1] == (
+        f"livecontext: interrupted; thread chat is at PendingInput, `livecontext chat --thread chat --store {url}` "
+        "resumes it")
+    assert "Traceback" not in err
+    history = json.loads(_lc("history", "--store", url, "--thread", "chat").stdout)
+    assert [e["levels"]["live"] for e in history["entries"]] == ["one", "quick", "two"]
