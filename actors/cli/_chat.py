@@ -17,7 +17,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import EngineState, Entries, Idle, ProvideInput, ReadEntries, RunUntilIdle
+from livecontext.protocol import EngineState, Entries, Envelope, Idle, ProvideInput, ReadEntries, RunUntilIdle
 
 from .._agent import AgentSettings
 from .._format import entry_json
@@ -91,75 +91,95 @@ async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, 
         recorded = await recorded_config(store_url, thread_id)
         model_spec = recorded.model if recorded is not None and recorded.model else "echo"
     stopped: Stopped | None = None
-    failures = 0
     try:
         async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
             on_open()
             console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D "
                           "ends[/dim]")
             await _show_so_far(session, console)
-            view = ChatView(console, Transcript(console, thread_id, show_transitions=False))
-            client = session.rt.client("console")
-            since = await session.log.last_seq()
-            sent: list[str] = []
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
-                async def turn() -> None:
-                    """Run until the engine waits for input again, showing its events."""
-                    nonlocal failures
-                    replies: list[Idle] = []
-                    terminal.echo(False)
-                    try:
-                        with interrupt.region():
-                            # the events are shown by this task alone, so that none is shown after
-                            # the answer's end (a second reader could hold one it has not shown)
-                            async with trio.open_nursery() as nursery:
-                                async def ask() -> None:
-                                    idle = await client.ask(session.agent.engine, RunUntilIdle(), timeout=None)
-                                    assert isinstance(idle, Idle)
-                                    replies.append(idle)
-                                    nursery.cancel_scope.cancel()
-                                nursery.start_soon(ask)
-                                async for env in events:
-                                    view(env.payload)
-                    finally:
-                        terminal.echo(True)
-                    while True:  # every event was published before the reply: show the rest now
-                        try:
-                            view(events.receive_nowait().payload)
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                    view.end_line()
-                    if replies and replies[0].reason.startswith("failed"):
-                        failures += 1
-                        click.echo(f"livecontext: error: {replies[0].reason}", err=True)
-
-                if session.resumed_state is not EngineState.WAITING_INPUT:
-                    console.print(f"[dim]thread {thread_id} was stopped in the middle of a step "
-                                  f"({session.resumed_state.value}): finishing it first[/dim]")
-                    await turn()
-                while not interrupt.caught:
-                    with interrupt.region():
-                        line = await trio.to_thread.run_sync(terminal.read_line, abandon_on_cancel=True)
-                    if interrupt.caught and terminal.tty:
-                        console.print()  # (after what was typed at the prompt)
-                    if interrupt.caught or line is None or not line.strip():
-                        break
-                    try:
-                        check_text(line, "input")
-                    except InvalidTextError as exc:
-                        failures += 1
-                        click.echo(f"livecontext: error: {exc}", err=True)
-                        continue
-                    since, sent = await session.log.last_seq(), [line]
-                    await client.ask(session.agent.input, ProvideInput(line))
-                    await turn()
+                conversation = _Conversation(session, events, console, terminal, interrupt)
+                await conversation.run()
             if interrupt.caught:
-                stopped = await stop_interrupted(session, sent, since)
+                stopped = await stop_interrupted(session, conversation.sent, conversation.since)
     finally:
         terminal.restore()
     if stopped is not None:
         say_interrupted(thread_id, stopped, resume)
-    return 1 if failures else 0
+    return 1 if conversation.failures else 0
+
+
+class _Conversation:
+    """Lines read and answered in turn, until the input ends or Ctrl-C."""
+
+    def __init__(self, session: Session, events: trio.MemoryReceiveChannel[Envelope], console: Console,
+                 terminal: Terminal, interrupt: Interrupt) -> None:
+        self.session = session
+        self.events = events
+        self.console = console
+        self.terminal = terminal
+        self.interrupt = interrupt
+        self.view = ChatView(console, Transcript(console, session.agent.thread_id, show_transitions=False))
+        self.client = session.rt.client("console")
+        self.failures = 0
+        """Turns that failed, and lines that could not be sent."""
+        self.sent: list[str] = []
+        """The last line sent (for :func:`stop_interrupted`)."""
+        self.since = 0
+        """The log's last seq before it was sent."""
+
+    async def run(self) -> None:
+        session = self.session
+        self.since = await session.log.last_seq()
+        if session.resumed_state is not EngineState.WAITING_INPUT:
+            self.console.print(f"[dim]thread {session.agent.thread_id} was stopped in the middle of a step "
+                               f"({session.resumed_state.value}): finishing it first[/dim]")
+            await self._turn()
+        while not self.interrupt.caught:
+            with self.interrupt.region():
+                line = await trio.to_thread.run_sync(self.terminal.read_line, abandon_on_cancel=True)
+            if self.interrupt.caught and self.terminal.tty:
+                self.console.print()  # (after what was typed at the prompt)
+            if self.interrupt.caught or line is None or not line.strip():
+                return
+            try:
+                check_text(line, "input")
+            except InvalidTextError as exc:
+                self.failures += 1
+                click.echo(f"livecontext: error: {exc}", err=True)
+                continue
+            self.since, self.sent = await session.log.last_seq(), [line]
+            await self.client.ask(session.agent.input, ProvideInput(line))
+            await self._turn()
+
+    async def _turn(self) -> None:
+        """Run until the engine waits for input again, showing its events as they come."""
+        replies: list[Idle] = []
+        self.terminal.echo(False)
+        try:
+            with self.interrupt.region():
+                # the events are shown by this task alone, so that none is shown after the
+                # answer's end (a second reader could hold one it has not shown yet)
+                async with trio.open_nursery() as nursery:
+                    async def ask() -> None:
+                        idle = await self.client.ask(self.session.agent.engine, RunUntilIdle(), timeout=None)
+                        assert isinstance(idle, Idle)
+                        replies.append(idle)
+                        nursery.cancel_scope.cancel()
+                    nursery.start_soon(ask)
+                    async for env in self.events:
+                        self.view(env.payload)
+        finally:
+            self.terminal.echo(True)
+        while True:  # every event was published before the reply: show the rest now
+            try:
+                self.view(self.events.receive_nowait().payload)
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        self.view.end_line()
+        if replies and replies[0].reason.startswith("failed"):
+            self.failures += 1
+            click.echo(f"livecontext: error: {replies[0].reason}", err=True)
 
 
 async def _show_so_far(session: Session, console: Console) -> None:
