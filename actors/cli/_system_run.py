@@ -18,7 +18,7 @@ from livecontext.runtime.persistence import default_store_url
 from .._system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
 from .._format import apps_json, entry_json, status_json
-from ._main import print_json, run_async
+from ._main import folder_note, print_json, run_async
 from ._transcript import Transcript
 
 ONE_AGENT_FLAGS = {
@@ -61,10 +61,13 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
     bp = bp.override(store=given.get("store_url"), inputs=inputs)
     store_url = bp.store or default_store_url()
     console = Console(stderr=as_json)
+    made_folder = folder_note(store_url)
 
     async def go() -> None:
         async with open_system(bp, store=store_url, base_url=base_url, api_key=api_key,
                                name=given.get("as_system")) as system:
+            if made_folder:
+                click.echo(f"livecontext: note: {made_folder}", err=True)
             async with _watching(system, None if as_json else console):
                 ran = await system.run_inputs()
             status = await system.status()
