@@ -42,8 +42,10 @@ class Interrupt:
     def __init__(self, deadline_s: float = DEADLINE_S) -> None:
         self.caught = False
         """Ctrl-C was pressed."""
-        self.hard_message = "interrupted; stopped at once"
+        self.hard_message = f"interrupted; did not stop within {deadline_s:g} s and was stopped at once"
         """What is said if the command does not stop in time (set by the command)."""
+        self.again_message = "interrupted again; stopped at once"
+        """What is said at a second Ctrl-C (set by the command)."""
         self._deadline_s = deadline_s
         self._regions: list[trio.CancelScope] = []
         self._whole = trio.CancelScope()
@@ -64,17 +66,17 @@ class Interrupt:
 
     def _interrupt(self) -> None:
         if self.caught:
-            self._force()
+            self._force(self.again_message)
         self.caught = True
         # a thread, not a task: it fires even if the event loop is stuck
-        self._timer = threading.Timer(self._deadline_s, self._force)
+        self._timer = threading.Timer(self._deadline_s, lambda: self._force(self.hard_message))
         self._timer.daemon = True
         self._timer.start()
         for scope in self._regions or [self._whole]:
             scope.cancel()
 
-    def _force(self) -> None:
-        sys.stderr.write(f"livecontext: {self.hard_message}\n")
+    def _force(self, message: str) -> None:
+        sys.stderr.write(f"livecontext: {message}\n")
         sys.stderr.flush()
         os._exit(130)
 
@@ -121,6 +123,7 @@ def interrupting(thread_id: str, store_url: str, resume: str | None) -> Interrup
     then = f"; `{resume}` resumes it" if resume else " (its memory: store is gone)"
     interrupt.hard_message = (f"interrupted; thread {thread_id} did not stop within {DEADLINE_S:g} s and was "
                               f"stopped at once (its log is whole){then}")
+    interrupt.again_message = f"interrupted again; thread {thread_id} was stopped at once (its log is whole){then}"
     return interrupt
 
 

@@ -48,6 +48,18 @@ def lc(*args: str | bytes, stdin: bytes = b"", cwd: Path | None = None) -> subpr
                                        done.stderr.decode(errors="replace"))
 
 
+def lc_all(*commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each of ``commands`` (the arguments of ``livecontext``) at once, in its own process."""
+    procs = [subprocess.Popen(_unprivileged([*LIVECONTEXT, *args]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**cli_env(), "COLUMNS": "200"}) for args in commands]
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace"),
+                                                err.decode(errors="replace")))
+    return done
+
+
 def setup(*args: str) -> None:
     """``livecontext ARGS`` in this process, with every power (making a store)."""
     result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None})
@@ -97,13 +109,17 @@ def test_a_read_only_store_is_read_but_not_written(backend: str, store: str, tmp
     root = tmp_path / "s"
     read_only(root)
     before = files(root)
-    history = json.loads(ok(lc("history", "--store", store, "--thread", "t")))
-    assert [e["levels"]["live"] for e in history["entries"]] == ["hello", "echo: hello"]
-    assert "WaitingInput" in ok(lc("threads", "--store", store))
-    assert json.loads(ok(lc("state", "--store", store, "--thread", "t")))["entries"] == 2
-    one_line_error(lc("run", "--store", store, "--thread", "t", "--input", "more"), "read-only", str(root))
-    one_line_error(lc("run", "--store", store, "--thread", "new", "--input", "more"), "read-only")
-    one_line_error(lc("fork", "--store", store, "--thread", "t", "--at", "2", "--new-thread", "u"), "read-only")
+    history, threads, state, run, run_new, fork = lc_all(
+        ("history", "--store", store, "--thread", "t"), ("threads", "--store", store),
+        ("state", "--store", store, "--thread", "t"), ("run", "--store", store, "--thread", "t", "--input", "more"),
+        ("run", "--store", store, "--thread", "new", "--input", "more"),
+        ("fork", "--store", store, "--thread", "t", "--at", "2", "--new-thread", "u"))
+    assert [e["levels"]["live"] for e in json.loads(ok(history))["entries"]] == ["hello", "echo: hello"]
+    assert "WaitingInput" in ok(threads)
+    assert json.loads(ok(state))["entries"] == 2
+    one_line_error(run, "read-only", str(root))
+    one_line_error(run_new, "read-only")
+    one_line_error(fork, "read-only")
     assert files(root) == before
 
 

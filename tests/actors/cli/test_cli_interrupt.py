@@ -107,3 +107,35 @@ def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) 
     assert "Traceback" not in err
     history = json.loads(_lc("history", "--store", url, "--thread", "chat").stdout)
     assert [e["levels"]["live"] for e in history["entries"]] == ["one", "quick", "two"]
+
+
+def test_a_step_that_will_not_stop_is_ended_at_the_deadline_or_at_a_second_ctrl_c(tmp_path: Path) -> None:
+    (tmp_path / "naptool.py").write_text(
+        "import time\n\ndef nap(seconds: int) -> str:\n    \"\"\"Sleep (a sync tool: not cancellable).\"\"\"\n"
+        "    time.sleep(seconds)\n    return 'rested'\n")
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "napping", "tool_calls": [
+        {"name": "nap", "arguments": {"seconds": 60}}]}]}))
+    for second_ctrl_c in (True, False):
+        url = f"sqlite:{tmp_path / f'{second_ctrl_c}.db'}"
+        events = tmp_path / f"{second_ctrl_c}.jsonl"
+        proc = subprocess.Popen([*LIVECONTEXT, "run", "--tool", "naptool:nap", "--model", f"scripted:{script}",
+                                 "--input", "go", "--store", url, "--events", str(events)], cwd=tmp_path,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=cli_env())
+        _wait_for(events, "BeforeToolExecute", proc)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        if second_ctrl_c:
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - start
+        assert proc.returncode == 130
+        assert took < (2.0 if second_ctrl_c else DEADLINE_S + 1.5), took
+        said = "interrupted again; thread main was stopped at once" if second_ctrl_c else (
+            "interrupted; thread main did not stop within 5 s and was stopped at once")
+        assert err.decode().splitlines() == [
+            f"livecontext: {said} (its log is whole); `livecontext run --thread main --store {url}` resumes it"]
+        state = json.loads(_lc("state", "--store", url, "--thread", "main").stdout)
+        assert state["state"] == "WaitingToolResults"  # the call is recorded; resuming runs it
