@@ -34,11 +34,20 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: flo
 
 
 def _interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, str, str, float]:
-    """Ctrl-C; how the process ended, and how long it took."""
+    """Ctrl-C; how the process ended, and how long it took.
+
+    Its input stays open until it has ended, as a terminal's does (an input that ends is a
+    chat's end: closing it with the Ctrl-C would race it)."""
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    return proc.returncode, out.decode(), err.decode(), time.monotonic() - start
+    code = proc.wait(timeout=30)
+    took = time.monotonic() - start
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    return code, out, err, took
 
 
 def _lc(*args: str) -> subprocess.CompletedProcess[str]:
@@ -89,7 +98,7 @@ def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) 
     assert (code, took < DEADLINE_S) == (130, True), err
     assert err.splitlines() == [
         f"livecontext: interrupted; thread chat is at WaitingInput, `livecontext chat --thread chat --store {url}` "
-        "resumes it"]
+        "resumes it"], (out, took)
     assert "model: quick" in out
 
     proc = _start("chat", "--store", url, "--model", f"scripted:{script}", stdin=subprocess.PIPE)
