@@ -104,8 +104,8 @@ async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, 
                 stopped = await stop_interrupted(session, conversation.sent, conversation.since)
     finally:
         terminal.restore()
-    if stopped is not None:
-        say_interrupted(thread_id, stopped, resume)
+    if stopped is not None:  # (at once: the line reader's thread may still wait for input)
+        say_interrupted(thread_id, stopped, resume, at_once=True)
     return 1 if conversation.failures else 0
 
 

@@ -127,12 +127,21 @@ def interrupting(thread_id: str, store_url: str, resume: str | None) -> Interrup
     return interrupt
 
 
-def say_interrupted(thread_id: str, stopped: Stopped, resume: str | None) -> NoReturn:
-    """Say where an interrupted thread stopped, and what it did not record; exit 130."""
+def say_interrupted(thread_id: str, stopped: Stopped, resume: str | None, *, at_once: bool = False) -> NoReturn:
+    """Say where an interrupted thread stopped, and what it did not record; exit 130.
+
+    ``at_once``: end the process without the interpreter's shutdown, which would wait for a
+    thread still blocked reading standard input (a read cannot be cancelled) and then fail on
+    the lock it holds. Everything of ours is closed by then.
+    """
     for text in stopped.unrecorded:
         shown = text if len(text) <= 60 else text[:59] + "…"
         sys.stderr.write(f"livecontext: note: the input {shown!r} was not recorded (the run stopped before "
                          "taking it): give it again\n")
     then = f", `{resume}` resumes it" if resume else " (its memory: store is gone with this process)"
     sys.stderr.write(f"livecontext: interrupted; thread {thread_id} is at {stopped.state.value}{then}\n")
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
     sys.exit(130)
