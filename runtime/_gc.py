@@ -22,9 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 GC_THRESHOLDS = (200_000, 20, 100)
-"""The thresholds (generation 0, 1, 2) set while a runtime is open. Generation 0 at 200,000
-rather than 50,000 halved the collector's time in the 1,000-agent run (0.11-0.15 s to
-0.06-0.08 s) and cut its CPU by 1-4% in paired runs (2026-11-24)."""
+"""The thresholds (generation 0, 1, 2) set while a runtime is open (why generation 0 is at
+200,000: benchmarks/README.md, "Garbage-collector thresholds")."""
 
 _lock = threading.Lock()
 _depth = 0

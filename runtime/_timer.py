@@ -1,12 +1,10 @@
 """One timer task for every sleeper in a runtime: :func:`sleep`, a cheaper ``trio.sleep``.
 
 Why: ``trio.sleep`` enters a cancel scope with a deadline, registers that deadline with the
-run loop and is woken by the scope's cancellation, which raises and catches ``Cancelled``:
-about 30 µs of CPU per sleep. The fleet benchmark's 1,000 agents sleep 8,000 times (the
-scripted model's 50 ms calls), ~0.28 s of CPU. Through the timer, 1,000 tasks x 8 sleeps of
-50 ms cost ~0.085 s of CPU instead of ~0.22 s: ~10 µs a sleep, half of it the switch out of
-the task and back that any sleep pays. In that benchmark one wake of the timer serves ~160
-sleepers on average: the agents' deadlines fall due together while the CPU is busy.
+run loop and is woken by the scope's cancellation, which raises and catches ``Cancelled``, for
+every sleep. A fleet of agents whose model calls are sleeps pays that thousands of times, and
+their deadlines fall due together while the CPU is busy, so one wake of a shared timer can
+serve many sleepers (the figures: benchmarks/README.md, "One timer for every sleeper").
 
 How: a sleeper pushes ``(deadline, seq, entry)`` on a heap and parks with
 ``wait_task_rescheduled``. One timer task (:meth:`Timer.run`, started by ``open_runtime``)
