@@ -52,7 +52,6 @@ from livecontext.protocol import (
     Tail,
     Windows,
 )
-from livecontext.runtime import UsageError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
@@ -62,8 +61,8 @@ from ._session import Session, open_session, recorded_config
 from ._text import check_text
 from ._thread_apps import make_recorded_app
 from .analyzers import AnalyzerSettings
-from .apps import App, FunctionTools, Notebook, make_app
-from .blueprint import Blueprint, load_blueprint, open_blueprint_models
+from .apps import App, FunctionTools, Notebook
+from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
 from .history import HistoryLimits
 from .recap import RecapSettings
 
@@ -345,30 +344,17 @@ async def open_agent(
         AppDefinitionError: an app path names no App class.
     """
     bp = _blueprint(blueprint)
-    settings = bp.settings if bp is not None else AgentSettings()
-    changes: dict[str, Any] = {}
-    if thread is not None:
-        changes["thread_id"] = check_thread_id(thread)
-    if system is not None:
-        changes["system_prompt"] = system
-    if budget is not None:
-        changes["budget"] = _at_least_one("budget", budget)
-    if limits is not None:
-        changes["limits"] = limits
-    if recap is not None:
-        changes["recap"] = recap
-    if analyzers is not None:
-        changes["analyzers"] = tuple(analyzers)
-    if pin_task is not None:
-        changes["pin_task"] = pin_task
-    if lifecycle is not None:
-        changes["lifecycle"] = lifecycle
-    if snapshot_every is not None:
-        changes["snapshot_every"] = snapshot_every
-    settings = attrs.evolve(settings, **changes)
-    if max_steps is not None:
-        _at_least_one("max_steps", max_steps)
-    store_given: str | EventStore = store if store is not None else (bp.store if bp is not None and bp.store else "memory:")
+    # the keys a blueprint's override takes (and checks) go through it; the rest are settings
+    given = (bp or Blueprint(path="<open_agent>", settings=AgentSettings())).override(
+        thread=thread, system_prompt=system, budget=budget, max_steps=max_steps, inputs=inputs,
+        pins=pins, pin_task=pin_task)
+    kept = given.settings
+    settings = attrs.evolve(
+        kept, limits=kept.limits if limits is None else limits, recap=kept.recap if recap is None else recap,
+        analyzers=kept.analyzers if analyzers is None else tuple(analyzers),
+        lifecycle=kept.lifecycle if lifecycle is None else lifecycle,
+        snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every)
+    store_given: str | EventStore = store if store is not None else (given.store or "memory:")
     recorded = None
     if bp is None and isinstance(store_given, str) and (model is None or (apps is None and not tools)):
         recorded = await recorded_config(store_given, settings.thread_id)  # resumed as it was
@@ -386,13 +372,12 @@ async def open_agent(
                             **{k: v for k, v in (analyzer_models or {}).items() if isinstance(v, ModelClient)}}
         session = await stack.enter_async_context(open_session(
             store_given, settings, model_spec,
-            inputs=inputs if inputs is not None else (bp.inputs if bp is not None else ()),
-            pins=pins if pins is not None else (bp.pins if bp is not None else ()),
+            inputs=given.inputs, pins=given.pins,
             base_url=base_url, api_key=api_key, apps=app_list,
             model=model if isinstance(model, ModelClient) else None,
             recap_model=recap_client, analyzer_models=analyzer_clients))
         nursery = await stack.enter_async_context(trio.open_nursery())
-        yield Agent(session, nursery, settings.budget, max_steps if max_steps is not None else (bp.max_steps if bp is not None else None))
+        yield Agent(session, nursery, settings.budget, given.max_steps)
         nursery.cancel_scope.cancel()
 
 
@@ -420,10 +405,4 @@ def _side_models(bp: Blueprint | None, recap_model: str | ModelClient | None,
 def _apps(given: Sequence[AppLike] | None, bp: Blueprint | None) -> list[App]:
     if given is None:
         return bp.make_apps() if bp is not None else [Notebook()]
-    return [make_app(a) if isinstance(a, str) else a for a in given]
-
-
-def _at_least_one(name: str, value: int) -> int:
-    if value < 1:
-        raise UsageError(f"{name} must be >= 1, got {value}")
-    return value
+    return [AppUse(a).make() if isinstance(a, str) else a for a in given]

@@ -33,6 +33,13 @@ _ANALYZER = AnalyzerSettings("default")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
+def _checked_name(value: str) -> str:
+    """An analyzer's, an agent's or a system's name: 1-64 letters, digits and ``_ . -``."""
+    if not _NAME.match(value):
+        raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
+    return value
+
+
 def _one_of(value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
@@ -109,9 +116,7 @@ class AnalyzerTable(_Table):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
-        return value
+        return _checked_name(value)
 
     @field_validator("kind")
     @classmethod
@@ -167,9 +172,7 @@ class AgentTable(_AgentKeys):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
-        return value
+        return _checked_name(value)
 
 
 class BlueprintFile(_AgentKeys):
@@ -187,9 +190,7 @@ class BlueprintFile(_AgentKeys):
     @field_validator("system")
     @classmethod
     def _system(cls, value: str | None) -> str | None:
-        if value is not None and not _NAME.match(value):
-            raise ValueError(f"must be 1-64 letters, digits and _ . -, got {value!r}")
-        return value
+        return None if value is None else _checked_name(value)
 
 
 SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "agents")

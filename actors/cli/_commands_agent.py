@@ -22,8 +22,8 @@ from livecontext.protocol import ThreadConfigured
 from .._agent import AgentSettings, check_thread_id
 from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
 from .._thread_apps import AppRebuildError, make_recorded_app
-from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
-from ..blueprint import BUILTIN_APPS, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
+from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
+from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ._chat import chat as run_chat
 from ._demo import run_demo
 from ._interrupt import interrupting, resume_command, say_interrupted
@@ -181,7 +181,7 @@ def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint
     """The apps ``--app`` and ``--tool`` name (``None``: none given, the default apps)."""
     if not app_paths and not tools:
         return None if bp is None else bp.make_apps()
-    apps: list[App] = [BUILTIN_APPS[p]() if p in BUILTIN_APPS else make_app(p) for p in app_paths] if app_paths else (
+    apps: list[App] = [AppUse(p).make() for p in app_paths] if app_paths else (
         [Notebook()] if bp is None else bp.make_apps())
     if tools:
         apps.append(FunctionTools(tools))
