@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -66,7 +67,15 @@ from livecontext.protocol import (
     load_json,
 )
 from livecontext.runtime import UsageError, handler
-from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
+from livecontext.runtime.persistence import (
+    CorruptRecordError,
+    DamagedSnapshotWarning,
+    NewRecord,
+    PersistenceError,
+    Snapshot,
+    StoredRecord,
+    ThreadLog,
+)
 from livecontext.runtime.tokens import TokenCounter
 
 from ._manage import BudgetLimits, ContextManagement, HistoryLimits
@@ -561,10 +570,31 @@ async def replay_app_effects(log: Any, converter: ProtocolConverter, app: str,
     return tuple(effects)
 
 
+async def usable_snapshot(log: Any, thread_id: str, at_seq: int | None = None) -> Snapshot | None:
+    """The latest sound snapshot of ``log`` at or before ``at_seq`` (see :func:`load_state`)."""
+    bound = at_seq
+    while bound is None or bound >= 1:
+        try:
+            return cast("Snapshot | None", await log.latest_snapshot(bound))
+        except CorruptRecordError as exc:
+            if not exc.what.startswith("snapshot"):
+                raise
+            warnings.warn(DamagedSnapshotWarning(thread_id, exc.seq, exc.detail, dropped=False), stacklevel=3)
+            if exc.seq < 1:  # (its seq is unreadable: replay every record)
+                return None
+            bound = exc.seq - 1
+    return None
+
+
 async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
                      at_seq: int | None = None) -> HistoryState:
-    """Rebuild a thread's state from its latest snapshot (at or before ``at_seq``) and the tail."""
-    snap = await log.latest_snapshot(at_seq)
+    """Rebuild a thread's state from its latest snapshot (at or before ``at_seq``) and the tail.
+
+    A damaged snapshot is passed over, with a :class:`DamagedSnapshotWarning`, for the one
+    before it (or replay from the first record): snapshots only shorten replay. Damaged records
+    are errors (:class:`CorruptRecordError`): they hold what happened.
+    """
+    snap = await usable_snapshot(log, thread_id, at_seq)
     state = HistoryState(thread_id)
     if snap is not None:
         loaded = converter.load_message(load_json(snap.state))

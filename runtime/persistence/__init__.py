@@ -23,6 +23,7 @@ from __future__ import annotations
 from ._clock import SystemClock
 from ._errors import (
     CorruptRecordError,
+    DamagedSnapshotWarning,
     FsyncLevelError,
     InvalidRecordError,
     InvalidThreadIdError,
@@ -32,6 +33,7 @@ from ._errors import (
     SeqOutOfRangeError,
     SnapshotOrderError,
     StoreClosedError,
+    StoreCorruptError,
     StoreFormatError,
     StoreOpenError,
     StoreReadOnlyError,
@@ -41,6 +43,7 @@ from ._errors import (
     ThreadNotFoundError,
     TornRecordWarning,
     TornSnapshotWarning,
+    TornTailWarning,
 )
 from ._fsync import FSYNC_ENV_VAR, FsyncLevel
 from ._interface import EventStore, ThreadLog, ThreadReader
@@ -61,6 +64,7 @@ __all__ = [
     "LEASE_TTL_S",
     "STORE_ENV_VAR",
     "CorruptRecordError",
+    "DamagedSnapshotWarning",
     "EventStore",
     "FsyncLevel",
     "FsyncLevelError",
@@ -74,6 +78,7 @@ __all__ = [
     "Snapshot",
     "SnapshotOrderError",
     "StoreClosedError",
+    "StoreCorruptError",
     "StoreFormatError",
     "StoreOpenError",
     "StoreReadOnlyError",
@@ -88,6 +93,7 @@ __all__ = [
     "ThreadReader",
     "TornRecordWarning",
     "TornSnapshotWarning",
+    "TornTailWarning",
     "default_store_url",
     "open_store",
     "record_checksum",

@@ -26,7 +26,12 @@ class ThreadHandle(Protocol):
         ...
 
     def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
-        """The snapshot with the highest seq ``<= at_or_before``, checked."""
+        """The snapshot with the highest seq ``<= at_or_before``, checked (with the record it
+        covers: see :func:`~._records.check_snapshot`)."""
+        ...
+
+    def ignored(self) -> list[Warning]:
+        """What a reader passes over (a torn last record), for the frontend to warn about."""
         ...
 
     def close(self) -> None:

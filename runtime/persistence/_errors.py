@@ -235,5 +235,56 @@ class TornSnapshotWarning(UserWarning):
         )
 
 
+class DamagedSnapshotWarning(UserWarning):
+    """A snapshot fails its checks though no write was interrupted (its bytes changed on disk,
+    or its log was changed under it); a writer dropped it, a reader passed over it.
+
+    Snapshots only shorten replay: the state is rebuilt from an earlier snapshot or from the
+    records, which are checked as they are read, so nothing is lost.
+    """
+
+    def __init__(self, thread_id: str, seq: int, reason: str, *, dropped: bool = True) -> None:
+        self.thread_id = thread_id
+        self.seq = seq
+        self.reason = reason
+        self.dropped = dropped
+        done = "dropped it" if dropped else "passed over it"
+        super().__init__(
+            f"thread {thread_id!r}: the snapshot at seq {seq} is damaged ({_one_line(reason)}), not left by "
+            f"an interrupted write; {done}: the state is rebuilt from the records, nothing is lost; "
+            "`livecontext verify` checks the rest of the store"
+        )
+
+
+class TornTailWarning(UserWarning):
+    """A reader found a torn last record (or an unfinished batch) and reads the log without it.
+
+    A reader repairs nothing: the thread's next writer drops it (with a
+    :class:`TornRecordWarning`).
+    """
+
+    def __init__(self, thread_id: str, first_seq: int, reason: str) -> None:
+        self.thread_id = thread_id
+        self.first_seq = first_seq
+        self.reason = reason
+        super().__init__(
+            f"thread {thread_id!r}: ignored a torn record at seq {first_seq} ({_one_line(reason)}) left by an "
+            f"interrupted write; read the log up to seq {first_seq - 1} (the next writer drops it)"
+        )
+
+
+class StoreCorruptError(PersistenceError):
+    """The store's file is damaged below the records (SQLite reports a malformed database)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(
+            f"the store file {path} is damaged ({_one_line(detail)}); nothing was written; "
+            f"`livecontext verify --store sqlite:{path}` lists what is readable; restore it from a backup "
+            f"(or recover what SQLite can: sqlite3 {path} .recover | sqlite3 recovered.db)"
+        )
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())

@@ -102,6 +102,12 @@ class BackendStore(EventStore):
         handle = await self.run(self._backend.open_reader, check_thread_id(thread_id))
         reader = _Reader(self, handle)
         self._open.add(reader)
+        try:
+            for warning in await self.run(handle.ignored):
+                warnings.warn(warning, stacklevel=2)
+        except BaseException:  # warnings turned into errors
+            await reader.aclose()
+            raise
         return reader
 
     async def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
@@ -254,6 +260,7 @@ class _Log(_Reader, ThreadLog):
         latest = self._handle.latest_snapshot_seq()
         if seq < latest:
             raise SnapshotOrderError(self.thread_id, seq, latest)
-        snapshot = seal_snapshot(self.thread_id, seq, state)
+        covered = self._handle.read(seq, seq)[0]  # (checked as it is read)
+        snapshot = seal_snapshot(self.thread_id, seq, state, covered.checksum)
         self._handle.write_snapshot(snapshot)
         return snapshot

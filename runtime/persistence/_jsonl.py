@@ -29,14 +29,17 @@ from ._errors import (
     ThreadExistsError,
     ThreadLockedError,
     ThreadNotFoundError,
+    CorruptRecordError,
+    DamagedSnapshotWarning,
     TornRecordWarning,
     TornSnapshotWarning,
+    TornTailWarning,
 )
 from ._fsync import FsyncLevel
 from ._jsonl_codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record, encode_snapshot
 from ._jsonl_files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
 from ._lease import current_holder
-from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
+from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot, snapshot_damage
 
 RECORDS = "records.jsonl"
 SNAPSHOTS = "snapshots.jsonl"
@@ -225,11 +228,12 @@ class JsonlBackend:
                 now = dt.datetime.now(dt.timezone.utc)
                 copied: list[StoredRecord] = []  # the last chunk copied
                 snapshot = source.latest_snapshot(at_seq) if at_seq else None
+                covers = rehome(source.read(snapshot.seq, snapshot.seq)[0], new_thread).checksum if snapshot else ""
                 self._start_thread(
                     path,
                     ThreadInfo(new_thread, at_seq, now, now, src_thread, at_seq),
                     _copy(source, at_seq, new_thread, copied),
-                    rehome_snapshot(snapshot, new_thread) if snapshot else None,
+                    rehome_snapshot(snapshot, new_thread, covers) if snapshot else None,
                 )
             except OSError as exc:
                 if made:
@@ -352,10 +356,21 @@ class _JsonlReader:
 
     def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
         fd = self._files.snapshots
-        for _, _, snapshot in iter_snapshots_backward(fd, os.fstat(fd).st_size, self.thread_id):
+        for _, _, snapshot, damage in iter_snapshots_backward(fd, os.fstat(fd).st_size, self.thread_id):
+            if damage is not None and damage.seq <= at_or_before:  # (-1: its seq is unreadable)
+                raise damage
             if snapshot is not None and snapshot.seq <= at_or_before:
+                snapshot.verify(self.read(snapshot.seq, snapshot.seq)[0])
                 return snapshot
         return None
+
+    def ignored(self) -> list[Warning]:
+        """What this reader passes over: a torn last record (see :class:`TornTailWarning`)."""
+        try:
+            tail = self._files.tail(self.thread_id)
+        except CorruptRecordError:
+            return []  # (damage before the tail: reported when read)
+        return [TornTailWarning(self.thread_id, tail.last_seq + 1, tail.torn_reason)] if tail.torn_lines else []
 
     def close(self) -> None:
         self._files.close()
@@ -393,19 +408,37 @@ class _JsonlWriter(_JsonlReader):
     def _repair_snapshots(self) -> None:
         fd = self._files.snapshots
         size = os.fstat(fd).st_size
-        cut, dropped, reason, self._snapshot_seq = 0, 0, "", 0
-        for start, stop, snapshot in iter_snapshots_backward(fd, size, self.thread_id):
+        cut, dropped, reason, self._snapshot_seq = size, 0, "", 0
+        damaged: list[Warning] = []
+        for start, stop, snapshot, damage in iter_snapshots_backward(fd, size, self.thread_id):
+            if damage is not None:  # (a complete line: damaged after it was written, not torn)
+                cut = start
+                damaged.append(DamagedSnapshotWarning(self.thread_id, damage.seq, damage.detail))
+                continue
             if snapshot is None or snapshot.seq > self._last:
                 cut, dropped = start, dropped + 1
-                reason = reason or (
-                    "damaged last line" if snapshot is None else "past the log's end"
-                )
+                reason = reason or ("partial last line" if snapshot is None else "past the log's end")
                 continue
-            cut, self._snapshot_seq = stop, snapshot.seq
+            problem = self._damage(snapshot)
+            if problem is not None:
+                cut = start
+                damaged.append(DamagedSnapshotWarning(self.thread_id, snapshot.seq, problem))
+                continue
+            self._snapshot_seq = snapshot.seq
             break
-        if dropped:
+        if cut != size:
             self._truncate(fd, cut)
+        if dropped:
             self.repairs.append(TornSnapshotWarning(self.thread_id, dropped, reason))
+        self.repairs.extend(damaged)
+
+    def _damage(self, snapshot: Snapshot) -> str | None:
+        """Why ``snapshot`` is damaged, or ``None`` (see :func:`snapshot_damage`)."""
+        try:
+            covered = self.read(snapshot.seq, snapshot.seq)[0]
+        except CorruptRecordError:
+            return None  # (the record's fault: reported when it is read)
+        return snapshot_damage(snapshot, covered)
 
     def _truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)

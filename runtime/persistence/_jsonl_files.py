@@ -18,7 +18,7 @@ from livecontext.protocol import check_schema_version
 
 from ._errors import CorruptRecordError
 from ._jsonl_codec import decode_record, decode_snapshot, prefix_seq
-from ._records import Snapshot, StoredRecord, checksum_matches, snapshot_checksum, supported_version
+from ._records import Snapshot, StoredRecord, checksum_matches, supported_version
 
 CHUNK = 1 << 16
 """Bytes read per step when scanning."""
@@ -207,31 +207,30 @@ def read_records(
 
 def iter_snapshots_backward(
     fd: int, size: int, thread_id: str
-) -> Iterator[tuple[int, int, Snapshot | None]]:
-    """``(offset, offset past the line, snapshot)`` from the newest line of ``snapshots.jsonl``.
+) -> Iterator[tuple[int, int, Snapshot | None, CorruptRecordError | None]]:
+    """``(offset, offset past the line, snapshot, damage)`` from the newest line of
+    ``snapshots.jsonl``.
 
-    A damaged last line yields ``None`` (a torn write); damage elsewhere raises
-    :class:`CorruptRecordError`, and an unknown schema version raises
-    ``UnsupportedSchemaVersionError``.
+    The newest line alone may fail: a partial line (a torn write) yields no snapshot and no
+    damage; a complete line that does not decode yields its damage. Damage to an older line
+    raises :class:`CorruptRecordError`, and an unknown schema version raises
+    ``UnsupportedSchemaVersionError``. Checksums are not checked here: a snapshot's commits to
+    the record it covers (see :func:`~._records.check_snapshot`).
     """
     for offset, line, complete in iter_lines_backward(fd, size):
         stop = offset + len(line) + complete
+        if not complete:  # (only the newest line can lack its newline)
+            yield offset, stop, None, None
+            continue
         try:
-            if not complete:
-                raise ValueError("partial last line")
             snapshot = decode_snapshot(line)
             if snapshot.thread_id != thread_id:
                 raise ValueError(f"the line belongs to thread {snapshot.thread_id!r}")
             check_schema_version(snapshot.schema_version)
-            expected = snapshot_checksum(
-                thread_id, snapshot.seq, snapshot.state, snapshot.schema_version
-            )
-            if expected != snapshot.checksum:
-                raise ValueError("checksum mismatch")
         except ValueError as exc:
+            damage = CorruptRecordError(thread_id, prefix_seq(line[:32]) or -1, str(exc), what="snapshot")
             if stop != size:
-                seq = prefix_seq(line[:32]) or -1
-                raise CorruptRecordError(thread_id, seq, str(exc), what="snapshot") from None
-            yield offset, stop, None
+                raise damage from None
+            yield offset, stop, None, damage
             continue
-        yield offset, stop, snapshot
+        yield offset, stop, snapshot, None

@@ -85,7 +85,8 @@ class MemoryBackend:
         thread = self._new(new_thread, src_thread, at_seq)
         thread.records = [rehome(r, new_thread) for r in src.records[:at_seq]]
         kept = [s for s in src.snapshots if s.seq <= at_seq]
-        thread.snapshots = [rehome_snapshot(kept[-1], new_thread)] if kept else []
+        thread.snapshots = ([rehome_snapshot(kept[-1], new_thread, thread.records[kept[-1].seq - 1].checksum)]
+                            if kept else [])
         return thread.summary()
 
     def close(self) -> None:
@@ -108,6 +109,9 @@ class _MemoryReader:
             if snapshot.seq <= at_or_before:
                 return snapshot
         return None
+
+    def ignored(self) -> list[Warning]:
+        return []
 
     def close(self) -> None:
         pass

@@ -10,7 +10,10 @@ bytes, where integers are written in decimal and times as ISO 8601 UTC with micr
 (``2024-05-01T12:00:00.000000+00:00``). Records: schema_version, thread_id, seq, sender,
 sent_at, sent_mono_ns, kind, payload, then, for a record of a system's thread (see
 :class:`~._clock.SystemClock`), system_seq; a record without one is hashed as before system
-seqs existed. Snapshots: schema_version, thread_id, seq, state.
+seqs existed. Snapshots: schema_version, thread_id, seq, state, then the checksum of the
+record at the snapshot's seq, under the tag ``b"livecontext-snapshot-covering\\0"`` (a
+snapshot written before snapshots committed to their record has the first tag and no such
+field: it is still read).
 """
 
 from __future__ import annotations
@@ -167,12 +170,10 @@ class Snapshot:
     checksum: str
     """SHA-256 hex of the other fields; see :func:`snapshot_checksum`."""
 
-    def verify(self) -> None:
-        """Like :meth:`StoredRecord.verify`, for a snapshot."""
-        check_schema_version(self.schema_version)
-        expected = snapshot_checksum(self.thread_id, self.seq, self.state, self.schema_version)
-        if expected != self.checksum:
-            raise CorruptRecordError(self.thread_id, self.seq, "checksum mismatch", what="snapshot")
+    def verify(self, covered: StoredRecord | None) -> None:
+        """Check the schema version, the checksum, and that it belongs to the log: ``covered``
+        is the record at its seq, as stored (see :func:`check_snapshot`)."""
+        check_snapshot(self, covered)
 
 
 @frozen
@@ -241,9 +242,45 @@ def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at
     return _sha256(text).hexdigest()
 
 
-def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
-    """The checksum of a snapshot with these fields (see the module doc)."""
-    return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
+def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int,
+                      covers: str | None = None) -> str:
+    """The checksum of a snapshot with these fields (see the module doc).
+
+    ``covers``: the checksum of the record at the snapshot's seq (the last one it folds in).
+    A snapshot written by this build commits to it, so that a snapshot that does not belong to
+    its log (damaged, or the log was changed under it) is told apart when opening; ``None``
+    gives the checksum of a snapshot written before snapshots did.
+    """
+    if covers is None:
+        return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
+    return _digest(b"livecontext-snapshot-covering\0", (str(schema_version), thread_id, str(seq), state, covers))
+
+
+def check_snapshot(snapshot: Snapshot, covered: StoredRecord | None) -> None:
+    """Check ``snapshot`` against its own checksum and the record it covers (``covered``: the
+    record at its seq, as stored; ``None`` if the log has none there).
+
+    A snapshot's checksum commits to the checksum of that record: the record is checked
+    first, so that the error names what is damaged.
+
+    Raises:
+        UnsupportedSchemaVersionError: the snapshot was written with an unknown schema version.
+        CorruptRecordError: the record at its seq is damaged or missing (``what="record"``),
+            or the snapshot is damaged or belongs to another log (``what="snapshot"``).
+    """
+    check_schema_version(snapshot.schema_version)
+    thread_id, seq = snapshot.thread_id, snapshot.seq
+    if covered is None:
+        raise CorruptRecordError(thread_id, seq, "the record it covers is missing", what="snapshot")
+    covered.verify()
+    args = (thread_id, seq, snapshot.state, snapshot.schema_version)
+    try:
+        if snapshot.checksum in (snapshot_checksum(*args, covers=covered.checksum), snapshot_checksum(*args)):
+            return  # (the second: a snapshot written before snapshots committed to their record)
+    except UnicodeEncodeError:
+        pass
+    raise CorruptRecordError(thread_id, seq, "checksum mismatch: the snapshot is damaged, or its log was "
+                             "changed under it", what="snapshot")
 
 
 def _checksum_in(record: StoredRecord, thread_id: str) -> str:
@@ -267,6 +304,23 @@ def checksum_matches(record: StoredRecord) -> bool:
         return _checksum_in(record, record.thread_id) == record.checksum
     except UnicodeEncodeError:
         return False
+
+
+def snapshot_damage(snapshot: Snapshot, covered: StoredRecord | None) -> str | None:
+    """Why ``snapshot`` itself is damaged (see :func:`check_snapshot`), or ``None``: it is
+    sound, or the fault is the record it covers (reported when that record is read), or its
+    schema version is unknown (reported when it is read)."""
+    if covered is None or not supported_version(snapshot.schema_version):
+        return None
+    try:
+        covered.verify()
+    except (CorruptRecordError, UnsupportedSchemaVersionError):
+        return None
+    try:
+        check_snapshot(snapshot, covered)
+    except CorruptRecordError as exc:
+        return exc.detail
+    return None
 
 
 def supported_version(version: object) -> bool:
@@ -385,11 +439,12 @@ square of the thread's length. The JSONL backend's snapshot file is append-only 
 """
 
 
-def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
-    """A checksummed snapshot (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
+def seal_snapshot(thread_id: str, seq: int, state: str, covers: str) -> Snapshot:
+    """A checksummed snapshot that commits to ``covers``, the checksum of the record at
+    ``seq`` (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
     _check_json(state, "snapshot state")
     try:
-        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION)
+        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION, covers)
     except UnicodeEncodeError:  # (the state was checked above: the thread id)
         raise InvalidRecordError(f"the snapshot's thread id {thread_id!r} is not valid UTF-8") from None
     return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
@@ -400,9 +455,10 @@ def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
     return evolve(record, thread_id=thread_id, checksum=_checksum_in(record, thread_id))
 
 
-def rehome_snapshot(snapshot: Snapshot, thread_id: str) -> Snapshot:
-    """``snapshot`` moved to another thread, with its checksum recomputed."""
-    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version)
+def rehome_snapshot(snapshot: Snapshot, thread_id: str, covers: str) -> Snapshot:
+    """``snapshot`` moved to another thread, with its checksum recomputed (``covers``: the
+    checksum of the record at its seq in that thread)."""
+    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, covers)
     return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum)
 
 

@@ -36,8 +36,10 @@ from ._errors import (
     ThreadExistsError,
     ThreadLockedError,
     ThreadNotFoundError,
+    DamagedSnapshotWarning,
     TornRecordWarning,
     TornSnapshotWarning,
+    TornTailWarning,
 )
 from ._fsync import FsyncLevel
 from ._lease import Holder, current_holder, holder_alive
@@ -49,6 +51,7 @@ from ._records import (
     checksum_matches,
     rehome,
     rehome_snapshot,
+    snapshot_damage,
     supported_version,
 )
 from ._sqlite_schema import (
@@ -291,10 +294,11 @@ class SqliteBackend:
                 records = _read_range(conn, self.select, src_thread, start, end)
                 self.insert(conn, [rehome(r, new_thread) for r in records])
                 last_sent = records[-1].sent_at
-            snapshot = _latest_snapshot(conn, src_thread, at_seq)
+            snapshot = _latest_snapshot(conn, self.select, src_thread, at_seq)
             if snapshot is not None:
+                covered = _read_range(conn, self.select, new_thread, snapshot.seq, snapshot.seq)[0]
                 conn.execute(
-                    UPSERT_SNAPSHOT, snapshot_to_row(rehome_snapshot(snapshot, new_thread))
+                    UPSERT_SNAPSHOT, snapshot_to_row(rehome_snapshot(snapshot, new_thread, covered.checksum))
                 )
         activity = max(now, last_sent)
         return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
@@ -317,7 +321,14 @@ class SqliteBackend:
 
     def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
         with self._using() as conn:
-            return _latest_snapshot(conn, thread_id, at_or_before)
+            return _latest_snapshot(conn, self.select, thread_id, at_or_before)
+
+    def torn_tail(self, thread_id: str) -> list[Warning]:
+        """A :class:`TornTailWarning` if the thread's last row is torn (readers pass over it)."""
+        with self._using() as conn:
+            row = conn.execute(f"{self.select} ORDER BY seq DESC LIMIT 1", (thread_id,)).fetchone()
+        reason = None if row is None else _torn_reason(row)
+        return [] if reason is None else [TornTailWarning(thread_id, _row_seq(row), reason)]
 
 
 def _exists(conn: sqlite3.Connection, thread_id: str) -> bool:
@@ -372,7 +383,7 @@ def _read_range(
 
 
 def _latest_snapshot(
-    conn: sqlite3.Connection, thread_id: str, at_or_before: int
+    conn: sqlite3.Connection, select: str, thread_id: str, at_or_before: int
 ) -> Snapshot | None:
     row = conn.execute(
         f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND seq <= ?"
@@ -385,8 +396,19 @@ def _latest_snapshot(
         snapshot = snapshot_from_row(row)
     except (ValueError, TypeError) as exc:
         raise CorruptRecordError(thread_id, _snapshot_seq(row), str(exc), what="snapshot") from None
-    snapshot.verify()
+    snapshot.verify(_covered(conn, select, thread_id, snapshot.seq))
     return snapshot
+
+
+def _covered(conn: sqlite3.Connection, select: str, thread_id: str, seq: int) -> StoredRecord | None:
+    """The record at ``seq`` as stored (unchecked: :func:`check_snapshot` checks it), if any."""
+    row = conn.execute(f"{select} AND seq = ?", (thread_id, seq)).fetchone()
+    if row is None:
+        return None
+    try:
+        return record_from_row(row)
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecordError(thread_id, seq, f"undecodable row: {exc}") from None
 
 
 def _snapshot_seq(row: tuple[object, ...]) -> int:
@@ -406,6 +428,9 @@ class _SqliteReader:
 
     def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
         return self._backend.latest_snapshot(self.thread_id, at_or_before)
+
+    def ignored(self) -> list[Warning]:
+        return self._backend.torn_tail(self.thread_id)
 
     def close(self) -> None:
         pass
@@ -456,12 +481,13 @@ class _SqliteWriter(_SqliteReader):
             " ORDER BY seq DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
-        reason = None if row is None else _snapshot_problem(row)
+        reason = None if row is None else _snapshot_problem(conn, self._backend.select, thread_id, row)
         if reason is not None:
             conn.execute(
                 "DELETE FROM snapshots WHERE thread_id = ? AND seq = ?", (thread_id, row[1])
             )
-            self.repairs.append(TornSnapshotWarning(thread_id, 1, reason))
+            # (a transaction does not tear: a snapshot that fails its checks was damaged after)
+            self.repairs.append(DamagedSnapshotWarning(thread_id, _snapshot_seq(row), reason))
         latest = conn.execute(
             "SELECT coalesce(max(seq), 0) FROM snapshots WHERE thread_id = ?", (thread_id,)
         ).fetchone()[0]
@@ -520,14 +546,16 @@ class _SqliteWriter(_SqliteReader):
                 )
 
 
-def _snapshot_problem(row: tuple[object, ...]) -> str | None:
-    """Why the latest snapshot's row counts as torn, or None if it is sound."""
+def _snapshot_problem(conn: sqlite3.Connection, select: str, thread_id: str,
+                      row: tuple[object, ...]) -> str | None:
+    """Why the latest snapshot's row is damaged, or None if it is sound (or the fault is the
+    record it covers: reported when that record is read)."""
     try:
         snapshot = snapshot_from_row(row)
-    except (ValueError, TypeError):
-        return "undecodable snapshot row"
+    except (ValueError, TypeError) as exc:
+        return f"undecodable snapshot row: {exc}"
     try:
-        snapshot.verify()
+        covered = _covered(conn, select, thread_id, snapshot.seq)
     except CorruptRecordError:
-        return "checksum mismatch"
-    return None
+        return None
+    return snapshot_damage(snapshot, covered)

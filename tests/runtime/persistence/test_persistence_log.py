@@ -249,7 +249,7 @@ async def test_fork_copies_records_up_to_the_seq_under_the_new_id(
                 record.verify()
             snapshot = await fork.latest_snapshot()
             assert snapshot is not None and (snapshot.thread_id, snapshot.seq) == ("dst", 2)
-            snapshot.verify()
+            snapshot.verify(copied[1])
             assert [r.seq for r in await fork.append(make_records(1))] == [5]
         listed = {i.thread_id: i for i in await store.threads()}
         assert (listed["dst"].forked_from, listed["dst"].forked_at) == ("src", 4)

@@ -29,10 +29,12 @@ from livecontext.runtime.persistence._jsonl_codec import (
 from livecontext.runtime.persistence._records import (
     check_thread_id,
     checksum_matches,
+    Snapshot,
     rehome_snapshot,
     seal_records,
     seal_snapshot,
     snapshot_checksum,
+    snapshot_damage,
 )
 from livecontext.runtime.persistence._sqlite_schema import (
     _TABLES,
@@ -122,9 +124,10 @@ def test_a_value_orjson_cannot_encode_falls_back_to_checked_standard_json() -> N
 @settings(max_examples=50, deadline=None)
 @given(thread_ids, st.integers(1, 10**6), json_text)
 def test_snapshots_round_trip_through_jsonl_lines(thread_id: str, seq: int, state: str) -> None:
-    snapshot = seal_snapshot(thread_id, seq, state)
+    record = covered(thread_id, seq)
+    snapshot = seal_snapshot(thread_id, seq, state, record.checksum)
     assert decode_snapshot(encode_snapshot(snapshot)[:-1]) == snapshot
-    snapshot.verify()
+    snapshot.verify(record)
 
 
 def test_the_checksum_covers_every_field() -> None:
@@ -393,31 +396,66 @@ def test_text_that_is_not_valid_utf8_is_refused_when_sealed_in_any_field(field: 
 # -- snapshots ---------------------------------------------------------------------------------------
 
 
+def covered(thread_id: str, seq: int, payload: str = "{}") -> StoredRecord:
+    """The record a snapshot of ``thread_id`` at ``seq`` covers (its last folded record)."""
+    [record] = seal_records(thread_id, seq, [NewRecord("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1,
+                                                       "k", payload)])
+    return record
+
+
 def test_a_snapshot_checksum_covers_each_part_and_verify_fails_when_one_changes() -> None:
-    snapshot = seal_snapshot("t", 7, '{"entries":[]}')
-    snapshot.verify()
-    assert snapshot.checksum == snapshot_checksum("t", 7, '{"entries":[]}', SCHEMA_VERSION)
+    record = covered("t", 7)
+    snapshot = seal_snapshot("t", 7, '{"entries":[]}', record.checksum)
+    snapshot.verify(record)
+    assert snapshot.checksum == snapshot_checksum("t", 7, '{"entries":[]}', SCHEMA_VERSION, record.checksum)
     changed = {"thread_id": "u", "seq": 8, "state": '{"entries":[1]}', "schema_version": 1}
     for name, value in changed.items():
         other = attrs.evolve(snapshot, **{name: value})
         with pytest.raises(CorruptRecordError, match="thread '.': the snapshot at seq .* is corrupt "
-                                                     r"\(checksum mismatch\)"):
-            other.verify()
-        assert snapshot_checksum(other.thread_id, other.seq, other.state, other.schema_version) != snapshot.checksum
+                                                     r"\(checksum mismatch: the snapshot is damaged"):
+            other.verify(record)
+        assert snapshot_checksum(other.thread_id, other.seq, other.state, other.schema_version,
+                                 record.checksum) != snapshot.checksum
     # the parts' boundaries are encoded: moving text from one part to the next changes it
     assert snapshot_checksum("t1", 2, "{}", 1) != snapshot_checksum("t", 12, "{}", 1)
+    assert snapshot_checksum("t", 2, "{}", 1, "ab") != snapshot_checksum("t", 2, "{}", 1)
+
+
+def test_a_snapshot_does_not_verify_against_another_record_at_its_seq() -> None:
+    record = covered("t", 3, '{"a": 1}')
+    snapshot = seal_snapshot("t", 3, "{}", record.checksum)
+    with pytest.raises(CorruptRecordError, match=r"the snapshot at seq 3 is corrupt \(checksum mismatch: the "
+                                                 r"snapshot is damaged, or its log was changed under it\)"):
+        snapshot.verify(covered("t", 3, '{"a": 2}'))
+
+
+def test_a_snapshot_whose_record_is_damaged_names_the_record_and_one_whose_record_is_gone_names_itself() -> None:
+    record = covered("t", 3)
+    snapshot = seal_snapshot("t", 3, "{}", record.checksum)
+    with pytest.raises(CorruptRecordError, match=r"the record at seq 3 is corrupt \(checksum mismatch\)"):
+        snapshot.verify(attrs.evolve(record, payload='{"x": 1}'))
+    with pytest.raises(CorruptRecordError, match=r"the snapshot at seq 3 is corrupt \(the record it covers is missing"):
+        snapshot.verify(None)
+
+
+def test_a_snapshot_written_before_snapshots_covered_their_record_still_verifies() -> None:
+    old = Snapshot("t", 4, "{}", 2, snapshot_checksum("t", 4, "{}", 2))
+    old.verify(covered("t", 4))
+    assert snapshot_damage(old, covered("t", 4)) is None
+    assert snapshot_damage(attrs.evolve(old, state='{"a":1}'), covered("t", 4)) is not None
 
 
 def test_a_snapshot_of_an_unknown_schema_version_is_refused_before_its_checksum_is_checked() -> None:
-    snapshot = seal_snapshot("t", 1, "{}")
+    snapshot = seal_snapshot("t", 1, "{}", covered("t", 1).checksum)
     with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 99"):
-        attrs.evolve(snapshot, schema_version=99, checksum=snapshot_checksum("t", 1, "{}", 99)).verify()
+        attrs.evolve(snapshot, schema_version=99, checksum=snapshot_checksum("t", 1, "{}", 99)).verify(covered("t", 1))
 
 
 def test_a_snapshot_moved_to_another_thread_verifies_there_and_keeps_its_state() -> None:
-    snapshot = seal_snapshot("t", 3, '{"a":1}')
-    moved = rehome_snapshot(snapshot, "fork")
-    moved.verify()
+    snapshot = seal_snapshot("t", 3, '{"a":1}', covered("t", 3).checksum)
+    there = covered("fork", 3)
+    moved = rehome_snapshot(snapshot, "fork", there.checksum)
+    moved.verify(there)
     assert (moved.thread_id, moved.seq, moved.state, moved.schema_version) == ("fork", 3, '{"a":1}', SCHEMA_VERSION)
     assert moved.checksum != snapshot.checksum
 
@@ -429,12 +467,12 @@ def test_a_snapshot_moved_to_another_thread_verifies_there_and_keeps_its_state()
 ])
 def test_a_snapshot_whose_state_is_not_json_text_is_refused(state: object, message: str) -> None:
     with pytest.raises(InvalidRecordError, match=message):
-        seal_snapshot("t", 1, state)  # type: ignore[arg-type]
+        seal_snapshot("t", 1, state, "c")  # type: ignore[arg-type]
 
 
 def test_a_snapshot_of_a_thread_id_that_is_not_utf8_is_refused() -> None:
     with pytest.raises(InvalidRecordError, match=r"the snapshot's thread id 't\\udc80' is not valid UTF-8"):
-        seal_snapshot("t\udc80", 1, "{}")
+        seal_snapshot("t\udc80", 1, "{}", "c")
 
 
 # -- thread ids --------------------------------------------------------------------------------------
