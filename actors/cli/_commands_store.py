@@ -43,9 +43,11 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
     EventStore,
+    StoreCheck,
     ThreadNotFoundError,
     ThreadReader,
     open_store,
+    verify_store,
 )
 from livecontext.runtime.tokens import TokenCounter
 
@@ -398,3 +400,36 @@ async def _fork_system(store_url: str, system: str, at: int, new_system: str) ->
         made = await fork_system(store, system, at, new_system)
     print_json({"system": made.name, "forked_from": made.forked_from, "at": made.at,
                 "threads": [{"thread": t.thread_id, "forked_from": t.source, "seq": t.cut} for t in made.threads]})
+
+
+@main.command()
+@store_option
+@click.option("--thread", "thread_ids", multiple=True, metavar="ID",
+              help="Check only this thread (repeat for more; default: every thread and the store's file).")
+def verify(store_url: str, thread_ids: tuple[str, ...]) -> None:
+    """Read and check every record and snapshot of the store (and, for SQLite, the file's
+    pages): one line per problem, exit 1 if there is any. Nothing is written.
+
+    What to do about a damaged record: restore the store from a backup, or fork the thread
+    before it (`livecontext fork --thread T --at SEQ-1 --new-thread NEW`). A damaged snapshot costs
+    nothing: the state is rebuilt from the records (the thread's next run drops it).
+    """
+    async def go() -> StoreCheck:
+        store = await open_existing_store(store_url)
+        async with store:
+            for thread_id in thread_ids:
+                if not await store.exists(thread_id):
+                    raise ThreadMissingError(thread_id, store_url)
+            return await verify_store(store, thread_ids or None)
+
+    check = run_async(go)
+    for note in check.notes:
+        click.echo(f"note: {note}")
+    for problem in check.problems:
+        click.echo(problem.text)
+    what = f"{check.threads} thread(s), {check.records} record(s), {check.snapshots} snapshot(s) in {store_url}"
+    if check.ok:
+        click.echo(f"ok: {what}; nothing is damaged")
+        return
+    click.echo(f"{len(check.problems)} problem(s) found; checked {what}", err=True)
+    raise SystemExit(1)

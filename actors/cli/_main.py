@@ -9,9 +9,10 @@ import gc
 import json
 import sqlite3
 import sys
+import warnings
 from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import click
 import trio
@@ -90,6 +91,13 @@ _REPORTS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], Cal
 """What each kind of error found in a failed command becomes, in order of precedence."""
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file: TextIO | None = None, line: str | None = None) -> None:
+    """Print a warning as the CLI prints an error: one line on stderr, without the source
+    line Python shows (what a user needs is what happened to their data)."""
+    click.echo(f"livecontext: warning: {' '.join(str(message).split())}", err=True)
+
+
 def tune_gc() -> None:
     """Make the cyclic garbage collector cheap for a process full of long-lived actors.
 
@@ -153,6 +161,7 @@ def main() -> None:
     Start with `livecontext demo` (offline).
     """
     tune_gc()
+    warnings.showwarning = _one_line_warning
     # the CLI reports failures itself in one line; the runtime's own log says more only on request
     logging.basicConfig(level=os.environ.get("LIVECONTEXT_LOG", "ERROR").upper(),
                         format="livecontext: %(levelname)s: %(name)s: %(message)s")

@@ -57,6 +57,7 @@ from ._records import (
     snapshot_checksum,
 )
 from ._url import DEFAULT_STORE_PATH, STORE_ENV_VAR, default_store_url, open_store
+from ._verify import Problem, StoreCheck, verify_store
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -74,8 +75,10 @@ __all__ = [
     "LogWriteError",
     "NewRecord",
     "PersistenceError",
+    "Problem",
     "SeqOutOfRangeError",
     "Snapshot",
+    "StoreCheck",
     "SnapshotOrderError",
     "StoreClosedError",
     "StoreCorruptError",
@@ -98,4 +101,5 @@ __all__ = [
     "open_store",
     "record_checksum",
     "snapshot_checksum",
+    "verify_store",
 ]

@@ -172,10 +172,14 @@ class CorruptRecordError(PersistenceError):
         self.seq = seq
         self.detail = detail
         self.what = what
-        super().__init__(
-            f"thread {thread_id!r}: the {what} at seq {seq} is corrupt ({_one_line(detail)}); "
-            f"restore the store from a backup, or fork the thread at seq {max(seq - 1, 0)}"
-        )
+        if what.startswith("snapshot"):
+            advice = ("a snapshot only shortens replay: the state is rebuilt from the records, and the "
+                      "thread's next run drops it")
+        else:
+            advice = (f"restore the store from a backup, or fork the thread at seq {max(seq - 1, 0)} "
+                      f"(`livecontext fork --thread {thread_id} --at {max(seq - 1, 0)} --new-thread NEW`) "
+                      "to go on without it")
+        super().__init__(f"thread {thread_id!r}: the {what} at seq {seq} is corrupt ({_one_line(detail)}); {advice}")
 
 
 class LogWriteError(PersistenceError):

@@ -74,6 +74,11 @@ class BackendStore(EventStore):
         self._check_open()
         return await self.run(self._backend.list_threads)
 
+    async def check_structure(self) -> list[str]:
+        self._check_open()
+        check = getattr(self._backend, "check_structure", None)
+        return await self.run(check) if check is not None else await super().check_structure()
+
     async def exists(self, thread_id: str) -> bool:
         self._check_open()
         return await self.run(self._backend.thread_exists, check_thread_id(thread_id))

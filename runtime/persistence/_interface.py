@@ -161,6 +161,12 @@ class EventStore(_AsyncResource):
     async def threads(self) -> list[ThreadInfo]:
         """A summary of every thread, sorted by thread id."""
 
+    async def check_structure(self) -> list[str]:
+        """What is wrong with the store's medium below its records, one line each (SQLite:
+        what ``PRAGMA integrity_check`` reports); empty when nothing is. Reads everything."""
+        await trio.lowlevel.checkpoint()
+        return []
+
     @abc.abstractmethod
     async def exists(self, thread_id: str) -> bool:
         """Whether the thread exists (it may have no records yet)."""

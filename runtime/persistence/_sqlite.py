@@ -32,6 +32,7 @@ from ._errors import (
     LogWriteError,
     SeqOutOfRangeError,
     StoreClosedError,
+    StoreCorruptError,
     StoreReadOnlyError,
     ThreadExistsError,
     ThreadLockedError,
@@ -84,6 +85,12 @@ def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def damaged(exc: sqlite3.Error) -> bool:
+    """Whether SQLite failed because the file's pages are damaged."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(exc)
 
 
 def refused_to_write(exc: sqlite3.Error) -> bool:
@@ -151,13 +158,37 @@ class SqliteBackend:
         """How this file's records are read (see :func:`select_records`)."""
         self._lock = threading.Lock()
         self._closed = False
+        self._structure_checked = False
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
                 raise StoreClosedError(f"the store sqlite:{self._path}")
-            yield self._conn
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as exc:
+                if damaged(exc):
+                    raise StoreCorruptError(self._path, f"sqlite: {exc}") from None
+                raise
+
+    def check_structure(self) -> list[str]:
+        """What ``PRAGMA integrity_check`` finds wrong with the file (empty: nothing)."""
+        with self._using() as conn:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        return [] if [tuple(r) for r in rows] == [("ok",)] else [str(r[0]) for r in rows]
+
+    def _check_before_writing(self) -> None:
+        """Refuse to write into a damaged file (once per store: ``PRAGMA quick_check`` reads
+        the whole file, ~70 ms for 100 MB): SQLite itself would write on into the pages it
+        can still use, and damage may spread."""
+        if self._structure_checked:
+            return
+        with self._using() as conn:
+            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+        if [tuple(r) for r in rows] != [("ok",)]:
+            raise StoreCorruptError(self._path, f"PRAGMA quick_check: {rows[0][0]}")
+        self._structure_checked = True
 
     @contextlib.contextmanager
     def transaction(self, *, writes: int = 0) -> Iterator[sqlite3.Connection]:
@@ -228,6 +259,7 @@ class SqliteBackend:
             raise self._refused(thread_id, exc) from None
 
     def _open_writer(self, thread_id: str, create: bool, owner: str) -> _SqliteWriter:
+        self._check_before_writing()
         me = current_holder(owner)
         token = secrets.token_hex(16)
         now = time.time()
@@ -271,6 +303,7 @@ class SqliteBackend:
             raise self._refused(new_thread, exc) from None
 
     def _fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
+        self._check_before_writing()
         now = dt.datetime.now(dt.timezone.utc)
         with self._using() as conn:  # (the rows to copy are committed: they will not change)
             stamped = (self._format_version >= STORE_FORMAT_VERSION and conn.execute(

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import trio
 
-from ._errors import StoreFormatError, StoreOpenError, StoreReadOnlyError, StoreUrlError
+from ._errors import StoreCorruptError, StoreFormatError, StoreOpenError, StoreReadOnlyError, StoreUrlError
 from ._frontend import BackendStore
 from ._fsync import FsyncLevel, resolve_fsync
 from ._interface import EventStore
 from ._jsonl import JsonlBackend
 from ._memory import MemoryBackend
-from ._sqlite import NO_SPACE, SqliteBackend, connect, disk_full, refused_to_write
+from ._sqlite import NO_SPACE, SqliteBackend, connect, damaged, disk_full, refused_to_write
 from ._sqlite_schema import READABLE_FORMAT_VERSIONS, ensure_schema
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
@@ -140,6 +140,8 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
                 raise StoreOpenError(str(path), f"sqlite: {exc}; {NO_SPACE}", "free disk space and run again") from None
             raise StoreOpenError(str(path), f"sqlite: {exc}") from None
         if isinstance(exc, sqlite3.DatabaseError):
+            if existed and damaged(exc) and "not a database" not in str(exc):
+                raise StoreCorruptError(str(path), f"sqlite: {exc}") from None
             raise StoreFormatError(
                 str(path), f"it is not a livecontext store (sqlite: {exc})"
             ) from None
@@ -187,6 +189,8 @@ def _checked_to_read(conn: sqlite3.Connection, path: Path) -> SqliteBackend:
         conn.close()
         if isinstance(exc, sqlite3.OperationalError):
             raise
+        if damaged(exc) and "not a database" not in str(exc):
+            raise StoreCorruptError(str(path), f"sqlite: {exc}") from None
         raise StoreFormatError(str(path), f"it is not a livecontext store (sqlite: {exc})") from None
     except BaseException:
         conn.close()

@@ -141,7 +141,8 @@ def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_a_one_line_error_nam
     line = one_line_error(lc("audit", "--store", store, "--thread", "t"))
     assert line.startswith(f"livecontext: error: thread 't': the record at seq {seq} is corrupt (undecodable row: "
                            "the compressed payload does not decompress (zlib: "), line
-    assert line.endswith(f"restore the store from a backup, or fork the thread at seq {seq - 1}"), line
+    assert line.endswith(f"restore the store from a backup, or fork the thread at seq {seq - 1} (`livecontext fork "
+                         f"--thread t --at {seq - 1} --new-thread NEW`) to go on without it"), line
 
 
 def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:

@@ -86,7 +86,7 @@ async def test_a_v1_store_holds_every_record_kind_v1_wrote_and_each_verifies(bac
     for record in records:
         record.verify()
     assert snapshot is not None and snapshot.schema_version == 1 and snapshot.seq < records[-1].seq
-    snapshot.verify()
+    snapshot.verify(records[snapshot.seq - 1])
 
 
 async def test_a_v1_store_folds_to_the_entries_v1_folded_from_its_snapshot_and_from_its_first_record(
@@ -163,7 +163,7 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     assert [r.kind for r in records[before.seq:]] == ["ThreadConfigured", "EntryAppended", "EntryAppended",
                                                       "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
     assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
-    snapshot.verify()
+    snapshot.verify(records[snapshot.seq - 1])
     reopened = await folded(url)
     assert reopened.seq == snapshot.seq and list(reopened.entries) == list(after.entries)
 

@@ -168,7 +168,7 @@ async def test_a_v2_store_holds_every_record_kind_v2_wrote_each_verified_and_a_v
     for record in records:
         record.verify()
     assert snapshot is not None and snapshot.schema_version == 2 and snapshot.seq == 30
-    snapshot.verify()
+    snapshot.verify(records[snapshot.seq - 1])
     # as v2 wrote them: levels by reference, effects naming their app, app_effects in snapshots
     payloads = "\n".join(r.payload for r in records)
     assert '"recent":"live"' in payloads and '"head":' in payloads and '"tail":' in payloads
@@ -341,7 +341,7 @@ async def test_a_new_session_resumes_a_v2_thread_its_notebook_continuing_from_it
             await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
             snapshot = await log.latest_snapshot()
     assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
-    snapshot.verify()
+    snapshot.verify(records[snapshot.seq - 1])
     saved = json.loads(snapshot.state)
     assert saved["app_effects"] == [] and [a["app"] for a in saved["apps"]] == ["notebook"]
     reopened = await folded(url)

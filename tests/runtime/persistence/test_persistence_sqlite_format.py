@@ -109,7 +109,7 @@ async def test_a_flipped_byte_in_a_compressed_payload_is_corruption_naming_the_t
                 CorruptRecordError,
                 match=r"^thread 't': the record at seq 2 is corrupt \(undecodable row: the compressed "
                       r"payload does not decompress \(zlib: Error -3 while decompressing data: .*\)\); "
-                      r"restore the store from a backup, or fork the thread at seq 1$",
+                      r"restore the store from a backup, or fork the thread at seq 1 \(`livecontext fork --thread t --at 1 --new-thread NEW`\) to go on without it$",
             ) as info:
                 await log.read(1)
     assert (info.value.thread_id, info.value.seq) == ("t", 2)
