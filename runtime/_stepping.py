@@ -7,7 +7,6 @@ import random
 from typing import TYPE_CHECKING
 
 import trio
-import trio.testing
 from attrs import frozen
 
 from livecontext.protocol import Envelope, ErrorReply
@@ -135,6 +134,8 @@ class SteppingScheduler:
 
     async def settle(self) -> None:
         """Wait until every other task is blocked and no handler is running."""
+        import trio.testing  # (here: it imports pytest's machinery, a tenth of a second the CLI need not pay)
+
         while True:
             await trio.testing.wait_all_tasks_blocked()
             if self._rt is None or self._rt.busy <= 0:

@@ -582,7 +582,7 @@ async def usable_snapshot(log: Any, thread_id: str, at_seq: int | None = None) -
             warnings.warn(DamagedSnapshotWarning(thread_id, exc.seq, exc.detail, dropped=False), stacklevel=3)
             if exc.seq < 1:  # (its seq is unreadable: replay every record)
                 return None
-            bound = exc.seq - 1
+            bound = exc.seq - 1 if bound is None or exc.seq <= bound else bound - 1  # (always lower: it ends)
     return None
 
 

@@ -358,7 +358,7 @@ class _JsonlReader:
         fd = self._files.snapshots
         for _, _, snapshot, damage in iter_snapshots_backward(fd, os.fstat(fd).st_size, self.thread_id):
             if damage is not None and damage.seq <= at_or_before:  # (-1: its seq is unreadable)
-                raise damage
+                raise damage  # (one past the bound does not keep an older snapshot from being read)
             if snapshot is not None and snapshot.seq <= at_or_before:
                 snapshot.verify(self.read(snapshot.seq, snapshot.seq)[0])
                 return snapshot

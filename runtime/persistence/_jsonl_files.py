@@ -211,11 +211,10 @@ def iter_snapshots_backward(
     """``(offset, offset past the line, snapshot, damage)`` from the newest line of
     ``snapshots.jsonl``.
 
-    The newest line alone may fail: a partial line (a torn write) yields no snapshot and no
-    damage; a complete line that does not decode yields its damage. Damage to an older line
-    raises :class:`CorruptRecordError`, and an unknown schema version raises
-    ``UnsupportedSchemaVersionError``. Checksums are not checked here: a snapshot's commits to
-    the record it covers (see :func:`~._records.check_snapshot`).
+    A partial newest line (a torn write) yields no snapshot and no damage; a complete line that
+    does not decode yields its damage (its seq as far as it can be read, else -1); an unknown
+    schema version raises ``UnsupportedSchemaVersionError``. Checksums are not checked here: a
+    snapshot's commits to the record it covers (see :func:`~._records.check_snapshot`).
     """
     for offset, line, complete in iter_lines_backward(fd, size):
         stop = offset + len(line) + complete
@@ -228,9 +227,7 @@ def iter_snapshots_backward(
                 raise ValueError(f"the line belongs to thread {snapshot.thread_id!r}")
             check_schema_version(snapshot.schema_version)
         except ValueError as exc:
-            damage = CorruptRecordError(thread_id, prefix_seq(line[:32]) or -1, str(exc), what="snapshot")
-            if stop != size:
-                raise damage from None
-            yield offset, stop, None, damage
+            yield offset, stop, None, CorruptRecordError(thread_id, prefix_seq(line[:32]) or -1, str(exc),
+                                                         what="snapshot")
             continue
         yield offset, stop, snapshot, None

@@ -126,7 +126,7 @@ async def _check_snapshots(reader: ThreadReader, found: list[Problem]) -> int:
                 found.append(Problem(reader.thread_id, seq, _line(reader.thread_id, exc)))
             if seq < 1:
                 return checked
-            bound = seq - 1
+            bound = seq - 1 if bound is None or seq <= bound else bound - 1  # (always lower: it ends)
             continue
         if snapshot is None:
             return checked
