@@ -174,8 +174,11 @@ class SqliteBackend:
 
     def check_structure(self) -> list[str]:
         """What ``PRAGMA integrity_check`` finds wrong with the file (empty: nothing)."""
-        with self._using() as conn:
-            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        try:
+            with self._using() as conn:
+                rows = conn.execute("PRAGMA integrity_check").fetchall()
+        except StoreCorruptError as exc:  # (damage it cannot even walk past)
+            return [exc.detail]
         return [] if [tuple(r) for r in rows] == [("ok",)] else [str(r[0]) for r in rows]
 
     def _check_before_writing(self) -> None:
