@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from attrs import field, frozen
+from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
 
 from ._errors import CorruptRecordError
@@ -46,9 +46,9 @@ class StoreCheck:
     """Records read and checked."""
     snapshots: int
     """Snapshots read and checked."""
-    problems: tuple[Problem, ...] = field(converter=tuple)
+    problems: tuple[Problem, ...]
     """Damage found, in the order found (the store's structure first, then thread by thread)."""
-    notes: tuple[str, ...] = field(converter=tuple, default=())
+    notes: tuple[str, ...] = ()
     """What is not damage but worth saying (a torn tail left by a crash: the next writer drops it)."""
 
     @property
@@ -83,7 +83,7 @@ async def verify_store(store: EventStore, thread_ids: Sequence[str] | None = Non
             found = found[:MAX_PROBLEMS_PER_THREAD] + [Problem(thread_id, None, f"thread {thread_id!r}: "
                                                                f"{more} more problem(s) not listed")]
         problems.extend(found)
-    return StoreCheck(len(ids), records, snapshots, problems, notes)
+    return StoreCheck(len(ids), records, snapshots, tuple(problems), tuple(notes))
 
 
 async def _check_records(reader: ThreadReader, found: list[Problem]) -> int:
