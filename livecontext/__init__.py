@@ -23,23 +23,73 @@ blueprints, CLI), ``livecontext.runtime`` (the actor kernel, stores, model clien
 
 from __future__ import annotations
 
-from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
-from livecontext.actors._system import AgentAnswer, System, open_system
-from livecontext.actors.analyzers import AnalyzerSettings
-from livecontext.actors.apps import (
-    App,
-    AppDefinitionError,
-    AppStateError,
-    ToolDefinitionError,
-    ToolFailure,
-    ToolOutcome,
-    tool,
-)
-from livecontext.actors.blueprint import BlueprintError
-from livecontext.actors.history import BudgetTooSmallError, HistoryLimits
-from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
-from livecontext.runtime import UsageError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
+    from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
+    from livecontext.actors._system import AgentAnswer, System, open_system
+    from livecontext.actors.analyzers import AnalyzerSettings
+    from livecontext.actors.apps import (
+        App,
+        AppDefinitionError,
+        AppStateError,
+        ToolDefinitionError,
+        ToolFailure,
+        ToolOutcome,
+        tool,
+    )
+    from livecontext.actors.blueprint import BlueprintError
+    from livecontext.actors.history import BudgetTooSmallError, HistoryLimits
+    from livecontext.actors.recap import RecapSettings
+    from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
+    from livecontext.runtime import UsageError
+
+_HOMES = {
+    "Agent": "livecontext.actors._front",
+    "AgentAnswer": "livecontext.actors._system",
+    "AgentEvent": "livecontext.actors._front",
+    "AgentState": "livecontext.actors._front",
+    "AgentStatus": "livecontext.protocol",
+    "AnalyzerSettings": "livecontext.actors.analyzers",
+    "App": "livecontext.actors.apps",
+    "AppDefinitionError": "livecontext.actors.apps",
+    "AppStateError": "livecontext.actors.apps",
+    "BlueprintError": "livecontext.actors.blueprint",
+    "BudgetTooSmallError": "livecontext.actors.history",
+    "EngineState": "livecontext.protocol",
+    "HistoryLimits": "livecontext.actors.history",
+    "Level": "livecontext.protocol",
+    "RecapSettings": "livecontext.actors.recap",
+    "Reply": "livecontext.actors._front",
+    "Retention": "livecontext.protocol",
+    "System": "livecontext.actors._system",
+    "TaskStatus": "livecontext.protocol",
+    "ToolDefinitionError": "livecontext.actors.apps",
+    "ToolFailure": "livecontext.actors.apps",
+    "ToolOutcome": "livecontext.actors.apps",
+    "UsageError": "livecontext.runtime",
+    "open_agent": "livecontext.actors._front",
+    "open_system": "livecontext.actors._system",
+    "tool": "livecontext.actors.apps",
+}
+"""Where each name of the front door lives: imported on first use, so that ``import
+livecontext`` (and the ``livecontext`` command's start, which a Ctrl-C may interrupt) costs
+nothing until a name is used."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'livecontext' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Agent",

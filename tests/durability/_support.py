@@ -12,8 +12,9 @@ from typing import Any
 
 import trio
 
-LIVECONTEXT = [sys.executable, "-c", "from livecontext.actors.cli import main; main(prog_name='livecontext')"]
-"""The ``livecontext`` command, run by this interpreter (no dependence on PATH)."""
+LIVECONTEXT = [sys.executable, "-c", "from livecontext._command import main; main()"]
+"""The ``livecontext`` command (its installed entry point), run by this interpreter (no
+dependence on PATH)."""
 
 
 def cli_env() -> dict[str, str]:

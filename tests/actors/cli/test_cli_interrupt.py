@@ -148,3 +148,23 @@ def test_a_step_that_will_not_stop_is_ended_at_the_deadline_or_at_a_second_ctrl_
             f"livecontext: {said} (its log is whole); `livecontext run --thread main --store {url}` resumes it"]
         state = json.loads(_lc("state", "--store", url, "--thread", "main").stdout)
         assert state["state"] == "WaitingToolResults"  # the call is recorded; resuming runs it
+
+
+def test_ctrl_c_while_the_command_starts_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    # importing the runtime takes most of a second: a Ctrl-C then is met as one later is
+    ended = []
+    for delay_s in (0.1, 0.2, 0.3, 0.45):
+        proc = _start("threads", "--store", f"jsonl:{tmp_path / 'none'}")
+        time.sleep(delay_s)
+        code, out, err, _ = _interrupt(proc)
+        if err.startswith("Fatal Python error: init_import_site"):
+            continue  # (the interpreter's own start, before any code of ours: a busy machine is that slow)
+        assert "Traceback" not in err, (delay_s, err)
+        if code == 130:
+            assert err == "livecontext: interrupted\n" and out == "", (delay_s, out, err)
+        elif code == -signal.SIGINT:  # (before Python itself had started: the signal ended it, silently)
+            assert err == out == "", (delay_s, out, err)
+        else:  # (it had finished: the store does not exist)
+            assert code == 1 and err.startswith("livecontext: error: "), (delay_s, code, err)
+        ended.append(code)
+    assert 130 in ended  # (the first delays fall inside the start)

@@ -1,0 +1,23 @@
+"""The ``livecontext`` command's entry point: a Ctrl-C while the command starts (importing
+the runtime takes most of a second) ends it as a Ctrl-C later does, in one line, exit 130."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Import the command line, then run it."""
+    try:
+        from livecontext.actors.cli import main as command
+    except KeyboardInterrupt:
+        _interrupted()
+    try:
+        command(prog_name="livecontext")
+    except KeyboardInterrupt:  # (before the command took Ctrl-C over, or after it gave it back)
+        _interrupted()
+
+
+def _interrupted() -> None:
+    sys.stderr.write("livecontext: interrupted\n")
+    sys.exit(130)
