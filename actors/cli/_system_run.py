@@ -18,6 +18,7 @@ from livecontext.runtime.persistence import default_store_url
 from .._system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
 from .._format import apps_json, entry_json, status_json
+from ._interrupt import DEADLINE_S, Interrupt
 from ._main import folder_note, print_json, run_async
 from ._transcript import Transcript
 
@@ -62,6 +63,11 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
     store_url = bp.store or default_store_url()
     console = Console(stderr=as_json)
     made_folder = folder_note(store_url)
+    resume = f"livecontext run {bp.path}" + (f" --store {store_url}" if "store_url" in given else "")
+    interrupt = Interrupt()
+    interrupt.hard_message = (f"interrupted; the system did not stop within {DEADLINE_S:g} s and was stopped at "
+                              f"once (its logs are whole); `{resume}` resumes it")
+    interrupt.again_message = f"interrupted again; the system was stopped at once (its logs are whole); `{resume}` resumes it"
 
     async def go() -> None:
         async with open_system(bp, store=store_url, base_url=base_url, api_key=api_key,
@@ -69,8 +75,13 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
             if made_folder:
                 click.echo(f"livecontext: note: {made_folder}", err=True)
             async with _watching(system, None if as_json else console):
-                ran = await system.run_inputs()
+                with interrupt.region():
+                    ran = await system.run_inputs()
             status = await system.status()
+        if interrupt.caught:  # (the agents stopped as the system closed: each log records where)
+            where = ", ".join(f"{a.name} at {a.state.value}" for a in status.agents)
+            click.echo(f"livecontext: interrupted; system {status.name}: {where}; `{resume}` resumes it", err=True)
+            sys.exit(130)
         if ran.resumed:
             click.echo(f"livecontext: note: system {status.name}'s last run was interrupted; this run resumed it "
                        "(each agent finished its work and got the inputs of that run it had not got)", err=True)
@@ -89,7 +100,7 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
             click.echo(f"livecontext: error: agent {failed[0].agent} {failed[0].reason}", err=True)
             sys.exit(1)
 
-    run_async(go)
+    run_async(go, interrupt)
 
 
 def system_json(status: SystemStatus) -> dict[str, Any]:

@@ -8,7 +8,9 @@ Real processes, a real SIGINT.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -168,3 +170,45 @@ def test_ctrl_c_while_the_command_starts_is_one_line_and_exit_130(tmp_path: Path
             assert code == 1 and err.startswith("livecontext: error: "), (delay_s, code, err)
         ended.append(code)
     assert 130 in ended  # (the first delays fall inside the start)
+
+
+def test_ctrl_c_in_a_system_run_says_where_each_agent_is_and_the_run_resumes(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    shutil.copy(examples / "team.toml", tmp_path)
+    shutil.copytree(examples / "team", tmp_path / "team")
+    researcher = tmp_path / "team" / "researcher.json"
+    quick = researcher.read_text()
+    slow = json.loads(quick)
+    slow["turns"][0]["delay_s"] = 60
+    researcher.write_text(json.dumps(slow))
+    db = tmp_path / "x.db"
+    proc = subprocess.Popen([*LIVECONTEXT, "run", str(tmp_path / "team.toml"), "--store", f"sqlite:{db}"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**cli_env(), "COLUMNS": "200"})
+    end = time.monotonic() + 60
+    while not _researcher_asked(db):  # (the researcher is in its slow model call)
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, "the researcher was never asked"
+        time.sleep(0.1)
+    code, _, err, took = _interrupt(proc)
+    assert (code, took < DEADLINE_S) == (130, True), err
+    assert err.splitlines()[-1] == (
+        "livecontext: interrupted; system team: planner at WaitingToolResults, researcher at PendingInput, critic at "
+        f"WaitingInput; `livecontext run {tmp_path / 'team.toml'} --store sqlite:{db}` resumes it")
+    researcher.write_text(quick)
+    resumed = _lc("run", str(tmp_path / "team.toml"), "--store", f"sqlite:{db}", "--json")  # as the line said
+    assert resumed.returncode == 0, resumed.stderr
+    assert "system team's last run was interrupted; this run resumed it" in resumed.stderr
+    agents = {a["name"]: a for a in json.loads(resumed.stdout)["agents"]}
+    assert agents["planner"]["status"] == "waiting_user" and agents["researcher"]["entries"], agents
+
+
+def _researcher_asked(db: Path) -> bool:
+    if not db.exists():
+        return False
+    try:
+        with sqlite3.connect(db) as conn:
+            row = conn.execute("SELECT count(*) FROM records WHERE thread_id = 'team.researcher'").fetchone()
+    except sqlite3.Error:
+        return False
+    return bool(row[0] >= 3)
