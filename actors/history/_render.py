@@ -52,7 +52,7 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 
-from ._units import Piece, RenderCache, Windows, answers, differs, unit_messages
+from ._units import Piece, RenderCache, UnitLevels, Windows, answers, unit_messages
 
 RECAP_PREFIX = "[Recap of earlier steps]\n"
 RECAP_PREFIX_TOKENS = 8
@@ -155,26 +155,16 @@ class _Planner:
             return i, i + 2
         return self.unit_start(i), i + 1
 
-    def unit(self, start: int, stop: int, level: Level) -> tuple[Sequence[ChatMessage], int]:
-        return self.messages(self.entries(start, stop), level)
-
-    def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
-        if self.cache is not None:
-            return self.cache.shows_more(unit, lower, higher)
-        return differs(unit, lower, higher)
-
-    def messages(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
-        if self.cache is not None:
-            return self.cache.unit(unit, level)
-        return unit_messages(unit, level)
+    def levels(self, unit: Sequence[HistoryEntry]) -> UnitLevels:
+        """An older unit at every level (kept in the cache, if any)."""
+        return self.cache.levels(unit) if self.cache is not None else UnitLevels(unit)
 
     def fits(self, tokens: int, reserve: int = 0) -> bool:
         return self.used + tokens + reserve <= self.budget
 
-    def take(self, start: int, stop: int, shown: Shown, piece: Piece,
-             unit: list[HistoryEntry] | None = None) -> None:
-        entries = unit if unit is not None else self.entries(start, stop)
-        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], entries)
+    def take(self, start: int, stop: int, shown: Shown, piece: Piece, entries: list[HistoryEntry],
+             levels: UnitLevels | None) -> None:
+        self.taken[start] = _Taken(stop, shown, piece[0], piece[1], entries, levels)
         self.used += piece[1]
 
     def run(self, system_prompt: str, system_tokens: int, tools_tokens: int, windows: Windows,
@@ -190,10 +180,11 @@ class _Planner:
         latest = self._latest_unit()
         pins = self._pinned_units(pinned, latest)
         self.kept = {start for start, _ in pins} | ({latest[0]} if latest is not None else set())
-        reserve = sum(self.unit(start, stop, Level.GIST)[1] for start, stop in pins)
+        pin_levels = {start: self.levels(self.entries(start, stop)) for start, stop in pins}
+        reserve = sum(levels.gist[1] for levels in pin_levels.values())
         if latest is not None:
             self._place_latest(latest, windows, reserve)
-        self._place_pinned(pins, reserve)
+        self._place_pinned(pins, pin_levels, reserve)
         recap_msgs, recap_shown = self._place_recaps()
         older_end = latest[0] if latest is not None else len(self.active)
         self._place_older(older_end, dict(pins), self._note_reserve(len(recap_shown)))
@@ -223,26 +214,27 @@ class _Planner:
     def _place_latest(self, latest: tuple[int, int], windows: Windows, reserve: int) -> None:
         start, stop = latest
         choices = ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True), (Level.GIST, False))
+        entries = self.entries(start, stop)
         for keep in (reserve, 0):  # room for the pinned entries' gists first, if there is any
             for level, with_windows in choices:
-                piece = unit_messages(self.entries(start, stop), level, windows if with_windows else None)
+                piece = unit_messages(entries, level, windows if with_windows else None)
                 if self.fits(piece[1], keep):
-                    self.take(start, stop, Shown.LIVE if level is Level.LIVE else _SHOWN[level], piece)
+                    # no levels kept: its messages hold the windows, and it is never upgraded
+                    self.take(start, stop, Shown.LIVE if level is Level.LIVE else _SHOWN[level], piece, entries, None)
                     return
-        needed = self.used + unit_messages(self.entries(start, stop), Level.GIST)[1]
+        needed = self.used + unit_messages(entries, Level.GIST)[1]
         raise BudgetTooSmallError(self.budget, needed)
 
-    def _place_pinned(self, pins: list[tuple[int, int]], reserve: int) -> None:
+    def _place_pinned(self, pins: list[tuple[int, int]], pin_levels: dict[int, UnitLevels], reserve: int) -> None:
         """The pinned units, oldest first, at RECENT else GIST, keeping room for the gists of
         those still to come (``reserve``: all their gists); one that fits not even so is left out."""
         for start, stop in pins:
-            gist = self.unit(start, stop, Level.GIST)
-            reserve -= gist[1]
-            recent = self.unit(start, stop, Level.RECENT)
-            if self.fits(recent[1], reserve):
-                self.take(start, stop, Shown.RECENT, recent)
-            elif self.fits(gist[1], reserve):
-                self.take(start, stop, Shown.GIST, gist)
+            levels = pin_levels[start]
+            reserve -= levels.gist[1]
+            if self.fits(levels.recent[1], reserve):
+                self.take(start, stop, Shown.RECENT, levels.recent, self.entries(start, stop), levels)
+            elif self.fits(levels.gist[1], reserve):
+                self.take(start, stop, Shown.GIST, levels.gist, self.entries(start, stop), levels)
             else:
                 self.omitted.append((start, stop))
 
@@ -297,7 +289,8 @@ class _Planner:
             if start in pinned:
                 i = start - 1
                 continue
-            piece = self.messages(unit, level)
+            levels = self.levels(unit)
+            piece = levels.piece(level)
             if level is Level.RECENT and piece[1] > recent_room:
                 level = Level.GIST
                 continue
@@ -314,7 +307,7 @@ class _Planner:
                 misfits = 0
                 if level is Level.RECENT:
                     recent_room -= piece[1]
-                self.take(start, i + 1, _SHOWN[level], piece, unit)
+                self.take(start, i + 1, _SHOWN[level], piece, unit, levels)
             i = start - 1
 
     def _upgrade(self, latest: int | None) -> None:
@@ -326,11 +319,12 @@ class _Planner:
                 if self.used >= self.budget:
                     return
                 was = self.taken[start]
-                if was.shown is not shown or start == latest or not self.shows_more(was.entries, _LEVEL[shown], level):
+                levels = was.levels
+                if was.shown is not shown or start == latest or levels is None or not levels.shows_more(level):
                     continue
-                piece = self.unit(start, was.stop, level)
+                piece = levels.piece(level)
                 if self.used - was.tokens + piece[1] <= self.budget:
-                    self.taken[start] = _Taken(was.stop, _SHOWN[level], piece[0], piece[1], was.entries)
+                    self.taken[start] = _Taken(was.stop, _SHOWN[level], piece[0], piece[1], was.entries, levels)
                     self.used += piece[1] - was.tokens
 
     # -- the omission line ----------------------------------------------------------------------
@@ -418,44 +412,52 @@ class _Planner:
 
     def _spans(self, recap_shown: list[bool]) -> tuple[RenderedSpan, ...]:
         """How each unfolded entry and recap was shown, oldest first (by id), in runs."""
-        marks: list[tuple[int, str, str, Shown]] = []  # (id number, first id, last id, shown)
+        marks: list[_Mark] = []
         for taken in self.taken.values():
-            first, last = taken.entries[0].id, taken.entries[-1].id
-            marks.append((id_number(first), first, last, taken.shown))
+            entries = taken.entries
+            marks.append(_mark(entries[0].id, entries[-1].id, taken.shown))
         for a, b in self._omitted_runs():
-            first, last = self.at(a).id, self.at(b).id
-            marks.append((id_number(first), first, last, Shown.OMITTED))
+            marks.append(_mark(self.at(a).id, self.at(b).id, Shown.OMITTED))
         for recap, on in zip(self.recaps, recap_shown):
-            marks.append((id_number(recap.id), recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
+            marks.append(_mark(recap.id, recap.id, Shown.RECAP if on else Shown.OMITTED))
         marks.sort(key=itemgetter(0))
-        spans: list[RenderedSpan] = []
-        for number, first, last, shown in marks:
+        runs: list[_Mark] = []
+        for mark in marks:
             # one span for runs of consecutive ids only: one reaching over folded entries
             # (or removed ones) would seem to say how they were shown
-            if (spans and spans[-1].shown is shown and shown is not Shown.RECAP
-                    and id_number(spans[-1].last) + 1 == number):
-                spans[-1] = RenderedSpan(spans[-1].first, last, shown)
+            if runs and runs[-1][4] is mark[4] and mark[4] is not Shown.RECAP and runs[-1][1] + 1 == mark[0]:
+                runs[-1] = (runs[-1][0], mark[1], runs[-1][2], mark[3], mark[4])
             else:
-                spans.append(RenderedSpan(first, last, shown))
-        return tuple(spans)
+                runs.append(mark)
+        return tuple(RenderedSpan(first, last, shown) for _, _, first, last, shown in runs)
 
 
 class _Taken:
-    """A unit shown: where it stops, how, its messages and their tokens, its entries."""
+    """A unit shown: where it stops, how, its messages and their tokens, its entries, and
+    the unit at every level (``None`` for the latest: shown with the windows, never upgraded)."""
 
-    __slots__ = ("entries", "messages", "shown", "stop", "tokens")
+    __slots__ = ("entries", "levels", "messages", "shown", "stop", "tokens")
 
     def __init__(self, stop: int, shown: Shown, messages: Sequence[ChatMessage], tokens: int,
-                 entries: list[HistoryEntry]) -> None:
+                 entries: list[HistoryEntry], levels: UnitLevels | None) -> None:
         self.stop = stop
         self.shown = shown
         self.messages = messages
         self.tokens = tokens
         self.entries = entries
+        self.levels = levels
+
+
+_Mark = tuple[int, int, str, str, Shown]
+"""Entries (or a recap) shown one way: the first and last ids' numbers, the ids, how."""
+
+
+def _mark(first: str, last: str, shown: Shown) -> _Mark:
+    number = id_number(first)
+    return number, number if last == first else id_number(last), first, last, shown
 
 
 _SHOWN = {Level.LIVE: Shown.LIVE, Level.RECENT: Shown.RECENT, Level.GIST: Shown.GIST}
-_LEVEL = {shown: level for level, shown in _SHOWN.items()}
 
 
 def omission_note(runs: Sequence[tuple[str, str]], entries: int, recaps: int) -> str:

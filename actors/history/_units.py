@@ -112,18 +112,47 @@ def unit_messages(unit: Sequence[HistoryEntry], level: Level, windows: Windows |
     return out_msgs + res_msgs, out_tokens + res_tokens
 
 
+class UnitLevels:
+    """One unit's messages and their cost at each level (without windows), and whether each
+    level shows more than the one below it: all that rendering asks of an older unit, made
+    at once so that a render reads it instead of rebuilding it."""
+
+    __slots__ = ("gist", "live", "live_shows_more", "recent", "recent_shows_more")
+
+    def __init__(self, unit: Sequence[HistoryEntry]) -> None:
+        self.gist = _kept(unit_messages(unit, Level.GIST))
+        self.recent = _kept(unit_messages(unit, Level.RECENT))
+        self.live = _kept(unit_messages(unit, Level.LIVE))
+        self.recent_shows_more = differs(unit, Level.GIST, Level.RECENT)
+        self.live_shows_more = differs(unit, Level.RECENT, Level.LIVE)
+
+    def piece(self, level: Level) -> Piece:
+        """The unit's messages at ``level`` and what they cost."""
+        if level is Level.GIST:
+            return self.gist
+        return self.recent if level is Level.RECENT else self.live
+
+    def shows_more(self, level: Level) -> bool:
+        """Whether the unit shows more at ``level`` (RECENT or LIVE) than at the level below."""
+        return self.recent_shows_more if level is Level.RECENT else self.live_shows_more
+
+
+def _kept(piece: Piece) -> Piece:
+    return tuple(piece[0]), piece[1]
+
+
 class RenderCache:
-    """The messages of older units, kept between renders (a history store keeps one).
+    """The :class:`UnitLevels` of older units, kept between renders (a history store keeps one).
 
     An older unit renders the same way every time at a level (no windows), and an entry never
-    changes without a new revision, so a unit is keyed by its entries' ids and revisions. At
-    ``max_units`` the cache starts afresh: it holds at most what a few renders touch.
+    changes without a new revision, so a unit is keyed by its entries' ids and revisions. A
+    render after an append builds the new units alone and reads the others. At ``max_units``
+    the cache starts afresh: it holds at most what a few renders touch.
     """
 
     def __init__(self, max_units: int = 4096) -> None:
         self.max_units = max_units
-        self._units: dict[tuple[str, int, str, int, Level], tuple[tuple[ChatMessage, ...], int]] = {}
-        self._more: dict[tuple[str, int, str, int, Level], bool] = {}
+        self._units: dict[tuple[str, int, str, int], UnitLevels] = {}
         self._system: ChatMessage | None = None
 
     def system_message(self, prompt: str) -> ChatMessage:
@@ -133,27 +162,15 @@ class RenderCache:
             kept = self._system = ChatMessage(Role.SYSTEM, prompt)
         return kept
 
-    def unit(self, unit: Sequence[HistoryEntry], level: Level) -> tuple[Sequence[ChatMessage], int]:
-        """:func:`unit_messages` without windows, kept."""
+    def levels(self, unit: Sequence[HistoryEntry]) -> UnitLevels:
+        """``UnitLevels(unit)``, kept."""
         first, last = unit[0], unit[-1]
-        key = (first.id, first.revision, last.id, last.revision, level)
+        key = (first.id, first.revision, last.id, last.revision)
         found = self._units.get(key)
         if found is None:
-            msgs, tokens = unit_messages(unit, level)
             if len(self._units) >= self.max_units:
                 self._units.clear()
-            found = self._units[key] = (tuple(msgs), tokens)
-        return found
-
-    def shows_more(self, unit: Sequence[HistoryEntry], lower: Level, higher: Level) -> bool:
-        """:func:`differs`, kept (a unit's levels never change without a new revision)."""
-        first, last = unit[0], unit[-1]
-        key = (first.id, first.revision, last.id, last.revision, higher)
-        found = self._more.get(key)
-        if found is None:
-            if len(self._more) >= self.max_units:
-                self._more.clear()
-            found = self._more[key] = differs(unit, lower, higher)
+            found = self._units[key] = UnitLevels(unit)
         return found
 
     def __len__(self) -> int:

@@ -16,7 +16,14 @@ from livecontext.actors.apps import describe_tools
 from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history._lod import output_content, tools_tokens
 from livecontext.actors.history._render import MAX_MISFITS, RECAP_PREFIX, RECAP_PREFIX_TOKENS, omission_note
-from livecontext.actors.history._units import JOIN_TOKENS, STATUS_PREFIX_TOKENS, answers, unit_messages
+from livecontext.actors.history._units import (
+    JOIN_TOKENS,
+    STATUS_PREFIX_TOKENS,
+    UnitLevels,
+    answers,
+    differs,
+    unit_messages,
+)
 from livecontext.protocol import (
     ActorId,
     ChatMessage,
@@ -422,6 +429,39 @@ def test_a_render_cache_renders_a_growing_history_as_without_it(
                     return str(exc)
             system = ("sys", "another sys", "")[k % 3]  # (the cache keeps the system message too)
             assert once(cache) == once(None)
+
+
+def test_a_render_after_an_append_builds_only_the_unit_it_pushed_back() -> None:
+    # what keeps a model step's render flat however long the history: every older unit is
+    # kept at every level, so after a turn the render builds the units that turn made older
+    cache = RenderCache()
+    history: list[HistoryEntry] = [inp(k) if k % 2 == 0 else out(k) for k in range(401)]
+
+    def once(c: RenderCache | None) -> RenderResult:
+        return render(history, (), 2_000, system_prompt="sys", system_tokens=2, windows=WINDOW,
+                      windows_tokens=5, cache=c)
+
+    first = once(cache)
+    assert 20 < first.entries < 200  # the budget is full: many units shown, most left out
+    built = len(cache)
+    history += [out(401), inp(402)]  # the engine's answer and the next input
+    assert once(cache) == once(None)
+    assert len(cache) == built + 2  # e400 (the latest before, shown with the windows) and e401
+
+
+@settings(max_examples=100, deadline=None)
+@given(history=histories())
+def test_a_units_kept_levels_are_its_messages_at_each_level(history: list[HistoryEntry]) -> None:
+    i = 0
+    while i < len(history):
+        unit = history[i : i + 2] if i + 1 < len(history) and answers(history[i], history[i + 1]) else history[i : i + 1]
+        i += len(unit)
+        kept = UnitLevels(unit)
+        for level in (Level.GIST, Level.RECENT, Level.LIVE):
+            msgs, tokens = unit_messages(unit, level)
+            assert kept.piece(level) == (tuple(msgs), tokens)
+        assert kept.shows_more(Level.RECENT) == differs(unit, Level.GIST, Level.RECENT)
+        assert kept.shows_more(Level.LIVE) == differs(unit, Level.RECENT, Level.LIVE)
 
 
 # -- cost ---------------------------------------------------------------------------------------
