@@ -10,7 +10,9 @@ bytes, where integers are written in decimal and times as ISO 8601 UTC with micr
 (``2024-05-01T12:00:00.000000+00:00``). Records: schema_version, thread_id, seq, sender,
 sent_at, sent_mono_ns, kind, payload, then, for a record of a system's thread (see
 :class:`~._clock.SystemClock`), system_seq; a record without one is hashed as before system
-seqs existed. Snapshots: schema_version, thread_id, seq, state.
+seqs existed. Snapshots: schema_version, thread_id, seq, state, then, for a snapshot whose
+entries are kept in parts (see :mod:`._parts`), each part's key; a snapshot without parts is
+hashed as before parts existed.
 """
 
 from __future__ import annotations
@@ -166,11 +168,15 @@ class Snapshot:
     """The protocol schema version the state was written with."""
     checksum: str
     """SHA-256 hex of the other fields; see :func:`snapshot_checksum`."""
+    parts: tuple[str, ...] = ()
+    """The keys of the parts the state is split into besides ``state`` (its head), in order:
+    each is stored once per thread and read with :meth:`ThreadReader.read_snapshot_parts`
+    (see :mod:`._parts`). Empty for a state kept whole in ``state``."""
 
     def verify(self) -> None:
         """Like :meth:`StoredRecord.verify`, for a snapshot."""
         check_schema_version(self.schema_version)
-        expected = snapshot_checksum(self.thread_id, self.seq, self.state, self.schema_version)
+        expected = snapshot_checksum(self.thread_id, self.seq, self.state, self.schema_version, self.parts)
         if expected != self.checksum:
             raise CorruptRecordError(self.thread_id, self.seq, "checksum mismatch", what="snapshot")
 
@@ -241,9 +247,10 @@ def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at
     return _sha256(text).hexdigest()
 
 
-def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int) -> str:
+def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int,
+                      parts: Sequence[str] = ()) -> str:
     """The checksum of a snapshot with these fields (see the module doc)."""
-    return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
+    return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state, *parts))
 
 
 def _checksum_in(record: StoredRecord, thread_id: str) -> str:
@@ -378,21 +385,21 @@ def _batch_index(index: int) -> str:
 
 
 KEEP_SNAPSHOTS = 2
-"""Snapshots kept per thread by the SQLite and memory backends (the newest ones).
+"""Snapshots kept per thread by every backend (the newest ones), with the parts they use.
 
-Each snapshot holds a thread's whole state, so keeping them all would grow storage with the
-square of the thread's length. The JSONL backend's snapshot file is append-only and keeps all.
+Each snapshot stands for a thread's whole state, so keeping them all would grow storage with
+the square of the thread's length (a snapshot written before parts held every entry).
 """
 
 
-def seal_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
+def seal_snapshot(thread_id: str, seq: int, state: str, parts: Sequence[str] = ()) -> Snapshot:
     """A checksummed snapshot (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
     _check_json(state, "snapshot state")
     try:
-        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION)
+        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION, parts)
     except UnicodeEncodeError:  # (the state was checked above: the thread id)
         raise InvalidRecordError(f"the snapshot's thread id {thread_id!r} is not valid UTF-8") from None
-    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
+    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum, tuple(parts))
 
 
 def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
@@ -402,8 +409,8 @@ def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
 
 def rehome_snapshot(snapshot: Snapshot, thread_id: str) -> Snapshot:
     """``snapshot`` moved to another thread, with its checksum recomputed."""
-    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version)
-    return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum)
+    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, snapshot.parts)
+    return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum, snapshot.parts)
 
 
 def check_thread_id(thread_id: object) -> str:
