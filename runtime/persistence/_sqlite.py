@@ -340,7 +340,7 @@ class SqliteBackend:
 
     def upsert_snapshot(self, conn: sqlite3.Connection, snapshot: Snapshot) -> None:
         """Write ``snapshot``'s row, in a transaction that made the file the format it needs."""
-        if self._format_version >= PARTS_FORMAT_VERSION:
+        if snapshot.parts or self._format_version >= PARTS_FORMAT_VERSION:  # (parts: made format 4)
             conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
         else:  # (a file of an older format, kept so: no column parts, and a snapshot without)
             conn.execute(UPSERT_WHOLE_SNAPSHOT, snapshot_to_row(snapshot)[:-1])
