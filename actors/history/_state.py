@@ -569,6 +569,8 @@ class SnapshotDraft:
         """The blocks changed since the snapshot before (given back if this one is lost)."""
         self.written: dict[int, str | None] = {}
         """Once finished: the key of each block encoded (``None``: the block is empty now)."""
+        self.new_bytes = 0
+        """Once finished: the bytes of the parts encoded."""
 
     def finish(self, encode: Callable[[HistoryEntry], str]) -> tuple[HistorySnapshot, list[str], dict[str, bytes]]:
         """The snapshot's head, the keys of its parts in order, and the parts encoded now (by
@@ -592,6 +594,7 @@ class SnapshotDraft:
             key = self.written[number] = hashlib.sha256(data).hexdigest()
             keys.append(key)
             parts[key] = data
+            self.new_bytes += len(data)
         return self.head, keys, parts
 
 
