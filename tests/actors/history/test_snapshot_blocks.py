@@ -200,3 +200,23 @@ async def test_a_fork_copies_the_parts_of_its_snapshot_and_opens_as_the_source_d
             assert [e.id for e in opened.entries] == [e.id for e in thread.state.entries[:5]]
             await write_snapshot(log, CONVERTER, opened)  # its own, reusing the copied parts
             assert list((await load_state(log, CONVERTER, "u")).entries) == list(opened.entries)
+
+
+@pytest.mark.parametrize("change", ["revise", "fold", "remove"])
+async def test_a_change_to_an_entry_of_an_old_block_reaches_the_next_snapshot(change: str) -> None:
+    async with await open_store("memory:") as store:
+        async with await store.open_thread("t", owner="test") as log:
+            thread = _Thread(log)
+            ids = [await thread.append(gap=50) for _ in range(20)]
+            await write_snapshot(log, CONVERTER, thread.state)
+            if change == "revise":
+                await thread.commit(HistoryEdited((_input(int(ids[2][1:]), "revised", 2),)))
+            elif change == "fold":
+                thread.next += 1
+                await thread.commit(EntriesFolded(_recap(thread.next, (ids[2],)), (ids[2],)))
+            else:
+                await thread.commit(HistoryEdited((), (ids[2],)))
+            await write_snapshot(log, CONVERTER, thread.state)
+            snap = await log.latest_snapshot()
+            assert snap is not None and snap.seq == thread.state.seq  # (no tail to replay)
+            _same(await load_state(log, CONVERTER, "t"), thread.state)
