@@ -68,6 +68,7 @@ from livecontext.protocol import (  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import NewRecord, ThreadReader, open_store  # noqa: E402
+from livecontext.runtime._gc import gc_tuned  # noqa: E402
 from livecontext.runtime.persistence._fsync import resolve_fsync  # noqa: E402
 from livecontext.runtime.tokens import TokenCounter  # noqa: E402
 
@@ -330,11 +331,19 @@ async def bench_open(tmp: Path, records: int) -> dict[str, float]:
         async with await store.open_reader("big") as reader:
             snap = await reader.latest_snapshot()
             assert snap is not None
-            for label, source in (("without", _NoSnapshots(reader)), ("with", reader)):
+            for label, source, runs in (("without", _NoSnapshots(reader), 1), ("with", reader, 3)):
+                walls, cpus = [], []
+                for _ in range(runs):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    loaded = await load_state(source, CONVERTER, "big")
+                    walls.append(time.perf_counter() - t0)
+                    cpus.append(time.process_time() - c0)
+                    assert loaded.seq == state.seq and len(loaded.entries) == len(state.entries)
+                out[label], out[f"{label}_cpu"] = statistics.median(walls), statistics.median(cpus)
+            with gc_tuned():  # (a history store opens its thread in a runtime, which tunes the collector)
                 t0 = time.perf_counter()
-                loaded = await load_state(source, CONVERTER, "big")
-                out[label] = time.perf_counter() - t0
-                assert loaded.seq == state.seq and len(loaded.entries) == len(state.entries)
+                await load_state(reader, CONVERTER, "big")
+                out["in_runtime"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             await reader.read(1)
             out["read_only"] = time.perf_counter() - t0
@@ -342,8 +351,9 @@ async def bench_open(tmp: Path, records: int) -> dict[str, float]:
     out["parts"] = len(snap.parts)
     out["tail"] = state.seq - snap.seq
     print(f"  without a snapshot (replay {state.seq:,} records):        {out['without']:>8.2f} s")
-    print(f"  with the snapshot at seq {snap.seq:,} (replay {out['tail']:,}):  {out['with']:>8.2f} s"
-          f"   ({out['without'] / out['with']:.1f}x faster)")
+    print(f"  with the snapshot at seq {snap.seq:,} (replay {out['tail']:,}):  {out['with']:>8.3f} s"
+          f"   ({out['without'] / out['with']:.1f}x faster; median of 3; CPU {out['with_cpu']:.3f} s)")
+    print(f"  the same with the collector tuned as in a runtime:    {out['in_runtime']:>8.3f} s")
     print(f"  of which reading the {state.seq:,} records alone takes:      {out['read_only']:>8.2f} s")
     print(f"  the snapshot: a head of {out['snap_bytes'] / 1e3:,.1f} kB and {int(out['parts']):,} parts (blocks of entries:"
           " their index is read, their texts inflated on first use)")
@@ -402,7 +412,8 @@ async def main(quick: bool) -> None:
           f"{opened['with']:.2f} s vs {opened['without']:.2f} s")
     print("\n== targets (issue 16) ==")
     ratio = snaps[big]["ms"] / snaps[1_000]["ms"]
-    for ok, text in ((opened["with"] <= 0.2, f"opening a {big:,}-record thread: {opened['with']:.3f} s (target <= 0.2 s)"),
+    for ok, text in ((opened["with"] <= 0.2, f"opening a {big:,}-record thread: {opened['with']:.3f} s, "
+                                             f"{opened['in_runtime']:.3f} s in a runtime (target <= 0.2 s)"),
                      (ratio <= 2.0, f"snapshot after 1,000 more records at {big:,} entries vs at 1,000: "
                                     f"{snaps[big]['ms']:.1f} vs {snaps[1_000]['ms']:.1f} ms = {ratio:.2f}x (target <= 2x)")):
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")

@@ -63,6 +63,10 @@ class _Thread:
         return f"e{self.next}"
 
 
+def _url(backend: str, folder: Path) -> str:
+    return {"memory": "memory:", "sqlite": f"sqlite:{folder / 'db'}", "jsonl": f"jsonl:{folder}"}[backend]
+
+
 def _same(opened: HistoryState, folded: HistoryState) -> None:
     assert list(opened.entries) == list(folded.entries)
     assert list(opened.active) == list(folded.active)
@@ -116,8 +120,7 @@ def test_a_state_opened_from_incremental_snapshots_and_the_tail_is_the_state_fol
     @given(_OPS)
     def check(ops: list[tuple[str, int, int]]) -> None:
         folder = tmp_path_factory.mktemp(backend)
-        url = {"memory": "memory:", "sqlite": f"sqlite:{folder / 'db'}", "jsonl": f"jsonl:{folder}"}[backend]
-        trio.run(_play, url, ops)
+        trio.run(_play, _url(backend, folder), ops)
 
     check()
 
@@ -156,8 +159,7 @@ async def test_a_snapshot_that_could_not_be_written_leaves_its_blocks_to_the_nex
 
 @pytest.mark.parametrize("backend", ["sqlite", "jsonl", "memory"])
 async def test_a_damaged_part_is_a_corrupt_record_error_naming_the_snapshot(backend: str, tmp_path: Path) -> None:
-    url = {"memory": "memory:", "sqlite": f"sqlite:{tmp_path / 'db'}", "jsonl": f"jsonl:{tmp_path}"}[backend]
-    async with await open_store(url) as store:
+    async with await open_store(_url(backend, tmp_path)) as store:
         async with await store.open_thread("t", owner="test") as log:
             thread = _Thread(log)
             for _ in range(3):
@@ -180,8 +182,7 @@ async def test_a_damaged_part_is_a_corrupt_record_error_naming_the_snapshot(back
 @pytest.mark.parametrize("backend", ["sqlite", "jsonl", "memory"])
 async def test_a_fork_copies_the_parts_of_its_snapshot_and_opens_as_the_source_did(
         backend: str, tmp_path: Path) -> None:
-    url = {"memory": "memory:", "sqlite": f"sqlite:{tmp_path / 'db'}", "jsonl": f"jsonl:{tmp_path}"}[backend]
-    async with await open_store(url) as store:
+    async with await open_store(_url(backend, tmp_path)) as store:
         async with await store.open_thread("t", owner="test") as log:
             thread = _Thread(log)
             for _ in range(4):
