@@ -509,6 +509,7 @@ class HistoryState:
         recap and nothing pinned (most of them) goes in whole."""
         items: list[Any] = []
         active: list[Any] = []
+        recaps: list[Raw] = []
         pos = self.pos
         critical = _CRITICAL.value
         for block in blocks:
@@ -525,7 +526,7 @@ class HistoryState:
                 if block.folded[i]:
                     continue
                 if block.kinds[i] == "recap":
-                    self.recaps.append(raw)  # (decoded below)
+                    recaps.append(raw)  # (decoded below)
                     continue
                 active.append(raw)
                 self.active_tokens += block.tokens[i]
@@ -535,7 +536,7 @@ class HistoryState:
                     self.pinned.append(block.ids[i])  # (None: a snapshot written before rows said it)
         self.entries = LazyEntries(items, decode)
         self.active = LazyEntries(active, decode)
-        self.recaps = [self.entries[pos[raw.id]] for raw in self.recaps]  # type: ignore[misc]
+        self.recaps = [self.entries[pos[raw.id]] for raw in recaps]  # type: ignore[misc]
 
     @classmethod
     def fold(cls, thread_id: str, records: Iterable[tuple[int, Message]],

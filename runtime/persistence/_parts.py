@@ -63,12 +63,14 @@ def checked_parts(thread_id: str, seq: int, keys: Sequence[str],
         CorruptRecordError: a part is missing or its bytes do not hash to its key; the message
             names the snapshot's seq.
     """
+    parts: list[bytes] = []
     for key, data in zip(keys, found, strict=True):
         if data is None:
             raise CorruptRecordError(thread_id, seq, f"its part {key} is missing", what="snapshot part")
         if part_key(data) != key:
             raise CorruptRecordError(thread_id, seq, f"its part {key} fails its checksum", what="snapshot part")
-    return list(found)  # type: ignore[arg-type]  (no None left: checked above)
+        parts.append(data)
+    return parts
 
 
 def used_parts(snapshots: Iterable[Sequence[str]]) -> set[str]:

@@ -266,13 +266,13 @@ def snapshot_from_row(row: tuple[object, ...]) -> Snapshot:
             _expect(value, kind, name)
     thread_id, seq, state, version, checksum = row[:5]
     parts = row[5] if len(row) > 5 else None
-    if parts is not None:
-        _expect(parts, str, "parts")
+    if parts is not None and not isinstance(parts, str):
+        raise ValueError(f"column parts holds a {type(parts).__name__}, not str")
     return Snapshot(
         thread_id,  # type: ignore[arg-type]
         seq,  # type: ignore[arg-type]
         unpack_text(state, "state"),
         version,  # type: ignore[arg-type]
         unpack_checksum(checksum),
-        tuple(parts.split(",")) if parts else (),  # type: ignore[union-attr]
+        tuple(parts.split(",")) if parts else (),
     )
