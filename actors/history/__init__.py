@@ -13,6 +13,7 @@ from ._store import (
     load_state,
     render_state,
     replay_app_effects,
+    write_snapshot,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "render",
     "render_state",
     "replay_app_effects",
+    "write_snapshot",
 ]

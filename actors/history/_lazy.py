@@ -8,22 +8,34 @@ from typing import Any, SupportsIndex, overload
 
 from livecontext.protocol import HistoryEntry
 
+from ._blocks import Block
+
 
 class Raw:
-    """An entry still in its snapshot form: JSON text and its index row."""
+    """An entry still in its snapshot form: the ``at``-th entry of a :class:`Block`."""
 
-    __slots__ = ("row", "text")
+    __slots__ = ("at", "block")
 
-    def __init__(self, text: str, row: list[Any]) -> None:
-        self.text = text
-        self.row = row
+    def __init__(self, block: Block, at: int) -> None:
+        self.block = block
+        self.at = at
 
     @property
     def id(self) -> str:
-        return str(self.row[0])
+        return self.block.ids[self.at]
+
+    @property
+    def text(self) -> str | bytes:
+        """Its JSON text (inflating its block's texts the first time one is read)."""
+        return self.block.text(self.at)
+
+    @property
+    def row(self) -> list[Any]:
+        """Its index row (see :func:`~._state.index_row`)."""
+        return self.block.row(self.at)
 
 
-Decoder = Callable[[str], HistoryEntry]
+Decoder = Callable[[str | bytes], HistoryEntry]
 
 
 class LazyEntries(list):  # type: ignore[type-arg]
@@ -66,6 +78,10 @@ class LazyEntries(list):  # type: ignore[type-arg]
 
     def __contains__(self, item: object) -> bool:
         return any(e == item for e in self)
+
+    def with_items(self, items: Iterable[Any]) -> LazyEntries:
+        """Another list of ``items`` (entries or :class:`Raw` ones), decoded as this one is."""
+        return LazyEntries(items, self._decode)
 
     def items_as_stored(self) -> list[Any]:
         """The items without decoding: entries and :class:`Raw` ones (for the next snapshot)."""

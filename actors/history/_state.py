@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -52,6 +53,7 @@ from livecontext.protocol import (
 )
 
 
+from ._blocks import BLOCK, Block, block_of, encode_part
 from ._lazy import Decoder, LazyEntries, Raw
 
 _CRITICAL = Retention.CRITICAL
@@ -124,6 +126,15 @@ class HistoryState:
         """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
         """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
+        self.parts: dict[int, str] = {}
+        """The key of the snapshot part of each block (see :mod:`._blocks`) as the latest
+        snapshot written (or opened) holds it."""
+        self.changed: set[int] = set()
+        """The blocks changed since the latest snapshot was taken: an entry appended, replaced,
+        folded or removed. Every block with entries is here or in :attr:`parts`."""
+        self._ordered = True
+        """Whether entry ids increase along :attr:`entries` (they do in every log the history
+        store writes): what grouping them in blocks stands on."""
 
     # -- derived ----------------------------------------------------------------------------------
 
@@ -203,8 +214,12 @@ class HistoryState:
         self.seq = seq
 
     def _index(self, entry: HistoryEntry) -> None:
-        self.pos[entry.id] = len(self.entries)
-        self.entries.append(entry)
+        entries = self.entries
+        if entries and id_number(list.__getitem__(entries, -1).id) >= id_number(entry.id):
+            self._ordered = False  # (snapshots then hold every entry: see snapshot())
+        self.changed.add(block_of(entry.id))
+        self.pos[entry.id] = len(entries)
+        entries.append(entry)
         if entry.folded:
             return
         if isinstance(entry, RecapEntry):
@@ -267,6 +282,7 @@ class HistoryState:
             raise FoldError(f"edit of entry {new.id} in {self.thread_id} would turn a "
                             f"{type(old).__name__} into a {type(new).__name__}")
         self.entries[at] = new
+        self.changed.add(block_of(new.id))
         if not old.folded and not isinstance(old, RecapEntry):
             self._deactivate_ids({old.id})
             if not new.folded:
@@ -287,8 +303,11 @@ class HistoryState:
         if rec.removed:
             gone = set(rec.removed)
             self._deactivate_ids(gone)
-            self.entries = [e for e in self.entries if e.id not in gone]
-            self.pos = {e.id: i for i, e in enumerate(self.entries)}
+            self.changed.update(block_of(entry_id) for entry_id in gone if entry_id in self.pos)
+            # (items as stored: an entry not decoded yet stays so)
+            kept = [e for e in list.__iter__(self.entries) if e.id not in gone]
+            self.entries = self.entries.with_items(kept) if isinstance(self.entries, LazyEntries) else kept
+            self.pos = {e.id: i for i, e in enumerate(kept)}
 
     def _folded(self, rec: EntriesFolded) -> None:
         ids = set(rec.folded)
@@ -298,6 +317,7 @@ class HistoryState:
                 raise FoldError(f"fold of unknown entry {entry_id} in {self.thread_id}")
             old = self.entries[at]
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
+            self.changed.add(block_of(entry_id))
         self._deactivate_ids(ids)
         self._index(rec.recap)
         self.next_entry = max(self.next_entry, id_number(rec.recap.id) + 1)
@@ -381,46 +401,88 @@ class HistoryState:
     # -- snapshots --------------------------------------------------------------------------------
 
     def snapshot(self) -> SnapshotDraft:
-        """The whole state, cheaply: entries are encoded later, by :meth:`SnapshotDraft.finish`
-        (in a worker thread), and entries never decoded since opening are not re-encoded."""
-        stored = (self.entries.items_as_stored() if isinstance(self.entries, LazyEntries)
-                  else list(self.entries))
-        return SnapshotDraft(stored, HistorySnapshot(
+        """The state, cheaply: the blocks changed since the last snapshot was taken, as lists
+        of their entries, encoded later by :meth:`SnapshotDraft.finish` (in a worker thread;
+        entries never decoded since opening are not encoded again), and the part keys of the
+        others. Tell the state how writing it went: :meth:`snapshot_stored` or
+        :meth:`snapshot_lost`."""
+        head = HistorySnapshot(
             self.thread_id, self.seq, (), tuple(self.recorded),
             tuple(self.started.items()), tuple(self.pending_notifications),
             (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
             apps=self.app_histories(), keyed=tuple(self.keyed.values()), input_keys=tuple(sorted(self.input_keys)),
-        ))
+        )
+        changed, self.changed = self.changed, set()
+        if not self._ordered:  # (ids out of order, in a log no history store wrote: no blocks)
+            return SnapshotDraft(head, [(-1, None, _stored(self.entries))], changed)
+        blocks: list[tuple[int, str | None, list[Any] | None]] = []
+        for number in sorted(self.parts.keys() | changed):
+            key = self.parts.get(number)
+            if number in changed or key is None:
+                blocks.append((number, None, self._block_items(number)))
+            else:
+                blocks.append((number, key, None))
+        return SnapshotDraft(head, blocks, changed)
+
+    def snapshot_stored(self, draft: SnapshotDraft) -> None:
+        """``draft`` (finished) is written: its parts are the blocks' parts now."""
+        if not self._ordered:
+            return
+        for number, key in draft.written.items():
+            if key is None:
+                self.parts.pop(number, None)
+            else:
+                self.parts[number] = key
+
+    def snapshot_lost(self, draft: SnapshotDraft) -> None:
+        """``draft`` was not written: the blocks it would have written are still changed."""
+        self.changed |= draft.changed
+
+    def _block_items(self, number: int) -> list[Any]:
+        """The entries of block ``number`` as stored (:class:`Raw` ones stay so), found by
+        binary search on the ids, which increase."""
+        entries = self.entries
+        get = list.__getitem__
+
+        def first_at_least(target: int) -> int:
+            lo, hi = 0, len(entries)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if id_number(get(entries, mid).id) < target:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+
+        return get(entries, slice(first_at_least(number * BLOCK), first_at_least((number + 1) * BLOCK)))
 
     @classmethod
-    def from_snapshot(cls, snap: HistorySnapshot, decode: Decoder) -> HistoryState:
-        """Rebuild a state from a snapshot; entries are decoded with ``decode`` when first used."""
+    def from_snapshot(cls, snap: HistorySnapshot, decode: Decoder, blocks: Sequence[Block] = (),
+                      keys: Sequence[str] = ()) -> HistoryState:
+        """Rebuild a state from a snapshot and its parts' blocks (``keys``: the parts' keys);
+        entries are decoded with ``decode`` when first used.
+
+        Raises:
+            FoldError: the snapshot's entries are inconsistent.
+        """
         state = cls(snap.thread_id)
         state.seq = snap.seq
-        rows = load_json(snap.index)
-        if len(rows) != len(snap.entries):
-            raise FoldError(f"snapshot of {snap.thread_id} at seq {snap.seq}: index and entries disagree")
-        items = [Raw(text, row) for text, row in zip(snap.entries, rows, strict=True)]
-        state.entries = LazyEntries(items, decode)
-        active = []
-        for at, raw in enumerate(items):
-            entry_id, kind, folded, tokens, size = raw.row[:5]
-            state.pos[entry_id] = at
-            if folded:
-                continue
-            if kind == "recap":
-                state.recaps.append(state.entries[at])  # type: ignore[arg-type]
-            else:
-                active.append(raw)
-                state.active_tokens += tokens
-                state.active_bytes += size
-                # (a snapshot written before rows said the retention: read the entry itself)
-                critical = (raw.row[5] == _CRITICAL.value if len(raw.row) > 5
-                            else state.entries[at].retention is _CRITICAL)
-                if critical:
-                    state.pinned.append(entry_id)
-        state.active = LazyEntries(active, decode)
+        where = f"snapshot of {snap.thread_id} at seq {snap.seq}"
+        if snap.entries:  # (written before parts: every entry in the head)
+            rows = load_json(snap.index)
+            if len(rows) != len(snap.entries) or blocks:
+                raise FoldError(f"{where}: index and entries disagree")
+            blocks = [Block.whole(rows, snap.entries)]
+        elif len(blocks) != len(keys) or any(a.number >= b.number for a, b in zip(blocks, blocks[1:])):
+            raise FoldError(f"{where}: its parts are not one block each, in order")
+        state._index_blocks(blocks, decode)
+        if snap.entries:
+            state.changed = {block_of(entry_id) for entry_id in state.pos}
+            numbers = [id_number(entry_id) for entry_id in blocks[0].ids]
+            state._ordered = all(a < b for a, b in zip(numbers, numbers[1:]))
+        else:
+            state.parts = {block.number: key for block, key in zip(blocks, keys)}
         state.recorded = list(snap.recorded)
         state.started = dict(snap.started)
         state.pending_notifications = list(snap.pending_notifications)
@@ -429,8 +491,7 @@ class HistoryState:
         for old in snap.app_effects:  # (a snapshot written before apps: each app's last effect)
             effect = app_effect_of(old)
             if effect is None:
-                raise FoldError(f"snapshot of {snap.thread_id} at seq {snap.seq}: effect "
-                                f"{type(old).__name__} names no app")
+                raise FoldError(f"{where}: effect {type(old).__name__} names no app")
             state.apps[effect.app] = AppTrack(AppHistory(effect.app, effects=(effect,)))
         for history in snap.apps:
             state.apps[history.app] = AppTrack(history)
@@ -441,6 +502,41 @@ class HistoryState:
         state.config = snap.config
         state.task = snap.task
         return state
+
+    def _index_blocks(self, blocks: Sequence[Block], decode: Decoder) -> None:
+        """Fill :attr:`entries`, :attr:`active` and what goes with them from the index of each
+        block, without decoding an entry (but the recaps); a block with nothing folded, no
+        recap and nothing pinned (most of them) goes in whole."""
+        items: list[Any] = []
+        active: list[Any] = []
+        recaps: list[Raw] = []
+        pos = self.pos
+        critical = _CRITICAL.value
+        for block in blocks:
+            base = len(items)
+            raws = [Raw(block, i) for i in range(len(block))]
+            items += raws
+            pos.update(zip(block.ids, range(base, base + len(raws))))
+            if not any(block.folded) and "recap" not in block.kinds and critical not in block.retention:
+                active += raws
+                self.active_tokens += sum(block.tokens)
+                self.active_bytes += sum(block.sizes)
+                continue
+            for i, raw in enumerate(raws):
+                if block.folded[i]:
+                    continue
+                if block.kinds[i] == "recap":
+                    recaps.append(raw)  # (decoded below)
+                    continue
+                active.append(raw)
+                self.active_tokens += block.tokens[i]
+                self.active_bytes += block.sizes[i]
+                retention = block.retention[i]
+                if retention == critical or retention is None and decode(raw.text).retention is _CRITICAL:
+                    self.pinned.append(block.ids[i])  # (None: a snapshot written before rows said it)
+        self.entries = LazyEntries(items, decode)
+        self.active = LazyEntries(active, decode)
+        self.recaps = [self.entries[pos[raw.id]] for raw in recaps]  # type: ignore[misc]
 
     @classmethod
     def fold(cls, thread_id: str, records: Iterable[tuple[int, Message]],
@@ -462,23 +558,50 @@ def index_row(entry: HistoryEntry) -> list[Any]:
 class SnapshotDraft:
     """A snapshot taken in the actor (cheap) and encoded by :meth:`finish` (off the actor)."""
 
-    def __init__(self, stored: list[Any], head: HistorySnapshot) -> None:
-        self.stored = stored
+    def __init__(self, head: HistorySnapshot, blocks: list[tuple[int, str | None, list[Any] | None]],
+                 changed: set[int]) -> None:
         self.head = head
         self.seq = head.seq
+        self.blocks = blocks
+        """``(number, key, None)`` for a block unchanged since the last snapshot (its part is
+        stored), ``(number, None, items)`` for one to encode (block -1: every entry, in the
+        head, as snapshots before parts held them)."""
+        self.changed = changed
+        """The blocks changed since the snapshot before (given back if this one is lost)."""
+        self.written: dict[int, str | None] = {}
+        """Once finished: the key of each block encoded (``None``: the block is empty now)."""
+        self.new_bytes = 0
+        """Once finished: the bytes of the parts encoded."""
 
-    def finish(self, encode: Callable[[HistoryEntry], str]) -> HistorySnapshot:
-        """The complete snapshot, entries encoded (those still raw are reused as they are)."""
-        texts, rows = [], []
-        for item in self.stored:
-            if type(item) is Raw:
-                texts.append(item.text)
-                rows.append(item.row)
-            else:
-                texts.append(encode(item))
-                rows.append(index_row(item))
-        return attrs.evolve(self.head, entries=tuple(texts),
-                            index=dump_json(rows))
+    def finish(self, encode: Callable[[HistoryEntry], str]) -> tuple[HistorySnapshot, list[str], dict[str, bytes]]:
+        """The snapshot's head, the keys of its parts in order, and the parts encoded now (by
+        key). Entries still raw are reused as they are."""
+        keys: list[str] = []
+        parts: dict[str, bytes] = {}
+        for number, key, items in self.blocks:
+            if items is None:
+                assert key is not None
+                keys.append(key)
+                continue
+            rows = [(item.text, item.row) if type(item) is Raw else (encode(item), index_row(item))
+                    for item in items]
+            if number < 0:
+                texts = tuple(t if isinstance(t, str) else t.decode("utf-8") for t, _ in rows)
+                return attrs.evolve(self.head, entries=texts, index=dump_json([r for _, r in rows])), [], {}
+            if not rows:
+                self.written[number] = None
+                continue
+            data = encode_part(number, rows)
+            key = self.written[number] = hashlib.sha256(data).hexdigest()
+            keys.append(key)
+            parts[key] = data
+            self.new_bytes += len(data)
+        return self.head, keys, parts
+
+
+def _stored(entries: list[HistoryEntry]) -> list[Any]:
+    """The items of ``entries`` as stored (a :class:`LazyEntries`' :class:`Raw` ones stay so)."""
+    return entries.items_as_stored() if isinstance(entries, LazyEntries) else list(entries)
 
 
 def _results_tokens(entry: HistoryEntry) -> int:

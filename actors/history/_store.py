@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import trio
+from attrs import frozen
 
 from livecontext.protocol import (
     ActorId,
@@ -78,6 +79,7 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
+from ._blocks import MalformedPartError, decode_part
 from ._manage import BudgetLimits, ContextManagement, HistoryLimits
 from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
@@ -495,8 +497,7 @@ class HistoryStore(ContextManagement):
         shortens replay, so failing to write one is logged, never reported as the request's
         failure (the request succeeded)."""
         try:
-            text = await trio.to_thread.run_sync(dump_snapshot, self.converter, snap)
-            await self.log.write_snapshot(snap.seq, text)
+            await write_snapshot(self.log, self.converter, self.state, snap)
         except PersistenceError as exc:
             log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
         finally:
@@ -538,18 +539,54 @@ def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, win
         cache=cache, count=counter.count)
 
 
-def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> str:
-    """A snapshot as JSON text (run it in a worker thread: it encodes every changed entry)."""
+@frozen
+class DumpedSnapshot:
+    """A snapshot as the log stores it (see :meth:`ThreadLog.write_snapshot`)."""
+
+    seq: int
+    state: str
+    """Its head: the :class:`HistorySnapshot` as JSON text, entries aside."""
+    parts: tuple[str, ...]
+    """The keys of its parts, one per block of entries, in order."""
+    new_parts: dict[str, bytes]
+    """The parts of the blocks changed since the snapshot before, by key."""
+
+
+def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> DumpedSnapshot:
+    """Encode a snapshot (run it in a worker thread: it encodes every entry of the blocks that
+    changed)."""
     def encode(entry: HistoryEntry) -> str:
         return dump_json(converter.unstructure(entry))
 
-    snap = draft.finish(encode)
-    return dump_json(converter.dump_message(snap))
+    head, keys, parts = draft.finish(encode)
+    return DumpedSnapshot(draft.seq, dump_json(converter.dump_message(head)), tuple(keys), parts)
 
 
-def entry_decoder(converter: ProtocolConverter) -> Callable[[str], HistoryEntry]:
+async def write_snapshot(log: ThreadLog, converter: ProtocolConverter, state: HistoryState,
+                         draft: SnapshotDraft | None = None) -> Snapshot:
+    """Snapshot ``state`` (or write ``draft``, taken of it before) to ``log``: its head and the
+    parts of the blocks changed since the last snapshot, encoded in a worker thread. The
+    history store writes its snapshots so; anything else that writes one should too.
+
+    Raises:
+        PersistenceError: the log refused it (the state then still counts its blocks as changed).
+    """
+    if draft is None:
+        draft = state.snapshot()
+    try:
+        dumped = await trio.to_thread.run_sync(dump_snapshot, converter, draft)
+        snapshot = await log.write_snapshot(draft.seq, dumped.state, parts=dumped.parts,
+                                            new_parts=dumped.new_parts)
+    except BaseException:
+        state.snapshot_lost(draft)
+        raise
+    state.snapshot_stored(draft)
+    return snapshot
+
+
+def entry_decoder(converter: ProtocolConverter) -> Callable[[str | bytes], HistoryEntry]:
     """Decodes one entry of a snapshot (called the first time the entry is used)."""
-    def decode(text: str) -> HistoryEntry:
+    def decode(text: str | bytes) -> HistoryEntry:
         return converter.structure(load_json(text), HistoryEntry)  # type: ignore[arg-type]
 
     return decode
@@ -590,22 +627,50 @@ async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
                      at_seq: int | None = None) -> HistoryState:
     """Rebuild a thread's state from its latest snapshot (at or before ``at_seq``) and the tail.
 
-    A damaged snapshot is passed over, with a :class:`DamagedSnapshotWarning`, for the one
-    before it (or replay from the first record): snapshots only shorten replay. Damaged records
-    are errors (:class:`CorruptRecordError`): they hold what happened.
+    A damaged snapshot (or part of one) is passed over, with a :class:`DamagedSnapshotWarning`,
+    for the one before it (or replay from the first record): snapshots only shorten replay.
+    Damaged records are errors (:class:`CorruptRecordError`): they hold what happened.
     """
-    snap = await usable_snapshot(log, thread_id, at_seq)
-    state = HistoryState(thread_id)
-    if snap is not None:
-        loaded = converter.load_message(load_json(snap.state))
-        if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
-            raise FoldError(
-                f"the snapshot of thread {thread_id} at seq {snap.seq} holds "
-                f"{type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, not that state"
-            )
-        state = HistoryState.from_snapshot(loaded, entry_decoder(converter))
-        state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
+    state = await _from_snapshot(log, converter, thread_id, at_seq)
+    if state is None:
+        state = HistoryState(thread_id)
     records = await log.read(state.seq + 1, at_seq)
     for rec in records:
         state.apply(rec.seq, converter.load_message(load_json(rec.payload)))
+    return state
+
+
+async def _from_snapshot(log: Any, converter: ProtocolConverter, thread_id: str,
+                         at_seq: int | None) -> HistoryState | None:
+    """The state of the latest sound snapshot at or before ``at_seq``, if there is one."""
+    bound, races = at_seq, 0
+    while True:
+        snap = await usable_snapshot(log, thread_id, bound)
+        if snap is None:
+            return None
+        try:
+            parts = await log.read_snapshot_parts(snap)
+            break
+        except CorruptRecordError as exc:
+            # a reader racing the writer: two snapshots written since this one was found, and
+            # the parts only it used dropped with it; the newer one has its parts
+            newer = await log.latest_snapshot(bound) if races < 2 else None
+            if newer is not None and newer.seq != snap.seq:
+                races += 1
+                continue
+            warnings.warn(DamagedSnapshotWarning(thread_id, snap.seq, exc.detail, dropped=False), stacklevel=3)
+            if snap.seq <= 1:
+                return None
+            bound = snap.seq - 1
+    loaded = converter.load_message(load_json(snap.state))
+    where = f"the snapshot of thread {thread_id} at seq {snap.seq}"
+    if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
+        raise FoldError(f"{where} holds {type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, "
+                        "not that state")
+    try:
+        blocks = [decode_part(data) for data in parts]
+    except MalformedPartError as exc:
+        raise FoldError(f"{where}: a part does not hold a block of entries: {exc}") from None
+    state = HistoryState.from_snapshot(loaded, entry_decoder(converter), blocks, snap.parts)
+    state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
     return state

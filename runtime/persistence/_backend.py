@@ -34,6 +34,11 @@ class ThreadHandle(Protocol):
         """What a reader passes over (a torn last record), for the frontend to warn about."""
         ...
 
+    def read_parts(self, keys: list[str]) -> list[bytes | None]:
+        """The snapshot parts with these keys, as stored (``None``: not stored); the frontend
+        hashes them again."""
+        ...
+
     def close(self) -> None:
         """Release files; for a writer, also its lock. Idempotent."""
         ...
@@ -53,8 +58,15 @@ class WriterHandle(ThreadHandle, Protocol):
         """Commit ``records`` (numbered ``last_seq()+1``, …) as one transaction."""
         ...
 
-    def write_snapshot(self, snapshot: Snapshot) -> None:
-        """Store ``snapshot`` (its seq is in range and not before the latest)."""
+    def write_snapshot(self, snapshot: Snapshot, new_parts: dict[str, bytes]) -> None:
+        """Store ``snapshot`` (its seq is in range and not before the latest) and those of
+        ``new_parts`` (checked: each hashes to its key) the thread does not hold; keep the
+        newest :data:`~._records.KEEP_SNAPSHOTS` snapshots and the parts they use.
+
+        Raises:
+            InvalidRecordError: a part of ``snapshot.parts`` is neither in ``new_parts`` nor
+                held (see :func:`~._parts.missing_part`); nothing was written.
+        """
         ...
 
 
@@ -81,7 +93,8 @@ class Backend(Protocol):
         ...
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
-        """Copy records ``1..at_seq`` (and the latest snapshot up to there) to a new thread."""
+        """Copy records ``1..at_seq`` (and the latest snapshot up to there, with its parts) to
+        a new thread."""
         ...
 
     def close(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 import trio
@@ -12,6 +12,7 @@ from ._backend import Backend, ThreadHandle, WriterHandle
 from ._clock import SystemClock
 from ._errors import SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
 from ._interface import EventStore, ThreadLog, ThreadReader
+from ._parts import check_new_parts, checked_parts
 from ._records import (
     NewRecord,
     Snapshot,
@@ -184,6 +185,18 @@ class _Reader(ThreadReader):
         bound = last if at_or_before is None else min(at_or_before, last)
         return self._handle.latest_snapshot(bound) if bound >= 1 else None
 
+    async def read_snapshot_parts(self, snapshot: Snapshot) -> list[bytes]:
+        self._check_open()
+        if not snapshot.parts:
+            await trio.lowlevel.checkpoint()
+            return []
+        async with self._lock:
+            return await self._store.run(self._parts_sync, snapshot)
+
+    def _parts_sync(self, snapshot: Snapshot) -> list[bytes]:
+        keys = list(snapshot.parts)
+        return checked_parts(self.thread_id, snapshot.seq, keys, self._handle.read_parts(keys))
+
     async def aclose(self) -> None:
         if self._closed:
             return
@@ -252,20 +265,23 @@ class _Log(_Reader, ThreadLog):
         handle.append(sealed)
         return sealed
 
-    async def write_snapshot(self, seq: int, state: str) -> Snapshot:
+    async def write_snapshot(self, seq: int, state: str, *, parts: Sequence[str] = (),
+                             new_parts: Mapping[str, bytes] | None = None) -> Snapshot:
         self._check_open()
         async with self._lock:
             self._check_open()
-            return await self._store.run(self._snapshot_write_sync, seq, state)
+            return await self._store.run(self._snapshot_write_sync, seq, state, tuple(parts), dict(new_parts or {}))
 
-    def _snapshot_write_sync(self, seq: int, state: str) -> Snapshot:
+    def _snapshot_write_sync(self, seq: int, state: str, parts: tuple[str, ...],
+                             new_parts: dict[str, bytes]) -> Snapshot:
         last = self._handle.last_seq()
         if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= last:
             raise SeqOutOfRangeError(self.thread_id, seq, last, "cannot write a snapshot")
         latest = self._handle.latest_snapshot_seq()
         if seq < latest:
             raise SnapshotOrderError(self.thread_id, seq, latest)
+        check_new_parts(parts, new_parts)  # (hashing them here: in the worker thread)
         covered = self._handle.read(seq, seq)[0]  # (checked as it is read)
-        snapshot = seal_snapshot(self.thread_id, seq, state, covered.checksum)
-        self._handle.write_snapshot(snapshot)
+        snapshot = seal_snapshot(self.thread_id, seq, state, covered.checksum, parts)
+        self._handle.write_snapshot(snapshot, {k: v for k, v in new_parts.items() if k in snapshot.parts})
         return snapshot

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Self
 
 import trio
@@ -78,6 +78,18 @@ class ThreadReader(_AsyncResource):
             UnsupportedSchemaVersionError: it was written with an unknown schema version.
         """
 
+    async def read_snapshot_parts(self, snapshot: Snapshot) -> list[bytes]:
+        """The parts of ``snapshot`` (see :attr:`Snapshot.parts`), in its order, each hashed
+        again on the way.
+
+        Raises:
+            CorruptRecordError: a part is missing or damaged (``what="snapshot part"``; the
+                message names the snapshot's seq).
+        """
+        if snapshot.parts:
+            raise NotImplementedError(f"{type(self).__name__} does not read snapshot parts")
+        return []
+
 
 class ThreadLog(ThreadReader):
     """The writer of one thread. Only one exists per thread at a time, across processes.
@@ -133,15 +145,25 @@ class ThreadLog(ThreadReader):
         return True
 
     @abc.abstractmethod
-    async def write_snapshot(self, seq: int, state: str) -> Snapshot:
+    async def write_snapshot(self, seq: int, state: str, *, parts: Sequence[str] = (),
+                             new_parts: Mapping[str, bytes] | None = None) -> Snapshot:
         """Store ``state`` (JSON text) as the thread's folded state as of ``seq``.
 
         Snapshots are written in seq order; one at the same seq as the latest replaces it.
+        Only the newest :data:`~._records.KEEP_SNAPSHOTS` are kept, with the parts they use.
+
+        Args:
+            parts: the keys of the parts the state is split into besides ``state`` (see
+                :mod:`._parts`), in order; the snapshot's checksum covers them.
+            new_parts: the bytes of those parts the thread may not hold yet, by key (a part
+                the thread holds is not written again): what makes a snapshot after a few
+                changes cost as much as they do.
 
         Raises:
             SeqOutOfRangeError: ``seq`` is not in ``1..last_seq()``.
             SnapshotOrderError: ``seq`` is before the latest snapshot's seq.
-            InvalidRecordError: ``state`` is not JSON text.
+            InvalidRecordError: ``state`` is not JSON text, a part's bytes do not hash to its
+                key, or a part is neither given nor held by the thread.
         """
 
 

@@ -1,8 +1,10 @@
 """The JSONL backend: one directory per thread, plain files you can read with ``jq``.
 
 ``DIR/<thread>/`` holds ``records.jsonl`` (one record per line, see :mod:`._jsonl_codec`),
-``snapshots.jsonl`` (one snapshot per line, in seq order), ``meta.json`` (written last and
-atomically: a directory without it is no thread) and ``lock``. The directory name is the
+the newest snapshots, one file each, and the parts they use (see :mod:`._jsonl_snapshots`),
+``snapshots.jsonl`` (the snapshots of threads written before snapshot files, one per line, in
+seq order; empty since), ``meta.json`` (written last and atomically: a directory without it is
+no thread) and ``lock``. The directory name is the
 thread id, percent-escaped where needed. The single-writer lock is an ``fcntl.flock`` on
 ``lock``, which the kernel releases when its process dies; ``lock`` also names the holder.
 """
@@ -14,6 +16,7 @@ import datetime as dt
 import errno
 import fcntl
 import os
+import shutil
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -36,9 +39,21 @@ from ._errors import (
     TornTailWarning,
 )
 from ._fsync import FsyncLevel
-from ._jsonl_codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record, encode_snapshot
+from ._jsonl_codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record
 from ._jsonl_files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
+from ._jsonl_snapshots import (
+    PARTS,
+    collect,
+    latest_snapshot_file,
+    read_snapshot_file,
+    read_parts,
+    snapshot_name,
+    snapshot_seqs,
+    sync_dir,
+    write_snapshot_file,
+)
 from ._lease import current_holder
+from ._parts import checked_parts
 from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot, snapshot_damage
 
 RECORDS = "records.jsonl"
@@ -84,15 +99,6 @@ def read_meta(path: Path, thread_id: str | None = None) -> tuple[ThreadInfo, int
             "that ignores case?); use thread ids that differ in more than case",
         )
     return meta, version
-
-
-def sync_dir(path: Path) -> None:
-    """Make the directory entries in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class JsonlBackend:
@@ -159,7 +165,7 @@ class JsonlBackend:
                 if not create:
                     raise ThreadNotFoundError(thread_id)
                 now = dt.datetime.now(dt.timezone.utc)
-                self._start_thread(path, ThreadInfo(thread_id, 0, now, now), [], None)
+                self._start_thread(path, ThreadInfo(thread_id, 0, now, now), [], None, {})
             _, version = read_meta(path, thread_id)
             return _JsonlWriter(path, thread_id, lock_fd, self._fsync, version)
         except OSError as exc:
@@ -177,6 +183,7 @@ class JsonlBackend:
         info: ThreadInfo,
         records: Iterable[list[StoredRecord]],
         snapshot: Snapshot | None,
+        parts: dict[str, bytes],
     ) -> None:
         """Write a new thread's files (replacing leftovers of an interrupted start), meta last."""
         sync = self._fsync is not FsyncLevel.OFF
@@ -188,12 +195,11 @@ class JsonlBackend:
             f.flush()
             if sync:
                 os.fsync(f.fileno())
-        with open(path / SNAPSHOTS, "wb") as f:
-            if snapshot is not None:
-                f.write(encode_snapshot(snapshot))
-            f.flush()
+        with open(path / SNAPSHOTS, "wb") as f:  # (empty: for an older build, which reads only it)
             if sync:
                 os.fsync(f.fileno())
+        if snapshot is not None:
+            write_snapshot_file(path, snapshot, parts, sync)
         # format 1 while no record has a system seq (an older build reads it still), else 2
         write_meta(path, info, JSONL_FORMAT_VERSION if stamped else 1, self._fsync)
 
@@ -229,11 +235,13 @@ class JsonlBackend:
                 copied: list[StoredRecord] = []  # the last chunk copied
                 snapshot = source.latest_snapshot(at_seq) if at_seq else None
                 covers = rehome(source.read(snapshot.seq, snapshot.seq)[0], new_thread).checksum if snapshot else ""
+                parts = source.snapshot_parts(snapshot) if snapshot else {}
                 self._start_thread(
                     path,
                     ThreadInfo(new_thread, at_seq, now, now, src_thread, at_seq),
                     _copy(source, at_seq, new_thread, copied),
                     rehome_snapshot(snapshot, new_thread, covers) if snapshot else None,
+                    parts,
                 )
             except OSError as exc:
                 if made:
@@ -289,6 +297,11 @@ def _refused(path: Path, thread_id: str, exc: OSError) -> StoreReadOnlyError | L
 def _remove_new_thread(path: Path) -> None:
     """Remove what an unfinished start of a new thread left in ``path`` (no ``meta.json``:
     no thread yet), and ``path`` itself."""
+    with contextlib.suppress(OSError):
+        shutil.rmtree(path / PARTS)
+    with contextlib.suppress(OSError):
+        for seq in snapshot_seqs(path):
+            (path / snapshot_name(seq)).unlink()
     for name in (f"{META}.tmp", RECORDS, SNAPSHOTS, LOCK):
         with contextlib.suppress(OSError):
             (path / name).unlink()
@@ -355,6 +368,10 @@ class _JsonlReader:
         return read_records(self._files.records, end, self.thread_id, from_seq, to_seq)
 
     def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
+        newest = latest_snapshot_file(self._path, self.thread_id, at_or_before)
+        if newest is not None:  # (files supersede the lines of snapshots.jsonl: those are older)
+            newest.verify(self.read(newest.seq, newest.seq)[0])
+            return newest
         fd = self._files.snapshots
         for _, _, snapshot, damage in iter_snapshots_backward(fd, os.fstat(fd).st_size, self.thread_id):
             if damage is not None and damage.seq <= at_or_before:  # (-1: its seq is unreadable)
@@ -363,6 +380,14 @@ class _JsonlReader:
                 snapshot.verify(self.read(snapshot.seq, snapshot.seq)[0])
                 return snapshot
         return None
+
+    def read_parts(self, keys: list[str]) -> list[bytes | None]:
+        return read_parts(self._path, keys)
+
+    def snapshot_parts(self, snapshot: Snapshot) -> dict[str, bytes]:
+        """The parts of ``snapshot``, checked, by key (raises :class:`CorruptRecordError`)."""
+        keys = list(snapshot.parts)
+        return dict(zip(keys, checked_parts(self.thread_id, snapshot.seq, keys, self.read_parts(keys)), strict=True))
 
     def ignored(self) -> list[Warning]:
         """What this reader passes over: a torn last record (see :class:`TornTailWarning`)."""
@@ -387,6 +412,7 @@ class _JsonlWriter(_JsonlReader):
         try:
             self._repair_records()
             self._repair_snapshots()
+            self._repair_snapshot_files()
         except BaseException:
             self._files.close()
             raise
@@ -440,6 +466,41 @@ class _JsonlWriter(_JsonlReader):
             return None  # (the record's fault: reported when it is read)
         return snapshot_damage(snapshot, covered)
 
+    def _repair_snapshot_files(self) -> None:
+        """Drop snapshot files past the log's end, then what no kept snapshot needs (see
+        :func:`collect`); learn the latest snapshot's seq."""
+        seqs = snapshot_seqs(self._path)
+        past = [seq for seq in seqs if seq > self._last]
+        for seq in past:
+            (self._path / snapshot_name(seq)).unlink()
+        if past:
+            self.repairs.append(TornSnapshotWarning(self.thread_id, len(past), "past the log's end"))
+        files = [seq for seq in seqs if seq <= self._last]
+        while files:  # (files are written whole: one that fails its checks was damaged after)
+            problem = self._file_damage(files[-1])
+            if problem is None:
+                break
+            (self._path / snapshot_name(files[-1])).unlink()
+            self.repairs.append(DamagedSnapshotWarning(self.thread_id, files.pop(), problem))
+        collect(self._path)
+        self._snapshot_seq = max(self._snapshot_seq, files[-1] if files else 0)
+
+    def _file_damage(self, seq: int) -> str | None:
+        """Why the snapshot file at ``seq`` is damaged, or ``None``."""
+        try:
+            snapshot = read_snapshot_file(self._path, self.thread_id, seq)
+        except CorruptRecordError as exc:
+            return exc.detail
+        if snapshot is None:
+            return None
+        problem = self._damage(snapshot)
+        if problem is None and snapshot.parts:
+            try:
+                self.snapshot_parts(snapshot)
+            except CorruptRecordError as exc:
+                return exc.detail
+        return problem
+
     def _truncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
         if self._fsync is not FsyncLevel.OFF:
@@ -484,10 +545,21 @@ class _JsonlWriter(_JsonlReader):
         self._end += len(data)
         self._last = end
 
-    def write_snapshot(self, snapshot: Snapshot) -> None:
-        fd = self._files.snapshots
-        self._commit(fd, os.fstat(fd).st_size, encode_snapshot(snapshot))
-        self._snapshot_seq = snapshot.seq
+    def write_snapshot(self, snapshot: Snapshot, new_parts: dict[str, bytes]) -> None:
+        if self._broken:
+            raise LogWriteError(self.thread_id, self._broken)
+        sync = self._fsync is not FsyncLevel.OFF
+        try:
+            write_snapshot_file(self._path, snapshot, new_parts, sync)
+            self._snapshot_seq = snapshot.seq
+            fd = self._files.snapshots
+            if os.fstat(fd).st_size:  # (older snapshots, superseded by this one)
+                self._truncate(fd, 0)
+        except OSError as exc:
+            raise LogWriteError(self.thread_id, f"snapshot: {exc}") from None
+        finally:
+            with contextlib.suppress(OSError):  # (what stays is removed by the next one)
+                collect(self._path)
 
     def close(self) -> None:
         super().close()

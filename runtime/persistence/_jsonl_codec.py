@@ -44,6 +44,8 @@ _STAMPED_RECORD_KEYS = (*_RECORD_KEYS, "system_seq")
 _STAMPED_RECORD_TYPES = (*_RECORD_TYPES, int)
 _SNAPSHOT_KEYS = ("seq", "thread_id", "state", "schema_version", "checksum")
 _SNAPSHOT_TYPES = (int, str, str, int, str)
+_PARTED_SNAPSHOT_KEYS = (*_SNAPSHOT_KEYS, "parts")
+_PARTED_SNAPSHOT_TYPES = (*_SNAPSHOT_TYPES, list)
 _SEQ_PREFIX = b'{"seq":'
 
 
@@ -111,23 +113,27 @@ def decode_record(line: bytes) -> tuple[StoredRecord, int]:
 
 
 def encode_snapshot(snapshot: Snapshot) -> bytes:
-    """``snapshot`` as one line."""
-    return _dump(
-        {
-            "seq": snapshot.seq,
-            "thread_id": snapshot.thread_id,
-            "state": snapshot.state,
-            "schema_version": snapshot.schema_version,
-            "checksum": snapshot.checksum,
-        }
-    )
+    """``snapshot`` as one line (with the key ``parts`` last, only if it has parts)."""
+    data: dict[str, Any] = {
+        "seq": snapshot.seq,
+        "thread_id": snapshot.thread_id,
+        "state": snapshot.state,
+        "schema_version": snapshot.schema_version,
+        "checksum": snapshot.checksum,
+    }
+    if snapshot.parts:
+        data["parts"] = list(snapshot.parts)
+    return _dump(data)
 
 
 def decode_snapshot(line: bytes) -> Snapshot:
     """The snapshot on ``line``; unchecked. Raises ``ValueError`` if it is malformed."""
-    data = _load(line, _SNAPSHOT_KEYS, _SNAPSHOT_TYPES)
+    data = _load(line, _SNAPSHOT_KEYS, _SNAPSHOT_TYPES, (_PARTED_SNAPSHOT_KEYS, _PARTED_SNAPSHOT_TYPES))
+    parts = data.get("parts", [])
+    if not all(isinstance(key, str) for key in parts):
+        raise ValueError("parts holds something else than keys")
     return Snapshot(
-        data["thread_id"], data["seq"], data["state"], data["schema_version"], data["checksum"]
+        data["thread_id"], data["seq"], data["state"], data["schema_version"], data["checksum"], tuple(parts)
     )
 
 

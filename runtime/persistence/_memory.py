@@ -17,6 +17,7 @@ from ._errors import (
     ThreadNotFoundError,
 )
 from ._lease import Holder, current_holder
+from ._parts import missing_part, used_parts
 from ._records import KEEP_SNAPSHOTS, Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
 
 
@@ -25,6 +26,8 @@ class _Thread:
     info: ThreadInfo
     records: list[StoredRecord] = attrs.Factory(list)
     snapshots: list[Snapshot] = attrs.Factory(list)
+    parts: dict[str, bytes] = attrs.Factory(dict)
+    """The snapshot parts the kept snapshots use, by key."""
     holder: Holder | None = None
 
     def summary(self) -> ThreadInfo:
@@ -87,6 +90,7 @@ class MemoryBackend:
         kept = [s for s in src.snapshots if s.seq <= at_seq]
         thread.snapshots = ([rehome_snapshot(kept[-1], new_thread, thread.records[kept[-1].seq - 1].checksum)]
                             if kept else [])
+        thread.parts = {key: src.parts[key] for key in kept[-1].parts} if kept else {}
         return thread.summary()
 
     def close(self) -> None:
@@ -113,6 +117,9 @@ class _MemoryReader:
     def ignored(self) -> list[Warning]:
         return []
 
+    def read_parts(self, keys: list[str]) -> list[bytes | None]:
+        return [self._thread.parts.get(key) for key in keys]
+
     def close(self) -> None:
         pass
 
@@ -130,13 +137,21 @@ class _MemoryWriter(_MemoryReader):
     def append(self, records: list[StoredRecord]) -> None:
         self._thread.records.extend(records)
 
-    def write_snapshot(self, snapshot: Snapshot) -> None:
-        snapshots = self._thread.snapshots
+    def write_snapshot(self, snapshot: Snapshot, new_parts: dict[str, bytes]) -> None:
+        thread = self._thread
+        for key in snapshot.parts:
+            if key not in new_parts and key not in thread.parts:
+                raise missing_part(self.thread_id, key)
+        thread.parts.update(new_parts)
+        snapshots = thread.snapshots
         if snapshots and snapshots[-1].seq == snapshot.seq:
             snapshots[-1] = snapshot
         else:
             snapshots.append(snapshot)
         del snapshots[:-KEEP_SNAPSHOTS]  # as SQLite: only the newest few are kept
+        used = used_parts(s.parts for s in snapshots)
+        for key in [k for k in thread.parts if k not in used]:
+            del thread.parts[key]
 
     def close(self) -> None:
         if not self._closed:

@@ -11,9 +11,10 @@ bytes, where integers are written in decimal and times as ISO 8601 UTC with micr
 sent_at, sent_mono_ns, kind, payload, then, for a record of a system's thread (see
 :class:`~._clock.SystemClock`), system_seq; a record without one is hashed as before system
 seqs existed. Snapshots: schema_version, thread_id, seq, state, then the checksum of the
-record at the snapshot's seq, under the tag ``b"livecontext-snapshot-covering\\0"`` (a
-snapshot written before snapshots committed to their record has the first tag and no such
-field: it is still read).
+record at the snapshot's seq, then, for a snapshot whose entries are kept in parts (see
+:mod:`._parts`), each part's key, under the tag ``b"livecontext-snapshot-covering\\0"`` (a
+snapshot written before snapshots committed to their record has the first tag, no record
+checksum and no parts: it is still read).
 """
 
 from __future__ import annotations
@@ -169,6 +170,10 @@ class Snapshot:
     """The protocol schema version the state was written with."""
     checksum: str
     """SHA-256 hex of the other fields; see :func:`snapshot_checksum`."""
+    parts: tuple[str, ...] = ()
+    """The keys of the parts the state is split into besides ``state`` (its head), in order:
+    each is stored once per thread and read with :meth:`ThreadReader.read_snapshot_parts`
+    (see :mod:`._parts`). Empty for a state kept whole in ``state``."""
 
     def verify(self, covered: StoredRecord | None) -> None:
         """Check the schema version, the checksum, and that it belongs to the log: ``covered``
@@ -243,17 +248,19 @@ def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at
 
 
 def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int,
-                      covers: str | None = None) -> str:
+                      covers: str | None = None, parts: Sequence[str] = ()) -> str:
     """The checksum of a snapshot with these fields (see the module doc).
 
     ``covers``: the checksum of the record at the snapshot's seq (the last one it folds in).
     A snapshot written by this build commits to it, so that a snapshot that does not belong to
     its log (damaged, or the log was changed under it) is told apart when opening; ``None``
-    gives the checksum of a snapshot written before snapshots did.
+    gives the checksum of a snapshot written before snapshots did. ``parts``: the keys of the
+    parts its state is split into (see :mod:`._parts`).
     """
     if covers is None:
-        return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state))
-    return _digest(b"livecontext-snapshot-covering\0", (str(schema_version), thread_id, str(seq), state, covers))
+        return _digest(b"livecontext-snapshot\0", (str(schema_version), thread_id, str(seq), state, *parts))
+    return _digest(b"livecontext-snapshot-covering\0",
+                   (str(schema_version), thread_id, str(seq), state, covers, *parts))
 
 
 def check_snapshot(snapshot: Snapshot, covered: StoredRecord | None) -> None:
@@ -261,7 +268,8 @@ def check_snapshot(snapshot: Snapshot, covered: StoredRecord | None) -> None:
     record at its seq, as stored; ``None`` if the log has none there).
 
     A snapshot's checksum commits to the checksum of that record: the record is checked
-    first, so that the error names what is damaged.
+    first, so that the error names what is damaged. (Its parts are checked when read: each
+    is named by its hash.)
 
     Raises:
         UnsupportedSchemaVersionError: the snapshot was written with an unknown schema version.
@@ -275,7 +283,8 @@ def check_snapshot(snapshot: Snapshot, covered: StoredRecord | None) -> None:
     covered.verify()
     args = (thread_id, seq, snapshot.state, snapshot.schema_version)
     try:
-        if snapshot.checksum in (snapshot_checksum(*args, covers=covered.checksum), snapshot_checksum(*args)):
+        if snapshot.checksum in (snapshot_checksum(*args, covered.checksum, snapshot.parts),
+                                 snapshot_checksum(*args, parts=snapshot.parts)):
             return  # (the second: a snapshot written before snapshots committed to their record)
     except UnicodeEncodeError:
         pass
@@ -432,22 +441,22 @@ def _batch_index(index: int) -> str:
 
 
 KEEP_SNAPSHOTS = 2
-"""Snapshots kept per thread by the SQLite and memory backends (the newest ones).
+"""Snapshots kept per thread by every backend (the newest ones), with the parts they use.
 
-Each snapshot holds a thread's whole state, so keeping them all would grow storage with the
-square of the thread's length. The JSONL backend's snapshot file is append-only and keeps all.
+Each snapshot stands for a thread's whole state, so keeping them all would grow storage with
+the square of the thread's length (a snapshot written before parts held every entry).
 """
 
 
-def seal_snapshot(thread_id: str, seq: int, state: str, covers: str) -> Snapshot:
+def seal_snapshot(thread_id: str, seq: int, state: str, covers: str, parts: Sequence[str] = ()) -> Snapshot:
     """A checksummed snapshot that commits to ``covers``, the checksum of the record at
-    ``seq`` (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
+    ``seq``, and to its ``parts`` (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
     _check_json(state, "snapshot state")
     try:
-        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION, covers)
+        checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION, covers, parts)
     except UnicodeEncodeError:  # (the state was checked above: the thread id)
         raise InvalidRecordError(f"the snapshot's thread id {thread_id!r} is not valid UTF-8") from None
-    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum)
+    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, checksum, tuple(parts))
 
 
 def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
@@ -458,8 +467,9 @@ def rehome(record: StoredRecord, thread_id: str) -> StoredRecord:
 def rehome_snapshot(snapshot: Snapshot, thread_id: str, covers: str) -> Snapshot:
     """``snapshot`` moved to another thread, with its checksum recomputed (``covers``: the
     checksum of the record at its seq in that thread)."""
-    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, covers)
-    return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum)
+    checksum = snapshot_checksum(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, covers,
+                                 snapshot.parts)
+    return Snapshot(thread_id, snapshot.seq, snapshot.state, snapshot.schema_version, checksum, snapshot.parts)
 
 
 def check_thread_id(thread_id: object) -> str:

@@ -44,6 +44,7 @@ from ._errors import (
 )
 from ._fsync import FsyncLevel
 from ._lease import Holder, current_holder, holder_alive
+from ._parts import missing_part, used_parts
 from ._records import (
     KEEP_SNAPSHOTS,
     Snapshot,
@@ -58,15 +59,18 @@ from ._records import (
 from ._sqlite_schema import (
     INSERT_RECORD,
     INSERT_UNSTAMPED_RECORD,
+    PARTS_FORMAT_VERSION,
+    STAMPED_FORMAT_VERSION,
     UNSTAMPED_FORMAT_VERSION,
-    SNAPSHOT_COLUMNS,
-    STORE_FORMAT_VERSION,
     UPSERT_SNAPSHOT,
+    UPSERT_WHOLE_SNAPSHOT,
+    has_snapshot_parts,
     has_system_seq,
     record_from_row,
     record_to_row,
     snapshot_from_row,
     select_records,
+    select_snapshots,
     snapshot_to_row,
     upgrade_in,
 )
@@ -156,9 +160,16 @@ class SqliteBackend:
         self._format_version = format_version  # the file's: as opened, or as our last write left it
         self.select = select_records(has_system_seq(conn))
         """How this file's records are read (see :func:`select_records`)."""
+        self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
+        """How this file's snapshots are read (see :func:`select_snapshots`)."""
         self._lock = threading.Lock()
         self._closed = False
         self._structure_checked = False
+
+    @property
+    def format_version(self) -> int:
+        """The file's store format: as opened, or as our last write left it."""
+        return self._format_version
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
@@ -216,10 +227,11 @@ class SqliteBackend:
             if upgrading:
                 self._format_version = writes
                 self.select = select_records(has_system_seq(conn))
+                self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
 
     def insert(self, conn: sqlite3.Connection, records: list[StoredRecord]) -> None:
         """Insert ``records`` in a transaction that made the file the format they need."""
-        if self._format_version >= STORE_FORMAT_VERSION or format_for(records) == STORE_FORMAT_VERSION:
+        if self._format_version >= STAMPED_FORMAT_VERSION or format_for(records) == STAMPED_FORMAT_VERSION:
             conn.executemany(INSERT_RECORD, [record_to_row(r) for r in records])
         else:  # (a file of an older format, kept so: no column system_seq, and no value for it)
             conn.executemany(INSERT_UNSTAMPED_RECORD, [record_to_row(r)[:-1] for r in records])
@@ -309,10 +321,14 @@ class SqliteBackend:
         self._check_before_writing()
         now = dt.datetime.now(dt.timezone.utc)
         with self._using() as conn:  # (the rows to copy are committed: they will not change)
-            stamped = (self._format_version >= STORE_FORMAT_VERSION and conn.execute(
+            stamped = (self._format_version >= STAMPED_FORMAT_VERSION and conn.execute(
                 "SELECT 1 FROM records WHERE thread_id = ? AND seq <= ? AND system_seq IS NOT NULL LIMIT 1",
                 (src_thread, at_seq)).fetchone() is not None)
-        with self.transaction(writes=STORE_FORMAT_VERSION if stamped else UNSTAMPED_FORMAT_VERSION) as conn:
+            parted = self._format_version >= PARTS_FORMAT_VERSION and conn.execute(
+                "SELECT 1 FROM snapshots WHERE thread_id = ? AND seq <= ? AND parts != '' LIMIT 1",
+                (src_thread, at_seq)).fetchone() is not None
+        needs = PARTS_FORMAT_VERSION if parted else STAMPED_FORMAT_VERSION if stamped else UNSTAMPED_FORMAT_VERSION
+        with self.transaction(writes=needs) as conn:
             if not _exists(conn, src_thread):
                 raise ThreadNotFoundError(src_thread)
             last = _committed_last(conn, self.select, src_thread)
@@ -330,12 +346,11 @@ class SqliteBackend:
                 records = _read_range(conn, self.select, src_thread, start, end)
                 self.insert(conn, [rehome(r, new_thread) for r in records])
                 last_sent = records[-1].sent_at
-            snapshot = _latest_snapshot(conn, self.select, src_thread, at_seq)
+            snapshot = _latest_snapshot(conn, self.select, self.select_snapshots, src_thread, at_seq)
             if snapshot is not None:
                 covered = _read_range(conn, self.select, new_thread, snapshot.seq, snapshot.seq)[0]
-                conn.execute(
-                    UPSERT_SNAPSHOT, snapshot_to_row(rehome_snapshot(snapshot, new_thread, covered.checksum))
-                )
+                copy_parts(conn, src_thread, new_thread, snapshot)
+                self.upsert_snapshot(conn, rehome_snapshot(snapshot, new_thread, covered.checksum))
         activity = max(now, last_sent)
         return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
 
@@ -357,7 +372,7 @@ class SqliteBackend:
 
     def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
         with self._using() as conn:
-            return _latest_snapshot(conn, self.select, thread_id, at_or_before)
+            return _latest_snapshot(conn, self.select, self.select_snapshots, thread_id, at_or_before)
 
     def torn_tail(self, thread_id: str) -> list[Warning]:
         """A :class:`TornTailWarning` if the thread's last row is torn (readers pass over it)."""
@@ -365,6 +380,17 @@ class SqliteBackend:
             row = conn.execute(f"{self.select} ORDER BY seq DESC LIMIT 1", (thread_id,)).fetchone()
         reason = None if row is None else _torn_reason(row)
         return [] if reason is None else [TornTailWarning(thread_id, _row_seq(row), reason)]
+
+    def read_parts(self, thread_id: str, keys: list[str]) -> list[bytes | None]:
+        with self._using() as conn:
+            return read_parts(conn, thread_id, keys) if self._format_version >= PARTS_FORMAT_VERSION else [None] * len(keys)
+
+    def upsert_snapshot(self, conn: sqlite3.Connection, snapshot: Snapshot) -> None:
+        """Write ``snapshot``'s row, in a transaction that made the file the format it needs."""
+        if snapshot.parts or self._format_version >= PARTS_FORMAT_VERSION:  # (parts: made format 4)
+            conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
+        else:  # (a file of an older format, kept so: no column parts, and a snapshot without)
+            conn.execute(UPSERT_WHOLE_SNAPSHOT, snapshot_to_row(snapshot)[:-1])
 
 
 def _exists(conn: sqlite3.Connection, thread_id: str) -> bool:
@@ -376,7 +402,7 @@ def format_for(records: list[StoredRecord]) -> int:
     """The store format ``records`` need: 3 if one has a system seq, else 2."""
     for record in records:
         if record.system_seq is not None:
-            return STORE_FORMAT_VERSION
+            return STAMPED_FORMAT_VERSION
     return UNSTAMPED_FORMAT_VERSION
 
 
@@ -419,11 +445,12 @@ def _read_range(
 
 
 def _latest_snapshot(
-    conn: sqlite3.Connection, select: str, thread_id: str, at_or_before: int
+    conn: sqlite3.Connection, select: str, select_snapshots: str, thread_id: str, at_or_before: int
 ) -> Snapshot | None:
+    """The latest snapshot at or before ``at_or_before``, checked with the record it covers
+    (``select``: how this file's records are read; ``select_snapshots``: its snapshots)."""
     row = conn.execute(
-        f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND seq <= ?"
-        " ORDER BY seq DESC LIMIT 1",
+        f"{select_snapshots} AND seq <= ? ORDER BY seq DESC LIMIT 1",
         (thread_id, at_or_before),
     ).fetchone()
     if row is None:
@@ -467,6 +494,9 @@ class _SqliteReader:
 
     def ignored(self) -> list[Warning]:
         return self._backend.torn_tail(self.thread_id)
+
+    def read_parts(self, keys: list[str]) -> list[bytes | None]:
+        return self._backend.read_parts(self.thread_id, keys)
 
     def close(self) -> None:
         pass
@@ -513,8 +543,7 @@ class _SqliteWriter(_SqliteReader):
         if dropped:
             self.repairs.append(TornSnapshotWarning(thread_id, dropped, "past the log's end"))
         row = conn.execute(
-            f"SELECT {SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ?"
-            " ORDER BY seq DESC LIMIT 1",
+            f"{self._backend.select_snapshots} ORDER BY seq DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
         reason = None if row is None else _snapshot_problem(conn, self._backend.select, thread_id, row)
@@ -524,6 +553,8 @@ class _SqliteWriter(_SqliteReader):
             )
             # (a transaction does not tear: a snapshot that fails its checks was damaged after)
             self.repairs.append(DamagedSnapshotWarning(thread_id, _snapshot_seq(row), reason))
+        if (dropped or reason is not None) and self._backend.format_version >= PARTS_FORMAT_VERSION:
+            drop_unused_parts(conn, thread_id)
         latest = conn.execute(
             "SELECT coalesce(max(seq), 0) FROM snapshots WHERE thread_id = ?", (thread_id,)
         ).fetchone()[0]
@@ -546,18 +577,24 @@ class _SqliteWriter(_SqliteReader):
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._last = records[-1].seq
 
-    def write_snapshot(self, snapshot: Snapshot) -> None:
+    def write_snapshot(self, snapshot: Snapshot, new_parts: dict[str, bytes]) -> None:
+        writes = PARTS_FORMAT_VERSION if snapshot.parts else UNSTAMPED_FORMAT_VERSION
         try:
-            with self._backend.transaction(writes=UNSTAMPED_FORMAT_VERSION) as conn:
+            with self._backend.transaction(writes=writes) as conn:
                 self._renew(conn)
-                conn.execute(UPSERT_SNAPSHOT, snapshot_to_row(snapshot))
-                # a snapshot holds the whole state: keeping every one would make storage grow
-                # with the square of the thread; older seqs replay from an older kept one or seq 1
-                conn.execute(
+                if snapshot.parts:
+                    add_parts(conn, self.thread_id, snapshot.parts, new_parts)
+                self._backend.upsert_snapshot(conn, snapshot)
+                # a snapshot stands for the whole state: keeping every one would make storage
+                # grow with the square of the thread; older seqs replay from an older kept one
+                # or seq 1
+                dropped = conn.execute(
                     "DELETE FROM snapshots WHERE thread_id = ? AND seq NOT IN "
                     "(SELECT seq FROM snapshots WHERE thread_id = ? ORDER BY seq DESC LIMIT ?)",
                     (self.thread_id, self.thread_id, KEEP_SNAPSHOTS),
-                )
+                ).rowcount
+                if dropped and writes >= PARTS_FORMAT_VERSION:
+                    drop_unused_parts(conn, self.thread_id)
         except sqlite3.Error as exc:
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._snapshot_seq = snapshot.seq
@@ -595,3 +632,58 @@ def _snapshot_problem(conn: sqlite3.Connection, select: str, thread_id: str,
     except CorruptRecordError:
         return None
     return snapshot_damage(snapshot, covered)
+
+
+_KEYS_PER_QUERY = 400
+"""Part keys bound per ``IN (...)`` (SQLite's limit of bound values is 999 in old builds)."""
+
+
+def read_parts(conn: sqlite3.Connection, thread_id: str, keys: list[str]) -> list[bytes | None]:
+    """The parts of ``thread_id`` with these keys (``None``: not stored), in ``keys``' order."""
+    found: dict[str, bytes] = {}
+    for start in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = keys[start : start + _KEYS_PER_QUERY]
+        found.update(conn.execute(
+            f"SELECT key, data FROM snapshot_parts WHERE thread_id = ? AND key IN ({','.join('?' * len(chunk))})",
+            (thread_id, *chunk)).fetchall())
+    return [found.get(key) for key in keys]
+
+
+def _held_parts(conn: sqlite3.Connection, thread_id: str) -> set[str]:
+    return {key for (key,) in conn.execute("SELECT key FROM snapshot_parts WHERE thread_id = ?", (thread_id,))}
+
+
+def add_parts(conn: sqlite3.Connection, thread_id: str, keys: tuple[str, ...], new_parts: dict[str, bytes]) -> None:
+    """Store those of ``new_parts`` the thread does not hold, after checking that every one of
+    ``keys`` will be held (in the caller's transaction)."""
+    held = _held_parts(conn, thread_id)
+    for key in keys:
+        if key not in held and key not in new_parts:
+            raise missing_part(thread_id, key)
+    conn.executemany("INSERT INTO snapshot_parts (thread_id, key, data) VALUES (?, ?, ?)",
+                     [(thread_id, key, data) for key, data in new_parts.items() if key not in held])
+
+
+def drop_unused_parts(conn: sqlite3.Connection, thread_id: str) -> None:
+    """Delete the parts of ``thread_id`` that none of its snapshots uses (in the caller's
+    transaction)."""
+    used = used_parts(parts.split(",") for (parts,) in conn.execute(
+        "SELECT parts FROM snapshots WHERE thread_id = ? AND parts != ''", (thread_id,)))
+    conn.executemany("DELETE FROM snapshot_parts WHERE thread_id = ? AND key = ?",
+                     [(thread_id, key) for key in _held_parts(conn, thread_id) - used])
+
+
+def copy_parts(conn: sqlite3.Connection, src_thread: str, new_thread: str, snapshot: Snapshot) -> None:
+    """Copy the parts ``snapshot`` of ``src_thread`` uses to ``new_thread`` (in the caller's
+    transaction, which made the file format 4 if the snapshot has parts).
+
+    Raises:
+        CorruptRecordError: a part is missing.
+    """
+    for key in snapshot.parts:
+        copied = conn.execute(
+            "INSERT OR IGNORE INTO snapshot_parts (thread_id, key, data) SELECT ?, key, data FROM snapshot_parts"
+            " WHERE thread_id = ? AND key = ?", (new_thread, src_thread, key)).rowcount
+        if not copied and not conn.execute("SELECT 1 FROM snapshot_parts WHERE thread_id = ? AND key = ?",
+                                           (new_thread, key)).fetchone():
+            raise CorruptRecordError(src_thread, snapshot.seq, f"its part {key} is missing", what="snapshot part")

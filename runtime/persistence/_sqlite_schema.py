@@ -8,8 +8,11 @@ no version, is refused rather than guessed at.
 - ``records(thread_id, seq, sender, sent_at, sent_mono_ns, kind, payload, schema_version,
   checksum, system_seq)``, primary key ``(thread_id, seq)``: the log. Times are ISO 8601 UTC
   text; ``system_seq`` is NULL for a record of a thread that belongs to no system.
-- ``snapshots(thread_id, seq, state, schema_version, checksum)``, primary key
-  ``(thread_id, seq)``.
+- ``snapshots(thread_id, seq, state, schema_version, checksum, parts)``, primary key
+  ``(thread_id, seq)``; ``parts`` is the keys of the snapshot's parts joined by commas (NULL
+  or empty for a snapshot kept whole in ``state``).
+- ``snapshot_parts(thread_id, key, data)``, primary key ``(thread_id, key)``: each part of the
+  kept snapshots of a thread, once (see :mod:`._parts`).
 - ``leases(thread_id, token, owner, host, pid, start, acquired_at, renewed_at)``: the
   single-writer lock of each thread being written; ``token`` identifies the holding writer.
 
@@ -20,13 +23,18 @@ format-2 row, so a format-1 file is read as it is; the first transaction that wr
 record or a snapshot to it sets its version to 2 (:func:`upgrade_in`), so that an older build
 refuses it instead of misreading a BLOB.
 
-Format 3 (this one) adds the column ``records.system_seq`` (see :mod:`._clock`), hashed into
+Format 3 adds the column ``records.system_seq`` (see :mod:`._clock`), hashed into
 the checksum of a record that has one: an older build would call such a record corrupt. A
 format-1 or format-2 file stays as it is (no column: every record reads with no system seq)
 until a transaction writes a record that has a system seq (a system of agents runs on it): that
 transaction adds the column (NULL in every row before) and makes the file format 3. Any other
-first write of a record or a snapshot makes a format-1 file format 2, as before; a new file
-is format 3 from the start.
+first write of a record or a snapshot makes a format-1 file format 2, as before.
+
+Format 4 adds the table ``snapshot_parts`` and the column ``snapshots.parts``: a snapshot
+whose entries are kept in parts, which an older build would read as a thread without entries.
+An older file stays as it is until a transaction writes such a snapshot: that transaction
+adds the table and the column (and ``records.system_seq``, if missing) and makes the file
+format 4. A new file is format 4 from the start.
 """
 
 from __future__ import annotations
@@ -38,11 +46,15 @@ from ._records import Snapshot, StoredRecord
 from ._sqlite_codec import pack_checksum, pack_text, unpack_checksum, unpack_text
 from ._time import format_time, parse_time
 
-STORE_FORMAT_VERSION = 3
+STORE_FORMAT_VERSION = 4
 """The SQLite store format this build writes (``PRAGMA user_version``)."""
+PARTS_FORMAT_VERSION = 4
+"""The format a snapshot with parts needs (table ``snapshot_parts``, column ``snapshots.parts``)."""
+STAMPED_FORMAT_VERSION = 3
+"""The format records with a system seq need (column ``records.system_seq``)."""
 UNSTAMPED_FORMAT_VERSION = 2
 """The format rows without a system seq need (an older file with no system is kept at it)."""
-READABLE_FORMAT_VERSIONS = (1, 2, 3)
+READABLE_FORMAT_VERSIONS = (1, 2, 3, 4)
 """The formats this build opens: formats 1 and 2 are read as they are and upgraded by the
 first write."""
 
@@ -72,7 +84,14 @@ CREATE TABLE snapshots (
     state TEXT NOT NULL,
     schema_version INTEGER NOT NULL,
     checksum TEXT NOT NULL,
+    parts TEXT,
     PRIMARY KEY (thread_id, seq)
+);
+CREATE TABLE snapshot_parts (
+    thread_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (thread_id, key)
 );
 CREATE TABLE leases (
     thread_id TEXT PRIMARY KEY,
@@ -98,10 +117,19 @@ def select_records(has_system_seq: bool) -> str:
     ``system_seq`` in a file without the column); bind the thread id."""
     return f"SELECT {_UNSTAMPED_COLUMNS}, {'system_seq' if has_system_seq else 'NULL'} FROM records WHERE thread_id = ?"
 SNAPSHOT_COLUMNS = "thread_id, seq, state, schema_version, checksum"
-UPSERT_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+UPSERT_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}, parts) VALUES (?, ?, ?, ?, ?, ?)"
+UPSERT_WHOLE_SNAPSHOT = f"INSERT OR REPLACE INTO snapshots ({SNAPSHOT_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+"""For a file without the column ``parts`` (rows: ``snapshot_to_row(s)[:-1]``, no parts)."""
+
+
+def select_snapshots(has_parts: bool) -> str:
+    """``SELECT`` of the :data:`SNAPSHOT_COLUMNS` and ``parts`` (``NULL`` in a file without the
+    column) of one thread's snapshots; bind the thread id."""
+    return f"SELECT {SNAPSHOT_COLUMNS}, {'parts' if has_parts else 'NULL'} FROM snapshots WHERE thread_id = ?"
+
 
 RecordRow = tuple[int, str, str, str, int, str, str | bytes, int, bytes, int | None]
-SnapshotRow = tuple[str, int, str | bytes, int, bytes]
+SnapshotRow = tuple[str, int, str | bytes, int, bytes, str | None]
 
 
 def ensure_schema(conn: sqlite3.Connection, path: str) -> int:
@@ -147,12 +175,22 @@ def has_system_seq(conn: sqlite3.Connection) -> bool:
     return any(row[1] == "system_seq" for row in conn.execute("PRAGMA table_info(records)"))
 
 
+def has_snapshot_parts(conn: sqlite3.Connection) -> bool:
+    """Whether the file has the table ``snapshot_parts`` and the column ``snapshots.parts``
+    (format 4)."""
+    return any(row[1] == "parts" for row in conn.execute("PRAGMA table_info(snapshots)"))
+
+
 def upgrade_in(conn: sqlite3.Connection, version: int) -> None:
-    """Make the store format ``version`` (adding ``records.system_seq`` for format 3), in the
-    caller's transaction: the one about to write the first row that the file's format cannot
-    hold."""
-    if version >= 3 and not has_system_seq(conn):
+    """Make the store format ``version`` (adding ``records.system_seq`` for format 3, the
+    snapshot parts for format 4), in the caller's transaction: the one about to write the
+    first row that the file's format cannot hold."""
+    if version >= STAMPED_FORMAT_VERSION and not has_system_seq(conn):
         conn.execute("ALTER TABLE records ADD COLUMN system_seq INTEGER")
+    if version >= PARTS_FORMAT_VERSION and not has_snapshot_parts(conn):
+        conn.execute("ALTER TABLE snapshots ADD COLUMN parts TEXT")
+        conn.execute("CREATE TABLE IF NOT EXISTS snapshot_parts (thread_id TEXT NOT NULL, key TEXT NOT NULL,"
+                     " data BLOB NOT NULL, PRIMARY KEY (thread_id, key))")
     conn.execute(f"PRAGMA user_version = {version}")
 
 
@@ -214,22 +252,27 @@ def snapshot_to_row(snapshot: Snapshot) -> SnapshotRow:
         pack_text(snapshot.state),
         snapshot.schema_version,
         pack_checksum(snapshot.checksum),
+        ",".join(snapshot.parts) if snapshot.parts else None,
     )
 
 
 def snapshot_from_row(row: tuple[object, ...]) -> Snapshot:
-    """The snapshot in a ``snapshots`` row (raises ``ValueError`` on a malformed row, or on
-    a compressed state that does not decompress)."""
+    """The snapshot in a ``snapshots`` row, as :func:`select_snapshots` reads it (raises
+    ``ValueError`` on a malformed row, or on a compressed state that does not decompress)."""
     for value, kind, name in zip(
-        row, (str, int, None, int, None), SNAPSHOT_COLUMNS.split(", "), strict=True
+        row[:5], (str, int, None, int, None), SNAPSHOT_COLUMNS.split(", "), strict=True
     ):
         if kind is not None:
             _expect(value, kind, name)
-    thread_id, seq, state, version, checksum = row
+    thread_id, seq, state, version, checksum = row[:5]
+    parts = row[5] if len(row) > 5 else None
+    if parts is not None and not isinstance(parts, str):
+        raise ValueError(f"column parts holds a {type(parts).__name__}, not str")
     return Snapshot(
         thread_id,  # type: ignore[arg-type]
         seq,  # type: ignore[arg-type]
         unpack_text(state, "state"),
         version,  # type: ignore[arg-type]
         unpack_checksum(checksum),
+        tuple(parts.split(",")) if parts else (),
     )

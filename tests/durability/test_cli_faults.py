@@ -61,10 +61,16 @@ def lc_all(*commands: Sequence[str]) -> list[subprocess.CompletedProcess[str]]:
     procs = [subprocess.Popen(_unprivileged([*LIVECONTEXT, *args]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env={**cli_env(), "COLUMNS": "200"}) for args in commands]
     done = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=60)
-        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace"),
-                                                err.decode(errors="replace")))
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace"),
+                                                    err.decode(errors="replace")))
+    finally:  # (a command that hangs fails its test; it must not outlive it)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return done
 
 

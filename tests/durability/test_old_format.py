@@ -20,7 +20,7 @@ from livecontext.actors import AgentSettings
 from livecontext.actors.apps import Notebook
 from livecontext.actors._session import open_session, run_until_idle
 from livecontext.actors.history import HistoryState, load_state
-from livecontext.actors.history._store import dump_snapshot
+from livecontext.actors.history import write_snapshot
 from livecontext.protocol import (
     SCHEMA_VERSION,
     HistoryEntry,
@@ -154,7 +154,7 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     async with await open_store(url) as store:
         async with await store.open_thread(THREAD, owner="test") as log:
             state = await load_state(log, converter, THREAD)
-            await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
+            await write_snapshot(log, converter, state)
             records = await log.read(1)
             snapshot = await log.latest_snapshot()
     for record in records:

@@ -300,7 +300,7 @@ class _SnapshotsFail:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def write_snapshot(self, seq: int, state: str) -> Any:
+    async def write_snapshot(self, seq: int, state: str, **parts: Any) -> Any:
         raise LogWriteError(self._inner.thread_id, "no space left on device")
 
 

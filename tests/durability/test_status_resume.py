@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from livecontext.actors.history import load_state
-from livecontext.actors.history._store import dump_snapshot
+from livecontext.actors.history import write_snapshot
 from livecontext.protocol import AgentStatus, Pause, TaskStatus, make_converter
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store
@@ -69,7 +69,7 @@ async def _snapshot_at_the_end(url: str) -> None:
     async with await open_store(url) as store:
         async with await store.open_thread("t1", owner="tests") as log:
             state = await load_state(log, converter, "t1")
-            await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
+            await write_snapshot(log, converter, state)
 
 
 @pytest.mark.parametrize("reopened", ["by replay", "from a snapshot"])

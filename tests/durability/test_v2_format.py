@@ -24,7 +24,7 @@ from livecontext.actors._thread_apps import rebuild_apps
 from livecontext.actors.apps import App, Notebook
 from livecontext.actors.cli._commands_store import render_json
 from livecontext.actors.history import HistoryState, load_state, replay_app_effects
-from livecontext.actors.history._store import dump_snapshot
+from livecontext.actors.history import write_snapshot
 from livecontext.protocol import (
     SCHEMA_VERSION,
     AppEffect,
@@ -338,7 +338,7 @@ async def test_a_new_session_resumes_a_v2_thread_its_notebook_continuing_from_it
     async with await open_store(url) as store:
         async with await store.open_thread(THREAD, owner="test") as log:
             state = await load_state(log, converter, THREAD)
-            await log.write_snapshot(state.seq, dump_snapshot(converter, state.snapshot()))
+            await write_snapshot(log, converter, state)
             snapshot = await log.latest_snapshot()
     assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
     snapshot.verify(records[snapshot.seq - 1])

@@ -7,6 +7,7 @@ import json
 from livecontext.actors.history._render import MAX_MISFITS
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.actors.history._lazy import Raw
+from livecontext.actors.history import write_snapshot
 from livecontext.actors.history._store import dump_snapshot
 from livecontext.actors.history._render import render
 from livecontext.protocol import (
@@ -45,7 +46,7 @@ async def _thread_with_snapshot(entries: int, snapshot_at: int):  # type: ignore
                                             json.dumps(CONVERTER.dump_message(payload)))])
         state.apply(rec.seq, payload)
         if rec.seq == snapshot_at:
-            await log.write_snapshot(rec.seq, dump_snapshot(CONVERTER, state.snapshot()))
+            await write_snapshot(log, CONVERTER, state)
     return store, log, state
 
 
@@ -77,9 +78,14 @@ async def test_opening_from_a_snapshot_decodes_only_the_entries_rendering_uses()
 
 
 async def test_a_snapshot_of_an_opened_state_reuses_the_undecoded_entries_as_they_were() -> None:
-    store, log, _ = await _thread_with_snapshot(50, 50)
+    store, log, _ = await _thread_with_snapshot(600, 600)
     first = await log.latest_snapshot()
     opened = await load_state(log, CONVERTER, "t")
-    assert first is not None
-    assert dump_snapshot(CONVERTER, opened.snapshot()) == first.state
+    assert first is not None and len(first.parts) == 3
+    unchanged = dump_snapshot(CONVERTER, opened.snapshot())
+    assert (unchanged.state, unchanged.parts, unchanged.new_parts) == (first.state, first.parts, {})
+    opened.changed = set(opened.parts)  # every block encoded again: the same bytes
+    again = dump_snapshot(CONVERTER, opened.snapshot())
+    assert again.parts == first.parts and set(again.new_parts) == set(first.parts)
+    assert all(type(item) is Raw for item in opened.entries.items_as_stored())  # type: ignore[attr-defined]
     await store.aclose()

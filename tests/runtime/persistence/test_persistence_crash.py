@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError
+from livecontext.runtime.persistence._jsonl_codec import encode_snapshot
+from livecontext.runtime.persistence._records import Snapshot, snapshot_checksum
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     NewRecord,
@@ -178,6 +180,11 @@ async def test_a_writer_refuses_to_append_after_a_record_of_an_unknown_version(
             await store.open_thread("t", owner="history")
 
 
+def old_snapshot(thread_id: str, seq: int, state: str) -> Snapshot:
+    """A snapshot as a build before snapshots committed to their record sealed it."""
+    return Snapshot(thread_id, seq, state, SCHEMA_VERSION, snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION))
+
+
 async def test_a_torn_snapshot_line_is_dropped_and_an_older_one_used(
     tmp_path: Path, make_records: MakeRecords
 ) -> None:
@@ -185,10 +192,10 @@ async def test_a_torn_snapshot_line_is_dropped_and_an_older_one_used(
     async with await open_store(url) as store:
         async with await store.open_thread("t", owner="history") as log:
             await log.append(make_records(5))
-            await log.write_snapshot(2, '{"at": 2}')
-            await log.write_snapshot(4, '{"at": 4}')
+    # snapshots as a build before snapshot files wrote them: lines of snapshots.jsonl
     snapshots = tmp_path / "t" / "snapshots.jsonl"
-    snapshots.write_bytes(snapshots.read_bytes()[:-10])
+    snapshots.write_bytes(encode_snapshot(old_snapshot("t", 2, '{"at": 2}'))
+                          + encode_snapshot(old_snapshot("t", 4, '{"at": 4}'))[:-10])
     async with await open_store(url) as store:
         async with await store.open_reader("t") as reader:
             snapshot = await reader.latest_snapshot()

@@ -91,7 +91,7 @@ async def test_a_store_of_a_newer_format_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 7")
     with pytest.raises(
-        StoreFormatError, match="its store format is version 7, this build reads versions 1 to 3; upgrade livecontext to open it"
+        StoreFormatError, match="its store format is version 7, this build reads versions 1 to 4; upgrade livecontext to open it"
     ):
         await open_store(f"sqlite:{path}")
 

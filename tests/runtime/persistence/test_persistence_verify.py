@@ -92,7 +92,7 @@ async def test_a_damaged_snapshot_is_named_damaged_and_dropped_by_the_next_write
         with sqlite3.connect(path) as conn:
             conn.execute("UPDATE snapshots SET state = '{\"at\": 5}' WHERE seq = 4")
     else:
-        file = Path(path) / "t" / "snapshots.jsonl"
+        file = Path(path) / "t" / "snapshot-00000000000000000004.json"
         file.write_bytes(file.read_bytes().replace(b'{\\"at\\": 4}', b'{\\"at\\": 5}'))
     async with await open_store(durable_url) as store:
         check = await verify_store(store)
@@ -159,8 +159,7 @@ async def test_a_damaged_sqlite_page_is_a_store_corrupt_error_and_no_writer_writ
 
 async def test_load_state_passes_over_a_damaged_snapshot_to_an_older_one_and_gets_the_same_state(
         tmp_path: Path) -> None:
-    from livecontext.actors.history import HistoryState, load_state
-    from livecontext.actors.history._store import dump_snapshot
+    from livecontext.actors.history import HistoryState, load_state, write_snapshot
     from livecontext.protocol import SystemPromptSet, make_converter
 
     converter = make_converter()
@@ -174,9 +173,9 @@ async def test_load_state_passes_over_a_damaged_snapshot_to_an_older_one_and_get
                                                                 "SystemPromptSet", converter.dump_message(payload))])
                 state.apply(stored.seq, payload)
                 if stored.seq in (2, 4):
-                    await log.write_snapshot(stored.seq, dump_snapshot(converter, state.snapshot()))
-    file = tmp_path / "t" / "snapshots.jsonl"
-    file.write_bytes(file.read_bytes().replace(b"prompt 3", b"prompt X"))  # (the one at seq 4)
+                    await write_snapshot(log, converter, state)
+    file = tmp_path / "t" / "snapshot-00000000000000000004.json"
+    file.write_bytes(file.read_bytes().replace(b"prompt 3", b"prompt X"))
     async with await open_store(url) as store:
         async with await store.open_reader("t") as reader:
             with pytest.warns(DamagedSnapshotWarning, match=r"the snapshot at seq 4 is damaged .* passed over it: "
