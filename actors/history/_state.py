@@ -240,17 +240,33 @@ class HistoryState:
             self.active_bytes += len(text) if text.isascii() else len(text.encode("utf-8"))
 
     def _deactivate_ids(self, ids: set[str]) -> None:
+        """Take ``ids`` out of the active entries (and their counts); entries not decoded yet
+        stay so (only the ones taken out are decoded, for their counts)."""
+        active = self.active
         kept = []
-        for entry in self.active:
-            if entry.id in ids:
+        for at, item in enumerate(_stored(active)):  # (Raw or entry: both have .id)
+            if item.id in ids:
+                entry = active[at]
                 self.active_tokens -= entry.content.recent.tokens + _results_tokens(entry)
                 self.active_bytes -= _bytes(entry)
             else:
-                kept.append(entry)
-        self.active = kept
+                kept.append(item)
+        self.active = active.with_items(kept) if isinstance(active, LazyEntries) else kept
         self.recaps = [r for r in self.recaps if r.id not in ids]
         if self.pinned:
             self.pinned = [p for p in self.pinned if p not in ids]
+
+    def active_with_retention(self, retention: Retention) -> list[str]:
+        """The ids of the active entries of ``retention``, oldest first (read from the
+        snapshot's index where an entry is not decoded yet: opening decodes none)."""
+        found = []
+        for at, item in enumerate(_stored(self.active)):
+            value = item.block.retention[item.at] if type(item) is Raw else None
+            if value is None:  # (decoded, or a snapshot written before rows said it)
+                value = self.active[at].retention.value
+            if value == retention.value:
+                found.append(item.id)
+        return found
 
     def pinned_positions(self) -> list[int]:
         """The positions in :attr:`active` of the pinned entries, ascending (found by binary
@@ -287,7 +303,8 @@ class HistoryState:
             self._deactivate_ids({old.id})
             if not new.folded:
                 # keep the active list in order: re-insert at the entry's place
-                index = next((i for i, e in enumerate(self.active) if self.pos[e.id] > at), len(self.active))
+                index = next((i for i, e in enumerate(_stored(self.active)) if self.pos[e.id] > at),
+                             len(self.active))
                 self.active.insert(index, new)
                 if new.retention is _CRITICAL:
                     self.pinned = sorted([*self.pinned, new.id], key=id_number)

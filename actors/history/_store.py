@@ -183,8 +183,8 @@ class HistoryStore(ContextManagement):
         (this start) removes them, as a logged edit, unless that would split a model output
         from its tool results or remove the newest entry (the engine's state stands on it)."""
         newest = self.state.last
-        gone = [e.id for e in self.state.active
-                if e.retention is Retention.EPHEMERAL and (newest is None or e.id != newest.id)]
+        gone = [entry_id for entry_id in self.state.active_with_retention(Retention.EPHEMERAL)
+                if newest is None or entry_id != newest.id]
         gone = [i for i in gone if not self._unit_conflicts({i} | set(gone))]
         if gone:
             await self._commit([HistoryEdited((), tuple(gone))])

@@ -89,3 +89,22 @@ async def test_a_snapshot_of_an_opened_state_reuses_the_undecoded_entries_as_the
     assert again.parts == first.parts and set(again.new_parts) == set(first.parts)
     assert all(type(item) is Raw for item in opened.entries.items_as_stored())  # type: ignore[attr-defined]
     await store.aclose()
+
+
+def _undecoded(entries: list) -> int:  # type: ignore[type-arg]
+    return sum(type(item) is Raw for item in list.__iter__(entries))
+
+
+async def test_finding_ephemeral_entries_and_taking_one_out_decode_no_other_entry() -> None:
+    store, log, replayed = await _thread_with_snapshot(400, 400)
+    opened = await load_state(log, CONVERTER, "t")
+    assert _undecoded(opened.active) == 400
+    assert opened.active_with_retention(Retention.COMPRESSIBLE) == [f"e{n}" for n in range(1, 401)]
+    assert opened.active_with_retention(Retention.EPHEMERAL) == []
+    assert _undecoded(opened.active) == 400  # (the history store asks this at every start)
+    opened._deactivate_ids({"e7"})  # (what a fold, a revision or a removal does)
+    replayed._deactivate_ids({"e7"})
+    assert _undecoded(opened.active) == 399
+    assert list(opened.active) == list(replayed.active)
+    assert (opened.active_tokens, opened.active_bytes) == (replayed.active_tokens, replayed.active_bytes)
+    await store.aclose()
