@@ -351,9 +351,12 @@ async def bench_open(tmp: Path, records: int) -> dict[str, float]:
                     assert loaded.seq == state.seq and len(loaded.entries) == len(state.entries)
                 out[label], out[f"{label}_cpu"] = statistics.median(walls), statistics.median(cpus)
             with gc_tuned():  # (a history store opens its thread in a runtime, which tunes the collector)
-                t0 = time.perf_counter()
-                await load_state(reader, CONVERTER, "big")
-                out["in_runtime"] = time.perf_counter() - t0
+                walls = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    await load_state(reader, CONVERTER, "big")
+                    walls.append(time.perf_counter() - t0)
+                out["in_runtime"] = statistics.median(walls)
             t0 = time.perf_counter()
             await reader.read(1)
             out["read_only"] = time.perf_counter() - t0
@@ -363,7 +366,8 @@ async def bench_open(tmp: Path, records: int) -> dict[str, float]:
     print(f"  without a snapshot (replay {state.seq:,} records):        {out['without']:>8.2f} s")
     print(f"  with the snapshot at seq {snap.seq:,} (replay {out['tail']:,}):  {out['with']:>8.3f} s"
           f"   ({out['without'] / out['with']:.1f}x faster; median of 3; CPU {out['with_cpu']:.3f} s)")
-    print(f"  the same with the collector tuned as in a runtime:    {out['in_runtime']:>8.3f} s")
+    print(f"  the same with the collector tuned as in a runtime:    {out['in_runtime']:>8.3f} s   (median of 3; "
+          "how a history store opens its thread)")
     print(f"  of which reading the {state.seq:,} records alone takes:      {out['read_only']:>8.2f} s")
     print(f"  the snapshot: a head of {out['snap_bytes'] / 1e3:,.1f} kB and {int(out['parts']):,} parts (blocks of entries:"
           " their index is read, their texts inflated on first use)")
@@ -435,8 +439,14 @@ async def main(quick: bool, only: str | None) -> None:
           f"{opened['with']:.2f} s vs {opened['without']:.2f} s")
     print("\n== targets (issue 16) ==")
     ratio = snaps[big]["ms"] / snaps[1_000]["ms"]
-    for ok, text in ((opened["with"] <= 0.2, f"opening a {big:,}-record thread: {opened['with']:.3f} s, "
-                                             f"{opened['in_runtime']:.3f} s in a runtime (target <= 0.2 s)"),
+    flat = steps[10_000]["e_med"] / steps[10]["e_med"]
+    # (judged as a history store opens a thread: in a runtime, whose collector thresholds are
+    # raised; with the interpreter's defaults, collections of the 100,000 index objects add ~40%)
+    for ok, text in ((opened["in_runtime"] <= 0.2, f"opening a {big:,}-record thread in a runtime: "
+                                                   f"{opened['in_runtime']:.3f} s ({opened['with']:.3f} s with the "
+                                                   "interpreter's collector thresholds) (target <= 0.2 s)"),
+                     (flat <= ENGINE_STEP_TARGET, f"durable engine step at 10,000 entries vs at 10: {flat:.2f}x "
+                                                  f"(target <= {ENGINE_STEP_TARGET}x)"),
                      (ratio <= 2.0, f"snapshot after 1,000 more records at {big:,} entries vs at 1,000: "
                                     f"{snaps[big]['ms']:.1f} vs {snaps[1_000]['ms']:.1f} ms = {ratio:.2f}x (target <= 2x)")):
         print(f"  {'PASS' if ok else 'FAIL'}  {text}")
