@@ -24,8 +24,6 @@ import threading
 import time
 from collections.abc import Iterator
 
-from livecontext.protocol import check_schema_version
-
 from ._errors import (
     CorruptRecordError,
     LeaseLostError,
@@ -38,9 +36,7 @@ from ._errors import (
     ThreadLockedError,
     ThreadNotFoundError,
     DamagedSnapshotWarning,
-    TornRecordWarning,
     TornSnapshotWarning,
-    TornTailWarning,
 )
 from ._fsync import FsyncLevel
 from ._lease import Holder, current_holder, holder_alive
@@ -50,11 +46,9 @@ from ._records import (
     Snapshot,
     StoredRecord,
     ThreadInfo,
-    checksum_matches,
     rehome,
     rehome_snapshot,
     snapshot_damage,
-    supported_version,
 )
 from ._sqlite_schema import (
     INSERT_RECORD,
@@ -132,21 +126,6 @@ def _decode(thread_id: str, row: tuple[object, ...]) -> StoredRecord:
 
 def _row_seq(row: tuple[object, ...]) -> int:
     return row[0] if isinstance(row[0], int) else -1
-
-
-def _torn_reason(row: tuple[object, ...]) -> str | None:
-    """Why the last row counts as torn, or None if it is sound.
-
-    The checksum of a row of an unknown schema version is not checked (a newer version may
-    compute it differently): such a row is reported when it is read or written after.
-    """
-    try:
-        record = record_from_row(row)
-    except (ValueError, TypeError):
-        return "undecodable last row"
-    if not supported_version(record.schema_version) or checksum_matches(record):
-        return None
-    return "checksum mismatch on the last row"
 
 
 class SqliteBackend:
@@ -374,13 +353,6 @@ class SqliteBackend:
         with self._using() as conn:
             return _latest_snapshot(conn, self.select, self.select_snapshots, thread_id, at_or_before)
 
-    def torn_tail(self, thread_id: str) -> list[Warning]:
-        """A :class:`TornTailWarning` if the thread's last row is torn (readers pass over it)."""
-        with self._using() as conn:
-            row = conn.execute(f"{self.select} ORDER BY seq DESC LIMIT 1", (thread_id,)).fetchone()
-        reason = None if row is None else _torn_reason(row)
-        return [] if reason is None else [TornTailWarning(thread_id, _row_seq(row), reason)]
-
     def read_parts(self, thread_id: str, keys: list[str]) -> list[bytes | None]:
         with self._using() as conn:
             return read_parts(conn, thread_id, keys) if self._format_version >= PARTS_FORMAT_VERSION else [None] * len(keys)
@@ -407,17 +379,16 @@ def format_for(records: list[StoredRecord]) -> int:
 
 
 def _committed_tail(conn: sqlite3.Connection, select: str, thread_id: str) -> tuple[int, dt.datetime | None]:
-    """The last seq and its ``sent_at``, not counting a torn last row (readers ignore it)."""
-    rows = conn.execute(f"{select} ORDER BY seq DESC LIMIT 2", (thread_id,)).fetchall()
-    if not rows:
+    """The last seq and its ``sent_at`` (a transaction is whole or absent: every row is
+    committed; a damaged one is reported when read)."""
+    row = conn.execute(f"{select} ORDER BY seq DESC LIMIT 1", (thread_id,)).fetchone()
+    if row is None:
         return 0, None
-    torn = _torn_reason(rows[0]) is not None
-    last = rows[1] if torn and len(rows) > 1 else None if torn else rows[0]
     try:
-        sent = parse_time(last[3]) if last is not None else None
+        sent = parse_time(row[3])
     except (ValueError, TypeError):
-        sent = None  # damage before the tail: reported when read
-    return _row_seq(rows[0]) - torn, sent
+        sent = None  # damage: reported when read
+    return _row_seq(row), sent
 
 
 def _committed_last(conn: sqlite3.Connection, select: str, thread_id: str) -> int:
@@ -493,7 +464,7 @@ class _SqliteReader:
         return self._backend.latest_snapshot(self.thread_id, at_or_before)
 
     def ignored(self) -> list[Warning]:
-        return self._backend.torn_tail(self.thread_id)
+        return []  # (a transaction is whole or absent: SQLite leaves no torn record to pass over)
 
     def read_parts(self, keys: list[str]) -> list[bytes | None]:
         return self._backend.read_parts(self.thread_id, keys)
@@ -512,7 +483,7 @@ class _SqliteWriter(_SqliteReader):
         self.repairs: list[Warning] = []
 
     def repair(self) -> None:
-        """Drop a torn last row and snapshots past the end; learn the last seqs."""
+        """Check the last row, drop snapshots past the end; learn the last seqs."""
         with self._backend.transaction() as conn:
             self._last = self._repair_records(conn)
             self._snapshot_seq = self._repair_snapshots(conn)
@@ -523,17 +494,10 @@ class _SqliteWriter(_SqliteReader):
         row = conn.execute(last_record, (thread_id,)).fetchone()
         if row is None:
             return 0
-        last = _row_seq(row)
-        reason = _torn_reason(row)
-        if reason is None:
-            check_schema_version(row[7])  # never append after records of an unknown version
-            return last
-        conn.execute("DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, last))
-        self.repairs.append(TornRecordWarning(thread_id, last, 1, reason))
-        before = conn.execute(last_record, (thread_id,)).fetchone()
-        if before is not None:
-            _decode(thread_id, before)  # damage before the tail is not ours to drop
-        return last - 1
+        # a transaction is whole or absent, so a last row that fails its checks was damaged
+        # after it was committed: an error like any other damaged record, never dropped (and
+        # never appended after: nor after a record of an unknown schema version)
+        return _decode(thread_id, row).seq
 
     def _repair_snapshots(self, conn: sqlite3.Connection) -> int:
         thread_id = self.thread_id

@@ -16,7 +16,6 @@ import pytest
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     NewRecord,
-    TornRecordWarning,
     DamagedSnapshotWarning,
     open_store,
 )
@@ -125,19 +124,18 @@ async def test_a_compressed_payload_that_decompresses_to_other_text_fails_its_ch
                 await reader.read(1)
 
 
-async def test_a_damaged_compressed_last_record_is_a_torn_tail_dropped_with_a_warning(
+async def test_a_damaged_compressed_last_record_is_an_error_and_is_never_dropped(
         durable_url: str, tamper: Tamper) -> None:
     await write(durable_url, [step_output(k) for k in range(3)])
     tamper.flip_compressed_byte("t", 3)
     async with await open_store(durable_url) as store:
         async with await store.open_reader("t") as reader:
-            assert await reader.last_seq() == 2
-        with pytest.warns(TornRecordWarning, match=r"dropped the torn record at seq 3 \(undecodable last row\)"):
-            log = await store.open_thread("t", owner="history")
-        async with log:
-            assert [r.payload for r in await log.read()] == [step_output(0), step_output(1)]
-            await log.append([record(step_output(7))])
-            assert [r.payload for r in await log.read(3)] == [step_output(7)]
+            assert await reader.last_seq() == 3
+        with pytest.raises(CorruptRecordError, match=r"the record at seq 3 is corrupt \(undecodable row: the "
+                                                     r"compressed payload does not decompress"):
+            await store.open_thread("t", owner="history")
+        async with await store.open_reader("t") as reader:
+            assert [r.payload for r in await reader.read(1, 2)] == [step_output(0), step_output(1)]
 
 
 async def test_a_damaged_compressed_snapshot_is_refused_when_read_and_dropped_by_the_next_writer(
