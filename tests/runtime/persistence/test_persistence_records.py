@@ -110,6 +110,12 @@ def test_a_record_encoded_by_new_record_encoding_seals_as_the_same_text_would(
         sender, sent_at, 7, "k", dump_json(value))])
 
 
+@pytest.mark.parametrize("sent_at", ["2025-01-01T00:00:00+00:00", 1735689600, None])
+def test_a_record_encoded_with_a_time_that_is_not_a_datetime_is_refused_in_one_line(sent_at: object) -> None:
+    with pytest.raises(InvalidRecordError, match=f"sent_at must be a datetime, got {type(sent_at).__name__}"):
+        NewRecord.encoding("s", sent_at, 1, "k", {"a": 1})  # type: ignore[arg-type]
+
+
 def test_a_value_with_a_lone_surrogate_is_still_refused_when_sealed() -> None:
     record = NewRecord.encoding("s", dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), 1, "k", {"text": "\ud800"})
     with pytest.raises(InvalidRecordError, match="not valid UTF-8"):
