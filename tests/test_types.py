@@ -13,17 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.installed import ROOT, lay_out_installed_package
 
 
 def test_the_package_type_checks_under_mypy_strict(tmp_path: Path) -> None:
     assert importlib.util.find_spec("mypy") is not None, (
         "mypy is not installed in this environment: run pip install -e '.[test]'")
-    package = tmp_path / "livecontext"
-    package.mkdir()
-    (package / "__init__.py").symlink_to(ROOT / "livecontext" / "__init__.py")
-    for part in ("protocol", "runtime", "actors"):
-        (package / part).symlink_to(ROOT / part, target_is_directory=True)
+    lay_out_installed_package(tmp_path)
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
          "--cache-dir", str(tmp_path / "mypy-cache"), "-p", "livecontext"],

@@ -165,7 +165,3 @@ def main() -> None:
     # the CLI reports failures itself in one line; the runtime's own log says more only on request
     logging.basicConfig(level=os.environ.get("LIVECONTEXT_LOG", "ERROR").upper(),
                         format="livecontext: %(levelname)s: %(name)s: %(message)s")
-
-
-from . import _commands_agent as _agent_cmds  # noqa: E402,F401  (registers commands)
-from . import _commands_store as _store_cmds  # noqa: E402,F401

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from livecontext.actors._format import apps_json
 from livecontext.actors import open_system
@@ -148,14 +149,14 @@ async def test_two_questions_to_one_agent_take_turns() -> None:
     assert got[first_asker] == "first answer"
 
 
-async def test_a_turn_given_up_while_waiting_is_never_taken() -> None:
+async def test_a_turn_given_up_while_waiting_is_never_taken(autojump_clock: trio.testing.MockClock) -> None:
     """A caller that stops waiting for a busy agent's turn leaves nothing queued: its input is
     never fed, and the next caller gets the turn as soon as it is free."""
     z = scripted([{"text": "first", "delay_s": 0.3}, {"text": "third"}])
     async with open_system(team("z"), store="memory:", models={"z": z}) as system:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(system.send, "z", "one")
-            await trio.sleep(0.05)
+            await trio.testing.wait_all_tasks_blocked()  # z is answering "one" (0.3 s of virtual time)
             with trio.move_on_after(0.05) as gave_up:
                 await system.send("z", "two")  # z is busy: this waits, then gives up
             assert gave_up.cancelled_caught

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.history import HistoryLimits, HistoryState
@@ -55,7 +56,7 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
                 async with rt.open_subscription(agent.events, buffer=100_000) as events, \
                         rt.open_subscription(agent.history_events, buffer=100_000) as history:
                     idle = await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=None)
-                    await trio.sleep(0.05)  # the maintainer's last fold, if one is under way
+                    await trio.testing.wait_all_tasks_blocked()  # the maintainer's last fold, if one is under way
                     model_calls = [e.payload for e in _drain(events) if isinstance(e.payload, BeforeModelCall)]
                     changes = [e.payload for e in _drain(history) if isinstance(e.payload, HistoryChanged)]
             raw = await log.read(1)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import trio
+import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import RECAP_CAPABILITIES
@@ -164,7 +165,7 @@ async def test_a_history_past_its_soft_limit_gets_one_fold_without_being_asked()
                 await world.step(n)
             with trio.fail_after(5):
                 done = (await published.receive()).payload
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()  # a second fold would have been asked for by now
         folds = [p for _, _, p in await world.records() if isinstance(p, EntriesFolded)]
         assert [f.folded for f in folds] == [("e1", "e2", "e3")]  # one batch: soft asks for no more
         assert folds[0].recap.content.gist.text == "recap of the steps up to e3 (simple_extract)"
@@ -192,7 +193,7 @@ async def test_a_model_summary_recap_holds_what_the_recap_model_wrote() -> None:
             agent = await spawn_agent(rt, log, scripted(agent_turns(len(inputs))), settings, converter=CONVERTER,
                                       counter=COUNTER, inputs=inputs, recap_model=recap_model)
             await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
-            await trio.sleep(0.05)
+            await trio.testing.wait_all_tasks_blocked()  # the last fold, if one is under way
         records = decode(await log.read(1))
     recaps = [p.recap for _, _, p in records if isinstance(p, EntriesFolded)]
     assert len(recaps) > 5

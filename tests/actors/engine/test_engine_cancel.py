@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import trio
+import trio.testing
 
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
@@ -53,7 +54,9 @@ async def _start_step(h: AgentHarness, nursery: trio.Nursery) -> list[StepDone]:
     return replies
 
 
-async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pending_input() -> None:
+async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pending_input(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
     async with open_agent(model=model, inputs=["hello"]) as h:
         await h.step()
@@ -67,7 +70,7 @@ async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pendi
         assert (done.from_state, done.to_state, done.progressed, done.error) == (
             S.PENDING_INPUT, S.PENDING_INPUT, False, "cancelled")
         assert model.cancelled == 1
-        await trio.sleep(0.2)  # nothing may finish the call behind our back
+        await trio.sleep(2 * SLOW)  # (virtual time) past the call's end: nothing may finish it behind our back
         assert model.finished == 0
         assert await h.entries() == entries
         assert (await h.tail()).state is S.PENDING_INPUT
@@ -76,7 +79,9 @@ async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pendi
         assert h.transitions() == [("WaitingInput", "PendingInput")]
 
 
-async def test_steps_queued_behind_a_cancelled_one_are_answered_and_never_run() -> None:
+async def test_steps_queued_behind_a_cancelled_one_are_answered_and_never_run(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     model = ProbeModel(scripted([{"text": "too late", "delay_s": SLOW}]))
     async with open_agent(model=model, inputs=["hello"]) as h:
         await h.step()
@@ -89,7 +94,7 @@ async def test_steps_queued_behind_a_cancelled_one_are_answered_and_never_run() 
             with trio.fail_after(2):
                 await h.cancel()
         assert [d.error for d in first + second + third] == ["cancelled"] * 3
-        await trio.sleep(0.2)
+        await trio.sleep(2 * SLOW)  # (virtual time)
         assert len(model.requests) == 1  # the queued steps never called the model again
         assert (await h.tail()).state is S.PENDING_INPUT
 
@@ -130,7 +135,9 @@ async def test_pause_ends_run_until_idle_after_the_current_step() -> None:
         assert len(await h.entries()) == 2
 
 
-async def test_cancel_during_a_slow_tool_cancels_the_tool_and_keeps_the_state_consistent() -> None:
+async def test_cancel_during_a_slow_tool_cancels_the_tool_and_keeps_the_state_consistent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     probe = Probe()
     turns = [slow_tool(), {"text": "done"}]
     async with open_agent(turns, inputs=["go"], apps=[ProbeApp(probe)]) as h:
@@ -146,7 +153,7 @@ async def test_cancel_during_a_slow_tool_cancels_the_tool_and_keeps_the_state_co
         assert (done.to_state, done.progressed, done.error) == (S.WAITING_TOOL_RESULTS, False, "cancelled")
         tail = await h.tail()
         assert (tail.state, tail.recorded, tail.started) == (S.WAITING_TOOL_RESULTS, (), ())
-        await trio.sleep(0.2)
+        await trio.sleep(2 * SLOW)  # (virtual time) past the tool's end
         assert probe.finished == []
         await h.settle()
         assert h.of_type(AfterToolExecute) == []
@@ -246,7 +253,7 @@ async def test_closing_the_runtime_during_a_slow_model_call_finishes_promptly() 
                 h.client.tell_nowait(h.agent.engine, Step())
                 await model.started.wait()
                 scope.cancel()
-                await trio.sleep(SLOW)
+                await trio.sleep_forever()
     assert model.cancelled == 1
     assert model.finished == 0
 

@@ -24,7 +24,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, Context, handler
 from livecontext.runtime.models import ModelClient, TextCallback
-from tests.actors.agent_harness import AgentHarness, open_agent, scripted
+from tests.actors.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
 
 S = EngineState
 
@@ -97,7 +97,8 @@ async def test_input_provided_during_a_run_is_taken_by_that_run(attempt: int) ->
 
 
 async def test_input_provided_while_the_model_thinks_is_taken_by_the_same_run() -> None:
-    model = scripted([{"text": "one", "delay_s": 0.05}, {"text": "two"}])
+    model = ProbeModel(scripted([{"text": "one"}, {"text": "two"}]))
+    model.gate = trio.Event()  # the model thinks until the gate opens
     async with open_agent(model=model, inputs=["a"]) as h:
         async with trio.open_nursery() as nursery:
             idles = []
@@ -106,8 +107,10 @@ async def test_input_provided_while_the_model_thinks_is_taken_by_the_same_run() 
                 idles.append(await h.run_until_idle())
 
             nursery.start_soon(run)
-            await trio.sleep(0.01)  # the engine has pulled "a" (nothing remained) and calls the model
+            await model.started.wait()  # the engine has pulled "a" (nothing remained) and calls the model
             await h.provide("b")
+            await h.settle()  # "b" is in the input source
+            model.gate.set()
         (idle,) = idles
         assert (idle.steps, idle.reason) == (4, "no_input")
         inputs = [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)]

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.engine import ToolNameClashError
@@ -92,16 +93,17 @@ async def test_a_completed_agent_takes_no_step_until_new_input_arrives_which_mak
     assert "Task complete" in seen[-2].content and seen[-1].content.startswith("now the folders")
 
 
-async def test_a_completed_agent_left_running_on_its_own_does_not_call_the_model_again() -> None:
+async def test_a_completed_agent_left_running_on_its_own_does_not_call_the_model_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     from livecontext.protocol import Resume
 
     model = ProbeModel(scripted([TASK_DONE, {"text": "never said"}]))
     async with open_agent(model=model, inputs=["rename the files"]) as h:
         await h.client.ask(h.agent.engine, Resume())
-        with trio.fail_after(5):
-            while (await h.status()).status is not TaskStatus.COMPLETED:
-                await trio.sleep(0.01)
-        await trio.sleep(0.1)
+        await h.settle()
+        assert (await h.status()).status is TaskStatus.COMPLETED
+        await trio.sleep(60)  # (virtual time)
         await h.settle()
         assert len(model.requests) == 1
         assert (await h.tail()).state is S.WAITING_INPUT
@@ -252,9 +254,7 @@ async def test_a_pause_of_an_idle_engine_with_work_left_gives_status_paused() ->
         await h.step()  # the input: a model call is next, and nobody runs the engine
         assert await h.status() == AgentStatus(TaskStatus.ACTIVE)
         await h.client.ask(h.agent.engine, Pause())
-        with trio.fail_after(5):
-            while (await h.status()).status is TaskStatus.ACTIVE:  # recorded by the engine's own task
-                await trio.sleep(0.01)
+        await h.settle()  # the status is recorded by the engine's own task
         assert await h.status() == AgentStatus(TaskStatus.PAUSED)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from livecontext.protocol import (
     AfterModelCall,
@@ -225,20 +226,20 @@ async def test_run_until_idle_feeds_the_inputs_in_order_and_max_steps_stops_earl
         assert texts == ["a", "one", "b", "two"]
 
 
-async def test_a_resumed_engine_runs_on_its_own_when_input_arrives_and_pause_stops_it() -> None:
+async def test_a_resumed_engine_runs_on_its_own_when_input_arrives_and_pause_stops_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     from livecontext.protocol import Pause, Resume
 
     async with open_agent([{"text": "one"}, {"text": "two"}]) as h:
         await h.client.ask(h.agent.engine, Resume())
         await h.provide("a")
-        with trio.fail_after(5):
-            while len(await h.entries()) < 2:
-                await trio.sleep(0.01)
-        await h.settle()  # the engine pulled again, found nothing and sleeps
+        await h.settle()  # the engine answered "a", pulled again, found nothing and sleeps
+        assert len(await h.entries()) == 2
         assert isinstance(h.events[-1], WaitingInput)
         await h.client.ask(h.agent.engine, Pause())
         await h.provide("b")
-        await trio.sleep(0.1)
+        await trio.sleep(60)  # (virtual time)
         assert len(await h.entries()) == 2  # paused: the input waits
         done = await h.step()
         assert done.to_state is S.PENDING_INPUT
