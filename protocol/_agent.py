@@ -5,6 +5,8 @@ One class per intent; requests name their reply type in their docstring.
 
 from __future__ import annotations
 
+import enum
+
 from attrs import field, frozen
 
 from ._apps import AppEffect, AppHistory
@@ -42,6 +44,7 @@ __all__ = [
     "GetWindows",
     "HistoryChanged",
     "Idle",
+    "IdleReason",
     "InputAvailable",
     "InputSourceReply",
     "InputSourceRequest",
@@ -124,6 +127,24 @@ class StepDone(Message):
     progressed: bool
     """False when the step changed nothing (no input, or a failed model call)."""
     error: str = ""
+    """Why the step failed (``""``: it did not), or ``"cancelled"`` when :attr:`cancelled`."""
+    cancelled: bool = False
+    """A ``Cancel`` (or the engine stopping) cut the step short."""
+
+
+class IdleReason(enum.Enum):
+    """Why the engine stopped running for a :class:`RunUntilIdle` (its value is the wire form)."""
+
+    NO_INPUT = "no_input"
+    """It waits for input and none is left."""
+    MAX_STEPS = "max_steps"
+    """It took the ``max_steps`` it was given."""
+    PAUSED = "paused"
+    """A ``Pause`` stopped it."""
+    CANCELLED = "cancelled"
+    """A ``Cancel`` (or the engine stopping) cut its step short."""
+    FAILED = "failed"
+    """A step failed (:attr:`Idle.error` says why)."""
 
 
 @frozen
@@ -132,8 +153,14 @@ class Idle(Message):
 
     state: EngineState
     steps: int
-    reason: str
-    """``no_input``, ``max_steps``, ``cancelled`` or ``paused``."""
+    reason: IdleReason
+    error: str = ""
+    """Why the last step failed, when :attr:`reason` is :attr:`IdleReason.FAILED`."""
+
+    @property
+    def reason_text(self) -> str:
+        """The reason in words: its value, and the error of a failed step (``failed: ...``)."""
+        return f"failed: {self.error}" if self.reason is IdleReason.FAILED else self.reason.value
 
 
 EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel

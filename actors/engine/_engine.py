@@ -59,6 +59,7 @@ from livecontext.protocol import (
     GetTail,
     GetWindows,
     Idle,
+    IdleReason,
     InputAvailable,
     InputText,
     InvokeTool,
@@ -109,9 +110,6 @@ _TOOL_RESULTS_READY: Final = EngineState.TOOL_RESULTS_READY
 
 log = logging.getLogger("livecontext.engine")
 
-CANCELLED = "cancelled"
-"""The ``error`` of a step that a :class:`Cancel` (or the engine stopping) cut short."""
-
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
     "or the call was cancelled); check its effect before calling it again"
@@ -146,12 +144,9 @@ class StepOutcome:
     progressed: bool
     waiting_for_input: bool = False
     error: str = ""
-    """Why the step failed: a model error, :data:`CANCELLED`, or an unexpected error."""
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether a cancel cut the step short."""
-        return self.error == CANCELLED
+    """Why the step failed: a model error or an unexpected error (``""``: it did not fail)."""
+    cancelled: bool = False
+    """A :class:`Cancel` (or the engine stopping) cut the step short: no failure, no error."""
 
 
 @define
@@ -274,7 +269,7 @@ class Engine(Actor):
         if queued:
             state = await self._state_now()
             for job in queued:
-                self._answer(job, state, state, CANCELLED, progressed=False, error=CANCELLED)
+                self._answer(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
 
     # -- the runner -------------------------------------------------------------------------------
 
@@ -310,7 +305,7 @@ class Engine(Actor):
         if job is not None and job.paused:  # paused before it took a step
             await self._record_pause()
             state = await self._state_now()
-            self._finish(job, StepOutcome(state, state, False), "paused")
+            self._finish(job, StepOutcome(state, state, False), IdleReason.PAUSED)
             return
         if job is not None:
             await self._run(job)
@@ -344,7 +339,7 @@ class Engine(Actor):
                     wait = False
                     break
             elif (reason := self._job_end(job, outcome)) is not None:
-                if reason == "paused":
+                if reason is IdleReason.PAUSED:
                     await self._record_pause()  # before the answer: its asker sees the status
                 self._finish(job, outcome, reason)
                 wait = False
@@ -361,8 +356,7 @@ class Engine(Actor):
                 await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
             if job is not None:
                 state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False, error=CANCELLED),
-                             "step" if job.kind == "step" else CANCELLED)
+                self._finish(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
         finally:
             self._run_over()
 
@@ -374,38 +368,39 @@ class Engine(Actor):
         if done is not None:  # a Cancel waits for the run to be over
             done.set()
 
-    def _job_end(self, job: _Job, outcome: StepOutcome) -> str | None:
-        """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not."""
+    def _job_end(self, job: _Job, outcome: StepOutcome) -> IdleReason | None:
+        """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not.
+
+        A ``Step`` job is a run of at most one step: it ends after it (its answer, a
+        :class:`StepDone`, carries no reason)."""
         if job.kind == "step":
-            return "step"
+            return IdleReason.MAX_STEPS
         job.steps += 1 if outcome.progressed else 0
         if outcome.waiting_for_input:
-            reason = "no_input"
-        elif outcome.error:
-            reason = f"failed: {outcome.error}"
-        elif job.max_steps is not None and job.steps >= job.max_steps:
-            reason = "max_steps"
-        elif job.paused:
-            reason = "paused"
-        else:
-            return None
-        return reason
+            return IdleReason.NO_INPUT
+        if outcome.error:
+            return IdleReason.FAILED
+        if job.max_steps is not None and job.steps >= job.max_steps:
+            return IdleReason.MAX_STEPS
+        if job.paused:
+            return IdleReason.PAUSED
+        return None
 
-    def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
+    def _finish(self, job: _Job, outcome: StepOutcome, reason: IdleReason) -> None:
         self._known_tail = None
         if self._jobs and self._jobs[0] is job:
             self._jobs.popleft()
-        self._answer(job, outcome.from_state, outcome.to_state, reason, outcome.progressed, outcome.error)
+        self._answer(job, outcome, reason)
 
     @staticmethod
-    def _answer(job: _Job, from_state: EngineState, to_state: EngineState, reason: str,
-                progressed: bool, error: str = "") -> None:
+    def _answer(job: _Job, outcome: StepOutcome, reason: IdleReason) -> None:
         if job.reply is None:
             return
         if job.kind == "step":
-            job.reply.send(StepDone(from_state, to_state, progressed, error))
+            job.reply.send(StepDone(outcome.from_state, outcome.to_state, outcome.progressed, outcome.error,
+                                    outcome.cancelled))
         else:
-            job.reply.send(Idle(to_state, job.steps, reason))
+            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error))
 
     async def _record_pause(self) -> None:
         """Have the history store record that a pause stopped the engine (it does so only if
@@ -416,8 +411,7 @@ class Engine(Actor):
     async def _record_failure(self, error: str) -> None:
         """Have the history store record a failed step (a step cut short by a cancel is no
         failure: the cancel records a pause)."""
-        if error != CANCELLED:
-            await self._record_stop(RecordStepFailure(error))
+        await self._record_stop(RecordStepFailure(error))
 
     async def _record_stop(self, msg: Message) -> None:
         try:
