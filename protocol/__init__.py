@@ -27,6 +27,7 @@ from ._converter import (
 )
 from ._envelope import Envelope
 from ._errors import (
+    LivecontextError,
     MalformedDataError,
     ProtocolError,
     UnknownMessageTypeError,
@@ -49,6 +50,7 @@ __all__ = [
     "EngineState",
     "Envelope",
     "Level",
+    "LivecontextError",
     "LevelText",
     "MalformedDataError",
     "Message",

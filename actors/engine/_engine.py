@@ -36,7 +36,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Callable
-from typing import Any, Final, assert_never
+from typing import Any, assert_never
 
 import trio
 from attrs import define, frozen
@@ -98,15 +98,6 @@ from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
 from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
-
-# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
-# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-# (Final: to a type checker each is its member, so `state is _WAITING_INPUT` narrows `state`)
-_WAITING_INPUT: Final = EngineState.WAITING_INPUT
-_PENDING_INPUT: Final = EngineState.PENDING_INPUT
-_PENDING_TOOL_RESULTS: Final = EngineState.PENDING_TOOL_RESULTS
-_WAITING_TOOL_RESULTS: Final = EngineState.WAITING_TOOL_RESULTS
-_TOOL_RESULTS_READY: Final = EngineState.TOOL_RESULTS_READY
 
 log = logging.getLogger("livecontext.engine")
 
@@ -190,7 +181,7 @@ class Engine(Actor):
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
-        self._last_state = _WAITING_INPUT
+        self._last_state = EngineState.WAITING_INPUT
         self._run_done: trio.Event | None = None
         """Set when the run in progress is over; made only when a Cancel waits for that."""
         self._tool_in_flight: str | None = None
@@ -514,12 +505,12 @@ class Engine(Actor):
         if tail is None:
             tail = await self._tail()
         state = tail.state
-        if state is _WAITING_INPUT:
+        if state is EngineState.WAITING_INPUT:
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
-        elif state in (_PENDING_INPUT, _PENDING_TOOL_RESULTS):
+        elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
                 after = await self._step_model(tail)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
@@ -528,9 +519,9 @@ class Engine(Actor):
                     log.info("engine %s: model step failed: %s", self.thread_id, error)
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
-        elif state is _WAITING_TOOL_RESULTS:
+        elif state is EngineState.WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
-        elif state is _TOOL_RESULTS_READY:
+        elif state is EngineState.TOOL_RESULTS_READY:
             after = await self._ask(self.wiring.history, AppendToolResults(), Tail, shield=True)
         else:  # pragma: no cover - exhaustive
             assert_never(state)
