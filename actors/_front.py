@@ -264,7 +264,7 @@ class Agent:
         answer = status.result if status.result is not None else status.question
         if answer is None:
             answer = last.content.live.text if last is not None else ""
-        return Reply(answer, idle.state, idle.steps, idle.reason, status, last.id if last is not None else "")
+        return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "")
 
     async def _ack(self, message: Message) -> None:
         await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)

@@ -128,7 +128,7 @@ class Messaging(App):
                               "its run was stopped. Ask again later, or go on without its answer")
         if outcome.answer is None:
             raise ToolFailure(f"{to} did not answer: its run stopped after {outcome.idle.steps} steps "
-                              f"({outcome.idle.reason})")
+                              f"({outcome.idle.reason_text})")
         answer = outcome.answer or "(an empty answer)"
         return ToolOutcome.ok(answer, gist=f"{to} answered: {_line(answer)}")
 

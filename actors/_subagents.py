@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from livecontext.protocol import (
+    IdleReason,
     EngineState,
     GetTail,
     Idle,
@@ -121,8 +122,8 @@ class SubAgents(App):
                         await rt.stop(ref, drain_timeout=1.0)
         if scope.cancelled_caught:
             raise ToolFailure(f"sub-agent {thread_id} timed out after {self.timeout_s:g} s")
-        if idle.reason.startswith("failed"):
-            raise ToolFailure(f"sub-agent {thread_id} failed: {idle.reason}")
+        if idle.reason is IdleReason.FAILED:
+            raise ToolFailure(f"sub-agent {thread_id} failed: {idle.error}")
         if answer is None:
             raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
         return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {_line(answer)}")

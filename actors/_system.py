@@ -346,7 +346,7 @@ class System:
         async with held_turn(self._client, self._switchboard, agent.name, f"user.{next(self._claims)}"):
             outcome = await run_turn(self._client, agent.address, feed)
         idle = outcome.idle
-        return AgentAnswer(agent.name, outcome.answer, idle.state, idle.steps, idle.reason)
+        return AgentAnswer(agent.name, outcome.answer, idle.state, idle.steps, idle.reason_text)
 
 
 @contextlib.asynccontextmanager

@@ -21,6 +21,7 @@ import trio
 from attrs import frozen
 
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     AgentStatus,
     Cancel,
@@ -124,7 +125,7 @@ async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideIn
     tail = await _tail(ctx, agent)
     if tail.state is not EngineState.WAITING_INPUT:
         idle = await _run(ctx, agent)
-        if idle.reason != "no_input":
+        if idle.reason is not IdleReason.NO_INPUT:
             return TurnOutcome(idle, None)
     if note is not None:
         posted = await ctx.ask(agent.history, PostNotification(note, key))
@@ -132,7 +133,7 @@ async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideIn
     for given in inputs:
         await ctx.ask(agent.input, given)
     idle = await _run(ctx, agent)
-    if idle.reason != "no_input":
+    if idle.reason is not IdleReason.NO_INPUT:
         return TurnOutcome(idle, None)
     return TurnOutcome(idle, await final_answer(ctx, agent.history))
 
@@ -167,12 +168,12 @@ async def run_question(ctx: Context, agent: AgentAddress, asked: ProvideInput, *
         return await run_turn(ctx, agent, [asked], note=note, key=key)
     if (await _tail(ctx, agent)).state is not EngineState.WAITING_INPUT:
         idle = await _run(ctx, agent)  # (stopped while answering it, most likely)
-        if idle.reason != "no_input":
+        if idle.reason is not IdleReason.NO_INPUT:
             return TurnOutcome(idle, None)
         found = await _find(ctx, agent, key)
     if found.read_in is None:
         return await run_turn(ctx, agent, [asked])
-    idle = Idle(EngineState.WAITING_INPUT, 0, "no_input")
+    idle = Idle(EngineState.WAITING_INPUT, 0, IdleReason.NO_INPUT)
     if found.in_latest_turn:  # answered as any turn is (a task_complete result, ...)
         return TurnOutcome(idle, await final_answer(ctx, agent.history))
     return TurnOutcome(idle, found.reply)

@@ -45,6 +45,7 @@ import trio
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.history import HistoryState, HistoryStore, render
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     Content,
     Idle,
@@ -166,7 +167,7 @@ class Driver:
         await self.client.tell(agent.input, ProvideInput(user_text(a["done"])))
         idle = await self.client.ask(agent.engine, RunUntilIdle(), timeout=None)
         w, c = time.perf_counter() - w0, time.process_time() - c0
-        assert isinstance(idle, Idle) and idle.reason == "no_input" and idle.steps == STEPS_PER_TURN, idle
+        assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT and idle.steps == STEPS_PER_TURN, idle
         a["done"] += 1
         return w, c
 
@@ -475,7 +476,7 @@ async def run_fleet(n: int, trace: bool, tune_gc: bool = True, kind: str = "mixe
                     t = time.perf_counter()
                     await client.tell(agent.input, ProvideInput(user_text(k)))
                     idle = await client.ask(agent.engine, RunUntilIdle(), timeout=None)
-                    assert isinstance(idle, Idle) and idle.reason == "no_input", idle
+                    assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT, idle
                     latencies.append(time.perf_counter() - t)
 
             delivered0 = rt.statistics().delivered

@@ -38,6 +38,7 @@ from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
+    IdleReason,
     EditApplied,
     FoldDone,
     FoldIntoRecap,
@@ -106,7 +107,7 @@ async def run_agent(inputs: int, agent_settings: AgentSettings, hook: Any = None
             idle = await client.ask(agent.engine, RunUntilIdle(), timeout=None)
             elapsed = time.perf_counter() - start
             view = await client.ask(agent.history, ReadHistory())
-    assert isinstance(idle, Idle) and idle.reason == "no_input", idle
+    assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT, idle
     model.check_all_used()
     return elapsed, inputs * TURNS_PER_INPUT, len(view.entries)
 

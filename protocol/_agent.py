@@ -5,6 +5,8 @@ One class per intent; requests name their reply type in their docstring.
 
 from __future__ import annotations
 
+import enum
+
 from attrs import field, frozen
 
 from ._apps import AppEffect, AppHistory
@@ -12,10 +14,68 @@ from ._chat import ChatMessage
 from ._content import Retention, Shown
 from ._context_mgmt import LimitLevel
 from ._entries import HistoryEntry, Notification, Usage
-from ._lifecycle import TaskCompleted, UserQuestionAsked
+from ._lifecycle import ControlToolEffect
 from ._message import Message
 from ._state import EngineState
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+
+__all__ = [
+    "AfterModelCall",
+    "AfterToolExecute",
+    "AgentHistoryReply",
+    "AgentHistoryRequest",
+    "AppEffects",
+    "AppHostReply",
+    "AppHostRequest",
+    "AppendInput",
+    "AppendOutput",
+    "AppendToolResults",
+    "ApplyEffect",
+    "BeforeModelCall",
+    "BeforeToolExecute",
+    "Cancel",
+    "CancelTool",
+    "EngineControl",
+    "EngineEvent",
+    "EngineReply",
+    "Entries",
+    "GetAppEffects",
+    "GetTail",
+    "GetWindows",
+    "HistoryChanged",
+    "Idle",
+    "IdleReason",
+    "InputAvailable",
+    "InputSourceReply",
+    "InputSourceRequest",
+    "InputText",
+    "InvokeTool",
+    "ListTools",
+    "ModelTextDelta",
+    "NotificationPosted",
+    "Pause",
+    "PostNotification",
+    "ProvideInput",
+    "PullInput",
+    "ReadEntries",
+    "RecordToolResult",
+    "RecordToolStarted",
+    "Render",
+    "Rendered",
+    "RenderedSpan",
+    "ReplayAppEffects",
+    "Resume",
+    "RunUntilIdle",
+    "SaveAppState",
+    "StateTransition",
+    "Step",
+    "StepDone",
+    "Tail",
+    "ToolInvoked",
+    "Tools",
+    "WaitingInput",
+    "Windows",
+]
 
 @frozen
 class RenderedSpan:
@@ -67,6 +127,24 @@ class StepDone(Message):
     progressed: bool
     """False when the step changed nothing (no input, or a failed model call)."""
     error: str = ""
+    """Why the step failed (``""``: it did not), or ``"cancelled"`` when :attr:`cancelled`."""
+    cancelled: bool = False
+    """A ``Cancel`` (or the engine stopping) cut the step short."""
+
+
+class IdleReason(enum.Enum):
+    """Why the engine stopped running for a :class:`RunUntilIdle` (its value is the wire form)."""
+
+    NO_INPUT = "no_input"
+    """It waits for input and none is left."""
+    MAX_STEPS = "max_steps"
+    """It took the ``max_steps`` it was given."""
+    PAUSED = "paused"
+    """A ``Pause`` stopped it."""
+    CANCELLED = "cancelled"
+    """A ``Cancel`` (or the engine stopping) cut its step short."""
+    FAILED = "failed"
+    """A step failed (:attr:`Idle.error` says why)."""
 
 
 @frozen
@@ -75,8 +153,21 @@ class Idle(Message):
 
     state: EngineState
     steps: int
-    reason: str
-    """``no_input``, ``max_steps``, ``cancelled`` or ``paused``."""
+    reason: IdleReason
+    error: str = ""
+    """Why the last step failed, when :attr:`reason` is :attr:`IdleReason.FAILED`."""
+
+    @property
+    def reason_text(self) -> str:
+        """The reason in words: its value, and the error of a failed step (``failed: ...``)."""
+        return f"failed: {self.error}" if self.reason is IdleReason.FAILED else self.reason.value
+
+
+EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel
+"""What the engine's mailbox takes from whoever drives it (the front door, a test, the CLI)."""
+
+EngineReply = StepDone | Idle
+"""The engine's answers to :class:`Step` and :class:`RunUntilIdle`."""
 
 
 # -- engine events (published on the engine's events topic) -----------------------------------
@@ -152,6 +243,11 @@ class StateTransition(Message):
     to_state: EngineState
 
 
+EngineEvent = (WaitingInput | BeforeModelCall | ModelTextDelta | AfterModelCall | BeforeToolExecute
+               | AfterToolExecute | StateTransition)
+"""What the engine publishes on its events topic."""
+
+
 # -- history store ------------------------------------------------------------------------------
 
 
@@ -214,7 +310,7 @@ class RecordToolResult(Message):
     a control tool's (ask: :class:`Tail`)."""
 
     result: ToolResult
-    effect: AppEffect | TaskCompleted | UserQuestionAsked | None = None
+    effect: AppEffect | ControlToolEffect | None = None
 
 
 @frozen
@@ -336,6 +432,16 @@ class HistoryChanged(Message):
     history holds it (a tool-results entry with its results); ``None`` for other changes."""
 
 
+AgentHistoryRequest = (GetTail | AppendInput | AppendOutput | RecordToolStarted | RecordToolResult
+                       | AppendToolResults | PostNotification | Render | ReadEntries | GetAppEffects
+                       | ReplayAppEffects | SaveAppState)
+"""What the agent's own actors (engine, app host) ask or tell the history store; the edits of
+context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
+
+AgentHistoryReply = Tail | NotificationPosted | Rendered | Entries | AppEffects | HistoryChanged
+"""The history store's answers to :data:`AgentHistoryRequest`, and what it publishes."""
+
+
 # -- app host -------------------------------------------------------------------------------------
 
 
@@ -376,7 +482,7 @@ class ToolInvoked(Message):
     it), or the engine's own for a control tool of the task lifecycle."""
 
     result: ToolResult
-    effect: AppEffect | TaskCompleted | UserQuestionAsked | None = None
+    effect: AppEffect | ControlToolEffect | None = None
 
 
 @frozen
@@ -391,6 +497,13 @@ class ApplyEffect(Message):
     """Fold a committed effect into its app (ask: ``Ack``)."""
 
     effect: AppEffect
+
+
+AppHostRequest = GetWindows | ListTools | InvokeTool | CancelTool | ApplyEffect
+"""What the app host's mailbox takes."""
+
+AppHostReply = Windows | Tools | ToolInvoked
+"""The app host's answers."""
 
 
 # -- input source -----------------------------------------------------------------------------------
@@ -428,3 +541,10 @@ class InputText(Message):
 @frozen
 class InputAvailable(Message):
     """Told to the engine when input arrives, so a waiting engine wakes up."""
+
+
+InputSourceRequest = ProvideInput | PullInput
+"""What the input source's mailbox takes."""
+
+InputSourceReply = InputText | InputAvailable
+"""The input source's answer to :class:`PullInput`, and the wake-up it tells the engine."""

@@ -12,6 +12,15 @@ from attrs import Factory, frozen
 from ._json import load_json
 from ._message import Message, type_source
 
+__all__ = [
+    "AppEffect",
+    "AppHistory",
+    "NotebookEdited",
+    "StoredEffect",
+    "UndecodedEffect",
+    "app_effect_of",
+]
+
 
 @frozen
 class NotebookEdited(Message):
@@ -72,6 +81,10 @@ class UndecodedEffect(Message):
         """The stored JSON, as an object."""
         loaded = load_json(self.data)
         return loaded if isinstance(loaded, dict) else {"value": loaded}
+
+
+StoredEffect = AppEffect | UndecodedEffect | NotebookEdited
+"""The effects the protocol itself knows: the wrapper, the one it cannot decode, the notebook's."""
 
 
 @frozen

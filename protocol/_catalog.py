@@ -1,213 +1,82 @@
-"""The closed list of tagged protocol classes the converter knows."""
+"""The closed list of tagged protocol classes the converter knows, built from the channels.
+
+Each message is named once, in its module, and once in the closed union of its channel
+(``EngineControl = Pause | Resume | ...``); the catalog reads the classes off those unions,
+so a new message joins the converter (and the package's exports) by joining its channel.
+"""
 
 from __future__ import annotations
 
-from ._agent import (
-    AfterModelCall,
-    AfterToolExecute,
-    AppEffects,
-    AppendInput,
-    AppendOutput,
-    AppendToolResults,
-    ApplyEffect,
-    BeforeModelCall,
-    BeforeToolExecute,
-    Cancel,
-    CancelTool,
-    Entries,
-    GetAppEffects,
-    GetTail,
-    ReplayAppEffects,
-    SaveAppState,
-    GetWindows,
-    HistoryChanged,
-    Idle,
-    InputAvailable,
-    InputText,
-    InvokeTool,
-    ListTools,
-    ModelTextDelta,
-    NotificationPosted,
-    Pause,
-    PostNotification,
-    ProvideInput,
-    PullInput,
-    ReadEntries,
-    RecordToolResult,
-    RecordToolStarted,
-    Render,
-    Rendered,
-    Resume,
-    RunUntilIdle,
-    StateTransition,
-    Step,
-    StepDone,
-    Tail,
-    ToolInvoked,
-    Tools,
-    WaitingInput,
-    Windows,
-)
-from ._context_mgmt import (
-    AccessDenied,
-    EditApplied,
-    EditConflict,
-    EditHistory,
-    EntriesFolded,
-    FoldDone,
-    FoldIntoRecap,
-    FoldNow,
-    HistoryEdited,
-    HistorySlice,
-    HistoryUsage,
-    MarkFolded,
-    ReadHistory,
-    RemoveEntries,
-    ReplaceContent,
-    SetRetention,
-)
-from ._apps import AppEffect, NotebookEdited, UndecodedEffect
-from ._lifecycle import (
-    AgentStatus,
-    EnginePaused,
-    GetStatus,
-    RecordPause,
-    RecordStepFailure,
-    StepFailed,
-    TaskCompleted,
-    UserQuestionAsked,
-)
-from ._system import (
-    ClaimTurn,
-    FindInputs,
-    FindMessage,
-    InputsDone,
-    InputsFound,
-    InputsGiven,
-    MessageFound,
-    ReleaseTurn,
-    SystemDeclared,
-    TurnGranted,
-    TurnRefused,
-)
-from ._records import (
-    EntryAppended,
-    HistorySnapshot,
-    SystemPromptSet,
-    ThreadConfigured,
-    ToolResultRecorded,
-    ToolResultsAppended,
-    ToolStarted,
-)
-from ._entries import ModelInputEntry, ModelOutputEntry, RecapEntry, ToolResultsEntry
-from ._kernel import Ack, ActorEscalated, ActorRestarted, ErrorReply
+import types
+from typing import get_args
 
-TAGGED_TYPES: tuple[type, ...] = (
-    # kernel
-    Ack,
-    ActorEscalated,
-    ActorRestarted,
-    ErrorReply,
-    # agent
-    Pause,
-    Resume,
-    Step,
-    RunUntilIdle,
-    Cancel,
-    CancelTool,
-    StepDone,
-    Idle,
-    WaitingInput,
-    BeforeModelCall,
-    ModelTextDelta,
-    AfterModelCall,
-    BeforeToolExecute,
-    AfterToolExecute,
-    StateTransition,
-    Tail,
-    GetTail,
-    AppendInput,
-    AppendOutput,
-    RecordToolStarted,
-    RecordToolResult,
-    AppendToolResults,
-    PostNotification,
-    NotificationPosted,
-    Render,
-    Rendered,
-    ReadEntries,
-    Entries,
-    GetAppEffects,
-    ReplayAppEffects,
-    AppEffects,
-    SaveAppState,
-    HistoryChanged,
-    GetWindows,
-    Windows,
-    ListTools,
-    Tools,
-    InvokeTool,
-    ToolInvoked,
-    ApplyEffect,
-    ProvideInput,
-    PullInput,
-    InputText,
-    InputAvailable,
-    # context management
-    ReadHistory,
-    HistorySlice,
-    ReplaceContent,
-    SetRetention,
-    MarkFolded,
-    RemoveEntries,
-    EditHistory,
-    FoldIntoRecap,
-    EditApplied,
-    EditConflict,
-    AccessDenied,
-    HistoryEdited,
-    EntriesFolded,
-    HistoryUsage,
-    FoldNow,
-    FoldDone,
-    # task lifecycle
-    GetStatus,
-    AgentStatus,
-    RecordPause,
-    RecordStepFailure,
-    # systems of agents
-    ClaimTurn,
-    TurnGranted,
-    TurnRefused,
-    ReleaseTurn,
-    FindMessage,
-    MessageFound,
-    FindInputs,
-    InputsFound,
-    # event log records
-    EntryAppended,
-    ToolStarted,
-    ToolResultRecorded,
-    HistorySnapshot,
-    SystemPromptSet,
-    ToolResultsAppended,
-    ThreadConfigured,
-    EnginePaused,
-    StepFailed,
-    SystemDeclared,
-    InputsGiven,
-    InputsDone,
-    # effects of the engine's control tools
-    TaskCompleted,
-    UserQuestionAsked,
-    # app effects
-    AppEffect,
-    UndecodedEffect,
-    NotebookEdited,
-    # history entries
-    ModelInputEntry,
-    ModelOutputEntry,
-    ToolResultsEntry,
-    RecapEntry,
+from ._agent import (
+    AgentHistoryReply,
+    AgentHistoryRequest,
+    AppHostReply,
+    AppHostRequest,
+    EngineControl,
+    EngineEvent,
+    EngineReply,
+    InputSourceReply,
+    InputSourceRequest,
 )
-"""Every tagged class; a test checks that each ``Message`` subclass in protocol/ is here."""
+from ._apps import StoredEffect
+from ._context_mgmt import (
+    ContextRecord,
+    HistoryEditReply,
+    HistoryEditRequest,
+    HistoryReadRequest,
+    LimitEvent,
+    RecapRequest,
+)
+from ._entries import HistoryEntry
+from ._kernel import KernelMessage
+from ._lifecycle import ControlToolEffect, LifecycleRecord, StatusReply, StatusRequest
+from ._records import ThreadRecord
+from ._system import SwitchboardReply, SwitchboardRequest, SystemLookup, SystemLookupReply, SystemRecord
+
+CHANNELS: tuple[object, ...] = (
+    KernelMessage,
+    EngineControl,
+    EngineReply,
+    EngineEvent,
+    AgentHistoryRequest,
+    AgentHistoryReply,
+    HistoryReadRequest,
+    HistoryEditRequest,
+    HistoryEditReply,
+    LimitEvent,
+    RecapRequest,
+    StatusRequest,
+    StatusReply,
+    AppHostRequest,
+    AppHostReply,
+    InputSourceRequest,
+    InputSourceReply,
+    SwitchboardRequest,
+    SwitchboardReply,
+    SystemLookup,
+    SystemLookupReply,
+    # what the log stores besides messages in flight
+    ThreadRecord,
+    ContextRecord,
+    LifecycleRecord,
+    SystemRecord,
+    ControlToolEffect,
+    StoredEffect,
+    HistoryEntry,
+)
+"""Every closed union of tagged classes (a union of one is the class itself)."""
+
+
+def members(union: object) -> tuple[type, ...]:
+    """The classes of a closed union such as ``Pause | Resume`` (or the one class given)."""
+    if isinstance(union, types.UnionType):
+        return tuple(cls for arg in get_args(union) for cls in members(arg))
+    assert isinstance(union, type), f"{union!r} is neither a class nor a union of classes"
+    return (union,)
+
+
+TAGGED_TYPES: tuple[type, ...] = tuple(dict.fromkeys(cls for union in CHANNELS for cls in members(union)))
+"""Every tagged class, once; a test checks that each ``Message`` subclass in protocol/ is here."""

@@ -23,8 +23,6 @@ class Level(enum.Enum):
     __hash__ = object.__hash__  # (C, not Enum's Python hash of the name: see Capability)
 
 
-_LIVE, _RECENT = Level.LIVE, Level.RECENT  # (bound once: an Enum class's attributes are slow to look up)
-
 
 class Retention(enum.Enum):
     """What the recap maintainer and limits may do with an entry."""
@@ -79,8 +77,8 @@ class Content:
 
     def at(self, level: Level) -> LevelText:
         """The text at ``level``."""
-        if level is _LIVE:
+        if level is Level.LIVE:
             return self.live
-        if level is _RECENT:
+        if level is Level.RECENT:
             return self.recent
         return self.gist

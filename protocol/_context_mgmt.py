@@ -12,6 +12,36 @@ from ._entries import HistoryEntry, RecapEntry
 from ._ids import ActorId
 from ._message import Message
 
+__all__ = [
+    "AccessDenied",
+    "Capability",
+    "Conflict",
+    "ContextRecord",
+    "EditApplied",
+    "EditConflict",
+    "EditDenied",
+    "EditHistory",
+    "EntriesFolded",
+    "EntryRef",
+    "FoldDone",
+    "FoldIntoRecap",
+    "FoldNow",
+    "HistoryEditReply",
+    "HistoryEditRequest",
+    "HistoryEdited",
+    "HistoryReadRequest",
+    "HistorySlice",
+    "HistoryUsage",
+    "LimitEvent",
+    "LimitLevel",
+    "MarkFolded",
+    "ReadHistory",
+    "RecapRequest",
+    "RemoveEntries",
+    "ReplaceContent",
+    "SetRetention",
+]
+
 
 class Capability(enum.Enum):
     """What an actor may do to a thread's history; granted when the actor is spawned."""
@@ -86,6 +116,10 @@ class HistorySlice(Message):
     """Tokens of the thread's unfolded entries at RECENT."""
     seq: int
     """The log seq the slice was read at."""
+
+
+HistoryReadRequest = ReadHistory
+"""The one way to read a thread's entries (any reader: engine, recap maintainer, analyzer)."""
 
 
 # -- edits ---------------------------------------------------------------------------------------
@@ -191,6 +225,13 @@ EditDenied = AccessDenied
 """The denial of an edit or fold (the same message as any other denial)."""
 
 
+HistoryEditRequest = ReplaceContent | SetRetention | MarkFolded | RemoveEntries | EditHistory | FoldIntoRecap
+"""The edits of context management a history store takes (each checked against a capability)."""
+
+HistoryEditReply = HistorySlice | EditApplied | EditConflict | AccessDenied
+"""The history store's answers to :data:`HistoryReadRequest` and :data:`HistoryEditRequest`."""
+
+
 # -- log records of context management --------------------------------------------------------------
 
 
@@ -210,6 +251,10 @@ class EntriesFolded(Message):
     recap: RecapEntry
     folded: tuple[str, ...]
     """Ids of the entries (and previous recap) now folded."""
+
+
+ContextRecord = HistoryEdited | EntriesFolded
+"""Log records written by context management."""
 
 
 # -- limits -------------------------------------------------------------------------------------------
@@ -239,3 +284,10 @@ class FoldDone(Message):
     folds: int
     entries: int
     tokens: int
+
+
+LimitEvent = HistoryUsage | FoldDone
+"""Published when the history fills up (by its store) and after a fold (by the recap maintainer)."""
+
+RecapRequest = FoldNow
+"""What the recap maintainer is asked: fold now (ask: :class:`FoldDone`)."""

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 
-class ProtocolError(Exception):
-    """Base class of every error raised by :mod:`livecontext.protocol`."""
+class LivecontextError(Exception):
+    """Base class of every error livecontext raises on purpose.
+
+    It is defined here, in the lowest layer, so that the protocol's errors can derive from it
+    too; :mod:`livecontext.runtime` re-exports it with the errors split by who is at fault.
+    """
+
+
+class ProtocolError(LivecontextError):
+    """Base class of every error raised by :mod:`livecontext.protocol`: stored or sent data
+    that cannot be read (contrast with the runtime's :class:`UsageError`, a wrong call)."""
 
 
 class UnknownMessageTypeError(ProtocolError):

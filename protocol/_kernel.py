@@ -7,6 +7,14 @@ from attrs import frozen
 from ._ids import ActorId
 from ._message import Message
 
+__all__ = [
+    "Ack",
+    "ActorEscalated",
+    "ActorRestarted",
+    "ErrorReply",
+    "KernelMessage",
+]
+
 
 @frozen
 class ActorRestarted(Message):
@@ -46,3 +54,7 @@ class ErrorReply(Message):
 @frozen
 class Ack(Message):
     """The reply to an ``ask`` whose handler returned nothing: ``ask`` then returns ``None``."""
+
+
+KernelMessage = Ack | ActorEscalated | ActorRestarted | ErrorReply
+"""The runtime's own messages: replies any ask may get, and supervision events."""

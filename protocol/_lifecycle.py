@@ -28,6 +28,25 @@ from attrs import frozen
 
 from ._message import Message
 
+__all__ = [
+    "AgentStatus",
+    "ControlToolEffect",
+    "EnginePaused",
+    "GetStatus",
+    "LifecycleRecord",
+    "RecordPause",
+    "RecordStepFailure",
+    "StatusReply",
+    "StatusRequest",
+    "StepFailed",
+    "TASK_COMPLETE",
+    "TaskCompleted",
+    "TaskMarks",
+    "TaskStatus",
+    "UserQuestionAsked",
+    "WAIT_USER_RESPONSE",
+]
+
 TASK_COMPLETE = "task_complete"
 """The control tool that ends the task with a result."""
 WAIT_USER_RESPONSE = "wait_user_response"
@@ -111,6 +130,19 @@ class StepFailed(Message):
 
 
 # -- the fold -------------------------------------------------------------------------------------
+
+
+StatusRequest = GetStatus | RecordPause | RecordStepFailure
+"""What the engine and the front door ask a history store about the task's status."""
+
+StatusReply = AgentStatus
+"""The history store's answer to :class:`GetStatus`."""
+
+ControlToolEffect = TaskCompleted | UserQuestionAsked
+"""The effect of a lifecycle control tool, committed with its tool result."""
+
+LifecycleRecord = EnginePaused | StepFailed
+"""Log records of where the engine stopped."""
 
 
 @frozen

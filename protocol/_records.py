@@ -14,6 +14,18 @@ from ._lifecycle import TaskMarks
 from ._message import Message
 from ._tools import ToolResult, ToolSpec
 
+__all__ = [
+    "AppInfo",
+    "EntryAppended",
+    "HistorySnapshot",
+    "SystemPromptSet",
+    "ThreadConfigured",
+    "ThreadRecord",
+    "ToolResultRecorded",
+    "ToolResultsAppended",
+    "ToolStarted",
+]
+
 
 @frozen
 class EntryAppended(Message):
@@ -120,3 +132,9 @@ class HistorySnapshot(Message):
     the entry each rode on."""
     input_keys: tuple[str, ...] = ()
     """The keys of the inputs a system's runs fed the thread (see ``InputsGiven``)."""
+
+
+ThreadRecord = (EntryAppended | ToolResultsAppended | ThreadConfigured | ToolStarted | ToolResultRecorded
+                | SystemPromptSet | HistorySnapshot)
+"""The records of a thread's log written for its entries, tools and configuration (context
+management and the lifecycle add theirs: :data:`ContextRecord`, :data:`LifecycleRecord`)."""

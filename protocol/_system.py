@@ -22,6 +22,27 @@ from ._content import Retention
 from ._entries import Notification
 from ._message import Message
 
+__all__ = [
+    "ClaimTurn",
+    "FindInputs",
+    "FindMessage",
+    "GivenInput",
+    "InputsDone",
+    "InputsFound",
+    "InputsGiven",
+    "MessageFound",
+    "ReleaseTurn",
+    "SwitchboardReply",
+    "SwitchboardRequest",
+    "SystemDeclared",
+    "SystemLookup",
+    "SystemLookupReply",
+    "SystemMember",
+    "SystemRecord",
+    "TurnGranted",
+    "TurnRefused",
+]
+
 
 @frozen
 class ClaimTurn(Message):
@@ -154,3 +175,19 @@ class InputsFound(Message):
 
     keys: tuple[str, ...]
     """Those of the keys asked about that an entry of the history holds."""
+
+
+SwitchboardRequest = ClaimTurn | ReleaseTurn
+"""What a system's switchboard takes."""
+
+SwitchboardReply = TurnGranted | TurnRefused
+"""The switchboard's answers to :class:`ClaimTurn`."""
+
+SystemLookup = FindMessage | FindInputs
+"""Lookups that make a run of a tool call or of inputs happen once (ask: :data:`SystemLookupReply`)."""
+
+SystemLookupReply = MessageFound | InputsFound
+"""The answers to :data:`SystemLookup`."""
+
+SystemRecord = SystemDeclared | InputsGiven | InputsDone
+"""Log records of a system's own thread."""

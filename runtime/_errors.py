@@ -10,8 +10,7 @@ a stopped actor, a timeout, a deadlock).
 from __future__ import annotations
 
 
-class LivecontextError(Exception):
-    """Base class of every error livecontext raises on purpose."""
+from livecontext.protocol import LivecontextError as LivecontextError  # (defined in the lowest layer)
 
 
 class UsageError(LivecontextError):

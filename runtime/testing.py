@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 import trio
 from attrs import frozen
 
+from ._errors import ActorError, LivecontextError
 from ._open import open_runtime
 from ._runtime import Runtime
 from ._stepping import Delivery, SteppingScheduler
@@ -35,11 +36,11 @@ Scenario = Callable[[Runtime], Awaitable[T]]
 """A test scenario: an async function that drives a runtime and returns what a check inspects."""
 
 
-class StallError(Exception):
+class StallError(ActorError):
     """A stepping run had nothing to deliver while its scenario still waited: a deadlock."""
 
 
-class SeedFailedError(AssertionError):
+class SeedFailedError(LivecontextError, AssertionError):
     """A scenario failed (raised, stalled or failed its check) under one seed; replay it with that seed."""
 
     def __init__(self, seed: int, reason: str) -> None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from livecontext.protocol import Message, ToolCall, ToolResult, ToolStatus
+from livecontext.protocol import LivecontextError, Message, ToolCall, ToolResult, ToolStatus
 
 from ..history._lod import result_content
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from livecontext.runtime.tokens import TokenCounter
 
 
-class ToolFailure(Exception):
+class ToolFailure(LivecontextError):
     """Raised inside a tool to fail the call with a message the model reads and can act on.
 
     Use it for the model's mistakes ("old_text not found"). Any *other* exception escaping a

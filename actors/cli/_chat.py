@@ -17,7 +17,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import EngineState, Entries, Envelope, Idle, ProvideInput, ReadEntries, RunUntilIdle
+from livecontext.protocol import EngineState, Entries, Envelope, Idle, IdleReason, ProvideInput, ReadEntries, RunUntilIdle
 
 from .._agent import AgentSettings
 from .._format import entry_json
@@ -177,9 +177,9 @@ class _Conversation:
             except (trio.WouldBlock, trio.EndOfChannel):
                 break
         self.view.end_line()
-        if replies and replies[0].reason.startswith("failed"):
+        if replies and replies[0].reason is IdleReason.FAILED:
             self.failures += 1
-            click.echo(f"livecontext: error: {replies[0].reason}", err=True)
+            click.echo(f"livecontext: error: {replies[0].reason_text}", err=True)
 
 
 async def _show_so_far(session: Session, console: Console) -> None:

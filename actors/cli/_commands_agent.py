@@ -13,7 +13,7 @@ import click
 import trio
 from rich.console import Console
 
-from livecontext.protocol import ProvideInput, Resume, RunUntilIdle
+from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import UsageError
 
@@ -154,10 +154,10 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if as_json:
             print_json(summary)
         else:
-            console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({idle.reason}); "
+            console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({idle.reason_text}); "
                           f"store {store_url}[/dim]")
-        if idle.reason.startswith("failed"):
-            click.echo(f"livecontext: error: {idle.reason}", err=True)
+        if idle.reason is IdleReason.FAILED:
+            click.echo(f"livecontext: error: {idle.reason_text}", err=True)
             sys.exit(1)
 
     run_async(go, interrupt)
@@ -222,8 +222,8 @@ def demo(store_url: str, thread_id: str | None) -> None:
             if made_folder:
                 click.echo(f"livecontext: note: {made_folder}", err=True)
         idle = await run_demo(store_url, tid, Console(), opened)
-        if idle.reason.startswith("failed"):
-            click.echo(f"livecontext: error: {idle.reason}", err=True)
+        if idle.reason is IdleReason.FAILED:
+            click.echo(f"livecontext: error: {idle.reason_text}", err=True)
             sys.exit(1)
 
     run_async(go)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import trio
 
+from livecontext.runtime import LivecontextError
+
 if TYPE_CHECKING:
     from .._session import Stopped
 
@@ -21,7 +23,7 @@ DEADLINE_S = 5.0
 """How long a command may take to stop after Ctrl-C before it is ended at once."""
 
 
-class Interrupted(Exception):
+class Interrupted(LivecontextError):
     """Ctrl-C cancelled a command outside any of its interruptible regions."""
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Callable
-from typing import Any, Final, assert_never
+from typing import Any, assert_never
 
 import trio
 from attrs import define, frozen
@@ -59,6 +59,7 @@ from livecontext.protocol import (
     GetTail,
     GetWindows,
     Idle,
+    IdleReason,
     InputAvailable,
     InputText,
     InvokeTool,
@@ -98,19 +99,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
 
-# Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
-# the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-# (Final: to a type checker each is its member, so `state is _WAITING_INPUT` narrows `state`)
-_WAITING_INPUT: Final = EngineState.WAITING_INPUT
-_PENDING_INPUT: Final = EngineState.PENDING_INPUT
-_PENDING_TOOL_RESULTS: Final = EngineState.PENDING_TOOL_RESULTS
-_WAITING_TOOL_RESULTS: Final = EngineState.WAITING_TOOL_RESULTS
-_TOOL_RESULTS_READY: Final = EngineState.TOOL_RESULTS_READY
-
 log = logging.getLogger("livecontext.engine")
-
-CANCELLED = "cancelled"
-"""The ``error`` of a step that a :class:`Cancel` (or the engine stopping) cut short."""
 
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
@@ -146,12 +135,9 @@ class StepOutcome:
     progressed: bool
     waiting_for_input: bool = False
     error: str = ""
-    """Why the step failed: a model error, :data:`CANCELLED`, or an unexpected error."""
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether a cancel cut the step short."""
-        return self.error == CANCELLED
+    """Why the step failed: a model error or an unexpected error (``""``: it did not fail)."""
+    cancelled: bool = False
+    """A :class:`Cancel` (or the engine stopping) cut the step short: no failure, no error."""
 
 
 @define
@@ -195,7 +181,7 @@ class Engine(Actor):
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
-        self._last_state = _WAITING_INPUT
+        self._last_state = EngineState.WAITING_INPUT
         self._run_done: trio.Event | None = None
         """Set when the run in progress is over; made only when a Cancel waits for that."""
         self._tool_in_flight: str | None = None
@@ -274,7 +260,7 @@ class Engine(Actor):
         if queued:
             state = await self._state_now()
             for job in queued:
-                self._answer(job, state, state, CANCELLED, progressed=False, error=CANCELLED)
+                self._answer(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
 
     # -- the runner -------------------------------------------------------------------------------
 
@@ -310,7 +296,7 @@ class Engine(Actor):
         if job is not None and job.paused:  # paused before it took a step
             await self._record_pause()
             state = await self._state_now()
-            self._finish(job, StepOutcome(state, state, False), "paused")
+            self._finish(job, StepOutcome(state, state, False), IdleReason.PAUSED)
             return
         if job is not None:
             await self._run(job)
@@ -344,7 +330,7 @@ class Engine(Actor):
                     wait = False
                     break
             elif (reason := self._job_end(job, outcome)) is not None:
-                if reason == "paused":
+                if reason is IdleReason.PAUSED:
                     await self._record_pause()  # before the answer: its asker sees the status
                 self._finish(job, outcome, reason)
                 wait = False
@@ -361,8 +347,7 @@ class Engine(Actor):
                 await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
             if job is not None:
                 state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False, error=CANCELLED),
-                             "step" if job.kind == "step" else CANCELLED)
+                self._finish(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
         finally:
             self._run_over()
 
@@ -374,38 +359,39 @@ class Engine(Actor):
         if done is not None:  # a Cancel waits for the run to be over
             done.set()
 
-    def _job_end(self, job: _Job, outcome: StepOutcome) -> str | None:
-        """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not."""
+    def _job_end(self, job: _Job, outcome: StepOutcome) -> IdleReason | None:
+        """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not.
+
+        A ``Step`` job is a run of at most one step: it ends after it (its answer, a
+        :class:`StepDone`, carries no reason)."""
         if job.kind == "step":
-            return "step"
+            return IdleReason.MAX_STEPS
         job.steps += 1 if outcome.progressed else 0
         if outcome.waiting_for_input:
-            reason = "no_input"
-        elif outcome.error:
-            reason = f"failed: {outcome.error}"
-        elif job.max_steps is not None and job.steps >= job.max_steps:
-            reason = "max_steps"
-        elif job.paused:
-            reason = "paused"
-        else:
-            return None
-        return reason
+            return IdleReason.NO_INPUT
+        if outcome.error:
+            return IdleReason.FAILED
+        if job.max_steps is not None and job.steps >= job.max_steps:
+            return IdleReason.MAX_STEPS
+        if job.paused:
+            return IdleReason.PAUSED
+        return None
 
-    def _finish(self, job: _Job, outcome: StepOutcome, reason: str) -> None:
+    def _finish(self, job: _Job, outcome: StepOutcome, reason: IdleReason) -> None:
         self._known_tail = None
         if self._jobs and self._jobs[0] is job:
             self._jobs.popleft()
-        self._answer(job, outcome.from_state, outcome.to_state, reason, outcome.progressed, outcome.error)
+        self._answer(job, outcome, reason)
 
     @staticmethod
-    def _answer(job: _Job, from_state: EngineState, to_state: EngineState, reason: str,
-                progressed: bool, error: str = "") -> None:
+    def _answer(job: _Job, outcome: StepOutcome, reason: IdleReason) -> None:
         if job.reply is None:
             return
         if job.kind == "step":
-            job.reply.send(StepDone(from_state, to_state, progressed, error))
+            job.reply.send(StepDone(outcome.from_state, outcome.to_state, outcome.progressed, outcome.error,
+                                    outcome.cancelled))
         else:
-            job.reply.send(Idle(to_state, job.steps, reason))
+            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error))
 
     async def _record_pause(self) -> None:
         """Have the history store record that a pause stopped the engine (it does so only if
@@ -416,8 +402,7 @@ class Engine(Actor):
     async def _record_failure(self, error: str) -> None:
         """Have the history store record a failed step (a step cut short by a cancel is no
         failure: the cancel records a pause)."""
-        if error != CANCELLED:
-            await self._record_stop(RecordStepFailure(error))
+        await self._record_stop(RecordStepFailure(error))
 
     async def _record_stop(self, msg: Message) -> None:
         try:
@@ -520,12 +505,12 @@ class Engine(Actor):
         if tail is None:
             tail = await self._tail()
         state = tail.state
-        if state is _WAITING_INPUT:
+        if state is EngineState.WAITING_INPUT:
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
                 return StepOutcome(state, state, False, waiting_for_input=True)
-        elif state in (_PENDING_INPUT, _PENDING_TOOL_RESULTS):
+        elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
                 after = await self._step_model(tail)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
@@ -534,9 +519,9 @@ class Engine(Actor):
                     log.info("engine %s: model step failed: %s", self.thread_id, error)
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
-        elif state is _WAITING_TOOL_RESULTS:
+        elif state is EngineState.WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
-        elif state is _TOOL_RESULTS_READY:
+        elif state is EngineState.TOOL_RESULTS_READY:
             after = await self._ask(self.wiring.history, AppendToolResults(), Tail, shield=True)
         else:  # pragma: no cover - exhaustive
             assert_never(state)

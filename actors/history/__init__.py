@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimits
 from ._render import BudgetTooSmallError, RenderResult, render
 from ._units import RenderCache
-from ._state import FoldError, HistoryState
+from ._state import ReplayError, HistoryState
 from ._store import (
     HistoryConflictError,
     HistoryStore,
@@ -22,7 +22,7 @@ __all__ = [
     "ContextManagement",
     "HistoryLimits",
     "BudgetTooSmallError",
-    "FoldError",
+    "ReplayError",
     "HistoryConflictError",
     "HistoryState",
     "HistoryStore",

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from livecontext.protocol import dump_json, id_number, load_json
+from livecontext.protocol import LivecontextError, dump_json, id_number, load_json
 
 BLOCK = 256
 """Entry ids per block: a snapshot rewrites at most this many entries per block changed (the
@@ -35,7 +35,7 @@ def block_of(entry_id: str) -> int:
     return id_number(entry_id) // BLOCK
 
 
-class MalformedPartError(ValueError):
+class MalformedPartError(LivecontextError, ValueError):
     """A snapshot part whose bytes hash to its key but do not hold a block (a bug, or a part
     of another format)."""
 

@@ -64,8 +64,6 @@ from ._state import HistoryState
 
 # Enum members bound once: in Python 3.11 every attribute lookup on an Enum class takes
 # the slow path EnumType.__getattr__ forces (~75 ns against ~15), and these are read at every step.
-_OK, _SOFT, _HARD, _TRUNCATE = LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE
-
 CAPABILITY_OF: dict[type, Capability] = {
     GetTail: Capability.READ,
     ReadEntries: Capability.READ,
@@ -131,12 +129,12 @@ class HistoryLimits:
         """The threshold crossed by this usage."""
         f = self.fraction(entries, tokens, size)
         if f >= self.truncate:
-            return _TRUNCATE
+            return LimitLevel.TRUNCATE
         if f >= self.hard:
-            return _HARD
+            return LimitLevel.HARD
         if f >= self.soft:
-            return _SOFT
-        return _OK
+            return LimitLevel.SOFT
+        return LimitLevel.OK
 
 
 @frozen
@@ -191,7 +189,7 @@ class ContextManagement(Actor):
     state: HistoryState
     limits: HistoryLimits
     thread_id: str
-    published_level: LimitLevel = _OK
+    published_level: LimitLevel = LimitLevel.OK
     """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
     def _commit_now(self, payloads: list[Message], *, own: bool = False) -> None:  # provided by HistoryStore
@@ -397,12 +395,12 @@ class ContextManagement(Actor):
     def limit_level(self) -> LimitLevel:
         limits, s = self.limits, self.state
         if limits.max_entries is None and limits.max_tokens is None and limits.max_bytes is None:
-            return _OK  # no limit: nothing can be full (the default, asked at every step)
+            return LimitLevel.OK  # no limit: nothing can be full (the default, asked at every step)
         return limits.level(len(s.active), s.active_tokens, s.active_bytes)
 
     def limits_to_check(self) -> bool:
         """Whether :meth:`check_limits` would do anything now: drop entries or publish a usage."""
-        return self.limit_level() is not _OK or self.published_level is not _OK
+        return self.limit_level() is not LimitLevel.OK or self.published_level is not LimitLevel.OK
 
     async def check_limits(self) -> None:
         """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage.
@@ -414,7 +412,7 @@ class ContextManagement(Actor):
         if edit is not None:
             await self._commit([edit], own=True)
         level = self.limit_level()
-        if level is not _OK or level is not self.published_level:
+        if level is not LimitLevel.OK or level is not self.published_level:
             self.published_level = level
             s = self.state
             await self.ctx.publish(self.topic, HistoryUsage(  # type: ignore[attr-defined]
@@ -431,7 +429,7 @@ class ContextManagement(Actor):
     def _truncation(self) -> HistoryEdited | None:
         """The edit dropping DISPOSABLE entries, if the truncate threshold is crossed and
         there are some to drop."""
-        if self.limit_level() is not _TRUNCATE:
+        if self.limit_level() is not LimitLevel.TRUNCATE:
             return None
         drop = self._disposable_to_drop()
         return HistoryEdited((), tuple(drop)) if drop else None
@@ -464,7 +462,7 @@ class ContextManagement(Actor):
             entries -= len(unit)
             tokens -= sum(_tokens(e) for e in unit)
             size -= sum(_size(e) for e in unit)
-            if self.limits.level(entries, tokens, size) not in (_HARD, _TRUNCATE):
+            if self.limits.level(entries, tokens, size) not in (LimitLevel.HARD, LimitLevel.TRUNCATE):
                 break
         return drop
 

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from livecontext.protocol import (
+    LivecontextError,
     ENTRY_KINDS,
     NO_MARKS,
     AccessDenied,
@@ -56,11 +57,13 @@ from livecontext.protocol import (
 from ._blocks import BLOCK, Block, block_of, encode_part
 from ._lazy import Decoder, LazyEntries, Raw
 
-_CRITICAL = Retention.CRITICAL
 
+class ReplayError(LivecontextError):
+    """A record cannot be replayed onto the thread's state: the log is inconsistent.
 
-class FoldError(Exception):
-    """A record cannot be applied to the state: the log is inconsistent."""
+    Contrast with folding entries into a recap (:class:`~livecontext.protocol.FoldIntoRecap`),
+    an edit of the history, not a reading of its log.
+    """
 
 
 class AppTrack:
@@ -175,10 +178,10 @@ class HistoryState:
         """Fold one record into the state.
 
         Raises:
-            FoldError: ``seq`` is not the next one, or the record contradicts the state.
+            ReplayError: ``seq`` is not the next one, or the record contradicts the state.
         """
         if seq != self.seq + 1:
-            raise FoldError(f"record seq {seq} does not follow {self.seq} in thread {self.thread_id}")
+            raise ReplayError(f"record seq {seq} does not follow {self.seq} in thread {self.thread_id}")
         self._newest = None  # (the fold may change it, and fail halfway)
         if isinstance(payload, EntryAppended):
             self._append(payload.entry)
@@ -209,7 +212,7 @@ class HistoryState:
             self.pending_notifications.append(note)
             self.next_notification = max(self.next_notification, id_number(payload.notification.id) + 1)
         else:
-            raise FoldError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
+            raise ReplayError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
         self.task = task_after(self.task, payload)
         self.seq = seq
 
@@ -229,7 +232,7 @@ class HistoryState:
 
     def _activate(self, entry: HistoryEntry) -> None:
         self.active.append(entry)
-        if entry.retention is _CRITICAL:
+        if entry.retention is Retention.CRITICAL:
             self.pinned.append(entry.id)
         if isinstance(entry, ToolResultsEntry):
             self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
@@ -292,10 +295,10 @@ class HistoryState:
     def _replace(self, new: HistoryEntry) -> None:
         at = self.pos.get(new.id)
         if at is None:
-            raise FoldError(f"edit of unknown entry {new.id} in {self.thread_id}")
+            raise ReplayError(f"edit of unknown entry {new.id} in {self.thread_id}")
         old = self.entries[at]
         if type(new) is not type(old):  # (an edit changes content, retention or folding only)
-            raise FoldError(f"edit of entry {new.id} in {self.thread_id} would turn a "
+            raise ReplayError(f"edit of entry {new.id} in {self.thread_id} would turn a "
                             f"{type(old).__name__} into a {type(new).__name__}")
         self.entries[at] = new
         self.changed.add(block_of(new.id))
@@ -306,7 +309,7 @@ class HistoryState:
                 index = next((i for i, e in enumerate(_stored(self.active)) if self.pos[e.id] > at),
                              len(self.active))
                 self.active.insert(index, new)
-                if new.retention is _CRITICAL:
+                if new.retention is Retention.CRITICAL:
                     self.pinned = sorted([*self.pinned, new.id], key=id_number)
                 self.active_tokens += new.content.recent.tokens + _results_tokens(new)
                 self.active_bytes += _bytes(new)
@@ -331,7 +334,7 @@ class HistoryState:
         for entry_id in rec.folded:
             at = self.pos.get(entry_id)
             if at is None:
-                raise FoldError(f"fold of unknown entry {entry_id} in {self.thread_id}")
+                raise ReplayError(f"fold of unknown entry {entry_id} in {self.thread_id}")
             old = self.entries[at]
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
             self.changed.add(block_of(entry_id))
@@ -364,15 +367,15 @@ class HistoryState:
         output, in order (a :class:`ToolResultsAppended` stores no results of its own)."""
         where = f"tool-results entry {entry.id} at seq {seq} of thread {self.thread_id}"
         if entry.results:
-            raise FoldError(f"{where} carries {len(entry.results)} results of its own; "
+            raise ReplayError(f"{where} carries {len(entry.results)} results of its own; "
                             "the record's results are the recorded ones, so it must carry none")
         last = self.last
         if last is None:
-            raise FoldError(f"{where} is the first entry: there is no tool call it could answer")
+            raise ReplayError(f"{where} is the first entry: there is no tool call it could answer")
         calls = [c.id for c in last.tool_calls] if isinstance(last, ModelOutputEntry) else []
         answered = [r.call_id for r in self.recorded]
         if not calls or answered != calls:
-            raise FoldError(f"{where} follows {ENTRY_KINDS[type(last)].replace('_', ' ')} {last.id}, whose "
+            raise ReplayError(f"{where} follows {ENTRY_KINDS[type(last)].replace('_', ' ')} {last.id}, whose "
                             f"tool calls are {calls}, but the recorded results answer {answered}: "
                             "the log is inconsistent")
         return attrs.evolve(entry, results=tuple(self.recorded))
@@ -380,7 +383,7 @@ class HistoryState:
     def _record(self, rec: ToolResultRecorded) -> None:
         last = self.last
         if not isinstance(last, ModelOutputEntry) or len(self.recorded) >= len(last.tool_calls):
-            raise FoldError(
+            raise ReplayError(
                 f"tool result for {rec.result.call_id} in {self.thread_id} has no pending tool call"
             )
         self.recorded.append(rec.result)
@@ -388,7 +391,7 @@ class HistoryState:
         if rec.effect is not None and not isinstance(rec.effect, TaskCompleted | UserQuestionAsked):
             effect = app_effect_of(rec.effect)
             if effect is None:
-                raise FoldError(f"effect {type(rec.effect).__name__} of tool result {rec.result.call_id} "
+                raise ReplayError(f"effect {type(rec.effect).__name__} of tool result {rec.result.call_id} "
                                 f"in {self.thread_id} names no app")
             track = self.apps.get(effect.app)
             if track is None:
@@ -481,7 +484,7 @@ class HistoryState:
         entries are decoded with ``decode`` when first used.
 
         Raises:
-            FoldError: the snapshot's entries are inconsistent.
+            ReplayError: the snapshot's entries are inconsistent.
         """
         state = cls(snap.thread_id)
         state.seq = snap.seq
@@ -489,10 +492,10 @@ class HistoryState:
         if snap.entries:  # (written before parts: every entry in the head)
             rows = load_json(snap.index)
             if len(rows) != len(snap.entries) or blocks:
-                raise FoldError(f"{where}: index and entries disagree")
+                raise ReplayError(f"{where}: index and entries disagree")
             blocks = [Block.whole(rows, snap.entries)]
         elif len(blocks) != len(keys) or any(a.number >= b.number for a, b in zip(blocks, blocks[1:])):
-            raise FoldError(f"{where}: its parts are not one block each, in order")
+            raise ReplayError(f"{where}: its parts are not one block each, in order")
         state._index_blocks(blocks, decode)
         if snap.entries:
             state.changed = {block_of(entry_id) for entry_id in state.pos}
@@ -508,7 +511,7 @@ class HistoryState:
         for old in snap.app_effects:  # (a snapshot written before apps: each app's last effect)
             effect = app_effect_of(old)
             if effect is None:
-                raise FoldError(f"{where}: effect {type(old).__name__} names no app")
+                raise ReplayError(f"{where}: effect {type(old).__name__} names no app")
             state.apps[effect.app] = AppTrack(AppHistory(effect.app, effects=(effect,)))
         for history in snap.apps:
             state.apps[history.app] = AppTrack(history)
@@ -528,7 +531,7 @@ class HistoryState:
         active: list[Any] = []
         recaps: list[Raw] = []
         pos = self.pos
-        critical = _CRITICAL.value
+        critical = Retention.CRITICAL.value
         for block in blocks:
             base = len(items)
             raws = [Raw(block, i) for i in range(len(block))]
@@ -549,7 +552,7 @@ class HistoryState:
                 self.active_tokens += block.tokens[i]
                 self.active_bytes += block.sizes[i]
                 retention = block.retention[i]
-                if retention == critical or retention is None and decode(raw.text).retention is _CRITICAL:
+                if retention == critical or retention is None and decode(raw.text).retention is Retention.CRITICAL:
                     self.pinned.append(block.ids[i])  # (None: a snapshot written before rows said it)
         self.entries = LazyEntries(items, decode)
         self.active = LazyEntries(active, decode)

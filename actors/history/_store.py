@@ -85,7 +85,7 @@ from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
 from ._render import RenderResult, render
 from ._units import RenderCache
-from ._state import FoldError, HistoryState, SnapshotDraft
+from ._state import ReplayError, HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
 
@@ -665,12 +665,12 @@ async def _from_snapshot(log: Any, converter: ProtocolConverter, thread_id: str,
     loaded = converter.load_message(load_json(snap.state))
     where = f"the snapshot of thread {thread_id} at seq {snap.seq}"
     if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
-        raise FoldError(f"{where} holds {type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, "
+        raise ReplayError(f"{where} holds {type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, "
                         "not that state")
     try:
         blocks = [decode_part(data) for data in parts]
     except MalformedPartError as exc:
-        raise FoldError(f"{where}: a part does not hold a block of entries: {exc}") from None
+        raise ReplayError(f"{where}: a part does not hold a block of entries: {exc}") from None
     state = HistoryState.from_snapshot(loaded, entry_decoder(converter), blocks, snap.parts)
     state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
     return state

@@ -15,7 +15,7 @@ from openai.types.chat.chat_completion_chunk import Choice, ChoiceDeltaToolCall
 
 from livecontext.protocol import ChatMessage, ModelReply, Role, ToolCall, ToolSpec, Usage
 
-from .._errors import UsageError
+from .._errors import ModelError, UsageError
 from ._errors import FailureKind, TransientModelError
 
 
@@ -79,7 +79,7 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return out
 
 
-class UnreadableChunk(Exception):
+class UnreadableChunk(ModelError):
     """A chunk is not shaped like a ``chat.completion.chunk`` (the client names the server)."""
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from livecontext.actors.apps import Notebook
 from livecontext.protocol import (
+    IdleReason,
     GetWindows,
     NotebookEdited,
     ToolResultsEntry,
@@ -49,7 +50,7 @@ async def test_scripted_edits_change_the_notebook_and_its_committed_state_matche
     model = ProbeModel(scripted(turns))
     async with open_agent(model=model, inputs=["make a plan"], apps=[Notebook()]) as h:
         idle = await h.run_until_idle()
-        assert idle.reason == "no_input"
+        assert idle.reason is IdleReason.NO_INPUT
         expected = "# Plan\n- eggs\n- milk\n- bread\nwhen: 1 pm"
         assert await committed_text(h) == expected
         assert await window(h) == f"[Window: notebook]\n{expected}"

@@ -7,6 +7,7 @@ from livecontext.actors.apps import Notebook
 import json
 
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     EntryAppended,
     HistoryEntry,
@@ -36,7 +37,7 @@ async def _results(turns_for_sub: list[dict[str, object]], **options: float) -> 
     apps = [Notebook(), SubAgents(sub_model(turns_for_sub), **options)]  # type: ignore[arg-type]
     async with open_agent(SPAWN, inputs=["delegate it"], apps=apps) as h:
         idle = await h.run_until_idle(timeout=30)
-        assert idle.reason == "no_input"
+        assert idle.reason is IdleReason.NO_INPUT
         entries = await h.entries()
     result = next(e for e in entries if isinstance(e, ToolResultsEntry)).results[0]
     answer = [e for e in entries if isinstance(e, ModelOutputEntry)][-1].content.live.text

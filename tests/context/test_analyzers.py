@@ -16,6 +16,7 @@ from livecontext.actors.analyzers import AnalyzerSettings, make_analyzer
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     EditApplied,
     HistoryChanged,
@@ -235,7 +236,7 @@ async def test_repeated_failures_report_every_streak_of_an_agent_running_with_no
         async with open_runtime() as rt:
             agent = await spawn_watched_agent(rt, log, shapes)
             idle = await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=30)
-            assert idle.reason == "no_input"
+            assert idle.reason is IdleReason.NO_INPUT
             await trio.testing.wait_all_tasks_blocked()
             notes = notes_of(decode(await log.read(1)))
     # one note per streak, in order, each saying whether the streak was going on when it was seen

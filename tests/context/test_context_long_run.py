@@ -10,6 +10,7 @@ from livecontext.actors.history import HistoryLimits, HistoryState
 from livecontext.actors.recap import RecapSettings
 from livecontext.actors.recap._layer import DATA_FACTOR
 from livecontext.protocol import (
+    IdleReason,
     BeforeModelCall,
     EntriesFolded,
     HistoryChanged,
@@ -62,7 +63,7 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
             raw = await log.read(1)
             records = decode(raw)
 
-    assert isinstance(idle, Idle) and idle.reason == "no_input", idle
+    assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT, idle
     model.inner.check_all_used()  # type: ignore[attr-defined]
     assert len(model_calls) == TURNS
     check_no_lost_entry("long", records, model, inputs)

@@ -19,7 +19,7 @@ from livecontext.actors._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits, render
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import ActorId, Idle, Message, NotificationPosted, RunUntilIdle
+from livecontext.protocol import ActorId, Idle, IdleReason, Message, NotificationPosted, RunUntilIdle
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.testing import open_stepping_runtime
 
@@ -99,7 +99,7 @@ async def run_agent(seed: int) -> SeededRun:
 
 def check_run(run: SeededRun) -> Counter[str]:
     """Every invariant of the module docstring, on one run; returns what the run exercised."""
-    assert run.idle.reason == "no_input", run.idle
+    assert run.idle.reason is IdleReason.NO_INPUT, run.idle
     run.model.inner.check_all_used()  # type: ignore[attr-defined]
     check_no_lost_entry("t", run.records, run.model, INPUTS)
     for request in run.model.requests:

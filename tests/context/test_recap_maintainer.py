@@ -15,6 +15,7 @@ from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, recap_topic
 from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     Capability,
     EditApplied,
@@ -237,7 +238,7 @@ async def test_a_slow_recap_makes_the_engine_wait_at_the_truncate_threshold_and_
                                           inputs=inputs, recap_model=SlowSummaries(0.01, "slow summary"))
                 idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
         records = decode(await log.read(1))
-    assert isinstance(idle, Idle) and idle.reason == "no_input"
+    assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT
     check_no_lost_entry("s", records, model, inputs)
     assert fold_asks, "the recap never fell behind: the test shows nothing"
     assert all(str(r.envelope.sender) == "engine/s" for r in fold_asks)
@@ -265,7 +266,7 @@ async def test_slow_analyzers_and_recap_never_block_the_history_store() -> None:
                                           analyzer_models={"judge": analyzer_model})
                 idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
         appended = sum(1 for r in await log.read(1) if r.kind in ("EntryAppended", "ToolResultsAppended"))
-    assert idle.reason == "no_input" and idle.steps == 9 * len(inputs)
+    assert idle.reason is IdleReason.NO_INPUT and idle.steps == 9 * len(inputs)
     # the analyzer ran, but once per burst of changes, not once per change
     assert 0 < analyzer_model.calls < appended / 2
 
@@ -285,7 +286,7 @@ async def test_the_engine_goes_on_when_its_recap_maintainer_is_gone() -> None:
             with trio.fail_after(5):
                 idle = await rt.client("t").ask(agent.engine, RunUntilIdle(), timeout=None)
         records = decode(await log.read(1))
-    assert idle.reason == "no_input"
+    assert idle.reason is IdleReason.NO_INPUT
     assert not [p for _, _, p in records if isinstance(p, (EntriesFolded, HistoryEdited))]
 
 

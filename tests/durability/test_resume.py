@@ -15,6 +15,7 @@ from livecontext.actors._format import apps_json, entry_json
 from livecontext.actors._session import Session, open_session, run_until_idle
 from livecontext.actors.history import HistoryState, HistoryStore, load_state
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     AppEffect,
     AppendInput,
@@ -117,7 +118,7 @@ async def test_a_resumed_thread_continues_from_the_step_where_it_stopped(tmp_pat
     url = f"sqlite:{tmp_path / 'stopped.db'}"
     async with session(url, turns) as (s, first):
         idle = await run_until_idle(s, 7)
-    assert idle.reason == "max_steps" and idle.state is not EngineState.WAITING_INPUT
+    assert idle.reason is IdleReason.MAX_STEPS and idle.state is not EngineState.WAITING_INPUT
     async with session(url, turns) as (s, second):
         assert s.resumed_state is idle.state
         idle2 = await run_until_idle(s, None)

@@ -42,7 +42,7 @@ PARENT_PROCESS = textwrap.dedent('''
         async with open_session(store, AgentSettings(thread_id="main"), f"scripted:{parent_script}",
                                 inputs=["delegate the lines"], apps=apps) as session:
             idle = await run_until_idle(session, None)
-            print(json.dumps({"reason": idle.reason, "summary": await session.summary()}))
+            print(json.dumps({"reason": idle.reason.value, "summary": await session.summary()}))
 
     trio.run(main)
 ''')

@@ -12,6 +12,7 @@ import trio.testing
 
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     AfterModelCall,
     AfterToolExecute,
@@ -67,8 +68,8 @@ async def test_cancel_during_a_slow_model_call_returns_promptly_and_leaves_pendi
             with trio.fail_after(2):
                 await h.cancel()
         (done,) = replies
-        assert (done.from_state, done.to_state, done.progressed, done.error) == (
-            S.PENDING_INPUT, S.PENDING_INPUT, False, "cancelled")
+        assert (done.from_state, done.to_state, done.progressed, done.cancelled, done.error) == (
+            S.PENDING_INPUT, S.PENDING_INPUT, False, True, "")
         assert model.cancelled == 1
         await trio.sleep(2 * SLOW)  # (virtual time) past the call's end: nothing may finish it behind our back
         assert model.finished == 0
@@ -93,7 +94,7 @@ async def test_steps_queued_behind_a_cancelled_one_are_answered_and_never_run(
             await trio.testing.wait_all_tasks_blocked()
             with trio.fail_after(2):
                 await h.cancel()
-        assert [d.error for d in first + second + third] == ["cancelled"] * 3
+        assert [(d.cancelled, d.error) for d in first + second + third] == [(True, "")] * 3
         await trio.sleep(2 * SLOW)  # (virtual time)
         assert len(model.requests) == 1  # the queued steps never called the model again
         assert (await h.tail()).state is S.PENDING_INPUT
@@ -113,7 +114,7 @@ async def test_cancel_answers_run_until_idle_with_the_reason_cancelled() -> None
             with trio.fail_after(2):
                 await h.cancel()
         (idle,) = idles
-        assert (idle.state, idle.steps, idle.reason) == (S.PENDING_INPUT, 1, "cancelled")
+        assert (idle.state, idle.steps, idle.reason) == (S.PENDING_INPUT, 1, IdleReason.CANCELLED)
 
 
 async def test_pause_ends_run_until_idle_after_the_current_step() -> None:
@@ -131,7 +132,7 @@ async def test_pause_ends_run_until_idle_after_the_current_step() -> None:
             await h.client.ask(h.agent.engine, Pause())
             model.gate.set()
         (idle,) = idles
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "paused")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, IdleReason.PAUSED)
         assert len(await h.entries()) == 2
 
 
@@ -150,7 +151,7 @@ async def test_cancel_during_a_slow_tool_cancels_the_tool_and_keeps_the_state_co
                 await h.cancel()
         assert probe.cancelled == ["slow"]
         (done,) = replies
-        assert (done.to_state, done.progressed, done.error) == (S.WAITING_TOOL_RESULTS, False, "cancelled")
+        assert (done.to_state, done.progressed, done.cancelled, done.error) == (S.WAITING_TOOL_RESULTS, False, True, "")
         tail = await h.tail()
         assert (tail.state, tail.recorded, tail.started) == (S.WAITING_TOOL_RESULTS, (), ())
         await trio.sleep(2 * SLOW)  # (virtual time) past the tool's end
@@ -280,7 +281,7 @@ async def test_stopping_the_engine_answers_the_steps_it_was_asked_for() -> None:
             await trio.testing.wait_all_tasks_blocked()
             with trio.fail_after(2):
                 await h.rt.stop(h.agent.engine)
-        assert [d.error for d in running + queued] == ["cancelled", "cancelled"]
+        assert [(d.cancelled, d.error) for d in running + queued] == [(True, ""), (True, "")]
         assert model.cancelled == 1
         assert (await h.tail()).state is S.PENDING_INPUT
 
@@ -347,7 +348,7 @@ async def _run_told_while_recording(app: CancelOnApply) -> AsyncIterator[tuple[A
 async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_ends_the_run() -> None:
     async with _run_told_while_recording(CancelOnApply()) as (h, idle):
         # the run ended at the cancel, before the model was asked again
-        assert idle.reason == "cancelled"
+        assert idle.reason is IdleReason.CANCELLED
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
         # the step that was recording finished: result and effect committed, effect applied ...
         assert await h.effects() == (NotebookEdited(text="kept"),)
@@ -371,7 +372,7 @@ async def test_a_cancel_arriving_while_a_step_records_lets_the_step_finish_then_
 async def test_a_cancel_told_while_a_step_records_ends_the_run_before_the_next_step(attempt: int) -> None:
     async with _run_told_while_recording(CancelOnApply()) as (h, idle):
         # input, model call, tool call (during which the Cancel came): the results were not appended
-        assert (idle.state, idle.steps, idle.reason) == (S.TOOL_RESULTS_READY, 3, "cancelled")
+        assert (idle.state, idle.steps, idle.reason) == (S.TOOL_RESULTS_READY, 3, IdleReason.CANCELLED)
         assert [type(e).__name__ for e in await h.entries()] == ["ModelInputEntry", "ModelOutputEntry"]
 
 
@@ -382,7 +383,7 @@ async def test_a_pause_told_while_a_step_records_ends_run_until_idle_before_the_
     async with _run_told_while_recording(PauseOnApply()) as (h, idle):
         # it ends after the step that was recording, or after the next one (which appends the
         # results), never after the model call that would follow
-        assert idle.reason == "paused"
+        assert idle.reason is IdleReason.PAUSED
         assert idle.state in (S.TOOL_RESULTS_READY, S.PENDING_TOOL_RESULTS)
         await h.settle()
         assert len(h.of_type(AfterModelCall)) == 1
@@ -421,7 +422,7 @@ async def test_a_cancel_that_comes_after_a_runs_last_cancel_point_leaves_the_nex
         assert (done.from_state, done.to_state, done.progressed, done.error) == (
             S.WAITING_INPUT, S.PENDING_INPUT, True, "")
         idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, IdleReason.NO_INPUT)
         texts = [e.content.live.text for e in await h.entries()]
         assert texts[:2] == ["a", "one"] and texts[2].startswith("b") and texts[3:] == ["two"]
 
@@ -432,4 +433,4 @@ async def test_cancelling_an_idle_engine_is_answered_at_once_and_changes_nothing
             await h.cancel()
         assert await h.entries() == ()
         idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, IdleReason.NO_INPUT)

@@ -10,6 +10,7 @@ import trio
 from attrs import frozen
 
 from livecontext.protocol import (
+    IdleReason,
     ActorId,
     EngineState,
     InputAvailable,
@@ -59,7 +60,7 @@ async def test_a_run_that_emptied_the_input_source_ends_with_no_input_without_pu
         records: list[AuditRecord] = []
         h.rt.add_audit_hook(records.append)
         idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, IdleReason.NO_INPUT)
         assert pulls(records) == 1  # "a" (the source said nothing remained)
 
 
@@ -69,7 +70,7 @@ async def test_every_run_asks_the_source_at_least_once() -> None:
         records: list[AuditRecord] = []
         h.rt.add_audit_hook(records.append)
         idle = await h.run_until_idle()
-        assert (idle.steps, idle.reason) == (0, "no_input")
+        assert (idle.steps, idle.reason) == (0, IdleReason.NO_INPUT)
         assert pulls(records) == 1
 
 
@@ -78,7 +79,7 @@ async def test_a_source_that_had_more_is_asked_again() -> None:
         records: list[AuditRecord] = []
         h.rt.add_audit_hook(records.append)
         idle = await h.run_until_idle()
-        assert (idle.steps, idle.reason) == (4, "no_input")
+        assert (idle.steps, idle.reason) == (4, IdleReason.NO_INPUT)
         assert pulls(records) == 2  # "a" (one remained), "b" (none remained)
 
 
@@ -91,7 +92,7 @@ async def test_input_provided_during_a_run_is_taken_by_that_run(attempt: int) ->
         model.client, model.input = h.client, h.agent.input.id
         with trio.fail_after(5):
             idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 4, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 4, IdleReason.NO_INPUT)
         inputs = [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)]
         assert inputs == ["a", "b"]
 
@@ -112,7 +113,7 @@ async def test_input_provided_while_the_model_thinks_is_taken_by_the_same_run() 
             await h.settle()  # "b" is in the input source
             model.gate.set()
         (idle,) = idles
-        assert (idle.steps, idle.reason) == (4, "no_input")
+        assert (idle.steps, idle.reason) == (4, IdleReason.NO_INPUT)
         inputs = [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)]
         assert inputs == ["a", "b"]
 
@@ -157,7 +158,7 @@ async def test_input_waiting_in_the_sources_mailbox_at_the_last_moment_is_pulled
     async with open_agent([{"text": "one"}, {"text": "two"}], inputs=["a"]) as h:
         await _at_the_last_waiting_input(h, lambda: h.client.tell_nowait(h.agent.input, ProvideInput("b")))
         idle = await h.run_until_idle()
-        assert (idle.steps, idle.reason) == (4, "no_input")
+        assert (idle.steps, idle.reason) == (4, IdleReason.NO_INPUT)
         assert [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)] == ["a", "b"]
 
 
@@ -172,5 +173,5 @@ async def test_input_whose_notice_waits_in_the_engines_mailbox_at_the_last_momen
 
         await _at_the_last_waiting_input(h, provided_and_notified)
         idle = await h.run_until_idle()
-        assert (idle.steps, idle.reason) == (4, "no_input")
+        assert (idle.steps, idle.reason) == (4, IdleReason.NO_INPUT)
         assert [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)] == ["a", "b"]

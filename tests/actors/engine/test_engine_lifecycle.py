@@ -11,6 +11,7 @@ import trio.testing
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.engine import ToolNameClashError
 from livecontext.protocol import (
+    IdleReason,
     AfterToolExecute,
     AgentStatus,
     EngineState,
@@ -61,7 +62,7 @@ async def test_task_complete_gives_status_completed_with_the_result() -> None:
     async with open_agent(model=model, inputs=["rename the files"]) as h:
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)  # a new thread awaits its task
         idle = await h.run_until_idle()
-        assert (idle.state, idle.reason) == (S.WAITING_INPUT, "no_input")
+        assert (idle.state, idle.reason) == (S.WAITING_INPUT, IdleReason.NO_INPUT)
         assert await h.status() == AgentStatus(TaskStatus.COMPLETED, result="3 files renamed")
         status, text = await last_result_text(h)
         assert status is ToolStatus.OK and "3 files renamed" in text
@@ -79,7 +80,7 @@ async def test_a_completed_agent_takes_no_step_until_new_input_arrives_which_mak
             done = await h.step()
             assert (done.from_state, done.to_state, done.progressed) == (S.WAITING_INPUT, S.WAITING_INPUT, False)
         idle = await h.run_until_idle()
-        assert (idle.steps, idle.reason) == (0, "no_input")
+        assert (idle.steps, idle.reason) == (0, IdleReason.NO_INPUT)
         assert len(model.requests) == 1  # the second scripted reply was never asked for
         await h.provide("now the folders")
         done = await h.step()
@@ -113,7 +114,7 @@ async def test_wait_user_response_gives_waiting_user_with_the_question_and_the_a
     model = ProbeModel(scripted([ASK, {"text": "cleaning /tmp"}]))
     async with open_agent(model=model, inputs=["clean up"]) as h:
         idle = await h.run_until_idle()
-        assert (idle.state, idle.reason) == (S.WAITING_INPUT, "no_input")
+        assert (idle.state, idle.reason) == (S.WAITING_INPUT, IdleReason.NO_INPUT)
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER, question="Which folder?")
         assert len(model.requests) == 1
         await h.settle()
@@ -241,7 +242,7 @@ async def test_a_pause_with_work_left_gives_status_paused_until_the_next_step() 
             await h.client.ask(h.agent.engine, Pause())
             model.gate.set()
         (idle,) = idles
-        assert (idle.state, idle.reason) == (S.WAITING_TOOL_RESULTS, "paused")
+        assert (idle.state, idle.reason) == (S.WAITING_TOOL_RESULTS, IdleReason.PAUSED)
         assert await h.status() == AgentStatus(TaskStatus.PAUSED)  # said before the run's answer came
         await h.step()
         assert await h.status() == AgentStatus(TaskStatus.ACTIVE)
@@ -284,9 +285,9 @@ async def test_a_failed_step_gives_status_failed_with_its_error_until_a_step_suc
     model = RetryingModel(script, RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.001))
     async with open_agent(model=model, inputs=["hello"]) as h:
         idle = await h.run_until_idle()
-        assert idle.reason.startswith("failed: model call failed after 3 attempts")
+        assert idle.reason_text.startswith("failed: model call failed after 3 attempts")
         status = await h.status()
-        assert status.status is TaskStatus.FAILED and status.error == idle.reason.removeprefix("failed: ")
+        assert status.status is TaskStatus.FAILED and status.error == idle.error
         assert (await h.tail()).state is S.PENDING_INPUT  # the state did not change
         await h.run_until_idle()  # attempt 4 succeeds
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)

@@ -9,6 +9,7 @@ import pytest
 
 from livecontext.actors.apps import Notebook
 from livecontext.protocol import (
+    IdleReason,
     EngineState,
     ModelOutputEntry,
     ModelTextDelta,
@@ -63,7 +64,7 @@ async def test_a_streamed_tool_call_is_assembled_run_and_answered(server: OpenAI
     server.script(split_tool_call(), text_stream("Noted: ", "buy milk."))
     async with openai_agent(server, ["remember to buy milk"]) as h:
         idle = await h.run_until_idle()
-        assert (idle.state, idle.reason) == (S.WAITING_INPUT, "no_input")
+        assert (idle.state, idle.reason) == (S.WAITING_INPUT, IdleReason.NO_INPUT)
         entries = await h.entries()
         output = entries[1]
         assert isinstance(output, ModelOutputEntry)

@@ -7,6 +7,7 @@ import trio
 import trio.testing
 
 from livecontext.protocol import (
+    IdleReason,
     AfterModelCall,
     AfterToolExecute,
     BeforeModelCall,
@@ -111,7 +112,7 @@ async def test_the_model_sees_tool_results_right_after_its_tool_calls() -> None:
     model = ProbeModel(scripted([{"tool_calls": [call("record", label="x")]}, {"text": "ok"}]))
     async with open_agent(model=model, inputs=["go"], apps=[ProbeApp()]) as h:
         idle = await h.run_until_idle()
-        assert idle.reason == "no_input"
+        assert idle.reason is IdleReason.NO_INPUT
     second = model.requests[1].messages
     assert [m.role for m in second[-3:]] == [Role.ASSISTANT, Role.TOOL, Role.USER]
     assert second[-3].tool_calls[0].id == second[-2].tool_call_id == "call_0_0"
@@ -155,7 +156,7 @@ async def test_run_until_idle_stops_with_the_failure_when_the_model_call_fails()
         idle = await h.run_until_idle()
         assert idle.state is S.PENDING_INPUT
         assert idle.steps == 1
-        assert idle.reason.startswith("failed: model call failed after 3 attempts: rate_limit")
+        assert idle.reason_text.startswith("failed: model call failed after 3 attempts: rate_limit")
 
 
 async def test_asking_past_the_end_of_the_script_fails_the_step_and_names_the_turn() -> None:
@@ -200,7 +201,7 @@ async def test_a_bad_tool_call_becomes_a_failed_result_the_model_reads_and_the_e
                                  {"text": "I see the error"}]))
     async with open_agent(model=model, inputs=["go"], apps=[ProbeApp(probe)]) as h:
         idle = await h.run_until_idle()
-        assert (idle.state, idle.reason) == (S.WAITING_INPUT, "no_input")
+        assert (idle.state, idle.reason) == (S.WAITING_INPUT, IdleReason.NO_INPUT)
         results = (await h.entries())[2]
         assert isinstance(results, ToolResultsEntry)
         failed, ok = results.results
@@ -219,9 +220,9 @@ async def test_run_until_idle_feeds_the_inputs_in_order_and_max_steps_stops_earl
     turns = [{"text": "one"}, {"text": "two"}]
     async with open_agent(turns, inputs=["a", "b"]) as h:
         idle = await h.run_until_idle(max_steps=3)
-        assert (idle.state, idle.steps, idle.reason) == (S.PENDING_INPUT, 3, "max_steps")
+        assert (idle.state, idle.steps, idle.reason) == (S.PENDING_INPUT, 3, IdleReason.MAX_STEPS)
         idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 1, IdleReason.NO_INPUT)
         texts = [e.content.live.text for e in await h.entries()]
         assert texts == ["a", "one", "b", "two"]
 
@@ -254,7 +255,7 @@ async def test_a_budget_too_small_fails_the_step_with_a_clear_error_and_the_engi
         assert "token budget 5 is too small" in done.error
         with trio.fail_after(5):
             idle = await h.run_until_idle()
-        assert idle.reason.startswith("failed: ") and "raise --budget" in idle.reason
+        assert idle.reason_text.startswith("failed: ") and "raise --budget" in idle.reason_text
         assert len(await h.entries()) == 1
 
 
@@ -278,7 +279,7 @@ async def test_a_failed_model_call_after_tool_results_leaves_pending_tool_result
     async with open_agent(turns, inputs=["go"], apps=[ProbeApp()]) as h:
         idle = await h.run_until_idle()
         assert (idle.state, idle.steps) == (S.PENDING_TOOL_RESULTS, 4)
-        assert idle.reason.startswith("failed: model call failed after 3 attempts: server")
+        assert idle.reason_text.startswith("failed: model call failed after 3 attempts: server")
         assert [type(e).__name__ for e in await h.entries()] == [
             "ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry"]
 
@@ -287,7 +288,7 @@ async def test_an_engine_nobody_listens_to_takes_the_same_steps_and_a_later_list
     turns = [{"tool_calls": [call("record", label="x")]}, {"text": "done"}, {"text": "again"}]
     async with open_agent(turns, inputs=["go"], apps=[ProbeApp()], listen=False) as h:
         idle = await h.run_until_idle()
-        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 5, "no_input")
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 5, IdleReason.NO_INPUT)
         assert [type(e).__name__ for e in await h.entries()] == [
             "ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry", "ModelOutputEntry"]
         async with h.rt.open_subscription(h.agent.events) as events:
@@ -299,7 +300,7 @@ async def test_an_engine_nobody_listens_to_takes_the_same_steps_and_a_later_list
                     heard.append(events.receive_nowait().payload)
                 except trio.WouldBlock:
                     break
-        assert (idle.steps, idle.reason) == (2, "no_input")
+        assert (idle.steps, idle.reason) == (2, IdleReason.NO_INPUT)
         assert [type(e).__name__ for e in heard if not isinstance(e, ModelTextDelta)] == [
             "WaitingInput", "StateTransition", "BeforeModelCall", "AfterModelCall", "StateTransition",
             "WaitingInput"]

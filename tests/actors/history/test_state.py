@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from livecontext.actors.history import HistoryState
-from livecontext.actors.history._state import FoldError
+from livecontext.actors.history._state import ReplayError
 from livecontext.protocol import (
     ActorId,
     EntriesFolded,
@@ -59,7 +59,7 @@ def test_a_fold_failing_halfway_leaves_no_stale_newest_entry() -> None:
     assert state.last is state.entries[0]
     recap = RecapEntry(id="e9", revision=1, author=ActorId("recap", "t"), created_at=NOW,
                        retention=Retention.CRITICAL, content=counter().content("r", "r", "r"), covers=("e1",))
-    with pytest.raises(FoldError, match="fold of unknown entry e7"):
+    with pytest.raises(ReplayError, match="fold of unknown entry e7"):
         state.apply(2, EntriesFolded(recap, ("e1", "e7")))  # e1 is folded before e7 is missed
     assert state.seq == 1
     assert state.last is _scanned_last(state) and state.last.folded
@@ -70,7 +70,7 @@ def test_an_edit_record_that_would_change_an_entrys_kind_is_refused_leaving_the_
     state.apply(1, EntryAppended(_entry(1)))
     recap = RecapEntry(id="e1", revision=2, author=ActorId("recap", "t"), created_at=NOW,
                        retention=Retention.CRITICAL, content=counter().content("r", "r", "r"), covers=())
-    with pytest.raises(FoldError, match="edit of entry e1 in t would turn a ModelInputEntry into a RecapEntry"):
+    with pytest.raises(ReplayError, match="edit of entry e1 in t would turn a ModelInputEntry into a RecapEntry"):
         state.apply(2, HistoryEdited((recap,)))
     assert state.entries == [_entry(1)] and state.recaps == []
 
@@ -116,7 +116,7 @@ def test_a_results_record_folds_into_an_entry_holding_the_recorded_results_in_ca
 
 def test_a_results_record_carrying_results_of_its_own_is_refused_and_changes_nothing() -> None:
     state = _waiting_for_results("c1", "c2")
-    with pytest.raises(FoldError, match=r"tool-results entry e3 at seq 5 of thread t carries 1 results of its own; "
+    with pytest.raises(ReplayError, match=r"tool-results entry e3 at seq 5 of thread t carries 1 results of its own; "
                                         r"the record's results are the recorded ones"):
         state.apply(5, ToolResultsAppended(_results_entry(3, _result("c1"))))
     assert state.seq == 4 and len(state.recorded) == 2 and len(state.entries) == 2
@@ -124,7 +124,7 @@ def test_a_results_record_carrying_results_of_its_own_is_refused_and_changes_not
 
 def test_a_results_record_before_every_call_is_answered_is_refused() -> None:
     state = _waiting_for_results("c1")
-    with pytest.raises(FoldError, match=r"e3 at seq 4 of thread t follows model output e2, whose tool calls are "
+    with pytest.raises(ReplayError, match=r"e3 at seq 4 of thread t follows model output e2, whose tool calls are "
                                         r"\['c1', 'c2'\], but the recorded results answer \['c1'\]"):
         state.apply(4, ToolResultsAppended(_results_entry(3)))
     assert state.seq == 3 and [r.call_id for r in state.recorded] == ["c1"]
@@ -132,13 +132,13 @@ def test_a_results_record_before_every_call_is_answered_is_refused() -> None:
 
 def test_a_results_record_after_an_entry_that_made_no_call_is_refused() -> None:
     state = HistoryState("t")
-    with pytest.raises(FoldError, match=r"e1 at seq 1 of thread t is the first entry: there is no tool call"):
+    with pytest.raises(ReplayError, match=r"e1 at seq 1 of thread t is the first entry: there is no tool call"):
         state.apply(1, ToolResultsAppended(_results_entry(1)))
     state.apply(1, EntryAppended(_entry(1)))
-    with pytest.raises(FoldError, match=r"e2 at seq 2 of thread t follows model input e1, whose tool calls are \[\]"):
+    with pytest.raises(ReplayError, match=r"e2 at seq 2 of thread t follows model input e1, whose tool calls are \[\]"):
         state.apply(2, ToolResultsAppended(_results_entry(2)))
     state.apply(2, EntryAppended(_output(2)))  # an answer with no tool call
-    with pytest.raises(FoldError, match=r"follows model output e2, whose tool calls are \[\], but the recorded "
+    with pytest.raises(ReplayError, match=r"follows model output e2, whose tool calls are \[\], but the recorded "
                                         r"results answer \[\]"):
         state.apply(3, ToolResultsAppended(_results_entry(3)))
     assert state.seq == 2 and len(state.entries) == 2
