@@ -140,14 +140,14 @@ class AppHost(Actor):
         self._unsaved[app.name] = 0
 
     @handler(inline=True)
-    async def on_get_windows(self, msg: GetWindows) -> Windows:
+    def on_get_windows(self, msg: GetWindows) -> Windows:
         return Windows("\n\n".join(w for w in (app.window() for app in self.apps.values()) if w))
 
     @handler(inline=True)
-    async def on_list_tools(self, msg: ListTools) -> Tools:
+    def on_list_tools(self, msg: ListTools) -> Tools:
         return Tools(tuple(spec for app in self.apps.values() for spec in describe_tools(app)))
 
-    @handler(inline=True)
+    @handler
     async def on_invoke(self, msg: InvokeTool) -> ToolInvoked | None:
         call = msg.call
         try:
@@ -210,7 +210,7 @@ class AppHost(Actor):
             await done.wait()
 
     @handler(inline=True)
-    async def on_apply(self, msg: ApplyEffect) -> None:
+    def on_apply(self, msg: ApplyEffect) -> None:
         app = self._app_named(msg.effect.app, f"is named by a committed {type(msg.effect.effect).__name__} effect")
         self._fold(app, msg.effect)
         self._applied[app.name] = self._applied.get(app.name, 0) + 1

@@ -28,7 +28,7 @@ class InputSource(Actor):
         self.notify = notify
 
     @handler(inline=True)
-    async def on_provide(self, msg: ProvideInput) -> None:
+    def on_provide(self, msg: ProvideInput) -> None:
         # no await here: told to an idle source, this runs at once in the sender's task, and
         # so does the engine's InputAvailable handler (no task switch for either)
         self.buffer.append(msg)
@@ -51,7 +51,7 @@ class InputSource(Actor):
             pass
 
     @handler(inline=True)
-    async def on_pull(self, msg: PullInput) -> InputText:
+    def on_pull(self, msg: PullInput) -> InputText:
         if not self.buffer:
             return InputText(None, 0)
         given = self.buffer.popleft()

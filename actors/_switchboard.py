@@ -65,7 +65,7 @@ class Switchboard(Actor):
         return dict(self._waits_for)
 
     @handler(inline=True)
-    async def on_claim(self, msg: ClaimTurn) -> TurnGranted | TurnRefused | None:
+    def on_claim(self, msg: ClaimTurn) -> TurnGranted | TurnRefused | None:
         env = self.ctx.current
         assert env is not None
         if msg.agent not in self.names:
@@ -87,7 +87,7 @@ class Switchboard(Actor):
         return None
 
     @handler(inline=True)
-    async def on_release(self, msg: ReleaseTurn) -> None:
+    def on_release(self, msg: ReleaseTurn) -> None:
         env = self.ctx.current
         assert env is not None
         held = self._held.get(msg.agent)

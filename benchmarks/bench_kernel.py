@@ -83,7 +83,7 @@ class InlineEcho(Actor):
     """The same handler, marked brief: an ask that finds the actor idle runs it in the asker's task."""
 
     @handler(inline=True)
-    async def on_item(self, msg: Item) -> Item:
+    def on_item(self, msg: Item) -> Item:
         return msg
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dis
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from livecontext.protocol import Message
@@ -13,7 +12,7 @@ from livecontext.protocol import Message
 if TYPE_CHECKING:
     from ._context import Context
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+F = TypeVar("F", bound=Callable[..., Any])
 
 _HANDLER_MARK = "__livecontext_handler__"
 _INLINE_MARK = "__livecontext_inline__"
@@ -40,20 +39,23 @@ def handler(fn: F | None = None, /, *, inline: bool = False) -> F | Callable[[F]
                 self.total += msg.n
                 return Total(self.total)
 
-    ``@handler(inline=True)`` marks a *brief* handler: one that finishes promptly, never
-    waiting for another actor's slow work (reads, bookkeeping, a write to the actor's own
-    log, starting a background task, deferring its reply). An ``ask`` for it that finds the
-    actor idle (its loop waiting on an empty mailbox) runs the handler in the asker's task
-    instead of switching tasks twice: the actor still handles one message at a time, in
-    mailbox order, under the same supervision. The difference to keep in mind: the asker's
-    timeout and cancellation cannot cut an inline handler short (they apply once it returns,
-    e.g. to a deferred reply), so keep slow waits out of inline handlers. An inline handler
-    with no ``await`` in its body also takes a *told* or *published* message at once, in the
-    sender's task, when the actor is idle (it cannot wait, so the sender is not held up).
+    ``@handler(inline=True)`` marks a handler that cannot wait: a plain ``def`` (reads,
+    bookkeeping, starting a background task, deferring its reply)::
+
+        class Counter(Actor):
+            @handler(inline=True)
+            def on_get(self, msg: Get) -> Total:
+                return Total(self.total)
+
+    A message for it that finds the actor idle (its loop waiting on an empty mailbox) is
+    handled in the sender's task, saving two task switches; otherwise it goes through the
+    mailbox like any other. Either way the actor handles one message at a time, in mailbox
+    order, under the same supervision, and the send is a checkpoint. ``inline=True`` on an
+    ``async def`` is refused when the class is defined.
     """
     def mark(f: F) -> F:
         is_async = inspect.iscoroutinefunction(f)  # (kept apart: as a condition it would narrow f)
-        if not is_async:
+        if not is_async and not inline:
             raise TypeError(f"@handler needs an 'async def' method, got {f!r}")
         setattr(f, _HANDLER_MARK, True)
         if inline:
@@ -77,14 +79,7 @@ class Actor:
 
     _handlers: ClassVar[dict[type, str]] = {}
     _inline: ClassVar[frozenset[str]] = frozenset()
-    """Names of the handlers marked ``@handler(inline=True)``."""
-    _inline_unawaiting: ClassVar[frozenset[str]] = frozenset()
-    """The inline handlers that never yield to Trio (no ``await`` in their body): no cancel
-    point, no schedule point, so running one inline needs no shield (see ``Runtime._ask``)."""
-    _denial_unawaiting: ClassVar[bool] = True
-    """Whether :meth:`on_denied` never yields to Trio either (it runs instead of a handler)."""
-    _promises_completion: ClassVar[bool] = False
-    """Whether the class overrides :meth:`completes_at_once` (the runtime asks it only then)."""
+    """Names of the handlers marked ``@handler(inline=True)`` (plain ``def`` methods)."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -95,6 +90,11 @@ class Actor:
         own: dict[type, str] = {}
         for name, fn in vars(cls).items():
             if getattr(fn, _HANDLER_MARK, False):
+                if getattr(fn, _INLINE_MARK, False) and inspect.iscoroutinefunction(fn):
+                    raise TypeError(
+                        f"{cls.__name__}.{name}: an inline handler runs in the asker's task and may "
+                        "not wait: make it a plain def, or drop inline=True"
+                    )
                 msg_type = _message_type_of(cls, name, fn)
                 if msg_type in own:
                     raise TypeError(
@@ -106,29 +106,9 @@ class Actor:
         cls._handlers = table
         cls._inline = frozenset(name for name in set(table.values())
                                 if getattr(getattr(cls, name, None), _INLINE_MARK, False))
-        cls._inline_unawaiting = frozenset(name for name in cls._inline if not _may_yield(getattr(cls, name)))
-        cls._denial_unawaiting = not _may_yield(cls.on_denied)
-        cls._promises_completion = cls.completes_at_once is not Actor.completes_at_once
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""
-
-    def completes_at_once(self, message: Message) -> bool:
-        """Whether the inline handler for ``message``, called now, would run to its end without
-        reaching a cancel point (an ``await`` that suspends or checks for cancellation).
-
-        The runtime asks this of an inline handler with an ``await`` in its body, for an ask
-        that finds the actor idle. True lets it run the handler as it runs one with no
-        ``await``: in the asker's task with no cancel scope to shield it, nothing to wait on
-        for the actor's loop. Typical use: a handler that awaits only in a rare case (a slow
-        backend, someone to notify) and knows beforehand whether this call is one.
-
-        Answer True only when sure, and keep the answer cheap: it is asked at every such ask.
-        If the handler does reach an ``await`` after all, the runtime finishes it correctly
-        but unshielded (the asker's cancellation could cut it short) and logs an error. The
-        default, False, leaves the decision to the handler's bytecode.
-        """
-        return False
 
     async def on_stop(self) -> None:
         """Called once the mailbox is drained at an orderly stop."""
@@ -173,27 +153,6 @@ def _message_type_of(cls: type, name: str, fn: Callable[..., Any]) -> type:
             f"got {msg_type!r}"
         )
     return msg_type
-
-
-_YIELDING_OPS = frozenset({
-    "GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "END_ASYNC_FOR",
-    "SEND", "YIELD_VALUE", "YIELD_FROM",
-})
-"""Bytecode of ``await``, ``async for`` and ``async with``: the only ways a coroutine yields."""
-
-
-def _may_yield(fn: object) -> bool:
-    """Whether calling ``fn`` and awaiting the result may yield to the event loop.
-
-    False only for a plain ``async def`` function whose own body has none of ``await``,
-    ``async for``, ``async with`` (nested functions are separate code and do not count):
-    its coroutine runs to its end at the first ``send``. Anything else (a wrapper, a
-    callable object) may.
-    """
-    code = getattr(fn, "__code__", None)
-    if not inspect.isfunction(fn) or code is None or not inspect.iscoroutinefunction(fn):
-        return True
-    return any(ins.opname in _YIELDING_OPS for ins in dis.get_instructions(code))
 
 
 def find_handler(actor_cls: type[Actor], message_type: type) -> str | None:

@@ -14,20 +14,17 @@ from ._kernel_errors import AskCycleError
 class ReplySlot:
     """Where the reply to one ask lands; the asker waits with :meth:`wait`.
 
-    The event is made only when someone waits: an inline ask is mostly answered before its
-    asker would wait, and one event less per ask counts at tens of thousands of asks a second.
+    The event is made only when someone waits: an inline handler answers before its asker
+    would wait.
     """
 
-    __slots__ = ("_event", "registered", "reply", "target")
+    __slots__ = ("_event", "reply", "target")
 
     def __init__(self, target: ActorId) -> None:
         self._event: trio.Event | None = None
         self.reply: Message | None = None
         """The reply's payload, once it came."""
         self.target = target
-        self.registered = False
-        """Whether the runtime finds it by its ask's id (an ask answered at once is not, unless
-        its reply was deferred)."""
 
     def answer(self, reply: Message) -> None:
         """Set the reply and wake the asker, if it waits."""

@@ -1,5 +1,5 @@
 """The runtime's private record of one actor (:class:`_Cell`: mailbox, instance, supervision
-state, the inline fast path's flags), and what the kernel decides from it: whether a task runs
+state, whether it is idle), and what the kernel decides from it: whether a task runs
 one of its handlers, what an ask whose handler failed is answered, which failure is the actor's.
 """
 
@@ -44,10 +44,6 @@ class _State(enum.Enum):
     STOPPED = "stopped"
 
 
-# the states the hot paths test, bound once: an Enum member's lookup through its class costs
-# ~75 ns, a global's ~10 (several per message)
-_RUNNING, _STOPPING, _STOPPED = _State.RUNNING, _State.STOPPING, _State.STOPPED
-
 
 class _Cell:
     """The runtime's private record of one actor: mailbox, instance, supervision state."""
@@ -74,23 +70,23 @@ class _Cell:
         self.topics: set[Topic] = set()
         self.ctx = Context(rt, actor_id, self)
         self.handled = 0
-        # the inline fast path for asks and tells (see Runtime._run_inline, Runtime._deliver)
+        # whether the actor is idle (see is_idle), for the inline path (Runtime._inline_instance)
         self.pending = 0
         """Envelopes put in the mailbox and not yet taken by the message loop."""
         self.parked = False
         """The message loop waits in ``receive()`` (nothing queued, no handler running)."""
-        self.inline: trio.Event | None = None
-        """Set while an inline handler runs in an asker's task; the loop waits for it."""
-        self.inline_task: trio.lowlevel.Task | None = None
+        self.inline_running = False
+        """An inline handler runs now, in a sender's task."""
         self.inline_failure: BaseException | None = None
         """An inline handler failed: the loop raises it, so the actor restarts."""
         self.carried: Envelope | None = None
         """A message the loop took when it learnt of such a failure: the next start handles it."""
 
-    def can_run_inline(self) -> bool:
-        """Whether an ask (or a tell, for a handler with no await) may run its handler in the
-        sender's task now (see Runtime._run_inline and Runtime._deliver)."""
-        return self.parked and not self.pending and self.inline is None and self.state is _RUNNING
+    def is_idle(self) -> bool:
+        """Whether the actor is running and has nothing to do: its loop waits on an empty
+        mailbox and none of its handlers runs (nor has one failed unanswered)."""
+        return (self.parked and not self.pending and not self.inline_running
+                and self.inline_failure is None and self.state is _State.RUNNING)
 
 
 def _in_handler(cell: _Cell, now: tuple[ActorId, Envelope] | None) -> bool:
@@ -99,12 +95,13 @@ def _in_handler(cell: _Cell, now: tuple[ActorId, Envelope] | None) -> bool:
 
     A handler blocks its actor's mailbox while it waits; a background task started in
     ``ctx.nursery`` does not, even though it inherits the handler's context variables.
-    Tasks of a nursery the handler opened itself are part of the handler.
+    Tasks of a nursery the handler opened itself are part of the handler. (An inline handler,
+    a plain ``def``, cannot ask: it never runs outside the actor's task when this is asked.)
     """
     if now is None or (now[0] is not cell.id and now[0] != cell.id):
         return False
     task = trio.lowlevel.current_task()
-    while task is not cell.task and task is not cell.inline_task:
+    while task is not cell.task:
         nursery = task.parent_nursery
         if nursery is None or nursery is cell.nursery:
             return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
@@ -22,11 +21,8 @@ handling: contextvars.ContextVar[tuple[ActorId, Envelope] | None] = contextvars.
     "livecontext_handling", default=None
 )
 """The actor whose handler the current task is running and the envelope it handles (for
-causation ids), or None (outside handlers; a task a handler starts inherits it). One variable,
-not two: setting and resetting context variables at every message showed in profiles. A
-handler with no ``await`` run at once is not set here: the runtime keeps it in ``Runtime._now``
-while it runs (see ``Runtime._run_now``), so read it through ``Runtime._current``; a task
-such a handler starts gets it here all the same (``_PassOn`` in ``_open.py``)."""
+causation ids), or None (outside handlers; a task a handler starts inherits it). Set by the
+runtime around every handler, in the actor's task or, for an inline one, in the sender's."""
 
 
 @frozen
@@ -105,7 +101,7 @@ class Context:
     @property
     def current(self) -> Envelope | None:
         """The envelope whose handler is running in this task, if any (sender, ids, times)."""
-        now = self.runtime._current()
+        now = handling.get()
         return now[1] if now is not None else None
 
     @property
@@ -132,27 +128,22 @@ class Context:
         """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
         self.runtime._tell_nowait(self, to, message)
 
-    def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
-            shield: bool = False) -> Coroutine[Any, Any, Any]:
+    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
+                  shield: bool = False) -> Any:
         """Send ``message`` and wait for the reply: the handler's return value.
+
+        An ask is a checkpoint, as Trio's own operations are: a cancel point before the
+        message is sent (a cancelled ask never reaches the actor) and a schedule point (other
+        tasks run before it returns), whichever task runs the handler.
 
         Args:
             timeout: seconds to wait for the reply (and for room in a full mailbox);
                 ``None`` waits as long as it takes.
-            shield: the caller's cancellation cannot cut this ask short: the reply is waited
-                for even if a cancel scope around the call is cancelled (or its deadline
-                passes) meanwhile, and the ask has no cancel point, so the caller's
-                cancellation lands at its next cancel point *after* the ask, never inside
-                it. Two shielded asks in a row therefore have no cancel point between them:
-                use it for a write whose follow-up must not be lost (an effect committed then
-                applied, an input taken then recorded). The ask's own ``timeout`` still
-                applies. Cheaper than wrapping the ask in ``trio.CancelScope(shield=True)``,
-                which it replaces.
-
-        An ask is a cancel point (unless shielded). It lets other tasks run while the actor
-        handles the message in its own task; an inline one (``@handler(inline=True)``, run in
-        the caller's task) yields to them only once every 32 inline asks, which bounds how
-        long a run of them holds the CPU without paying a trip through Trio's scheduler each.
+            shield: the ask runs as if inside ``trio.CancelScope(shield=True)``: the caller's
+                cancellation cannot cut it short, and lands at the caller's next cancel point
+                after it. Use it for a write whose follow-up must not be lost (an effect
+                committed then applied, an input taken then recorded). The ask's own
+                ``timeout`` still applies.
 
         Raises:
             AskTimeoutError: no reply within ``timeout`` seconds.
@@ -160,9 +151,7 @@ class Context:
             RemoteActorError: the handler raised; the error's type and text are carried over.
             ActorStoppedError, UnhandledMessageError: as for :meth:`tell`.
         """
-        # the runtime's coroutine itself (nothing runs until it is awaited): one frame less
-        # per ask, the commonest message
-        return self.runtime._ask(self, to, message, timeout, shield)
+        return await self.runtime._ask(self, to, message, timeout, shield)
 
     async def publish(self, topic: Topic | str, message: Message) -> None:
         """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
@@ -175,7 +164,7 @@ class Context:
         waits until :meth:`PendingReply.send` (or its own timeout). Returns ``None`` when the
         message being handled is a ``tell`` (nobody waits for a reply).
         """
-        now = self.runtime._current()
+        now = handling.get()
         if now is None:
             raise RuntimeError("defer_reply() is only valid inside a handler")
         return self.runtime._defer(now[1], self.self_id)

@@ -1,5 +1,6 @@
 """An actor's life in the runtime: its task (:func:`cell_main`), its message loop, handling
-one message (:func:`handle`, also run in an asker's task for an inline ask), supervision
+one message (:func:`handle`; :func:`handle_inline` for an inline handler, also run in a
+sender's task), supervision
 (restart or escalate) and what is left when it stops.
 
 Functions of the :class:`~livecontext.runtime.Runtime` they are given, which calls them: split
@@ -23,7 +24,6 @@ from livecontext.protocol import (
 )
 
 from ._actor import Actor, find_handler
-from ._asks import ReplySlot
 from ._audit import AuditEvent, AuditRecord
 from ._cell import (
     _FAIRNESS_BATCH,
@@ -53,12 +53,7 @@ async def cell_main(rt: Runtime, cell: _Cell, task_status: trio.TaskStatus[None]
     try:
         with cell.scope:
             while True:
-                # after a failure, an inline handler of the old instance may still be running
-                # in an asker's task: the new instance starts once it is done (never two at
-                # once), and the restart answers any failure it had
-                while cell.inline is not None:
-                    await cell.inline.wait()
-                cell.inline_failure = None
+                cell.inline_failure = None  # (the restart answers it)
                 in_on_stop = False
                 try:
                     async with trio.open_nursery() as nursery:
@@ -115,24 +110,22 @@ async def message_loop(rt: Runtime, cell: _Cell, instance: Actor) -> None:
                 env = await receive.receive()
                 cell.pending -= 1
             except trio.EndOfChannel:
-                await inline_done(cell, None)
+                raise_inline_failure(cell, None)
                 return
             finally:
                 cell.parked = False
         except trio.EndOfChannel:
-            await inline_done(cell, None)
+            raise_inline_failure(cell, None)
             return
-        await inline_done(cell, env)
+        raise_inline_failure(cell, env)
         if env is _WAKE:
             continue
         await handle(rt, cell, instance, env)
 
 
-async def inline_done(cell: _Cell, taken: Envelope | None) -> None:
-    """Wait for a handler running in an asker's task; raise its failure here, if it failed
-    (``taken``, the message the loop holds, is then handled first after the restart)."""
-    while cell.inline is not None:
-        await cell.inline.wait()
+def raise_inline_failure(cell: _Cell, taken: Envelope | None) -> None:
+    """Raise the failure of an inline handler run in a sender's task, if one failed, so that
+    the actor restarts (``taken``, the message the loop holds, is then handled first)."""
     failure, cell.inline_failure = cell.inline_failure, None
     if failure is not None:
         if taken is not None and taken is not _WAKE:
@@ -140,65 +133,95 @@ async def inline_done(cell: _Cell, taken: Envelope | None) -> None:
         raise failure
 
 
-async def handle(rt: Runtime, cell: _Cell, instance: Actor, env: Envelope, name: str | None = None,
-                 granted: bool = False, slot: ReplySlot | None = None, now: bool = False) -> None:
-    """Handle ``env`` with ``instance`` (``name``: its handler, if the caller looked it up;
-    ``granted``: the caller found the sender allowed to send it; ``slot``: where to answer
-    an ask answered at once, see :meth:`Runtime._ask`; ``now``: run by :meth:`Runtime._run_now`,
-    which keeps what is handled in ``_now``)."""
+async def handle(rt: Runtime, cell: _Cell, instance: Actor, env: Envelope) -> None:
+    """Handle ``env`` with ``instance``, in the actor's task."""
     payload = env.payload
-    if name is None:
-        name = find_handler(type(instance), type(payload))
-    is_ask = slot is not None or env.message_id in rt._ask_ids
+    name = find_handler(type(instance), type(payload))
     if name is None:
         err = UnhandledMessageError(cell.id, type(payload).__name__,
                                     [t.__name__ for t in type(instance).handled_types()])
-        if is_ask:
-            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)), slot)
+        if env.message_id in rt._ask_ids:
+            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
         else:
             rt._drop(env, str(err))
         return
+    needed = instance.capability_for(type(payload))
+    denied = needed is not None and not rt.has_capability(env.sender, needed)
+    if not denied and name in type(instance)._inline:
+        handle_inline(rt, cell, instance, env, name)
+        return
+    _delivered(rt, cell, env)
+    token = handling.set((cell.id, env))
+    rt.busy += 1
+    try:
+        if denied:
+            # a denial is an answer, not a failure of the actor: no restart
+            try:
+                result = await instance.on_denied(payload, needed)
+            except PermissionError as refused:
+                result = ErrorReply(type(refused).__name__, str(refused))
+                if env.message_id not in rt._ask_ids:
+                    rt._drop(env, str(refused))
+        else:
+            result = await getattr(instance, name)(payload)
+    except BaseException as exc:
+        if _answer_failure(rt, cell, env, exc):
+            raise
+        return
+    finally:
+        rt.busy -= 1
+        handling.reset(token)
+    _answer(rt, cell, instance, env, name, result)
+
+
+def handle_inline(rt: Runtime, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+    """Handle ``env`` with the inline handler ``name`` (a plain ``def``), whose sender is
+    allowed to send it, in this task: the actor's, or a sender's that found it idle."""
+    _delivered(rt, cell, env)
+    token = handling.set((cell.id, env))
+    try:
+        result = getattr(instance, name)(env.payload)
+    except BaseException as exc:
+        if _answer_failure(rt, cell, env, exc):
+            raise
+        return
+    finally:
+        handling.reset(token)
+    _answer(rt, cell, instance, env, name, result)
+
+
+def _delivered(rt: Runtime, cell: _Cell, env: Envelope) -> None:
     rt._delivered += 1
     cell.handled += 1
     if rt._hooks:
         rt._audit(AuditRecord(AuditEvent.DELIVERED, env))
-    token = None if now else handling.set((cell.id, env))
-    rt.busy += 1
-    try:
-        needed = None if granted else instance.capability_for(type(payload))
-        if needed is not None and not rt.has_capability(env.sender, needed):
-            # a denial is an answer, not a failure of the actor: no restart
-            try:
-                result = await instance.on_denied(payload, needed)
-            except PermissionError as denied:
-                result = ErrorReply(type(denied).__name__, str(denied))
-                if not is_ask:
-                    rt._drop(env, str(denied))
-        else:
-            result = await getattr(instance, name)(payload)
-    except UsageError as exc:
-        # the sender's mistake, not the actor's failure: answer it, do not restart
+
+
+def _answer(rt: Runtime, cell: _Cell, instance: Actor, env: Envelope, name: str, result: object) -> None:
+    """Answer an ask with its handler's ``result`` (unless its reply is deferred or sent)."""
+    if env.message_id not in rt._ask_ids or env.message_id in rt._deferred:
+        return
+    if result is None:
+        result = Ack()
+    elif not isinstance(result, Message):
+        err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
+        result = ErrorReply("TypeError", str(err))
+    rt._reply(env, cell.id, result)
+
+
+def _answer_failure(rt: Runtime, cell: _Cell, env: Envelope, exc: BaseException) -> bool:
+    """Answer (or drop) ``env`` whose handler raised ``exc``; return whether ``exc`` is the
+    actor's failure, to raise, rather than the sender's mistake (a :class:`UsageError`)."""
+    is_ask = env.message_id in rt._ask_ids
+    if isinstance(exc, UsageError):  # answer it, do not restart
         if is_ask:
-            rt._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)), slot)
+            rt._reply(env, cell.id, ErrorReply(type(exc).__name__, str(exc)))
         else:
             rt._drop(env, f"{type(exc).__name__}: {exc}")
-        return
-    except BaseException as exc:
-        if is_ask:  # the asker must hear of it now, not at its timeout
-            rt._reply(env, cell.id, _error_reply(cell, env, exc), slot)
-        raise
-    finally:
-        rt.busy -= 1
-        if token is not None:
-            handling.reset(token)
-    if is_ask and not ((slot is None or slot.registered) and env.message_id in rt._deferred):
-        if result is None:
-            result = Ack()
-        elif not isinstance(result, Message):
-            err = TypeError(f"{type(instance).__name__}.{name} returned {type(result).__name__}, not a Message")
-            rt._reply(env, cell.id, ErrorReply("TypeError", str(err)), slot)
-            return
-        rt._reply(env, cell.id, result, slot)
+        return False
+    if is_ask:  # the asker must hear of it now, not at its timeout
+        rt._reply(env, cell.id, _error_reply(cell, env, exc))
+    return True
 
 
 async def supervise(rt: Runtime, cell: _Cell, failure: BaseException) -> bool:

@@ -1,5 +1,4 @@
-"""Opening a runtime: :func:`open_runtime`, and the Trio instrument that passes on what a
-handler run at once handles to the tasks it starts (:class:`_PassOn`)."""
+"""Opening a runtime: :func:`open_runtime`."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ._context import handling
 from ._gc import gc_tuned
 from ._runtime import Runtime
 from ._timer import Timer, current_timer
@@ -30,11 +28,11 @@ async def open_runtime(
         scheduler: ``None`` for live Trio scheduling, or a :class:`SteppingScheduler` to hold
             every envelope until ``step()`` delivers it.
         drain_timeout: how long an actor may drain its mailbox at shutdown before cancellation.
-        inline_asks: let an ask for an inline handler (``@handler(inline=True)``) that finds
-            the actor idle run the handler in the asker's task instead of switching tasks
-            twice. The actor still handles one message at a time, in mailbox order; only which
-            task runs the handler changes. ``False`` always goes through the mailbox (and so
-            does a stepping scheduler, which must hold every envelope).
+        inline_asks: let a message for an inline handler (``@handler(inline=True)``) that
+            finds the actor idle run the handler in the sender's task instead of switching
+            tasks twice. The actor still handles one message at a time, in mailbox order; only
+            which task runs the handler changes. ``False`` always goes through the mailbox (and
+            so does a stepping scheduler, which must hold every envelope).
         tune_gc: raise the cyclic garbage collector's thresholds while the runtime is open
             (:data:`GC_THRESHOLDS`, restored when the last runtime closes); with thousands of
             actors the default thresholds cost more CPU than the actors (see ``_gc.py``).
@@ -46,39 +44,16 @@ async def open_runtime(
     """
     if scheduler is not None:
         scheduler._check_free()  # raised here, not inside the nursery's exception group
-    passing = _PassOn()
-    trio.lowlevel.add_instrument(passing)
-    try:
-        with gc_tuned() if tune_gc else contextlib.nullcontext():
-            async with _open_runtime(scheduler, drain_timeout, inline_asks, passing) as rt:
-                yield rt
-    finally:
-        with contextlib.suppress(KeyError):  # (Trio drops an instrument that raised)
-            trio.lowlevel.remove_instrument(passing)
-
-
-class _PassOn(trio.abc.Instrument):
-    """Gives a task started while a handler runs at once (see :meth:`Runtime._run_now`) what
-    that handler handles, in ``handling``, as a task started by any other handler inherits it
-    from its parent's context: whatever nursery it is started in (the actor's, read during
-    the handler or kept from ``on_start``, or one of the handler's own)."""
-
-    def __init__(self) -> None:
-        self.runtime: Runtime | None = None
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        # (called by Trio as the task is made, before its first step; only spawns pay for it)
-        now = self.runtime._now if self.runtime is not None else None
-        if now is not None:
-            task.context.run(handling.set, now)
+    with gc_tuned() if tune_gc else contextlib.nullcontext():
+        async with _open_runtime(scheduler, drain_timeout, inline_asks) as rt:
+            yield rt
 
 
 @asynccontextmanager
 async def _open_runtime(scheduler: SteppingScheduler | None, drain_timeout: float,
-                        inline_asks: bool, passing: _PassOn) -> AsyncIterator[Runtime]:
+                        inline_asks: bool) -> AsyncIterator[Runtime]:
     async with trio.open_nursery() as nursery:
         rt = Runtime(nursery, scheduler, drain_timeout=drain_timeout, inline_asks=inline_asks)
-        passing.runtime = rt
         # the timer is in the caller's context before any actor starts, so actors, the tasks
         # they start and the caller's own sleep through it; it serves them while aclose()
         # drains the actors and is cancelled after (a sleeper left then falls back to trio's)

@@ -4,34 +4,23 @@ Routing, asks and replies live here; an actor's own life (its task, message loop
 message, supervision) in ``_lives.py``, its record in ``_cell.py``, and :func:`open_runtime`
 in ``_open.py``.
 
-Two departures from DESIGN.md's kernel, both for speed and both invisible to an actor's
-handlers: an ask for a brief (``@handler(inline=True)``) handler that finds the actor idle
-runs the handler in the asker's task rather than through the mailbox channel (the request is
-still an envelope, audited and capability-checked; the actor still handles one message at a
-time, in mailbox order), as does a tell or publish to such a handler with no ``await`` in it
-(or whose actor vouches that this call reaches none, ``Actor.completes_at_once``, for asks);
-and a reply is made into an envelope only when an audit hook is
-installed (the asker needs only its payload). See :meth:`Runtime._run_inline`. An ask whose
-handler never yields (:meth:`Runtime._ask`) is answered into its asker's slot without
-being registered by id (so its envelope's id, made lazily by ``Envelope.stamped``, is mostly
-never formatted), and what such a handler handles is kept in ``Runtime._now`` rather than in
-the ``handling`` context variable (:meth:`Runtime._run_now`); a task it starts still gets it
-there (``_PassOn``, a Trio instrument told of every task spawned while a runtime is open).
-
-What an asker does see: an inline ask is a cancel point, but a schedule point only once every
-``_FAIRNESS_BATCH`` inline asks (see :meth:`Runtime._inline_checkpoint`), where Trio's own
-functions are both each time. Code that counted on an ask to let another task run first (a
-background worker, say) must yield itself or wait for what it needs.
+One fast path, and only one: an ask, tell or publish for a handler marked
+``@handler(inline=True)`` (a plain ``def``, so it cannot wait) that finds its actor idle runs
+the handler in the sender's task rather than through the mailbox channel (see
+:meth:`Runtime._inline_instance`). The request is still an envelope, audited and
+capability-checked; the actor still handles one message at a time, in mailbox order. Every
+ask, tell and publish is a checkpoint, as Trio's own operations are. A reply is made into an
+envelope only when an audit hook is installed (the asker needs only its payload).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import random
 import time
-import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Hashable, Iterable
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,9 +42,6 @@ from ._actor import Actor, find_handler
 from ._asks import ReplySlot, WaitGraph
 from ._audit import AuditEvent, AuditHook, AuditRecord
 from ._cell import (
-    _FAIRNESS_BATCH,
-    _STOPPED,
-    _STOPPING,
     _WAKE,
     SUPERVISOR_ID,
     _Cell,
@@ -80,7 +66,7 @@ from ._kernel_errors import (
     UnhandledMessageError,
     UnknownActorError,
 )
-from ._lives import cell_main, handle
+from ._lives import cell_main, handle_inline
 
 if TYPE_CHECKING:
     from ._stepping import SteppingScheduler
@@ -90,9 +76,6 @@ A = TypeVar("A", bound=Actor)
 
 _NOTHING: frozenset[Hashable] = frozenset()
 """What an actor spawned without capabilities was granted."""
-# bound once: every envelope calls them (module attribute lookups showed in profiles)
-_time_ns, _monotonic_ns = time.time_ns, time.monotonic_ns
-_stamped = Envelope.stamped
 
 
 @frozen
@@ -129,11 +112,6 @@ class Runtime:
         """Each topic's subscribers, by the topic's name (a str hashes in C; a Topic's hash is a
         Python call, and every step of an agent asks whether its topic has listeners)."""
         self._slots: dict[str, ReplySlot] = {}
-        self._now: tuple[ActorId, Envelope] | None = None
-        """While a never-yielding handler runs (:meth:`_run_now`): its actor and envelope, which
-        every reader of ``handling`` sees instead (see :meth:`_current`)."""
-        self._answering: ReplySlot | None = None
-        """While ``_now``'s handler answers an ask at once: the asker's slot (see :meth:`_ask`)."""
         self._ask_ids: set[str] = set()
         self._deferred: set[str] = set()
         self._graph = WaitGraph()
@@ -141,11 +119,10 @@ class Runtime:
         self._node = random.getrandbits(16)
         self._id_template = message_id_template(self._node)
         self._counter = 0
-        self._unyielded = 0  # inline asks since one last yielded (see _inline_checkpoint)
         self._last_ns = 0
         self._stepping = scheduler
         self._inline = inline_asks and scheduler is None
-        """Whether an ask to an idle actor may run its handler in the asker's task."""
+        """Whether a message for an idle actor's inline handler may run it in the sender's task."""
         self._drain_timeout = drain_timeout
         self._closing = False
         self.busy = 0
@@ -235,8 +212,7 @@ class Runtime:
     async def stop(self, actor: Address, *, drain_timeout: float | None = None) -> None:
         """Stop an actor in order: refuse new mail, handle what is queued, ``on_stop``, cancel.
 
-        Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled;
-        an inline handler running in an asker's task is not, and ``stop`` returns once it has.
+        Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled.
         """
         cell = self._cell(actor)
         if cell.state is _State.STOPPED:
@@ -256,10 +232,6 @@ class Runtime:
         if not cell.done.is_set():
             cell.scope.cancel()
             await cell.done.wait()
-        # an inline handler, in an asker's task, is not cancelled: wait for it (unless it is
-        # the one stopping its own actor)
-        while cell.inline is not None and cell.inline_task is not trio.lowlevel.current_task():
-            await cell.inline.wait()
 
     async def aclose(self) -> None:
         """Stop every actor, latest spawned first (so children go before parents)."""
@@ -295,13 +267,12 @@ class Runtime:
         """Whether ``actor`` has nothing to do at this moment.
 
         True when it is running, nothing waits in its mailbox (nor, under a stepping
-        scheduler, is held for it) and none of its handlers runs, in its own task or inline in
-        an asker's. A snapshot, which holds until the caller next yields to Trio. It lets an actor
+        scheduler, is held for it) and none of its handlers runs. A snapshot, which holds until the caller next yields to Trio. It lets an actor
         skip an ask whose answer it already knows, when nothing is on its way that could
         change that answer (see the engine's input pull).
         """
         cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
-        if cell is None or not cell.can_run_inline():
+        if cell is None or not cell.is_idle():
             return False
         return self._stepping is None or not self._stepping._holds_for(cell)
 
@@ -336,22 +307,21 @@ class Runtime:
                   correlation_id: str | None = None, causation_id: str | None = None) -> Envelope:
         self._counter += 1
         # ids sort by time: never let a wall clock stepped back make an id sort before older ones
-        now_ns = _time_ns()
+        now_ns = time.time_ns()
         if now_ns < self._last_ns:
             now_ns = self._last_ns
         self._last_ns = now_ns
         if causation_id is None:
-            cause = self._now
-            if cause is None:
-                cause = handling.get()
+            cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
-        return _stamped(self._id_template, self._counter, sender, recipient, now_ns, _monotonic_ns(),
+        return Envelope(self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
+                        dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
                         payload, correlation_id, causation_id)
 
     def _cell(self, to: Address) -> _Cell:
         if isinstance(to, ActorRef):
             known = to._cell
-            if known.state is not _STOPPED:
+            if known.state is not _State.STOPPED:
                 # a cell never leaves STOPPED, and only a stopped one is replaced (see spawn):
                 # one that is not stopped is its id's current cell, no lookup needed
                 return known
@@ -370,7 +340,7 @@ class Runtime:
             UnhandledMessageError: the actor has no handler for the message's type.
         """
         cell = self._cell(to)
-        if cell.state is _STOPPED or cell.state is _STOPPING:
+        if cell.state is _State.STOPPED or cell.state is _State.STOPPING:
             raise ActorStoppedError(cell.id, type(message).__name__)
         cls = cell.actor_cls
         if cls is None:
@@ -382,128 +352,130 @@ class Runtime:
             )
         return cell, name
 
-    async def _enqueue(self, cell: _Cell, env: Envelope) -> None:
+    def _inline_instance(self, cell: _Cell, name: str | None, env: Envelope) -> Actor | None:
+        """The instance whose inline handler ``name`` may take ``env`` now, in the sender's
+        task, or ``None``: the message goes through the mailbox.
+
+        It may when the handler is marked ``@handler(inline=True)`` (so it is a plain ``def``,
+        which cannot wait), the actor is idle (its loop waits on an empty mailbox: ``env``
+        would be the next message it handles) and the sender is allowed to send it (a denial
+        runs ``on_denied``, which may wait). The actor still handles one message at a time,
+        in mailbox order; only which task runs the handler differs.
+        """
+        instance = cell.instance
+        if (name is None or instance is None or not self._inline or name not in type(instance)._inline
+                or not cell.is_idle()):
+            return None
+        needed = instance.capability_for(type(env.payload))
+        if needed is not None and not self.has_capability(env.sender, needed):
+            return None
+        return instance
+
+    def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
+        """Handle ``env`` with the inline handler ``name`` in this task (see
+        :meth:`_inline_instance`). A failure is answered to an asker, then raised in the
+        actor's loop (which it wakes), so supervision restarts the actor as usual."""
+        cell.inline_running = True
+        try:
+            handle_inline(self, cell, instance, env, name)
+        except BaseException as exc:
+            if _failure_of(exc) is None:
+                raise
+            cell.inline_failure = exc
+            try:  # wake the loop so that it raises it now (a full mailbox wakes it anyway)
+                cell.send.send_nowait(_WAKE)
+                cell.pending += 1
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+        finally:
+            cell.inline_running = False
+
+    def _put_nowait(self, cell: _Cell, env: Envelope, name: str | None) -> bool:
+        """Hand ``env`` to ``cell`` without waiting: to its inline handler, to the stepping
+        scheduler, or into its mailbox. False if the mailbox is full."""
+        instance = self._inline_instance(cell, name, env)
+        if instance is not None and name is not None:
+            self._run_inline(cell, instance, env, name)
+            return True
         if self._stepping is not None:
             self._stepping._hold(cell, env)
-            await trio.lowlevel.checkpoint()
-            return
-        cell.pending += 1
+            return True
         try:
             cell.send.send_nowait(env)
         except trio.WouldBlock:
-            try:
-                await cell.send.send(env)
-            except BaseException as exc:
-                cell.pending -= 1
-                if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
-                    raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
-                raise
-            return
+            return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            cell.pending -= 1
             raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
-        await trio.lowlevel.checkpoint_if_cancelled()
+        cell.pending += 1
+        return True
+
+    async def _put(self, cell: _Cell, env: Envelope, name: str | None) -> None:
+        """:meth:`_put_nowait`, waiting for room in a full mailbox (backpressure)."""
+        if self._put_nowait(cell, env, name):
+            return
+        cell.pending += 1
+        try:
+            await cell.send.send(env)
+        except BaseException as exc:
+            cell.pending -= 1
+            if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
+                raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
+            raise
 
     async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
+        # a checkpoint as Trio's own sends are: cancelled before, never after, it is sent
         cell, name = self._target(to, message)
-        await self._deliver(cell, self._envelope(ctx.self_id, cell.id, message), name)
-
-    async def _deliver(self, cell: _Cell, env: Envelope, name: str | None) -> None:
-        """Put a told or published envelope in ``cell``'s mailbox, or handle it at once (see
-        :meth:`_told_at_once`); ``name``: its handler, if known."""
-        if not self._told_at_once(cell, env, name):
-            await self._enqueue(cell, env)
-            return
         await trio.lowlevel.checkpoint_if_cancelled()
-
-    def _told_at_once(self, cell: _Cell, env: Envelope, name: str | None) -> bool:
-        """Handle a told or published envelope now, in the sender's task, if that is the same
-        as handling it from the mailbox; return whether it was.
-
-        That holds when the actor is idle (so it would be the next message handled) and its
-        handler (``name``) is an inline one that never yields (no ``await``): it runs to its
-        end before anything else does, and cannot wait, ask or be cancelled meanwhile. That
-        saves the task switch a tell costs (a history change told to each analyzer, input
-        told to the engine).
-        """
-        instance = cell.instance
-        if (name is not None and instance is not None and self._inline and cell.can_run_inline()
-                and name in type(instance)._inline_unawaiting
-                and not self._handler_may_yield(instance, name, env.payload, env.sender)):
-            if self._run_now(cell, instance, env, name) is not None:  # pragma: no cover
-                raise AssertionError(f"{cell.id}: {name} has no await, yet it suspended")
-            return True
-        return False
+        await self._put(cell, self._envelope(ctx.self_id, cell.id, message), name)
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _tell_nowait(self, ctx: Context, to: Address, message: Message) -> None:
         cell, name = self._target(to, message)
-        env = self._envelope(ctx.self_id, cell.id, message)
-        if self._told_at_once(cell, env, name):
-            return
-        if self._stepping is not None:
-            self._stepping._hold(cell, env)
-            return
-        try:
-            cell.send.send_nowait(env)
-        except trio.WouldBlock:
-            raise MailboxFullError(cell.id, cell.mailbox_size) from None
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise ActorStoppedError(cell.id, type(message).__name__) from None
-        cell.pending += 1
+        if not self._put_nowait(cell, self._envelope(ctx.self_id, cell.id, message), name):
+            raise MailboxFullError(cell.id, cell.mailbox_size)
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
-                   shield: bool = False) -> Any:
+                   shield: bool) -> Any:
         """Ask ``to``; see :meth:`Context.ask`.
 
-        Most of an agent's asks go to an idle actor whose inline handler never yields (see
-        :meth:`_handler_may_yield`): the handler runs here and now (:meth:`_run_now`) and mostly
-        answers before it returns, so the ask is over before any other task could see it.
-        There is no wait to record in the wait-for graph, nor a cycle to find (an idle actor's
-        handlers wait for nobody), ``busy`` would be put back as it was, and the reply goes
-        straight to the slot: the ask is registered by its id (which is then formatted, see
-        ``Envelope.stamped``) only if the handler defers its reply (see :meth:`_defer`). Only
-        a deferred reply, or a handler that suspended after all, is waited for, by
-        :meth:`_ask_unfinished`, which does that bookkeeping then. (Written out here rather
-        than in a coroutine of its own: one frame less for the commonest message.)
+        A checkpoint as Trio's own operations are: a cancel point before the request is sent
+        (unless ``shield``), and a schedule point after. An inline handler (see
+        :meth:`_inline_instance`) answers before the asker yields, unless it defers its
+        reply; otherwise the asker waits for the reply, recorded in the wait-for graph.
         """
         cell, name = self._target(to, message)
-        instance = cell.instance
-        if (name is not None and instance is not None and self._inline and cell.can_run_inline()
-                and name in type(instance)._inline):
-            if self._handler_may_yield(instance, name, message, ctx.self_id):
-                return await self._ask_waiting(ctx, cell, message, timeout, shield, instance, name)
-            env = self._envelope(ctx.self_id, cell.id, message)
-            slot = ReplySlot(cell.id)
-            suspended = self._run_now(cell, instance, env, name, slot)
-            if suspended is not None or slot.reply is None:
-                await self._ask_unfinished(ctx, cell, instance, env, name, slot, suspended, timeout, shield)
-            else:
-                await self._inline_checkpoint(shield)
-            return self._reply_of(cell, message, slot, timeout)
-        return await self._ask_waiting(ctx, cell, message, timeout, shield)
-
-    async def _ask_unfinished(self, ctx: Context, cell: _Cell, instance: Actor, env: Envelope,
-                              name: str, slot: ReplySlot,
-                              suspended: tuple[Coroutine[Any, Any, None], Any] | None,
-                              timeout: float | None, shield: bool) -> None:
-        """Finish an ask answered at once (see :meth:`_ask`) that is left waiting: the handler suspended (a
-        broken ``completes_at_once`` promise), or its reply was deferred."""
-        self._register(env, slot)  # (if it is not yet: a handler that suspended may defer later)
-        # (it cannot close a cycle: the actor was idle; but others must see the wait. The
-        # handler ran with what it handles in `_now`: `handling` is still the asker's)
-        blocking = self._start_waiting(ctx, cell)
+        if not shield:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        env = self._envelope(ctx.self_id, cell.id, message)
+        slot = ReplySlot(cell.id)
+        self._slots[env.message_id] = slot
+        self._ask_ids.add(env.message_id)
+        queued = False
         try:
-            if suspended is not None:
-                await self._finish_suspended(cell, instance, env, name, suspended)
-            # no time passed for Trio while the handler ran: the ask's time is taken after it
-            if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
-                await self._wait_reply(slot, trio.current_time() + timeout if timeout is not None else math.inf,
-                                       shield)
-            else:
-                await self._inline_checkpoint(shield)
+            instance = self._inline_instance(cell, name, env)
+            if instance is not None and name is not None:
+                queued = True
+                self._run_inline(cell, instance, env, name)
+                if slot.reply is not None:
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    return self._reply_of(cell, message, slot, timeout)
+            # (an idle actor's inline handler waits for nobody: only the mailbox can close a cycle)
+            blocking = self._start_waiting(ctx, cell)
+            try:
+                # the timeout covers the wait for room in a full mailbox too
+                with trio.CancelScope(deadline=math.inf if timeout is None else trio.current_time() + timeout,
+                                      shield=shield):
+                    if not queued:
+                        await self._put(cell, env, None)
+                        queued = True
+                    await slot.wait()
+            finally:
+                self._stop_waiting(ctx, cell, blocking)
         finally:
-            self._stop_waiting(ctx, cell, blocking)
             self._slots.pop(env.message_id, None)
+            if not queued:  # never reaches the actor: nobody will answer it
+                self._ask_ids.discard(env.message_id)
+        return self._reply_of(cell, message, slot, timeout)
 
     def _start_waiting(self, ctx: Context, cell: _Cell) -> bool:
         """If the asker is (part of) a handler, record that its actor now waits for ``cell``'s
@@ -521,48 +493,6 @@ class Runtime:
             self.busy += 1
             self._graph.remove(ctx.self_id, cell.id)
 
-    async def _ask_waiting(self, ctx: Context, cell: _Cell, message: Message, timeout: float | None,
-                           shield: bool, instance: Actor | None = None, name: str | None = None) -> Any:
-        """An ask whose asker waits: through the mailbox, or (given ``instance`` and ``name``)
-        for an inline handler that may yield, run in this task by :meth:`_run_inline`."""
-        env = self._envelope(ctx.self_id, cell.id, message)
-        blocking = self._start_waiting(ctx, cell)
-        slot = ReplySlot(cell.id)
-        self._slots[env.message_id] = slot
-        self._ask_ids.add(env.message_id)
-        queued = False
-        try:
-            if instance is not None and name is not None:
-                queued = True
-                # the asker's cancel cannot cut the handler short (it is shielded): a shielded
-                # ask needs no scope of its own here
-                asked_at = trio.current_time()
-                await self._run_inline(cell, instance, env, name)
-                if slot.reply is None:  # a deferred reply: wait for it, the timeout counted from the ask
-                    await self._wait_reply(slot, asked_at + timeout if timeout is not None else math.inf, shield)
-                else:
-                    await self._inline_checkpoint(shield)
-            else:
-                # the timeout covers the wait for room in a full mailbox too
-                # a bare CancelScope (move_on_after's wrapper showed up in profiles), none without a
-                # timeout unless shielded; a shielded scope's own deadline still cancels it
-                if timeout is None and not shield:
-                    await self._enqueue(cell, env)
-                    queued = True
-                    await slot.wait()
-                else:
-                    with trio.CancelScope(deadline=trio.current_time() + timeout if timeout is not None else math.inf,
-                                          shield=shield):
-                        await self._enqueue(cell, env)
-                        queued = True
-                        await slot.wait()
-        finally:
-            self._stop_waiting(ctx, cell, blocking)
-            self._slots.pop(env.message_id, None)
-            if not queued:  # never reaches the actor: nobody will answer it
-                self._ask_ids.discard(env.message_id)
-        return self._reply_of(cell, message, slot, timeout)
-
     @staticmethod
     def _reply_of(cell: _Cell, message: Message, slot: ReplySlot, timeout: float | None) -> Any:
         """What an ask returns for its ``slot``: the reply's payload, or the error it carries."""
@@ -577,178 +507,17 @@ class Runtime:
             return None
         return payload
 
-    async def _inline_checkpoint(self, shield: bool) -> None:
-        """The end of an inline ask: a cancel point (unless ``shield``), and a schedule point
-        once every ``_FAIRNESS_BATCH`` inline asks.
-
-        An ask through the mailbox yields by nature (the asker waits for the actor's task); an
-        inline one would not. Yielding at each one cost a trip through Trio's scheduler per ask,
-        a fifth of an agent's turn; yielding at every ``_FAIRNESS_BATCH``-th still bounds how
-        long any task can run inline asks before others get the CPU (as the message loop's
-        batch does for mailboxes).
-        """
-        self._unyielded += 1
-        if self._unyielded >= _FAIRNESS_BATCH:
-            self._unyielded = 0
-            if shield:
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            else:
-                await trio.lowlevel.checkpoint()
-        elif not shield:
-            await trio.lowlevel.checkpoint_if_cancelled()
-
-    @staticmethod
-    async def _wait_reply(slot: ReplySlot, deadline: float, shield: bool = False) -> None:
-        if deadline == math.inf and not shield:
-            await slot.wait()
-            return
-        with trio.CancelScope(deadline=deadline, shield=shield):
-            await slot.wait()
-
-    def _handler_may_yield(self, instance: Actor, name: str, payload: Message, sender: ActorId) -> bool:
-        """Whether handling ``payload`` from ``sender`` with ``instance``'s inline handler
-        ``name`` may yield to Trio (see ``Actor._inline_unawaiting``); if not, it needs no shield."""
-        cls = type(instance)
-        if name not in cls._inline_unawaiting and not (
-                cls._promises_completion and instance.completes_at_once(payload)):
-            return True
-        if cls._denial_unawaiting:
-            return False
-        needed = instance.capability_for(type(payload))  # on_denied may run instead
-        return needed is not None and not self.has_capability(sender, needed)
-
-    def _run_now(self, cell: _Cell, instance: Actor, env: Envelope, name: str,
-                 slot: ReplySlot | None = None) -> tuple[Coroutine[Any, Any, None], Any] | None:
-        """:meth:`_run_inline` for a handler that never yields (see :meth:`_handler_may_yield`),
-        run to its end here and now: its coroutine finishes at the first ``send``.
-
-        When the actor's ``on_denied`` may yield, :meth:`_handler_may_yield` has found the
-        sender allowed already: the handler is not asked again (``granted``).
-
-        No other task runs until it returns, so nothing can see it running: the loop needs no
-        event to wait on and no task of record, and there is no cancel point to shield. Being
-        synchronous, it serves ``tell_nowait`` too. ``slot``: for an ask, where the reply goes.
-
-        Returns ``None``, or, if the handler suspended after all (only a wrong
-        :meth:`Actor.completes_at_once` can make it), its coroutine and what it yielded, for
-        :meth:`_finish_suspended`.
-        """
-        # what it handles is kept in `_now` rather than in the context variable: with no other
-        # task running meanwhile, nobody can tell, and setting and resetting the variable was
-        # ~2% of an agent's time (see _current; a task it starts gets it from _PassOn)
-        outer, outer_slot = self._now, self._answering
-        self._now, self._answering = (cell.id, env), slot
-        coro = handle(self, cell, instance, env, name, not type(instance)._denial_unawaiting, slot, True)
-        try:
-            trap = coro.send(None)
-        except StopIteration:
-            return None
-        except BaseException as exc:
-            if _failure_of(exc) is None:
-                raise
-            self._inline_failed(cell, exc)
-            return None
-        finally:
-            self._now, self._answering = outer, outer_slot
-        return coro, trap
-
-    def _current(self) -> tuple[ActorId, Envelope] | None:
-        """The actor whose handler runs now and the envelope it handles, or None: ``handling``,
-        or ``_now`` while a never-yielding handler runs (:meth:`_run_now`)."""
-        now = self._now
-        return now if now is not None else handling.get()
-
-    async def _finish_suspended(self, cell: _Cell, instance: Actor, env: Envelope, name: str,
-                                suspended: tuple[Coroutine[Any, Any, None], Any]) -> None:
-        """Finish a handler that :meth:`_run_now` found suspended, as :meth:`_run_inline` would
-        but unshielded (a scope entered now would not nest around the handler's own), and log
-        the broken promise: the actor's ``completes_at_once`` said it would not suspend.
-
-        Other tasks run while it waits, so what it handles (``env``) goes in ``handling``, in
-        this task, as for any handler."""
-        log.error("%s.%s suspended although completes_at_once() said it would not: it ran "
-                  "unshielded from its asker's cancellation; make completes_at_once() answer "
-                  "False for this case", type(instance).__name__, name)
-        # (marked running only now: nothing else ran since it started, so it is as if it was then)
-        token = handling.set((cell.id, env))
-        try:
-            await self._as_inline(cell, _resume(*suspended))
-        finally:
-            handling.reset(token)
-
-    async def _as_inline(self, cell: _Cell, handling: Awaitable[None]) -> None:
-        """Await ``handling``, the run of one of ``cell``'s inline handlers, in this task: the
-        actor's loop waits on ``cell.inline`` meanwhile, and a failure is raised in that loop
-        (see :meth:`_inline_failed`) rather than here."""
-        done = cell.inline = trio.Event()
-        cell.inline_task = trio.lowlevel.current_task()
-        try:
-            await handling
-        except BaseException as exc:
-            if _failure_of(exc) is None:
-                raise
-            self._inline_failed(cell, exc)
-        finally:
-            cell.inline = None
-            cell.inline_task = None
-            done.set()
-
-    @staticmethod
-    def _inline_failed(cell: _Cell, exc: BaseException) -> None:
-        """An inline handler failed with ``exc``: the actor's loop raises it (and restarts)."""
-        cell.inline_failure = exc
-        if cell.parked and not cell.pending:  # wake the loop so that it raises it now
-            cell.pending += 1
-            try:
-                cell.send.send_nowait(_WAKE)
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                cell.pending -= 1
-
-    async def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
-        """Run an inline handler (``@handler(inline=True)``) that may yield in the asker's task.
-
-        Taken only when the target's loop is parked on an empty mailbox, so the ask would be
-        the next message it handles anyway: the actor still handles one message at a time
-        (its loop waits while this runs), in mailbox order (nothing was queued before it).
-        What changes is only which task runs the handler, which saves the two task switches
-        and the channel round trip of an ask. The handler is shielded from the asker's
-        cancellation, as it is in the actor's own task (an asker's timeout or cancel never
-        cuts a handler short; it applies once the handler returns); a failure is answered to
-        the asker and then raised in the actor's loop, so supervision restarts it as usual.
-        A handler that never yields runs through :meth:`_run_now` instead: with no
-        cancel point there is nothing to shield it from, and no other task to see it run.
-        """
-        await self._as_inline(cell, self._handle_shielded(cell, instance, env, name))
-
-    async def _handle_shielded(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
-        with trio.CancelScope(shield=True):
-            await handle(self, cell, instance, env, name)
-
-    def _register(self, request: Envelope, slot: ReplySlot) -> None:
-        """Make an ask answered at once (see :meth:`_ask`) findable by its id, as an
-        ask through the mailbox is: for a reply sent later (:meth:`_defer`)."""
-        if not slot.registered:
-            slot.registered = True
-            self._slots[request.message_id] = slot
-            self._ask_ids.add(request.message_id)
-
     def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
-        now, answering = self._now, self._answering
-        if answering is not None and now is not None and now[1] is request:
-            self._register(request, answering)
-        elif request.message_id not in self._ask_ids:
+        if request.message_id not in self._ask_ids:
             return None
         self._deferred.add(request.message_id)
         return PendingReply(self, request, responder)
 
-    def _reply(self, request: Envelope, responder: ActorId, payload: Message,
-               slot: ReplySlot | None = None) -> None:
-        """Answer ``request``: to ``slot`` (an ask answered at once, not registered), or to
-        whoever waits for its id."""
-        if slot is None or slot.registered:
-            self._ask_ids.discard(request.message_id)
-            self._deferred.discard(request.message_id)
-            slot = self._slots.get(request.message_id)
+    def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
+        """Answer ``request`` to whoever waits for its id."""
+        self._ask_ids.discard(request.message_id)
+        self._deferred.discard(request.message_id)
+        slot = self._slots.get(request.message_id)
         if slot is not None and not self._hooks:
             # the asker needs only the payload: the envelope would be made for the audit alone
             slot.answer(payload)
@@ -764,12 +533,11 @@ class Runtime:
         self._audit(AuditRecord(AuditEvent.REPLIED, env))
 
     async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
         subs = self._topics.get(topic.name)
-        if not subs:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            return
-        env = self._envelope(ctx.self_id, topic, message)
-        for sub in list(subs):
+        env = self._envelope(ctx.self_id, topic, message) if subs else None
+        for sub in list(subs) if subs else ():
+            assert env is not None
             if isinstance(sub, _Cell):
                 name = find_handler(sub.actor_cls, type(message)) if sub.actor_cls is not None else None
                 if name is None and sub.actor_cls is not None:
@@ -779,7 +547,7 @@ class Runtime:
                                quiet=True)
                     continue
                 try:
-                    await self._deliver(sub, env, name)
+                    await self._put(sub, env, name)
                 except ActorStoppedError:
                     self._drop(env, f"subscriber {sub.id} is stopped")
             else:
@@ -789,7 +557,7 @@ class Runtime:
                     await sub.send(env)
                 except (trio.ClosedResourceError, trio.BrokenResourceError):
                     pass
-        await trio.lowlevel.checkpoint_if_cancelled()
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _subscribe(self, ctx: Context, topic: Topic) -> None:
         cell = ctx._cell
@@ -823,21 +591,3 @@ class Runtime:
                     env.recipient, reason)
         if self._hooks:
             self._audit(AuditRecord(AuditEvent.DROPPED, env, reason))
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], trap: Any) -> Generator[Any, Any, None]:
-    """Carry on a coroutine that was started by hand (``send``) and yielded ``trap`` to Trio:
-    pass what Trio sends or throws back to it, and its next traps to Trio, until it ends."""
-    while True:
-        try:
-            value = yield trap
-        except BaseException as exc:
-            try:
-                trap = coro.throw(exc)
-            except StopIteration:
-                return
-        else:
-            try:
-                trap = coro.send(value)
-            except StopIteration:
-                return

@@ -181,7 +181,7 @@ class Analyzer(Actor):
             await self.run_once()
 
     @handler(inline=True)
-    async def on_changed(self, msg: HistoryChanged) -> None:
+    def on_changed(self, msg: HistoryChanged) -> None:
         if msg.entry is not None and self._judges():
             self._take(msg.entry)
         if self.settings.trigger == "history" and self.wants(msg):
@@ -312,7 +312,7 @@ class UsageWatcher(Analyzer):
         return False
 
     @handler(inline=True)
-    async def on_usage(self, msg: HistoryUsage) -> None:
+    def on_usage(self, msg: HistoryUsage) -> None:
         # the rise is judged here, at each report, not by the worker: reports that come
         # while it is busy (or not yet scheduled) must not hide a dip and the rise after it
         rose = _RANK.index(msg.level) > _RANK.index(self.level)

@@ -202,7 +202,7 @@ class Engine(Actor):
         self._wake.set()
 
     @handler(inline=True)
-    async def on_pause(self, msg: Pause) -> None:
+    def on_pause(self, msg: Pause) -> None:
         """Stop running on its own; a ``RunUntilIdle`` in progress ends after its current step."""
         self.auto = False
         self._pause_unrecorded = True
@@ -212,24 +212,24 @@ class Engine(Actor):
         self._poke()  # an idle runner records the pause
 
     @handler(inline=True)
-    async def on_resume(self, msg: Resume) -> None:
+    def on_resume(self, msg: Resume) -> None:
         self.auto = True
         self._pause_unrecorded = False
         self._poke()
 
     @handler(inline=True)
-    async def on_input_available(self, msg: InputAvailable) -> None:
+    def on_input_available(self, msg: InputAvailable) -> None:
         self._input_empty = False
         self._poke()
 
     @handler(inline=True)
-    async def on_step(self, msg: Step) -> StepDone | None:
+    def on_step(self, msg: Step) -> StepDone | None:
         self._jobs.append(_Job("step", self.ctx.defer_reply()))
         self._poke()
         return None
 
     @handler(inline=True)
-    async def on_run_until_idle(self, msg: RunUntilIdle) -> Idle | None:
+    def on_run_until_idle(self, msg: RunUntilIdle) -> Idle | None:
         self._jobs.append(_Job("idle", self.ctx.defer_reply(), msg.max_steps))
         self._poke()
         return None

@@ -213,7 +213,7 @@ class ContextManagement(Actor):
     # -- reflection -----------------------------------------------------------------------------
 
     @handler(inline=True)
-    async def on_read_history(self, msg: ReadHistory) -> HistorySlice:
+    def on_read_history(self, msg: ReadHistory) -> HistorySlice:
         s = self.state
         start = msg.start if msg.start is not None else 0
         stop = msg.stop if msg.stop is not None else len(s.entries)
@@ -266,7 +266,7 @@ class ContextManagement(Actor):
                                     f"would split a model output from its tool results ({partner.id} not included)"))
         return out
 
-    @handler(inline=True)
+    @handler
     async def on_edit_history(self, msg: EditHistory) -> Message:
         changed: dict[str, HistoryEntry] = {}
         removed: list[str] = []
@@ -345,7 +345,7 @@ class ContextManagement(Actor):
             run = []
         return out
 
-    @handler(inline=True)
+    @handler
     async def on_fold(self, msg: FoldIntoRecap) -> Message:
         if not msg.entries:
             raise UsageError("FoldIntoRecap needs at least one entry")

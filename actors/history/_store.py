@@ -109,10 +109,6 @@ class HistoryConflictError(UsageError):
     """A change that does not fit the thread's state (e.g. an output while waiting for input)."""
 
 
-_ENGINE_WRITES = frozenset({AppendInput, AppendOutput, RecordToolStarted, RecordToolResult, AppendToolResults})
-"""The messages whose handlers :meth:`HistoryStore.completes_at_once` can vouch for."""
-
-
 def history_topic(thread_id: str) -> Topic:
     """The topic where a thread's history store publishes :class:`HistoryChanged`."""
     return Topic(f"history.{thread_id}")
@@ -211,16 +207,16 @@ class HistoryStore(ContextManagement):
                     self.limit_level())
 
     @handler(inline=True)
-    async def on_get_tail(self, msg: GetTail) -> Tail:
+    def on_get_tail(self, msg: GetTail) -> Tail:
         return self._tail()
 
     @handler(inline=True)
-    async def on_read(self, msg: ReadEntries) -> Entries:
+    def on_read(self, msg: ReadEntries) -> Entries:
         entries = self.state.entries if msg.include_folded else self.state.active
         return Entries(tuple(entries[msg.start : msg.stop]), len(entries))
 
     @handler(inline=True)
-    async def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
+    def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
         return AppEffects(self.state.app_histories())
 
     @handler
@@ -229,7 +225,7 @@ class HistoryStore(ContextManagement):
         return AppEffects((AppHistory(msg.app, effects=effects),) if effects else ())
 
     @handler(inline=True)
-    async def on_save_app_state(self, msg: SaveAppState) -> None:
+    def on_save_app_state(self, msg: SaveAppState) -> None:
         # kept in memory for the next snapshot: the effects it stands for stay in the log
         if not self.state.save_app_state(msg.app, msg.effects, msg.state):
             track = self.state.apps.get(msg.app)
@@ -238,11 +234,11 @@ class HistoryStore(ContextManagement):
                         if track is not None else "it has committed no effect")
 
     @handler(inline=True)
-    async def on_get_status(self, msg: GetStatus) -> AgentStatus:
+    def on_get_status(self, msg: GetStatus) -> AgentStatus:
         return self.state.status
 
     @handler(inline=True)
-    async def on_render(self, msg: Render) -> Rendered:
+    def on_render(self, msg: Render) -> Rendered:
         result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
                               windows_tokens=self._windows_tokens(msg.windows),
                               system_tokens=self.system_tokens, tools_tokens=self.tools_tokens,
@@ -278,7 +274,7 @@ class HistoryStore(ContextManagement):
                 f"{self.state.state.value}, expected {' or '.join(a.value for a in allowed)}"
             )
 
-    @handler(inline=True)
+    @handler
     async def on_append_input(self, msg: AppendInput) -> Tail:
         self._expect(EngineState.WAITING_INPUT, what="append an input")
         if not msg.text.strip():
@@ -298,7 +294,7 @@ class HistoryStore(ContextManagement):
         await self._commit([EntryAppended(entry)])
         return self._tail()
 
-    @handler(inline=True)
+    @handler
     async def on_append_output(self, msg: AppendOutput) -> Tail:
         self._expect(EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS, what="append a model output")
         content, recent_arguments, gist_arguments = output_levels(msg.text, msg.tool_calls, self.counter)
@@ -313,12 +309,12 @@ class HistoryStore(ContextManagement):
         await self._commit([EntryAppended(entry)])
         return self._tail()
 
-    @handler(inline=True)
+    @handler
     async def on_tool_started(self, msg: RecordToolStarted) -> None:
         self._expect(EngineState.WAITING_TOOL_RESULTS, what="start a tool")
         await self._commit([ToolStarted(msg.call_id, msg.name)])
 
-    @handler(inline=True)
+    @handler
     async def on_tool_result(self, msg: RecordToolResult) -> Tail:
         self._expect(EngineState.WAITING_TOOL_RESULTS, what="record a tool result")
         last = self.state.last
@@ -331,7 +327,7 @@ class HistoryStore(ContextManagement):
         await self._commit([ToolResultRecorded(msg.result, msg.effect)])
         return self._tail()
 
-    @handler(inline=True)
+    @handler
     async def on_append_results(self, msg: AppendToolResults) -> Tail:
         self._expect(EngineState.TOOL_RESULTS_READY, what="append the tool results")
         notes = tuple(self.state.pending_notifications)
@@ -347,7 +343,7 @@ class HistoryStore(ContextManagement):
         await self._commit([ToolResultsAppended(entry)])
         return self._tail()
 
-    @handler(inline=True)
+    @handler
     async def on_record_pause(self, msg: RecordPause) -> None:
         """Record that the engine stopped for a pause, if it stopped with work left and the
         log does not say so already (an engine waiting for input has nothing to pause)."""
@@ -355,7 +351,7 @@ class HistoryStore(ContextManagement):
         if not s.task.paused and s.state is not EngineState.WAITING_INPUT:
             await self._commit([EnginePaused()])
 
-    @handler(inline=True)
+    @handler
     async def on_record_failure(self, msg: RecordStepFailure) -> None:
         """Record a failed step, unless the log's latest failure is this one (a step tried
         again and failed the same way changes nothing)."""
@@ -376,7 +372,7 @@ class HistoryStore(ContextManagement):
             return Retention.DISPOSABLE if Retention.DISPOSABLE in classes else Retention.EPHEMERAL
         return Retention.COMPRESSIBLE
 
-    @handler(inline=True)
+    @handler
     async def on_post_notification(self, msg: PostNotification) -> NotificationPosted:
         if not msg.text.strip():
             raise HistoryConflictError("a notification needs text")
@@ -391,11 +387,11 @@ class HistoryStore(ContextManagement):
         return posted
 
     @handler(inline=True)
-    async def on_find_inputs(self, msg: FindInputs) -> InputsFound:
+    def on_find_inputs(self, msg: FindInputs) -> InputsFound:
         return InputsFound(tuple(k for k in msg.keys if k in self.state.input_keys))
 
     @handler(inline=True)
-    async def on_find_message(self, msg: FindMessage) -> MessageFound:
+    def on_find_message(self, msg: FindMessage) -> MessageFound:
         known = self.state.keyed.get(msg.key)
         if known is None:
             return MessageFound()
@@ -403,11 +399,6 @@ class HistoryStore(ContextManagement):
             return MessageFound(known.notification)
         reply, latest = reply_after(self.state, known.read_in)
         return MessageFound(known.notification, known.read_in, reply, latest)
-
-    def completes_at_once(self, message: Message) -> bool:
-        """The engine's writes reach no ``await`` when :meth:`_commit` can write at once:
-        the runtime then runs them without shielding them (see ``Actor.completes_at_once``)."""
-        return type(message) in _ENGINE_WRITES and self._writes_at_once()
 
     def _writes_at_once(self) -> bool:
         """Whether a commit now needs no ``await``: the log appends without waiting (a

@@ -184,14 +184,14 @@ class RecapMaintainer(Actor):
         self._answer(self._waiting, self._last)
 
     @handler(inline=True)
-    async def on_usage(self, msg: HistoryUsage) -> None:
+    def on_usage(self, msg: HistoryUsage) -> None:
         self.level = msg.level
         if msg.level is not LimitLevel.OK:
             self._due = msg.level if self._due is None else max(self._due, msg.level, key=_RANK.index)
             self._wake.set()
 
     @handler(inline=True)
-    async def on_fold_now(self, msg: FoldNow) -> FoldDone | None:
+    def on_fold_now(self, msg: FoldNow) -> FoldDone | None:
         reply = self.ctx.defer_reply()
         if reply is not None:
             self._waiting.append(reply)

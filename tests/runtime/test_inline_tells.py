@@ -51,10 +51,10 @@ class Listener(Actor):
         self.ctx.subscribe(TOPIC)
 
     @handler(inline=True)
-    async def on_ping(self, msg: Ping) -> None:
+    def on_ping(self, msg: Ping) -> None:
         self.log.append((msg.text, trio.lowlevel.current_task()))
 
-    @handler(inline=True)
+    @handler
     async def on_yielding(self, msg: Yielding) -> None:
         await trio.lowlevel.checkpoint()
         self.log.append((msg.text, trio.lowlevel.current_task()))
@@ -64,7 +64,7 @@ class Listener(Actor):
         self.log.append((msg.text, trio.lowlevel.current_task()))
 
     @handler(inline=True)
-    async def on_boom(self, msg: Boom) -> None:
+    def on_boom(self, msg: Boom) -> None:
         raise ValueError("boom")
 
 
@@ -100,10 +100,7 @@ async def test_a_handler_that_awaits_or_is_not_inline_is_told_through_the_mailbo
         ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         await sender.tell(ref, Yielding("awaits"))
-        assert log == []  # queued, not handled yet
-        await trio.testing.wait_all_tasks_blocked()
         await sender.tell(ref, Plain("plain"))
-        assert log == [("awaits", starts[0])]
         await trio.testing.wait_all_tasks_blocked()
         assert log == [("awaits", starts[0]), ("plain", starts[0])]  # both in the actor's own task
 
@@ -112,8 +109,8 @@ async def test_messages_queued_before_an_inline_eligible_tell_from_the_same_send
     async with open_runtime() as rt:
         ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
-        await sender.tell(ref, Plain("first"))
-        await sender.tell(ref, Plain("second"))
+        sender.tell_nowait(ref, Plain("first"))
+        sender.tell_nowait(ref, Plain("second"))
         await sender.tell(ref, Ping("third"))  # the mailbox is not empty: no inline run
         await trio.testing.wait_all_tasks_blocked()
         assert [text for text, _ in log] == ["first", "second", "third"]
@@ -137,7 +134,7 @@ async def test_a_failing_inline_tell_does_not_reach_the_sender_and_restarts_the_
 async def test_with_inline_asks_off_a_tell_always_goes_through_the_mailbox() -> None:
     async with open_runtime(inline_asks=False) as rt:
         ref, log, starts = await _listener(rt)
-        await rt.client("sender").tell(ref, Ping("queued"))
+        rt.client("sender").tell_nowait(ref, Ping("queued"))
         assert log == []
         await trio.testing.wait_all_tasks_blocked()
         assert log == [("queued", starts[0])]

@@ -29,8 +29,8 @@ class Gated(Actor):
         await self.gate.wait()
 
     @handler(inline=True)
-    async def on_wait_inline(self, msg: WaitInline) -> None:
-        await self.gate.wait()
+    def on_wait_inline(self, msg: WaitInline) -> None:
+        self.idle_while_inline = self.ctx.runtime.is_idle(self.ctx.self_id)
 
 
 async def test_an_actor_is_idle_only_with_an_empty_mailbox_and_no_handler_running() -> None:
@@ -51,15 +51,12 @@ async def test_an_actor_is_idle_only_with_an_empty_mailbox_and_no_handler_runnin
 
 
 async def test_an_actor_whose_inline_handler_runs_in_an_askers_task_is_not_idle() -> None:
-    gate = trio.Event()
+    actors: list[Gated] = []
     async with open_runtime() as rt:
-        ref = await rt.spawn(lambda: Gated(gate), "gated/g")
+        ref = await rt.spawn(lambda: actors.append(Gated(trio.Event())) or actors[-1], "gated/g")
         await trio.testing.wait_all_tasks_blocked()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(rt.client("c").ask, ref, WaitInline())
-            await trio.testing.wait_all_tasks_blocked()
-            assert not rt.is_idle(ref)
-            gate.set()
+        await rt.client("c").ask(ref, WaitInline())
+        assert actors[0].idle_while_inline is False
         assert rt.is_idle(ref)
 
 

@@ -10,16 +10,13 @@ from attrs import frozen
 
 from livecontext.protocol import Message
 from livecontext.runtime import Actor, AskTimeoutError, handler, open_runtime
-from livecontext.runtime._runtime import _FAIRNESS_BATCH
-from tests.support.busy import busy_task
 
 
 @frozen
 class Write(Message):
-    """Handled inline: recorded at once (after the gate opens, if ``gated``)."""
+    """Handled inline: recorded at once."""
 
     text: str
-    gated: bool = False
 
 
 @frozen
@@ -31,7 +28,7 @@ class SlowWrite(Message):
 
 @frozen
 class DeferredWrite(Message):
-    """Handled inline with a deferred reply: a background task records it once the gate opens."""
+    """Handled with a deferred reply: a background task records it once the gate opens."""
 
     text: str
 
@@ -53,10 +50,7 @@ class Ledger(Actor):
         self.entered = entered
 
     @handler(inline=True)
-    async def on_write(self, msg: Write) -> Written:
-        if msg.gated:
-            self.entered.set()
-            await self.gate.wait()
+    def on_write(self, msg: Write) -> Written:
         self.log.append(msg.text)
         return Written(tuple(self.log))
 
@@ -67,7 +61,7 @@ class Ledger(Actor):
         self.log.append(msg.text)
         return Written(tuple(self.log))
 
-    @handler(inline=True)
+    @handler
     async def on_deferred(self, msg: DeferredWrite) -> None:
         pending = self.ctx.defer_reply()
         assert pending is not None
@@ -98,8 +92,7 @@ async def _spawn(rt, world: World):  # type: ignore[no-untyped-def]
     return ref
 
 
-@pytest.mark.parametrize("message", [Write("a", gated=True), SlowWrite("a"), DeferredWrite("a")],
-                         ids=["inline", "mailbox", "deferred"])
+@pytest.mark.parametrize("message", [SlowWrite("a"), DeferredWrite("a")], ids=["mailbox", "deferred"])
 async def test_a_shielded_ask_returns_its_reply_though_the_caller_is_cancelled_while_it_waits(
         message: Message) -> None:
     world = World()
@@ -141,13 +134,13 @@ async def test_an_unshielded_ask_in_the_same_place_loses_its_reply_to_the_cancel
 
             async def ask() -> None:
                 with scope:
-                    replies.append(await client.ask(ref, Write("a", gated=True)))
+                    replies.append(await client.ask(ref, SlowWrite("a")))
 
             nursery.start_soon(ask)
             await world.entered.wait()
             scope.cancel()
             world.gate.set()
-        assert world.log == ["a"]  # the inline handler itself is never cut short
+        assert world.log == ["a"]  # the handler itself is never cut short
         assert replies == []
         assert scope.cancelled_caught
 
@@ -170,22 +163,6 @@ async def test_two_shielded_asks_in_an_already_cancelled_scope_both_finish_with_
             replies.append("never")
         assert scope.cancelled_caught
         assert replies == [Written(("commit",)), Written(("commit", "apply")), "after both"]
-
-
-@pytest.mark.parametrize("shield", [True, False], ids=["shielded", "plain"])
-async def test_a_long_run_of_inline_asks_still_lets_other_tasks_run_at_every_fairness_batch(shield: bool) -> None:
-    world = World()
-    async with open_runtime() as rt:
-        ref = await _spawn(rt, world)
-        client = rt.client("asker")
-        async with busy_task() as other:
-            for i in range(6 * _FAIRNESS_BATCH):
-                await client.ask(ref, Write(str(i)), shield=shield)
-            # an inline ask does not yield each time (a trip through the scheduler per ask),
-            # but a run of them yields at least once every _FAIRNESS_BATCH (Trio may order a
-            # batch of runnable tasks either way, hence the slack)
-            assert 4 <= other.count < 2 * _FAIRNESS_BATCH
-        assert len(world.log) == 6 * _FAIRNESS_BATCH
 
 
 @pytest.mark.parametrize("message", [Hang(), DeferredWrite("never answered")], ids=["mailbox", "deferred"])

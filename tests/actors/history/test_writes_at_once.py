@@ -1,60 +1,13 @@
 """The history store's writes at once: on a log that appends without waiting, with nobody
-subscribed to the history, a commit has no ``await`` (so the engine's writes run unshielded);
-the history it writes is the same as through the awaiting path."""
+subscribed to the history, a commit has no ``await``; the history it writes is the same as
+through the awaiting path."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from livecontext.actors.history import HistoryStore, history_topic
-from livecontext.protocol import (
-    ActorId,
-    AppendInput,
-    AppendOutput,
-    AppendToolResults,
-    PostNotification,
-    ReadEntries,
-    make_converter,
-)
-from livecontext.runtime import open_runtime
-from livecontext.runtime.persistence import open_store
-from livecontext.runtime.tokens import TokenCounter
+from livecontext.actors.history import history_topic
 from tests.actors.agent_harness import open_agent
-
-ENGINE_WRITES = [AppendInput("hi"), AppendOutput("ok", (), "m"), AppendToolResults()]
-
-
-async def _vouches(url: str, subscribed: bool) -> list[bool]:
-    stores: list[HistoryStore] = []
-    async with await open_store(url) as store, await store.open_thread("t", owner="t") as log:
-        async with open_runtime() as rt:
-            def make() -> HistoryStore:
-                stores.append(HistoryStore("t", log, make_converter(), TokenCounter()))
-                return stores[-1]
-
-            await rt.spawn(make, ActorId("history", "t"))
-            if not subscribed:
-                return [stores[0].completes_at_once(m) for m in ENGINE_WRITES]
-            async with rt.open_subscription(history_topic("t")):
-                return [stores[0].completes_at_once(m) for m in ENGINE_WRITES]
-
-
-async def test_on_a_memory_store_with_nobody_subscribed_the_engines_writes_complete_at_once() -> None:
-    assert await _vouches("memory:", subscribed=False) == [True, True, True]
-
-
-async def test_with_a_subscriber_to_tell_or_a_log_that_blocks_they_do_not(tmp_path: Path) -> None:
-    assert await _vouches("memory:", subscribed=True) == [False, False, False]
-    assert await _vouches(f"sqlite:{tmp_path / 'h.db'}", subscribed=False) == [False, False, False]
-
-
-async def test_only_the_engines_writes_are_vouched_for() -> None:
-    async with await open_store("memory:") as store, await store.open_thread("t", owner="t") as log:
-        history = HistoryStore("t", log, make_converter(), TokenCounter())
-        assert not history.completes_at_once(ReadEntries())
-        assert not history.completes_at_once(PostNotification("note"))
-
 
 TURNS = [
     {"text": "editing", "tool_calls": [{"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "plan"}}]},
