@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,47 @@ def notebook_turns(edits: int, *, delay_s: float = 0.0) -> list[dict[str, Any]]:
 def url_for(backend: str, root: Path) -> str:
     """A store URL of ``backend`` under ``root`` (not created yet)."""
     return f"sqlite:{root / 'store.db'}" if backend == "sqlite" else f"jsonl:{root / 'store'}"
+
+
+async def read_thread(url: str, thread: str) -> Any:
+    """The state of ``thread`` in the store at ``url`` as a reader sees it now (``None``: no
+    such thread yet)."""
+    from livecontext.actors.history import load_state
+    from livecontext.protocol import make_converter
+    from livecontext.runtime.persistence import ThreadNotFoundError, open_store
+
+    async with await open_store(url) as store:
+        try:
+            reader = await store.open_reader(thread)
+        except ThreadNotFoundError:
+            return None
+        async with reader:
+            return await load_state(reader, make_converter(), thread)
+
+
+async def run_or_kill(command: Sequence[str], root: Path, kill_when: Callable[[], Awaitable[bool]] | None, *,
+                      poll_s: float = 0.02) -> subprocess.CompletedProcess[str] | None:
+    """Run ``command`` (output to ``root/out`` and ``root/err``). With ``kill_when``, SIGKILL it
+    once ``kill_when()`` is true and return ``None``; else wait for it (60 s at most) and return
+    what it did. It never outlives the call."""
+    with open(root / "out", "wb+") as out, open(root / "err", "wb+") as err:
+        proc = await trio.lowlevel.open_process(list(command), stdout=out, stderr=err, env=cli_env())
+        try:
+            if kill_when is not None:
+                with trio.fail_after(30):
+                    while not await kill_when():
+                        assert proc.poll() is None, (root / "err").read_text()
+                        await trio.sleep(poll_s)
+                proc.send_signal(signal.SIGKILL)
+                await proc.wait()
+                return None
+            with trio.fail_after(60):
+                await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                with trio.CancelScope(shield=True):
+                    await proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(list(command), proc.returncode, out.read().decode(), err.read().decode())

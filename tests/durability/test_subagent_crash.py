@@ -9,20 +9,15 @@ killed while the sub-agent works, then the same script is run again to its end.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import trio
-
 from livecontext.actors._format import apps_json
-from livecontext.actors.history import HistoryState, load_state
-from livecontext.protocol import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry, make_converter
-from livecontext.runtime.persistence import ThreadNotFoundError, open_store
+from livecontext.protocol import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 
-from ._support import cli_env, json_lines, notebook_turns, run_cli, write_script
+from ._support import json_lines, notebook_turns, read_thread, run_cli, run_or_kill, write_script
 
 SUB = "main/sub/call_0_0"
 """The sub-agent spawned by the parent's first model output's first call."""
@@ -48,44 +43,16 @@ PARENT_PROCESS = textwrap.dedent('''
 ''')
 
 
-async def read_thread(url: str, thread: str) -> HistoryState | None:
-    async with await open_store(url) as store:
-        try:
-            reader = await store.open_reader(thread)
-        except ThreadNotFoundError:
-            return None
-        async with reader:
-            return await load_state(reader, make_converter(), thread)
-
-
 async def run_parent(root: Path, url: str, *, kill_when_sub_has: int | None) -> subprocess.CompletedProcess[str] | None:
     """Run the parent's process; with ``kill_when_sub_has``, SIGKILL it once the sub-agent's
     thread has that many entries (None: it was killed)."""
     command = [sys.executable, "-c", PARENT_PROCESS, url, str(root / "parent.json"), str(root / "sub.json")]
-    with open(root / "out", "wb+") as out, open(root / "err", "wb+") as err:
-        proc = await trio.lowlevel.open_process(command, stdout=out, stderr=err, env=cli_env())
-        try:
-            if kill_when_sub_has is not None:
-                with trio.fail_after(30):
-                    while True:
-                        state = await read_thread(url, SUB)
-                        if state is not None and len(state.entries) >= kill_when_sub_has:
-                            break
-                        assert proc.poll() is None, (root / "err").read_text()
-                        await trio.sleep(0.02)
-                proc.send_signal(signal.SIGKILL)
-                await proc.wait()
-                return None
-            with trio.fail_after(60):
-                await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                with trio.CancelScope(shield=True):
-                    await proc.wait()
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(command, proc.returncode, out.read().decode(), err.read().decode())
+
+    async def sub_has_enough() -> bool:
+        state = await read_thread(url, SUB)
+        return state is not None and len(state.entries) >= (kill_when_sub_has or 0)
+
+    return await run_or_kill(command, root, sub_has_enough if kill_when_sub_has is not None else None)
 
 
 async def test_a_sub_agent_killed_with_its_parent_resumes_where_it_stopped(tmp_path: Path) -> None:

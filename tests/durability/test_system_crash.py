@@ -11,37 +11,24 @@ compared with the same team run in this process, never killed.
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 
 from livecontext.actors import open_system
-from livecontext.actors.history import HistoryState, load_state
+from livecontext.actors.history import HistoryState
 from livecontext.protocol import (
     ModelInputEntry,
     ModelOutputEntry,
     NotificationPosted,
     ToolResultsEntry,
-    make_converter,
 )
-from livecontext.runtime.persistence import ThreadNotFoundError, open_store
+from livecontext.runtime.persistence import open_store
 
 from tests.actors.system_support import AGENTS, payloads, records, transcript, write_team
 
-from ._support import LIVECONTEXT, cli_env, run_cli
-
-
-async def read_thread(url: str, thread: str) -> HistoryState | None:
-    async with await open_store(url) as store:
-        try:
-            reader = await store.open_reader(thread)
-        except ThreadNotFoundError:
-            return None
-        async with reader:
-            return await load_state(reader, make_converter(), thread)
+from ._support import LIVECONTEXT, read_thread, run_cli, run_or_kill
 
 
 def inputs(state: HistoryState | None) -> int:
@@ -70,31 +57,17 @@ async def run_team(root: Path, url: str, *, kill_when: str | None) -> dict[str, 
     """``livecontext run team.toml --json``; with ``kill_when`` (a key of KILL_POINTS), SIGKILL
     it once the store shows that point (``None``: it was killed)."""
     command = [*LIVECONTEXT, "run", str(root / "team.toml"), "--store", url, "--json"]
-    with open(root / "out", "wb+") as out, open(root / "err", "wb+") as err:
-        proc = await trio.lowlevel.open_process(command, stdout=out, stderr=err, env=cli_env())
-        try:
-            if kill_when is not None:
-                thread, reached = KILL_POINTS[kill_when]
-                with trio.fail_after(30):  # (the scribe, alone, is done by then: it must not answer again)
-                    while not (reached(await read_thread(url, thread))
-                               and outputs(await read_thread(url, "team.scribe"))):
-                        assert proc.poll() is None, (root / "err").read_text()
-                        await trio.sleep(0.01)
-                proc.send_signal(signal.SIGKILL)
-                await proc.wait()
-                return None
-            with trio.fail_after(60):
-                await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                with trio.CancelScope(shield=True):
-                    await proc.wait()
-        err.seek(0)
-        assert proc.returncode == 0, err.read().decode()
-        out.seek(0)
-        data: dict[str, Any] = json.loads(out.read())
-        return data
+
+    async def reached() -> bool:  # (the scribe, alone, is done by then: it must not answer again)
+        thread, point = KILL_POINTS[kill_when or ""]
+        return bool(point(await read_thread(url, thread)) and outputs(await read_thread(url, "team.scribe")))
+
+    done = await run_or_kill(command, root, reached if kill_when is not None else None, poll_s=0.01)
+    if done is None:
+        return None
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
 
 
 async def team_state(url: str, system: str = "team") -> dict[str, Any]:
