@@ -38,7 +38,7 @@ from livecontext.protocol import (
     AppEffects,
     AppHistory,
     EngineState,
-    Entries,
+    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -52,7 +52,7 @@ from livecontext.protocol import (
     ProvideInput,
     SystemDeclared,
     SystemMember,
-    ReadEntries,
+    ReadHistory,
     Retention,
     Tail,
     make_converter,
@@ -332,11 +332,11 @@ class System:
         rows = []
         for agent in self.agents.values():
             ids = agent.address
-            entries = await self._client.ask(ids.history, ReadEntries())
+            entries = await self._client.ask(ids.history, ReadHistory(include_folded=True))
             tail = await self._client.ask(ids.history, GetTail())
             effects = await self._client.ask(ids.history, GetAppEffects())
             status = await self._client.ask(ids.history, GetStatus())
-            assert isinstance(entries, Entries) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
+            assert isinstance(entries, HistorySlice) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
             assert isinstance(status, AgentStatus)
             rows.append(SystemAgentStatus(agent.name, agent.thread_id, tail.state, status,
                                           entries.entries, effects.apps, agent.apps))

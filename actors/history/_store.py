@@ -21,7 +21,6 @@ from livecontext.protocol import (
     EditHistory,
     EnginePaused,
     EngineState,
-    Entries,
     EntryAppended,
     EntryRef,
     FindInputs,
@@ -45,7 +44,6 @@ from livecontext.protocol import (
     NotificationPosted,
     PostNotification,
     ProtocolConverter,
-    ReadEntries,
     ReadHistory,
     RecordPause,
     RecordStepFailure,
@@ -110,7 +108,6 @@ def history_topic(thread_id: str) -> Topic:
 
 CAPABILITY_OF: dict[type, Capability] = {
     GetTail: Capability.READ,
-    ReadEntries: Capability.READ,
     ReadHistory: Capability.READ,
     Render: Capability.READ,
     GetAppEffects: Capability.READ,
@@ -231,11 +228,6 @@ class HistoryStore(Actor):
     @handler(inline=True)
     def on_get_tail(self, msg: GetTail) -> Tail:
         return self._tail()
-
-    @handler(inline=True)
-    def on_read(self, msg: ReadEntries) -> Entries:
-        entries = self.state.entries if msg.include_folded else self.state.active
-        return Entries(tuple(entries[msg.start : msg.stop]), len(entries))
 
     @handler(inline=True)
     def on_read_history(self, msg: ReadHistory) -> HistorySlice:
