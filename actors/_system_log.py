@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from livecontext.protocol import (
+    SUB_MARK,
     InputsDone,
     InputsGiven,
     ProtocolConverter,
@@ -61,7 +62,7 @@ from livecontext.runtime.persistence import (
     ThreadReader,
 )
 
-from ._agent import SUB_MARK, check_thread_id
+from ._agent import check_thread_id
 
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SYSTEM_LOG_PREFIX = "system:"

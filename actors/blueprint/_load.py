@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pydantic
 
+from livecontext.protocol import thread_id_problem
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
-from .._agent import AgentSettings, check_thread_id
+from .._agent import AgentSettings
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..analyzers import AnalyzerSettings
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
@@ -210,10 +211,9 @@ def _system_problems(doc: BlueprintFile, system: str, base: Path, lines: KeyLine
 
 
 def _thread_problem(where: Where, thread: str) -> Iterator[tuple[Where, str]]:
-    try:
-        check_thread_id(thread)
-    except UsageError:
-        yield where, f"{label(where)}thread must be 1-128 letters, digits and _ . : @ + -, got {thread!r}"
+    problem = thread_id_problem(thread, agent=True)
+    if problem is not None:
+        yield where, f"{label(where)}thread {thread!r}: {problem}"
 
 
 def _agent_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
