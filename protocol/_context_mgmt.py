@@ -175,6 +175,7 @@ class FoldIntoRecap(Message):
     gist: str
     """Its one-line gist."""
     strategy: str
+    """How the recap was made, kept in it (:attr:`RecapEntry.strategy`: open text)."""
     previous_recap: EntryRef | None = None
     """The recap this one replaces (its text should be included in ``live``)."""
     data: str = ""
