@@ -134,10 +134,10 @@ async def read_system_log(store: EventStore, converter: ProtocolConverter, name:
     if not await store.exists(log_id):
         return None
     async with await store.open_reader(log_id) as reader:
-        return fold_system_log(await reader.read(), converter, at)
+        return replay_system_log(await reader.read(), converter, at)
 
 
-def fold_system_log(records: Sequence[StoredRecord], converter: ProtocolConverter,
+def replay_system_log(records: Sequence[StoredRecord], converter: ProtocolConverter,
                     at: int | None = None) -> SystemLog | None:
     """What a system's own log's ``records`` say, as of system seq ``at`` (``None``: all of
     them); ``None`` if they declare no system."""

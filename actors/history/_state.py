@@ -1,4 +1,4 @@
-"""A thread's history as a fold of its event-log records (no I/O)."""
+"""A thread's history, rebuilt by replaying its event-log records (no I/O)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ class AppTrack:
 class HistoryState:
     """Everything a thread's history store knows, rebuilt by :meth:`apply` over the log.
 
-    Replay never calls a model or a tool: it only folds records.
+    Replay never calls a model or a tool: it only applies records.
     """
 
     def __init__(self, thread_id: str) -> None:
@@ -124,11 +124,11 @@ class HistoryState:
         self.config: ThreadConfigured | None = None
         """The thread's budget, tools and apps, as last recorded (``None``: never recorded)."""
         self.task = NO_MARKS
-        """What the log says of the task besides its entries: the fold of ``task_after``."""
+        """What the log says of the task besides its entries: what ``task_after`` makes of its records."""
         self.pinned: list[str] = []
         """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
-        """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
+        """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a record starts being applied."""
         self.parts: dict[int, str] = {}
         """The key of the snapshot part of each block (see :mod:`._blocks`) as the latest
         snapshot written (or opened) holds it."""
@@ -172,17 +172,17 @@ class HistoryState:
             return len(last.tool_calls) - len(self.recorded)
         return 0
 
-    # -- the fold ---------------------------------------------------------------------------------
+    # -- replay -----------------------------------------------------------------------------------
 
     def apply(self, seq: int, payload: Message) -> None:
-        """Fold one record into the state.
+        """Apply one record to the state.
 
         Raises:
             ReplayError: ``seq`` is not the next one, or the record contradicts the state.
         """
         if seq != self.seq + 1:
             raise ReplayError(f"record seq {seq} does not follow {self.seq} in thread {self.thread_id}")
-        self._newest = None  # (the fold may change it, and fail halfway)
+        self._newest = None  # (the record may change it, and fail halfway)
         if isinstance(payload, EntryAppended):
             self._append(payload.entry)
         elif isinstance(payload, ToolResultsAppended):
@@ -334,7 +334,7 @@ class HistoryState:
         for entry_id in rec.folded:
             at = self.pos.get(entry_id)
             if at is None:
-                raise ReplayError(f"fold of unknown entry {entry_id} in {self.thread_id}")
+                raise ReplayError(f"fold into a recap of unknown entry {entry_id} in {self.thread_id}")
             old = self.entries[at]
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
             self.changed.add(block_of(entry_id))
@@ -559,9 +559,9 @@ class HistoryState:
         self.recaps = [self.entries[pos[raw.id]] for raw in recaps]  # type: ignore[misc]
 
     @classmethod
-    def fold(cls, thread_id: str, records: Iterable[tuple[int, Message]],
+    def replay(cls, thread_id: str, records: Iterable[tuple[int, Message]],
              start: HistoryState | None = None) -> HistoryState:
-        """Fold ``(seq, payload)`` pairs, starting empty or from ``start``."""
+        """Replay ``(seq, payload)`` pairs, starting empty or from ``start``."""
         state = start if start is not None else cls(thread_id)
         for seq, payload in records:
             state.apply(seq, payload)

@@ -352,7 +352,7 @@ class HistoryStore(Actor):
         last = self.state.last
         calls = last.tool_calls if isinstance(last, ModelOutputEntry) else ()
         # no results: they are the ones recorded (each text is stored once, in its
-        # ToolResultRecorded); the fold puts them in
+        # ToolResultRecorded); replaying the entry puts them in
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=self._calls_retention(calls), content=results_content(notes, self.counter),
@@ -492,7 +492,7 @@ class HistoryStore(Actor):
         return not self.log.would_block() and not self.ctx.runtime.has_subscribers(self.topic)
 
     async def _commit(self, payloads: list[Message], *, own: bool = False) -> None:
-        """Write ``payloads`` as one transaction, fold them in, publish the change, then check
+        """Write ``payloads`` as one transaction, apply them to the state, publish the change, then check
         the limits.
 
         Each record names the actor that decided it: the sender of the message being handled,
@@ -535,7 +535,7 @@ class HistoryStore(Actor):
         """The records of ``payloads``, stamped with the sender and times of the message being
         handled; with the store's own id and the time now if ``own`` or if it handles none
         (on start)."""
-        self._kept_tail = None  # the state is about to change (even if the fold fails midway)
+        self._kept_tail = None  # the state is about to change (even if applying fails midway)
         env = self.ctx.current
         if env is not None and not own:
             sender, sent_at, mono = self._sender_text(env.sender), env.sent_at, env.sent_mono_ns
@@ -545,7 +545,7 @@ class HistoryStore(Actor):
         return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, dump(p)) for p in payloads]
 
     def _applied(self, stored: list[StoredRecord], payloads: list[Message]) -> StoredRecord:
-        """Fold the committed records into the state; start a snapshot if one is due.
+        """Apply the committed records to the state; start a snapshot if one is due.
         Returns the last record."""
         apply = self.state.apply
         for rec, payload in zip(stored, payloads, strict=True):
