@@ -9,7 +9,7 @@ from livecontext.protocol import HistoryEdited, HistoryEntry, LimitLevel, ModelO
 from livecontext.runtime import UsageError
 
 from ._edits import unit_conflicts
-from ._state import HistoryState
+from ._state import HistoryState, entry_bytes, entry_tokens
 
 
 @frozen
@@ -131,18 +131,9 @@ def disposable_to_drop(state: HistoryState, limits: HistoryLimits) -> list[str]:
             continue
         drop += [e.id for e in unit]
         entries -= len(unit)
-        tokens -= sum(_tokens(e) for e in unit)
-        size -= sum(_size(e) for e in unit)
+        tokens -= sum(entry_tokens(e) for e in unit)
+        size -= sum(entry_bytes(e) for e in unit)
         if limits.level(entries, tokens, size) not in (LimitLevel.HARD, LimitLevel.TRUNCATE):
             break
     return drop
 
-
-def _tokens(entry: HistoryEntry) -> int:
-    results = entry.results if isinstance(entry, ToolResultsEntry) else ()
-    return entry.content.recent.tokens + sum(r.content.recent.tokens for r in results)
-
-
-def _size(entry: HistoryEntry) -> int:
-    results = entry.results if isinstance(entry, ToolResultsEntry) else ()
-    return len(entry.content.live.text.encode("utf-8")) + sum(len(r.content.live.text.encode("utf-8")) for r in results)

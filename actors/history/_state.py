@@ -235,8 +235,8 @@ class HistoryState:
         if entry.retention is Retention.CRITICAL:
             self.pinned.append(entry.id)
         if isinstance(entry, ToolResultsEntry):
-            self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
-            self.active_bytes += _bytes(entry)
+            self.active_tokens += entry_tokens(entry)
+            self.active_bytes += entry_bytes(entry)
         else:  # (what the helpers give for any other entry, written out: every append comes here)
             self.active_tokens += entry.content.recent.tokens
             text = entry.content.live.text
@@ -250,8 +250,8 @@ class HistoryState:
         for at, item in enumerate(_stored(active)):  # (Raw or entry: both have .id)
             if item.id in ids:
                 entry = active[at]
-                self.active_tokens -= entry.content.recent.tokens + _results_tokens(entry)
-                self.active_bytes -= _bytes(entry)
+                self.active_tokens -= entry_tokens(entry)
+                self.active_bytes -= entry_bytes(entry)
             else:
                 kept.append(item)
         self.active = active.with_items(kept) if isinstance(active, LazyEntries) else kept
@@ -311,8 +311,8 @@ class HistoryState:
                 self.active.insert(index, new)
                 if new.retention is Retention.CRITICAL:
                     self.pinned = sorted([*self.pinned, new.id], key=id_number)
-                self.active_tokens += new.content.recent.tokens + _results_tokens(new)
-                self.active_bytes += _bytes(new)
+                self.active_tokens += entry_tokens(new)
+                self.active_bytes += entry_bytes(new)
         elif isinstance(old, RecapEntry):
             assert isinstance(new, RecapEntry)  # (same kind: checked above)
             self.recaps = [new if r.id == new.id else r for r in self.recaps if not new.folded or r.id != new.id]
@@ -572,7 +572,7 @@ def index_row(entry: HistoryEntry) -> list[Any]:
     """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes,
     retention."""
     return [entry.id, ENTRY_KINDS[type(entry)], entry.folded,
-            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry), entry.retention.value]
+            entry_tokens(entry), entry_bytes(entry), entry.retention.value]
 
 
 class SnapshotDraft:
@@ -624,13 +624,18 @@ def _stored(entries: list[HistoryEntry]) -> list[Any]:
     return entries.items_as_stored() if isinstance(entries, LazyEntries) else list(entries)
 
 
-def _results_tokens(entry: HistoryEntry) -> int:
+def entry_tokens(entry: HistoryEntry) -> int:
+    """The tokens ``entry`` counts for in :attr:`HistoryState.active_tokens`: its text at
+    RECENT, and its tool results'."""
+    tokens = entry.content.recent.tokens
     if isinstance(entry, ToolResultsEntry):
-        return sum(r.content.recent.tokens for r in entry.results)
-    return 0
+        tokens += sum(r.content.recent.tokens for r in entry.results)
+    return tokens
 
 
-def _bytes(entry: HistoryEntry) -> int:
+def entry_bytes(entry: HistoryEntry) -> int:
+    """The UTF-8 bytes ``entry`` counts for in :attr:`HistoryState.active_bytes`: its LIVE
+    text, and its tool results'."""
     size = _utf8_size(entry.content.live.text)
     if isinstance(entry, ToolResultsEntry):
         size += sum(_utf8_size(r.content.live.text) for r in entry.results)
