@@ -5,14 +5,23 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import re
 
 import attrs
 from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import ActorId, AppInfo, Capability, ProtocolConverter, ProvideInput, ThreadConfigured, Topic
+from livecontext.protocol import (
+    SUB_MARK,
+    ActorId,
+    AppInfo,
+    Capability,
+    ProtocolConverter,
+    ProvideInput,
+    ThreadConfigured,
+    Topic,
+    thread_id_problem,
+)
 from livecontext.runtime import ActorRef, Runtime, UsageError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import ThreadLog
@@ -37,24 +46,18 @@ RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
 ANALYZER_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
 """Analyzers read and notify."""
 
-_THREAD_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,128}(?:/sub/[A-Za-z0-9_.:@+-]{1,64})*$")
-SUB_MARK = "/sub/"
-"""What joins a sub-agent's name to its parent's thread id: ``PARENT/sub/NAME``."""
-MAX_THREAD_ID = 200
-"""The longest thread id every store takes."""
-
-
 def check_thread_id(thread_id: str) -> str:
-    """Return ``thread_id`` if usable, else raise :class:`UsageError` saying what is allowed.
+    """Return ``thread_id`` if an agent can run in it, else raise :class:`UsageError` saying
+    what is allowed.
 
-    A thread id is 1-128 letters, digits and ``_ . : @ + -``; a sub-agent's adds
-    ``/sub/NAME`` to its parent's (see :func:`sub_thread_id`), the only form with a '/'.
+    The rule is :func:`~livecontext.protocol.thread_id_problem` with ``agent=True``: 1-128
+    letters, digits and ``_ . : @ + -``; a sub-agent's adds ``/sub/NAME`` to its parent's
+    (see :func:`sub_thread_id`), the only form with a '/'. (A store holds more: any thread
+    an agent runs in is one a store holds, not the other way round.)
     """
-    if not _THREAD_ID.match(thread_id) or len(thread_id) > MAX_THREAD_ID:
-        raise UsageError(
-            f"invalid thread id {thread_id!r}: use 1-128 letters, digits and _ . : @ + - "
-            f"(a sub-agent's: PARENT/sub/NAME, at most {MAX_THREAD_ID} characters in all)"
-        )
+    problem = thread_id_problem(thread_id, agent=True)
+    if problem is not None:
+        raise UsageError(f"invalid thread id {thread_id!r}: {problem}")
     return thread_id
 
 

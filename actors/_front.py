@@ -28,7 +28,7 @@ from livecontext.protocol import (
     BeforeToolExecute,
     Cancel,
     EngineState,
-    Entries,
+    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -40,7 +40,7 @@ from livecontext.protocol import (
     ModelTextDelta,
     Pause,
     ProvideInput,
-    ReadEntries,
+    ReadHistory,
     Render,
     Rendered,
     Resume,
@@ -195,8 +195,8 @@ class Agent:
 
     async def history(self) -> tuple[HistoryEntry, ...]:
         """The thread's unfolded entries, oldest first."""
-        entries = await self._client.ask(self._session.agent.history, ReadEntries())
-        assert isinstance(entries, Entries)
+        entries = await self._client.ask(self._session.agent.history, ReadHistory(include_folded=True))
+        assert isinstance(entries, HistorySlice)
         return entries.entries
 
     async def render(self, budget: int | None = None) -> Rendered:

@@ -79,7 +79,7 @@ class AppHost(Actor):
                 replayed = await self._ask_effects(ReplayAppEffects(app.name))
                 history = replayed.apps[0] if replayed.apps else AppHistory(app.name)
             for effect in history.effects:
-                self._fold(app, effect)
+                self._apply(app, effect)
             self._applied[app.name] = history.count
             self._unsaved[app.name] = len(history.effects)
             self._save_if_due(app)
@@ -115,7 +115,7 @@ class AppHost(Actor):
             )
         return app
 
-    def _fold(self, app: App, effect: AppEffect) -> None:
+    def _apply(self, app: App, effect: AppEffect) -> None:
         inner = effect.effect
         if isinstance(inner, UndecodedEffect):
             where = f"import {effect.module}" if effect.module else "import the module that defines it"
@@ -212,7 +212,7 @@ class AppHost(Actor):
     @handler(inline=True)
     def on_apply(self, msg: ApplyEffect) -> None:
         app = self._app_named(msg.effect.app, f"is named by a committed {type(msg.effect.effect).__name__} effect")
-        self._fold(app, msg.effect)
+        self._apply(app, msg.effect)
         self._applied[app.name] = self._applied.get(app.name, 0) + 1
         self._unsaved[app.name] = self._unsaved.get(app.name, 0) + 1
         self._save_if_due(app)

@@ -20,7 +20,7 @@ from livecontext.protocol import (
     Cancel,
     EntryAppended,
     EngineState,
-    Entries,
+    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -31,7 +31,7 @@ from livecontext.protocol import (
     NotificationPosted,
     ProtocolConverter,
     ProvideInput,
-    ReadEntries,
+    ReadHistory,
     Retention,
     RunUntilIdle,
     Tail,
@@ -90,11 +90,11 @@ class Session:
         """The ``run --json`` object: thread, state, status (with its result, question or
         error), entries, apps."""
         client = self.rt.client(f"summary-{trio.current_time():.6f}")
-        entries = await client.ask(self.agent.history, ReadEntries())
+        entries = await client.ask(self.agent.history, ReadHistory(include_folded=True))
         tail = await client.ask(self.agent.history, GetTail())
         effects = await client.ask(self.agent.history, GetAppEffects())
         status = await client.ask(self.agent.history, GetStatus())
-        assert isinstance(entries, Entries) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
+        assert isinstance(entries, HistorySlice) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
         assert isinstance(status, AgentStatus)
         return {
             "thread": self.agent.thread_id,

@@ -38,7 +38,7 @@ from livecontext.protocol import (
     AppEffects,
     AppHistory,
     EngineState,
-    Entries,
+    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -52,7 +52,7 @@ from livecontext.protocol import (
     ProvideInput,
     SystemDeclared,
     SystemMember,
-    ReadEntries,
+    ReadHistory,
     Retention,
     Tail,
     make_converter,
@@ -75,7 +75,7 @@ from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
     SystemFork,
     check_system_name,
-    fold_system_log,
+    replay_system_log,
     fork_system,
     last_system_seq,
     system_log_id,
@@ -332,11 +332,11 @@ class System:
         rows = []
         for agent in self.agents.values():
             ids = agent.address
-            entries = await self._client.ask(ids.history, ReadEntries())
+            entries = await self._client.ask(ids.history, ReadHistory(include_folded=True))
             tail = await self._client.ask(ids.history, GetTail())
             effects = await self._client.ask(ids.history, GetAppEffects())
             status = await self._client.ask(ids.history, GetStatus())
-            assert isinstance(entries, Entries) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
+            assert isinstance(entries, HistorySlice) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
             assert isinstance(status, AgentStatus)
             rows.append(SystemAgentStatus(agent.name, agent.thread_id, tail.state, status,
                                           entries.entries, effects.apps, agent.apps))
@@ -396,7 +396,7 @@ async def open_system(
         event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
         system_name = check_system_name(name) if name is not None else bp.name
         clock, system_log = await _open_system_log(stack, event_store, system_name)
-        found = fold_system_log(await system_log.read(), converter)
+        found = replay_system_log(await system_log.read(), converter)
         declared = found.declared if found is not None else None
         bp = _as_system(bp, system_name, declared)
         directory = Directory(bp.name, switchboard_id(bp.name),

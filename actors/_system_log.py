@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from livecontext.protocol import (
+    SUB_MARK,
     InputsDone,
     InputsGiven,
     ProtocolConverter,
@@ -61,7 +62,7 @@ from livecontext.runtime.persistence import (
     ThreadReader,
 )
 
-from ._agent import SUB_MARK, check_thread_id
+from ._agent import check_thread_id
 
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 SYSTEM_LOG_PREFIX = "system:"
@@ -133,10 +134,10 @@ async def read_system_log(store: EventStore, converter: ProtocolConverter, name:
     if not await store.exists(log_id):
         return None
     async with await store.open_reader(log_id) as reader:
-        return fold_system_log(await reader.read(), converter, at)
+        return replay_system_log(await reader.read(), converter, at)
 
 
-def fold_system_log(records: Sequence[StoredRecord], converter: ProtocolConverter,
+def replay_system_log(records: Sequence[StoredRecord], converter: ProtocolConverter,
                     at: int | None = None) -> SystemLog | None:
     """What a system's own log's ``records`` say, as of system seq ``at`` (``None``: all of
     them); ``None`` if they declare no system."""

@@ -1,7 +1,7 @@
 """The apps of a recorded thread, rebuilt from its log: what ``render`` shows.
 
-A thread records its apps by name and class (``ThreadConfigured``); an app's state is the
-fold of its committed effects, so the class, its latest saved state and the effects after it
+A thread records its apps by name and class (``ThreadConfigured``); an app's state is its
+committed effects replayed, so the class, its latest saved state and the effects after it
 as of any seq give the window the agent saw then. Rebuilding imports each app's module (as
 recorded: ``module:qualname``), which also makes its effect classes known (an app's
 ``effects`` are registered when its class is defined), and makes the app with no arguments;

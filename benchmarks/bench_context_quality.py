@@ -62,7 +62,7 @@ from benchmarks.transcripts import STEPS, Transcript, generate  # noqa: E402
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
 from livecontext.actors.history import HistoryLimits  # noqa: E402
 from livecontext.actors.recap import RecapSettings  # noqa: E402
-from livecontext.protocol import BeforeModelCall, Entries, Idle, IdleReason, ReadEntries, RunUntilIdle, make_converter  # noqa: E402
+from livecontext.protocol import BeforeModelCall, HistorySlice, Idle, IdleReason, ReadHistory, RunUntilIdle, make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import open_store  # noqa: E402
@@ -159,9 +159,9 @@ async def replay(transcript: Transcript, budget: int, strategy: str | None, kind
                         break
                     if isinstance(payload, BeforeModelCall):
                         events.append(payload)
-            entries = await client.ask(agent.history, ReadEntries(include_folded=True))
+            entries = await client.ask(agent.history, ReadHistory(include_folded=True))
     assert isinstance(idle, Idle) and idle.reason is IdleReason.NO_INPUT, idle
-    assert isinstance(entries, Entries)
+    assert isinstance(entries, HistorySlice)
     model.inner.check_all_used()  # type: ignore[attr-defined]
     if figures is not None:
         measure(transcript, budget, model, events, entries, figures)
@@ -171,7 +171,7 @@ async def replay(transcript: Transcript, budget: int, strategy: str | None, kind
 
 
 def measure(transcript: Transcript, budget: int, model: CapturingModel, events: Sequence[BeforeModelCall],
-            entries: Entries, figures: Figures) -> None:
+            entries: HistorySlice, figures: Figures) -> None:
     """Add the metrics of one run's model calls to ``figures``."""
     units = units_of(entries.entries)
     unit_tokens = transcript.unit_tokens(COUNTER.count)

@@ -35,7 +35,16 @@ from ._errors import (
 )
 from ._state import EngineState, derive_state
 from ._status import NO_MARKS, derive_status, task_after
-from ._ids import ActorId, Topic, format_message_id, message_id_template, message_id_time_ns
+from ._ids import (
+    MAX_THREAD_ID,
+    SUB_MARK,
+    ActorId,
+    Topic,
+    format_message_id,
+    message_id_template,
+    message_id_time_ns,
+    thread_id_problem,
+)
 from ._json import dump_json, dump_standard_json, load_json
 from ._message import Message, type_source
 from ._registry import MessageTypeClashError, register_message_types, registered_type
@@ -52,6 +61,7 @@ __all__ = [
     "Level",
     "LivecontextError",
     "LevelText",
+    "MAX_THREAD_ID",
     "MalformedDataError",
     "Message",
     "MessageTypeClashError",
@@ -63,6 +73,7 @@ __all__ = [
     "Retention",
     "Role",
     "SCHEMA_VERSION",
+    "SUB_MARK",
     "SUPPORTED_SCHEMA_VERSIONS",
     "Shown",
     "TAGGED_TYPES",
@@ -87,6 +98,7 @@ __all__ = [
     "register_message_types",
     "registered_type",
     "task_after",
+    "thread_id_problem",
     "type_source",
     "utc_iso_text",
 ]

@@ -12,7 +12,7 @@ from attrs import field, frozen
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
-from ._context_mgmt import LimitLevel
+from ._context_mgmt import HistorySlice, LimitLevel, ReadHistory
 from ._entries import HistoryEntry, Notification, Usage
 from ._lifecycle import ControlToolEffect
 from ._message import Message
@@ -38,7 +38,6 @@ __all__ = [
     "EngineControl",
     "EngineEvent",
     "EngineReply",
-    "Entries",
     "GetAppEffects",
     "GetTail",
     "GetWindows",
@@ -57,7 +56,6 @@ __all__ = [
     "PostNotification",
     "ProvideInput",
     "PullInput",
-    "ReadEntries",
     "RecordToolResult",
     "RecordToolStarted",
     "Render",
@@ -358,23 +356,6 @@ class Rendered(Message):
 
 
 @frozen
-class ReadEntries(Message):
-    """Read entries (ask: :class:`Entries`); ``None`` bounds mean from the start / to the end."""
-
-    start: int | None = None
-    stop: int | None = None
-    include_folded: bool = True
-
-
-@frozen
-class Entries(Message):
-    """A slice of the history."""
-
-    entries: tuple[HistoryEntry, ...]
-    total: int
-
-
-@frozen
 class GetAppEffects(Message):
     """What each app's state is rebuilt from: its latest saved state and the committed
     effects after it (ask: :class:`AppEffects`)."""
@@ -433,12 +414,13 @@ class HistoryChanged(Message):
 
 
 AgentHistoryRequest = (GetTail | AppendInput | AppendOutput | RecordToolStarted | RecordToolResult
-                       | AppendToolResults | PostNotification | Render | ReadEntries | GetAppEffects
+                       | AppendToolResults | PostNotification | Render | ReadHistory | GetAppEffects
                        | ReplayAppEffects | SaveAppState)
-"""What the agent's own actors (engine, app host) ask or tell the history store; the edits of
+"""What the agent's own actors (engine, app host) ask or tell the history store, and the one
+way any reader reads entries (:class:`~livecontext.protocol.ReadHistory`); the edits of
 context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
 
-AgentHistoryReply = Tail | NotificationPosted | Rendered | Entries | AppEffects | HistoryChanged
+AgentHistoryReply = Tail | NotificationPosted | Rendered | HistorySlice | AppEffects | HistoryChanged
 """The history store's answers to :data:`AgentHistoryRequest`, and what it publishes."""
 
 

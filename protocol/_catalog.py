@@ -26,7 +26,6 @@ from ._context_mgmt import (
     ContextRecord,
     HistoryEditReply,
     HistoryEditRequest,
-    HistoryReadRequest,
     LimitEvent,
     RecapRequest,
 )
@@ -43,7 +42,6 @@ CHANNELS: tuple[object, ...] = (
     EngineEvent,
     AgentHistoryRequest,
     AgentHistoryReply,
-    HistoryReadRequest,
     HistoryEditRequest,
     HistoryEditReply,
     LimitEvent,

@@ -29,7 +29,6 @@ __all__ = [
     "HistoryEditReply",
     "HistoryEditRequest",
     "HistoryEdited",
-    "HistoryReadRequest",
     "HistorySlice",
     "HistoryUsage",
     "LimitEvent",
@@ -85,7 +84,9 @@ class EntryRef:
 
 @frozen
 class ReadHistory(Message):
-    """Read entries (ask: :class:`HistorySlice`). Every given filter must hold.
+    """Read entries (ask: :class:`HistorySlice`): the one way to read a thread's entries, for
+    any reader (session, recap maintainer, analyzer, CLI). Every given filter must hold; with
+    none, the unfolded entries and recaps (``include_folded=True``: every entry).
 
     Positions count all entries (folded ones included) from 0; ``stop`` is exclusive.
     """
@@ -116,10 +117,6 @@ class HistorySlice(Message):
     """Tokens of the thread's unfolded entries at RECENT."""
     seq: int
     """The log seq the slice was read at."""
-
-
-HistoryReadRequest = ReadHistory
-"""The one way to read a thread's entries (any reader: engine, recap maintainer, analyzer)."""
 
 
 # -- edits ---------------------------------------------------------------------------------------
@@ -178,6 +175,7 @@ class FoldIntoRecap(Message):
     gist: str
     """Its one-line gist."""
     strategy: str
+    """How the recap was made, kept in it (:attr:`RecapEntry.strategy`: open text)."""
     previous_recap: EntryRef | None = None
     """The recap this one replaces (its text should be included in ``live``)."""
     data: str = ""
@@ -228,8 +226,8 @@ EditDenied = AccessDenied
 HistoryEditRequest = ReplaceContent | SetRetention | MarkFolded | RemoveEntries | EditHistory | FoldIntoRecap
 """The edits of context management a history store takes (each checked against a capability)."""
 
-HistoryEditReply = HistorySlice | EditApplied | EditConflict | AccessDenied
-"""The history store's answers to :data:`HistoryReadRequest` and :data:`HistoryEditRequest`."""
+HistoryEditReply = EditApplied | EditConflict | AccessDenied
+"""The history store's answers to :data:`HistoryEditRequest`."""
 
 
 # -- log records of context management --------------------------------------------------------------

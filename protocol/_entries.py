@@ -145,7 +145,9 @@ class RecapEntry:
     covers: tuple[str, ...] = ()
     """Ids of the entries this recap stands for, oldest first."""
     strategy: str = ""
-    """How it was made: ``simple_extract``, ``model_summary`` or ``structured``."""
+    """How it was made: the recap maintainer's strategy (``simple_extract``, ``model_summary``
+    or ``structured``), or whatever name another actor that folds gave it. Open text, not an
+    enum: any actor with the fold capability may fold, and stored logs hold its names."""
     folded: bool = False
     data: str = ""
     """The strategy's own state as JSON text (what the next fold builds on), or empty."""

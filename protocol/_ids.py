@@ -28,6 +28,42 @@ def _check_name(value: str) -> None:
         )
 
 
+MAX_THREAD_ID = 200
+"""The longest thread id, in characters, that a store holds."""
+SUB_MARK = "/sub/"
+"""What joins a sub-agent's name to its parent's thread id: ``PARENT/sub/NAME``."""
+_AGENT_THREAD_ID = re.compile(r"[A-Za-z0-9_.:@+-]{1,128}(?:/sub/[A-Za-z0-9_.:@+-]{1,64})*")
+
+
+def thread_id_problem(thread_id: object, *, agent: bool = False) -> str | None:
+    """What is wrong with ``thread_id`` as a thread id, said for an error message that tells
+    what to do (``None``: nothing is). Each layer raises its own error with it.
+
+    A thread a store holds has an id of 1 to :data:`MAX_THREAD_ID` characters of text
+    without control characters. That is all a log needs, and it must never grow stricter:
+    a store keeps opening every thread it could ever have been given.
+
+    ``agent=True`` asks more, for a thread an agent runs in: its id names the agent's actors
+    (``history/THREAD``, an :class:`ActorId` name, written in audit lines) and its sub-agents'
+    threads (``PARENT/sub/NAME``), so it is 1-128 letters, digits and ``_ . : @ + -``, with
+    '/' only in ``/sub/NAME`` (NAME: 1-64 of the same). Every such id is one a store holds.
+    """
+    if not isinstance(thread_id, str):
+        return f"expected a str, got {type(thread_id).__name__}"
+    if not 1 <= len(thread_id) <= MAX_THREAD_ID:
+        return f"use 1 to {MAX_THREAD_ID} characters"
+    if any(ch < " " or ch == "\x7f" for ch in thread_id):
+        return "control characters are not allowed"
+    try:
+        thread_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not valid UTF-8"
+    if agent and not _AGENT_THREAD_ID.fullmatch(thread_id):
+        return ("use 1-128 letters, digits and _ . : @ + - for an agent's thread (a sub-agent's: "
+                f"PARENT/sub/NAME, at most {MAX_THREAD_ID} characters in all)")
+    return None
+
+
 @frozen(order=True, cache_hash=True)
 class ActorId:
     """The identity of an actor: a *kind* (what it is) and a *name* (which one).

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ._analyzers import (
-    ANALYZER_KINDS,
-    TRIGGERS,
     Analyzer,
+    AnalyzerKind,
     AnalyzerSettings,
+    AnalyzerTrigger,
     ModelAnalyzer,
     RepeatedFailures,
     UsageWatcher,
@@ -14,10 +14,10 @@ from ._analyzers import (
 )
 
 __all__ = [
-    "ANALYZER_KINDS",
-    "TRIGGERS",
     "Analyzer",
+    "AnalyzerKind",
     "AnalyzerSettings",
+    "AnalyzerTrigger",
     "ModelAnalyzer",
     "RepeatedFailures",
     "UsageWatcher",

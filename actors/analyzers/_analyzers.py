@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections import deque
+from typing import NoReturn, assert_never
 
 import trio
-from attrs import frozen
+from attrs import field, frozen
 
 from livecontext.protocol import (
     AccessDenied,
@@ -37,8 +39,40 @@ _RANK = [LimitLevel.OK, LimitLevel.SOFT, LimitLevel.HARD, LimitLevel.TRUNCATE]
 _APPENDS = frozenset({"EntryAppended", "ToolResultsAppended"})
 """The kinds of the records that append an entry (a :class:`HistoryChanged` carries it)."""
 
-TRIGGERS = ("history", "period")
-"""When an analyzer runs: after history changes, or every ``period_s`` seconds."""
+
+
+class AnalyzerKind(enum.StrEnum):
+    """The built-in analyzers that :class:`AnalyzerSettings` (and a blueprint's
+    ``[[analyzers]]``) name. A closed set: an analyzer of your own is a subclass of
+    :class:`Analyzer` that you spawn, not another kind of these settings.
+
+    Its values are the strings blueprints use; an unknown one is refused with a
+    :class:`~livecontext.runtime.UsageError` listing them.
+    """
+
+    REPEATED_FAILURES = "repeated_failures"
+    """:class:`RepeatedFailures`: posts when ``threshold`` tool calls in a row failed."""
+    MODEL = "model"
+    """:class:`ModelAnalyzer`: asks a model (``prompt``) about the newest entries."""
+    USAGE = "usage"
+    """:class:`UsageWatcher`: posts when the history crosses a limit's threshold."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> NoReturn:
+        raise UsageError(f"analyzer kind must be one of {', '.join(cls)}, got {value!r}")
+
+
+class AnalyzerTrigger(enum.StrEnum):
+    """When an analyzer analyzes (its values are the strings blueprints use)."""
+
+    HISTORY = "history"
+    """After the history changes (an entry was appended)."""
+    PERIOD = "period"
+    """Every ``period_s`` seconds."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> NoReturn:
+        raise UsageError(f"analyzer trigger must be one of {', '.join(cls)}, got {value!r}")
 
 
 @frozen
@@ -46,9 +80,9 @@ class AnalyzerSettings:
     """One analyzer of a thread."""
 
     name: str
-    kind: str = "repeated_failures"
-    """``repeated_failures``, ``model`` or ``usage``."""
-    trigger: str = "history"
+    kind: AnalyzerKind = field(default=AnalyzerKind.REPEATED_FAILURES, converter=AnalyzerKind)
+    """Which built-in analyzer (given as a member or its string)."""
+    trigger: AnalyzerTrigger = field(default=AnalyzerTrigger.HISTORY, converter=AnalyzerTrigger)
     period_s: float = 5.0
     prompt: str = ""
     """For ``model`` analyzers: what to look for."""
@@ -60,11 +94,7 @@ class AnalyzerSettings:
     """What it may do to the history (``read``, ``notify``; ``edit``/``fold`` only if you mean it)."""
 
     def __attrs_post_init__(self) -> None:
-        if self.kind not in ANALYZER_KINDS:
-            raise UsageError(f"analyzer {self.name!r}: kind must be one of {', '.join(ANALYZER_KINDS)}, got {self.kind!r}")
-        if self.trigger not in TRIGGERS:
-            raise UsageError(f"analyzer {self.name!r}: trigger must be one of {', '.join(TRIGGERS)}, got {self.trigger!r}")
-        if self.kind == "model" and not self.prompt.strip():
+        if self.kind is AnalyzerKind.MODEL and not self.prompt.strip():
             raise UsageError(f"analyzer {self.name!r}: a model analyzer needs a prompt")
         known = {c.value for c in Capability}
         unknown = [c for c in self.capabilities if c not in known]
@@ -118,7 +148,7 @@ class Analyzer(Actor):
     async def on_start(self) -> None:
         self.ctx.subscribe(Topic(f"history.{self.thread_id}"))
         self.ctx.nursery.start_soon(self._worker)
-        if self.settings.trigger == "period":
+        if self.settings.trigger is AnalyzerTrigger.PERIOD:
             self.ctx.nursery.start_soon(self._periodic)
 
     async def _periodic(self) -> None:
@@ -184,7 +214,7 @@ class Analyzer(Actor):
     def on_changed(self, msg: HistoryChanged) -> None:
         if msg.entry is not None and self._judges():
             self._take(msg.entry)
-        if self.settings.trigger == "history" and self.wants(msg):
+        if self.settings.trigger is AnalyzerTrigger.HISTORY and self.wants(msg):
             self.request_analysis()
 
     def wants(self, msg: HistoryChanged) -> bool:
@@ -358,17 +388,20 @@ class ModelAnalyzer(Analyzer):
         return None if not text or text.upper().rstrip(".") == "OK" else text
 
 
-ANALYZER_KINDS = ("repeated_failures", "model", "usage")
-"""The built-in analyzer kinds."""
-
-
 def make_analyzer(thread_id: str, history: ActorId, settings: AnalyzerSettings,
                   model: ModelClient | None = None) -> Analyzer:
-    """A new analyzer of ``settings.kind``."""
-    if settings.kind == "repeated_failures":
+    """A new analyzer of ``settings.kind``.
+
+    Raises:
+        UsageError: a ``model`` analyzer is given no model.
+    """
+    kind = settings.kind
+    if kind is AnalyzerKind.REPEATED_FAILURES:
         return RepeatedFailures(thread_id, history, settings)
-    if settings.kind == "usage":
+    if kind is AnalyzerKind.USAGE:
         return UsageWatcher(thread_id, history, settings)
-    if model is None:
-        raise UsageError(f"analyzer {settings.name!r} of kind model needs a model")
-    return ModelAnalyzer(thread_id, history, settings, model)
+    if kind is AnalyzerKind.MODEL:
+        if model is None:
+            raise UsageError(f"analyzer {settings.name!r} of kind model needs a model")
+        return ModelAnalyzer(thread_id, history, settings, model)
+    assert_never(kind)

@@ -15,15 +15,16 @@ from pathlib import Path
 
 import pydantic
 
+from livecontext.protocol import thread_id_problem
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
-from .._agent import AgentSettings, check_thread_id
+from .._agent import AgentSettings
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
-from ..analyzers import AnalyzerSettings
+from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import HistoryLimits
-from ..recap import RecapSettings
+from ..recap import RecapSettings, RecapStrategy
 from ._blueprint import AppUse, Blueprint, importable
 from ._errors import BlueprintError
 from ._lines import KeyLines, Where
@@ -210,10 +211,9 @@ def _system_problems(doc: BlueprintFile, system: str, base: Path, lines: KeyLine
 
 
 def _thread_problem(where: Where, thread: str) -> Iterator[tuple[Where, str]]:
-    try:
-        check_thread_id(thread)
-    except UsageError:
-        yield where, f"{label(where)}thread must be 1-128 letters, digits and _ . : @ + -, got {thread!r}"
+    problem = thread_id_problem(thread, agent=True)
+    if problem is not None:
+        yield where, f"{label(where)}thread {thread!r}: {problem}"
 
 
 def _agent_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
@@ -274,10 +274,10 @@ def _recap_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: P
     if recap is None:
         return
     head = label(Where("recap", agent=agent))
-    if recap.strategy == "model_summary" and recap.model is None:
+    if recap.strategy == RecapStrategy.MODEL_SUMMARY and recap.model is None:
         yield (Where("recap", key="strategy", agent=agent),
                f"{head}strategy model_summary needs a model: add model = \"openai:MODEL\" (or another spec) to [recap]")
-    if recap.strategy != "model_summary" and recap.model is not None:
+    if recap.strategy != RecapStrategy.MODEL_SUMMARY and recap.model is not None:
         yield (Where("recap", key="model", agent=agent),
                f"{head}model is only used by strategy model_summary (strategy is {recap.strategy!r}); "
                "remove it or change the strategy")
@@ -288,22 +288,22 @@ def _recap_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: P
 def _analyzer_problems(i: int, a: AnalyzerTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
     at = Where("analyzers", i, agent=agent)
     head = label(at)
-    if a.kind == "model":
+    if a.kind == AnalyzerKind.MODEL:
         if a.model is None:
             yield Where("analyzers", i, "kind", agent=agent), f"{head}kind model needs a model: add model = \"openai:MODEL\" (or another spec)"
         if not (a.prompt or "").strip():
             yield Where("analyzers", i, "kind", agent=agent), f"{head}kind model needs a prompt: what should it look for?"
     unused = {
-        "model": a.kind != "model" and a.model is not None,
-        "prompt": a.kind != "model" and a.prompt is not None,
-        "threshold": a.kind != "repeated_failures" and a.threshold is not None,
+        "model": a.kind != AnalyzerKind.MODEL and a.model is not None,
+        "prompt": a.kind != AnalyzerKind.MODEL and a.prompt is not None,
+        "threshold": a.kind != AnalyzerKind.REPEATED_FAILURES and a.threshold is not None,
     }
     for key, is_unused in unused.items():
         if is_unused:
             yield Where("analyzers", i, key, agent=agent), f"{head}{key} is not used by kind {a.kind!r}; remove it or change the kind"
-    if a.trigger != "period" and a.period_s is not None:
+    if a.trigger != AnalyzerTrigger.PERIOD and a.period_s is not None:
         yield Where("analyzers", i, "period_s", agent=agent), f"{head}period_s is only used with trigger \"period\"; remove it or change the trigger"
-    if a.kind == "model" and a.model is not None:
+    if a.kind == AnalyzerKind.MODEL and a.model is not None:
         yield from _spec_problem(Where("analyzers", i, "model", agent=agent), a.model, base)
 
 

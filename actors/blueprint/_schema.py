@@ -8,6 +8,7 @@ Every table forbids unknown keys and nothing is coerced (``budget = "8000"`` is 
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from typing import Any
 
@@ -18,9 +19,9 @@ from pydantic_core import ErrorDetails
 from livecontext.protocol import Capability
 
 from .._agent import AgentSettings
-from ..analyzers import ANALYZER_KINDS, TRIGGERS, AnalyzerSettings
+from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..history import HistoryLimits
-from ..recap import MIN_SUMMARY_CHARS, STRATEGIES, RecapSettings
+from ..recap import MIN_SUMMARY_CHARS, RecapSettings, RecapStrategy
 from ._lines import Where
 
 # Defaults come from the settings classes, so a blueprint that leaves a key out gets exactly
@@ -40,8 +41,9 @@ def _checked_name(value: str) -> str:
     return value
 
 
-def _one_of(value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
+def _one_of(value: str, allowed: type[enum.StrEnum]) -> str:
+    """``value`` if it is one of ``allowed``'s values (the settings make it the member)."""
+    if value not in {member.value for member in allowed}:
         raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
     return value
 
@@ -84,7 +86,7 @@ class LimitsTable(_Table):
 class RecapTable(_Table):
     """``[recap]``: :class:`~livecontext.actors.recap.RecapSettings` and the recap's model."""
 
-    strategy: str = _RECAP.strategy
+    strategy: str = _RECAP.strategy.value
     window: int = Field(default=_RECAP.window, ge=0)
     batch: int = Field(default=_RECAP.batch, ge=1)
     max_summary_chars: int = Field(default=_RECAP.max_summary_chars, ge=MIN_SUMMARY_CHARS)
@@ -95,15 +97,15 @@ class RecapTable(_Table):
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, value: str) -> str:
-        return _one_of(value, STRATEGIES)
+        return _one_of(value, RecapStrategy)
 
 
 class AnalyzerTable(_Table):
     """One ``[[analyzers]]`` element: :class:`~livecontext.actors.analyzers.AnalyzerSettings`."""
 
     name: str
-    kind: str = _ANALYZER.kind
-    trigger: str = _ANALYZER.trigger
+    kind: str = _ANALYZER.kind.value
+    trigger: str = _ANALYZER.trigger.value
     period_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """``None``: not given (the settings' default applies; only ``trigger = "period"`` uses it)."""
     model: str | None = None
@@ -121,12 +123,12 @@ class AnalyzerTable(_Table):
     @field_validator("kind")
     @classmethod
     def _kind(cls, value: str) -> str:
-        return _one_of(value, ANALYZER_KINDS)
+        return _one_of(value, AnalyzerKind)
 
     @field_validator("trigger")
     @classmethod
     def _trigger(cls, value: str) -> str:
-        return _one_of(value, TRIGGERS)
+        return _one_of(value, AnalyzerTrigger)
 
     @field_validator("capabilities")
     @classmethod

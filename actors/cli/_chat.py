@@ -17,7 +17,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import EngineState, Entries, Envelope, Idle, IdleReason, ProvideInput, ReadEntries, RunUntilIdle
+from livecontext.protocol import EngineState, Envelope, HistorySlice, Idle, IdleReason, ProvideInput, ReadHistory, RunUntilIdle
 
 from .._agent import AgentSettings
 from .._format import entry_json
@@ -184,8 +184,8 @@ class _Conversation:
 
 async def _show_so_far(session: Session, console: Console) -> None:
     """A resumed thread's last inputs and answers, a line each."""
-    entries = await session.rt.client("so-far").ask(session.agent.history, ReadEntries())
-    assert isinstance(entries, Entries)
+    entries = await session.rt.client("so-far").ask(session.agent.history, ReadHistory(include_folded=True))
+    assert isinstance(entries, HistorySlice)
     said = [entry_json(e) for e in entries.entries]
     said = [e for e in said if e["kind"] in ("model_input", "model_output") and e["levels"]["live"].strip()]
     if not said:

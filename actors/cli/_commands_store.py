@@ -51,14 +51,13 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from livecontext.protocol import Shown
+from livecontext.protocol import Shown, id_number
 
 from .._agent import parent_thread_id
 from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
 from .._thread_apps import rebuild_apps, thread_apps
 from ..apps import App
 from ..history import HistoryState, load_state, render_state, replay_app_effects
-from ..history._manage import entry_number
 from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json
 from .._session import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
@@ -339,14 +338,14 @@ DEFAULT_BUDGET = 8000
 
 def _levels(state: HistoryState, spans: Any) -> list[tuple[Any, str]]:
     """Each entry of the thread and how it was shown: its span's level, ``recap`` if folded."""
-    bounds = [(entry_number(s.first), entry_number(s.last), s.shown) for s in spans]
+    bounds = [(id_number(s.first), id_number(s.last), s.shown) for s in spans]
     out = []
     k = 0
     for entry in state.entries:  # (ids increase, and so do the spans)
         if entry.folded:
             out.append((entry, Shown.RECAP.value))
             continue
-        n = entry_number(entry.id)
+        n = id_number(entry.id)
         while k < len(bounds) and bounds[k][1] < n:
             k += 1
         shown = bounds[k][2] if k < len(bounds) and bounds[k][0] <= n else Shown.OMITTED

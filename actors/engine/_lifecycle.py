@@ -10,7 +10,7 @@ answers it as any unknown tool: a FAILED result naming the tools there are.
 They follow the apps' rule all the same: a call computes a result and an effect
 (:class:`~livecontext.protocol.TaskCompleted`, :class:`~livecontext.protocol.UserQuestionAsked`)
 and changes nothing; the history store commits the effect with the result, in one record,
-and folds it into the task's marks. Once the output's tool-results entry is appended, the
+and applies it to the task's marks. Once the output's tool-results entry is appended, the
 engine's state is ``WaitingInput`` (``derive_state``): it takes no step until new input,
 which starts a new turn (status ``active``). Nothing is applied to an app.
 

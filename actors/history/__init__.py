@@ -1,25 +1,17 @@
-"""The history store: a thread's journal, its fold, and rendering under a token budget."""
+"""The history store: a thread's journal, its replay, and rendering under a token budget."""
 
 from __future__ import annotations
 
-from ._manage import CAPABILITY_OF, BudgetLimits, ContextManagement, HistoryLimits
+from ._limits import BudgetLimits, HistoryLimits
+from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import BudgetTooSmallError, RenderResult, render
+from ._state import HistoryState, ReplayError
+from ._store import CAPABILITY_OF, HistoryConflictError, HistoryStore, history_topic, render_state
 from ._units import RenderCache
-from ._state import ReplayError, HistoryState
-from ._store import (
-    HistoryConflictError,
-    HistoryStore,
-    history_topic,
-    load_state,
-    render_state,
-    replay_app_effects,
-    write_snapshot,
-)
 
 __all__ = [
     "CAPABILITY_OF",
     "BudgetLimits",
-    "ContextManagement",
     "HistoryLimits",
     "BudgetTooSmallError",
     "ReplayError",

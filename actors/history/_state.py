@@ -1,4 +1,4 @@
-"""A thread's history as a fold of its event-log records (no I/O)."""
+"""A thread's history, rebuilt by replaying its event-log records (no I/O)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ class AppTrack:
 class HistoryState:
     """Everything a thread's history store knows, rebuilt by :meth:`apply` over the log.
 
-    Replay never calls a model or a tool: it only folds records.
+    Replay never calls a model or a tool: it only applies records.
     """
 
     def __init__(self, thread_id: str) -> None:
@@ -124,11 +124,11 @@ class HistoryState:
         self.config: ThreadConfigured | None = None
         """The thread's budget, tools and apps, as last recorded (``None``: never recorded)."""
         self.task = NO_MARKS
-        """What the log says of the task besides its entries: the fold of ``task_after``."""
+        """What the log says of the task besides its entries: what ``task_after`` makes of its records."""
         self.pinned: list[str] = []
         """Ids of the unfolded CRITICAL entries (the task), oldest first: always rendered."""
         self._newest: tuple[int, HistoryEntry | None] | None = None
-        """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a fold starts."""
+        """``(seq, last)`` once :attr:`last` was found at ``seq``; forgotten when a record starts being applied."""
         self.parts: dict[int, str] = {}
         """The key of the snapshot part of each block (see :mod:`._blocks`) as the latest
         snapshot written (or opened) holds it."""
@@ -172,17 +172,17 @@ class HistoryState:
             return len(last.tool_calls) - len(self.recorded)
         return 0
 
-    # -- the fold ---------------------------------------------------------------------------------
+    # -- replay -----------------------------------------------------------------------------------
 
     def apply(self, seq: int, payload: Message) -> None:
-        """Fold one record into the state.
+        """Apply one record to the state.
 
         Raises:
             ReplayError: ``seq`` is not the next one, or the record contradicts the state.
         """
         if seq != self.seq + 1:
             raise ReplayError(f"record seq {seq} does not follow {self.seq} in thread {self.thread_id}")
-        self._newest = None  # (the fold may change it, and fail halfway)
+        self._newest = None  # (the record may change it, and fail halfway)
         if isinstance(payload, EntryAppended):
             self._append(payload.entry)
         elif isinstance(payload, ToolResultsAppended):
@@ -235,8 +235,8 @@ class HistoryState:
         if entry.retention is Retention.CRITICAL:
             self.pinned.append(entry.id)
         if isinstance(entry, ToolResultsEntry):
-            self.active_tokens += entry.content.recent.tokens + _results_tokens(entry)
-            self.active_bytes += _bytes(entry)
+            self.active_tokens += entry_tokens(entry)
+            self.active_bytes += entry_bytes(entry)
         else:  # (what the helpers give for any other entry, written out: every append comes here)
             self.active_tokens += entry.content.recent.tokens
             text = entry.content.live.text
@@ -250,8 +250,8 @@ class HistoryState:
         for at, item in enumerate(_stored(active)):  # (Raw or entry: both have .id)
             if item.id in ids:
                 entry = active[at]
-                self.active_tokens -= entry.content.recent.tokens + _results_tokens(entry)
-                self.active_bytes -= _bytes(entry)
+                self.active_tokens -= entry_tokens(entry)
+                self.active_bytes -= entry_bytes(entry)
             else:
                 kept.append(item)
         self.active = active.with_items(kept) if isinstance(active, LazyEntries) else kept
@@ -311,8 +311,8 @@ class HistoryState:
                 self.active.insert(index, new)
                 if new.retention is Retention.CRITICAL:
                     self.pinned = sorted([*self.pinned, new.id], key=id_number)
-                self.active_tokens += new.content.recent.tokens + _results_tokens(new)
-                self.active_bytes += _bytes(new)
+                self.active_tokens += entry_tokens(new)
+                self.active_bytes += entry_bytes(new)
         elif isinstance(old, RecapEntry):
             assert isinstance(new, RecapEntry)  # (same kind: checked above)
             self.recaps = [new if r.id == new.id else r for r in self.recaps if not new.folded or r.id != new.id]
@@ -334,7 +334,7 @@ class HistoryState:
         for entry_id in rec.folded:
             at = self.pos.get(entry_id)
             if at is None:
-                raise ReplayError(f"fold of unknown entry {entry_id} in {self.thread_id}")
+                raise ReplayError(f"fold into a recap of unknown entry {entry_id} in {self.thread_id}")
             old = self.entries[at]
             self.entries[at] = attrs.evolve(old, folded=True, revision=old.revision + 1)
             self.changed.add(block_of(entry_id))
@@ -559,9 +559,9 @@ class HistoryState:
         self.recaps = [self.entries[pos[raw.id]] for raw in recaps]  # type: ignore[misc]
 
     @classmethod
-    def fold(cls, thread_id: str, records: Iterable[tuple[int, Message]],
+    def replay(cls, thread_id: str, records: Iterable[tuple[int, Message]],
              start: HistoryState | None = None) -> HistoryState:
-        """Fold ``(seq, payload)`` pairs, starting empty or from ``start``."""
+        """Replay ``(seq, payload)`` pairs, starting empty or from ``start``."""
         state = start if start is not None else cls(thread_id)
         for seq, payload in records:
             state.apply(seq, payload)
@@ -572,7 +572,7 @@ def index_row(entry: HistoryEntry) -> list[Any]:
     """What opening needs of an entry without decoding it: id, kind, folded, tokens, bytes,
     retention."""
     return [entry.id, ENTRY_KINDS[type(entry)], entry.folded,
-            entry.content.recent.tokens + _results_tokens(entry), _bytes(entry), entry.retention.value]
+            entry_tokens(entry), entry_bytes(entry), entry.retention.value]
 
 
 class SnapshotDraft:
@@ -624,13 +624,18 @@ def _stored(entries: list[HistoryEntry]) -> list[Any]:
     return entries.items_as_stored() if isinstance(entries, LazyEntries) else list(entries)
 
 
-def _results_tokens(entry: HistoryEntry) -> int:
+def entry_tokens(entry: HistoryEntry) -> int:
+    """The tokens ``entry`` counts for in :attr:`HistoryState.active_tokens`: its text at
+    RECENT, and its tool results'."""
+    tokens = entry.content.recent.tokens
     if isinstance(entry, ToolResultsEntry):
-        return sum(r.content.recent.tokens for r in entry.results)
-    return 0
+        tokens += sum(r.content.recent.tokens for r in entry.results)
+    return tokens
 
 
-def _bytes(entry: HistoryEntry) -> int:
+def entry_bytes(entry: HistoryEntry) -> int:
+    """The UTF-8 bytes ``entry`` counts for in :attr:`HistoryState.active_bytes`: its LIVE
+    text, and its tool results'."""
     size = _utf8_size(entry.content.live.text)
     if isinstance(entry, ToolResultsEntry):
         size += sum(_utf8_size(r.content.live.text) for r in entry.results)

@@ -4,36 +4,38 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import warnings
-from collections.abc import Callable
-from typing import Any, cast
-
-import trio
-from attrs import frozen
+from typing import Any
 
 from livecontext.protocol import (
+    AccessDenied,
     ActorId,
     AgentStatus,
-    AppEffect,
     AppEffects,
     AppHistory,
     AppendInput,
     AppendOutput,
     AppendToolResults,
+    Capability,
+    EditApplied,
+    EditConflict,
+    EditHistory,
     EnginePaused,
     EngineState,
-    Entries,
     EntryAppended,
+    EntryRef,
     FindInputs,
     FindMessage,
+    FoldIntoRecap,
     GetAppEffects,
     GetStatus,
     GetTail,
     HistoryChanged,
     HistoryEdited,
     HistoryEntry,
-    HistorySnapshot,
+    HistorySlice,
+    HistoryUsage,
     InputsFound,
+    LimitLevel,
     Message,
     MessageFound,
     ModelInputEntry,
@@ -42,7 +44,7 @@ from livecontext.protocol import (
     NotificationPosted,
     PostNotification,
     ProtocolConverter,
-    ReadEntries,
+    ReadHistory,
     RecordPause,
     RecordStepFailure,
     RecordToolResult,
@@ -62,30 +64,20 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     Topic,
-    app_effect_of,
     derive_state,
-    dump_json,
-    load_json,
 )
-from livecontext.runtime import UsageError, handler
-from livecontext.runtime.persistence import (
-    CorruptRecordError,
-    DamagedSnapshotWarning,
-    NewRecord,
-    PersistenceError,
-    Snapshot,
-    StoredRecord,
-    ThreadLog,
-)
+from livecontext.runtime import Actor, UsageError, handler
+from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
-from ._blocks import MalformedPartError, decode_part
-from ._manage import BudgetLimits, ContextManagement, HistoryLimits
+from ._edits import edit_history, fold_into_recap, read_history, unit_conflicts
+from ._limits import BudgetLimits, HistoryLimits, truncation
 from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
+from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import RenderResult, render
 from ._units import RenderCache
-from ._state import ReplayError, HistoryState, SnapshotDraft
+from ._state import HistoryState, SnapshotDraft
 
 log = logging.getLogger("livecontext.history")
 
@@ -114,12 +106,37 @@ def history_topic(thread_id: str) -> Topic:
     return Topic(f"history.{thread_id}")
 
 
-class HistoryStore(ContextManagement):
-    """Owns one thread's history: appends, tool results, notifications, rendering.
+CAPABILITY_OF: dict[type, Capability] = {
+    GetTail: Capability.READ,
+    ReadHistory: Capability.READ,
+    Render: Capability.READ,
+    GetAppEffects: Capability.READ,
+    GetStatus: Capability.READ,
+    ReplayAppEffects: Capability.READ,
+    SaveAppState: Capability.APP_STATE,
+    AppendInput: Capability.APPEND,
+    AppendOutput: Capability.APPEND,
+    RecordToolStarted: Capability.APPEND,
+    RecordToolResult: Capability.APPEND,
+    AppendToolResults: Capability.APPEND,
+    RecordPause: Capability.APPEND,
+    RecordStepFailure: Capability.APPEND,
+    PostNotification: Capability.NOTIFY,
+    EditHistory: Capability.EDIT,
+    FoldIntoRecap: Capability.FOLD,
+}
+"""What a sender needs for each request to the history store."""
+
+
+class HistoryStore(Actor):
+    """Owns one thread's history: appends, tool results, notifications, rendering, and the
+    edits of context management (reflection, compare-and-swap edits, folds, limits).
 
     Every accepted change is first written to the thread's event log (one transaction per
-    request, durable when the log's append returns), then folded into the in-memory state.
-    On (re)start the state is rebuilt from the latest snapshot and the log's tail.
+    request, durable when the log's append returns), then applied to the in-memory state.
+    On (re)start the state is rebuilt from the latest snapshot and the log's tail. The rules
+    of edits and limits are plain functions of the state (:mod:`._edits`, :mod:`._limits`):
+    they return the record to commit, and this actor commits it.
     """
 
     def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
@@ -154,6 +171,8 @@ class HistoryStore(ContextManagement):
         self._counted_windows: tuple[str, int] = ("", 0)
         self._sender_texts: dict[ActorId, str] = {}
         self._kept_tail: tuple[HistoryState, int, Tail] | None = None
+        self.published_level = LimitLevel.OK
+        """The level of the last :class:`HistoryUsage` published (a drop to OK is published once)."""
 
     async def on_start(self) -> None:
         self.state = await load_state(self.log, self.converter, self.thread_id)
@@ -181,7 +200,7 @@ class HistoryStore(ContextManagement):
         newest = self.state.last
         gone = [entry_id for entry_id in self.state.active_with_retention(Retention.EPHEMERAL)
                 if newest is None or entry_id != newest.id]
-        gone = [i for i in gone if not self._unit_conflicts({i} | set(gone))]
+        gone = [i for i in gone if not unit_conflicts(self.state, {i} | set(gone))]
         if gone:
             await self._commit([HistoryEdited((), tuple(gone))])
 
@@ -204,16 +223,15 @@ class HistoryStore(ContextManagement):
         last, recorded, started = s.last, s.recorded, s.started
         return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
                     s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None),
-                    self.limit_level())
+                    self.limits.level_of(s))
 
     @handler(inline=True)
     def on_get_tail(self, msg: GetTail) -> Tail:
         return self._tail()
 
     @handler(inline=True)
-    def on_read(self, msg: ReadEntries) -> Entries:
-        entries = self.state.entries if msg.include_folded else self.state.active
-        return Entries(tuple(entries[msg.start : msg.stop]), len(entries))
+    def on_read_history(self, msg: ReadHistory) -> HistorySlice:
+        return read_history(self.state, msg)
 
     @handler(inline=True)
     def on_get_app_effects(self, msg: GetAppEffects) -> AppEffects:
@@ -334,7 +352,7 @@ class HistoryStore(ContextManagement):
         last = self.state.last
         calls = last.tool_calls if isinstance(last, ModelOutputEntry) else ()
         # no results: they are the ones recorded (each text is stored once, in its
-        # ToolResultRecorded); the fold puts them in
+        # ToolResultRecorded); replaying the entry puts them in
         entry = ToolResultsEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=self._calls_retention(calls), content=results_content(notes, self.counter),
@@ -400,6 +418,73 @@ class HistoryStore(ContextManagement):
         reply, latest = reply_after(self.state, known.read_in)
         return MessageFound(known.notification, known.read_in, reply, latest)
 
+    # -- permissions ----------------------------------------------------------------------------
+
+    def capability_for(self, message_type: type) -> Capability | None:
+        return CAPABILITY_OF.get(message_type)
+
+    async def on_denied(self, message: Message, capability: object) -> Message:
+        env = self.ctx.current
+        assert env is not None and isinstance(capability, Capability)
+        denied = AccessDenied(env.sender, capability, type(message).__name__)
+        # the attempt is audited in the log (the denial names who tried); nothing changes.
+        # The record is the store's: it decided the denial
+        await self._commit([denied], own=True)
+        return denied
+
+    # -- edits ------------------------------------------------------------------------------------
+
+    @handler
+    async def on_edit_history(self, msg: EditHistory) -> Message:
+        edited = edit_history(self.state, msg, self.counter)
+        if isinstance(edited, EditConflict):
+            return edited
+        await self._commit([edited])
+        return EditApplied(tuple(EntryRef(e.id, e.revision) for e in edited.entries), None, self.state.seq)
+
+    @handler
+    async def on_fold(self, msg: FoldIntoRecap) -> Message:
+        env = self.ctx.current
+        assert env is not None
+        folded = fold_into_recap(self.state, msg, self.counter, author=env.sender, at=env.sent_at)
+        if isinstance(folded, EditConflict):
+            return folded
+        await self._commit([folded])
+        new_refs = tuple(EntryRef(i, self.state.entry(i).revision) for i in folded.folded)  # type: ignore[union-attr]
+        return EditApplied(new_refs, folded.recap, self.state.seq)
+
+    # -- limits -----------------------------------------------------------------------------------
+
+    def limits_to_check(self) -> bool:
+        """Whether :meth:`check_limits` would do anything now: drop entries or publish a usage."""
+        return self.limits.level_of(self.state) is not LimitLevel.OK or self.published_level is not LimitLevel.OK
+
+    async def check_limits(self) -> None:
+        """After a change: drop DISPOSABLE entries at the truncate threshold; publish the usage.
+
+        The drop is the store's own decision, though made while it handles another actor's
+        append (the engine's, which may only append): its record names the store.
+        """
+        edit = truncation(self.state, self.limits)
+        if edit is not None:
+            await self._commit([edit], own=True)
+        level = self.limits.level_of(self.state)
+        if level is not LimitLevel.OK or level is not self.published_level:
+            self.published_level = level
+            s = self.state
+            await self.ctx.publish(self.topic, HistoryUsage(
+                self.thread_id, level, len(s.active), s.active_tokens, s.active_bytes))
+
+    def settle_limits(self) -> None:
+        """:meth:`check_limits` for a commit made at once, with nobody subscribed: the same
+        drop, and no usage to publish (it would reach no one)."""
+        edit = truncation(self.state, self.limits)
+        if edit is not None:
+            self._commit_now([edit], own=True)
+        self.published_level = self.limits.level_of(self.state)
+
+    # -- committing -------------------------------------------------------------------------------
+
     def _writes_at_once(self) -> bool:
         """Whether a commit now needs no ``await``: the log appends without waiting (a
         ``memory:`` store, nothing else in progress on it) and nobody subscribes to the
@@ -407,7 +492,7 @@ class HistoryStore(ContextManagement):
         return not self.log.would_block() and not self.ctx.runtime.has_subscribers(self.topic)
 
     async def _commit(self, payloads: list[Message], *, own: bool = False) -> None:
-        """Write ``payloads`` as one transaction, fold them in, publish the change, then check
+        """Write ``payloads`` as one transaction, apply them to the state, publish the change, then check
         the limits.
 
         Each record names the actor that decided it: the sender of the message being handled,
@@ -450,7 +535,7 @@ class HistoryStore(ContextManagement):
         """The records of ``payloads``, stamped with the sender and times of the message being
         handled; with the store's own id and the time now if ``own`` or if it handles none
         (on start)."""
-        self._kept_tail = None  # the state is about to change (even if the fold fails midway)
+        self._kept_tail = None  # the state is about to change (even if applying fails midway)
         env = self.ctx.current
         if env is not None and not own:
             sender, sent_at, mono = self._sender_text(env.sender), env.sent_at, env.sent_mono_ns
@@ -460,7 +545,7 @@ class HistoryStore(ContextManagement):
         return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, dump(p)) for p in payloads]
 
     def _applied(self, stored: list[StoredRecord], payloads: list[Message]) -> StoredRecord:
-        """Fold the committed records into the state; start a snapshot if one is due.
+        """Apply the committed records to the state; start a snapshot if one is due.
         Returns the last record."""
         apply = self.state.apply
         for rec, payload in zip(stored, payloads, strict=True):
@@ -528,140 +613,3 @@ def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, win
         windows=windows, windows_tokens=counter.count(windows) if windows_tokens is None else windows_tokens,
         tools_tokens=tools_tokens, pinned=state.pinned_positions() if state.pinned else (),
         cache=cache, count=counter.count)
-
-
-@frozen
-class DumpedSnapshot:
-    """A snapshot as the log stores it (see :meth:`ThreadLog.write_snapshot`)."""
-
-    seq: int
-    state: str
-    """Its head: the :class:`HistorySnapshot` as JSON text, entries aside."""
-    parts: tuple[str, ...]
-    """The keys of its parts, one per block of entries, in order."""
-    new_parts: dict[str, bytes]
-    """The parts of the blocks changed since the snapshot before, by key."""
-
-
-def dump_snapshot(converter: ProtocolConverter, draft: SnapshotDraft) -> DumpedSnapshot:
-    """Encode a snapshot (run it in a worker thread: it encodes every entry of the blocks that
-    changed)."""
-    def encode(entry: HistoryEntry) -> str:
-        return dump_json(converter.unstructure(entry))
-
-    head, keys, parts = draft.finish(encode)
-    return DumpedSnapshot(draft.seq, dump_json(converter.dump_message(head)), tuple(keys), parts)
-
-
-async def write_snapshot(log: ThreadLog, converter: ProtocolConverter, state: HistoryState,
-                         draft: SnapshotDraft | None = None) -> Snapshot:
-    """Snapshot ``state`` (or write ``draft``, taken of it before) to ``log``: its head and the
-    parts of the blocks changed since the last snapshot, encoded in a worker thread. The
-    history store writes its snapshots so; anything else that writes one should too.
-
-    Raises:
-        PersistenceError: the log refused it (the state then still counts its blocks as changed).
-    """
-    if draft is None:
-        draft = state.snapshot()
-    try:
-        dumped = await trio.to_thread.run_sync(dump_snapshot, converter, draft)
-        snapshot = await log.write_snapshot(draft.seq, dumped.state, parts=dumped.parts,
-                                            new_parts=dumped.new_parts)
-    except BaseException:
-        state.snapshot_lost(draft)
-        raise
-    state.snapshot_stored(draft)
-    return snapshot
-
-
-def entry_decoder(converter: ProtocolConverter) -> Callable[[str | bytes], HistoryEntry]:
-    """Decodes one entry of a snapshot (called the first time the entry is used)."""
-    def decode(text: str | bytes) -> HistoryEntry:
-        return converter.structure(load_json(text), HistoryEntry)  # type: ignore[arg-type]
-
-    return decode
-
-
-async def replay_app_effects(log: Any, converter: ProtocolConverter, app: str,
-                             to_seq: int | None = None) -> tuple[AppEffect, ...]:
-    """Every effect ``app`` committed (up to ``to_seq``), read from the log, oldest first: for
-    an app whose saved state cannot be loaded (reads and decodes every tool result)."""
-    effects = []
-    for rec in await log.read(1, to_seq):
-        if rec.kind != "ToolResultRecorded":
-            continue
-        payload = converter.load_message(load_json(rec.payload))
-        effect = app_effect_of(payload.effect) if isinstance(payload, ToolResultRecorded) and payload.effect else None
-        if effect is not None and effect.app == app:
-            effects.append(effect)
-    return tuple(effects)
-
-
-async def usable_snapshot(log: Any, thread_id: str, at_seq: int | None = None) -> Snapshot | None:
-    """The latest sound snapshot of ``log`` at or before ``at_seq`` (see :func:`load_state`)."""
-    bound = at_seq
-    while bound is None or bound >= 1:
-        try:
-            return cast("Snapshot | None", await log.latest_snapshot(bound))
-        except CorruptRecordError as exc:
-            if not exc.what.startswith("snapshot"):
-                raise
-            warnings.warn(DamagedSnapshotWarning(thread_id, exc.seq, exc.detail, dropped=False), stacklevel=3)
-            if exc.seq < 1:  # (its seq is unreadable: replay every record)
-                return None
-            bound = exc.seq - 1 if bound is None or exc.seq <= bound else bound - 1  # (always lower: it ends)
-    return None
-
-
-async def load_state(log: Any, converter: ProtocolConverter, thread_id: str,
-                     at_seq: int | None = None) -> HistoryState:
-    """Rebuild a thread's state from its latest snapshot (at or before ``at_seq``) and the tail.
-
-    A damaged snapshot (or part of one) is passed over, with a :class:`DamagedSnapshotWarning`,
-    for the one before it (or replay from the first record): snapshots only shorten replay.
-    Damaged records are errors (:class:`CorruptRecordError`): they hold what happened.
-    """
-    state = await _from_snapshot(log, converter, thread_id, at_seq)
-    if state is None:
-        state = HistoryState(thread_id)
-    records = await log.read(state.seq + 1, at_seq)
-    for rec in records:
-        state.apply(rec.seq, converter.load_message(load_json(rec.payload)))
-    return state
-
-
-async def _from_snapshot(log: Any, converter: ProtocolConverter, thread_id: str,
-                         at_seq: int | None) -> HistoryState | None:
-    """The state of the latest sound snapshot at or before ``at_seq``, if there is one."""
-    bound, races = at_seq, 0
-    while True:
-        snap = await usable_snapshot(log, thread_id, bound)
-        if snap is None:
-            return None
-        try:
-            parts = await log.read_snapshot_parts(snap)
-            break
-        except CorruptRecordError as exc:
-            # a reader racing the writer: two snapshots written since this one was found, and
-            # the parts only it used dropped with it; the newer one has its parts
-            newer = await log.latest_snapshot(bound) if races < 2 else None
-            if newer is not None and newer.seq != snap.seq:
-                races += 1
-                continue
-            warnings.warn(DamagedSnapshotWarning(thread_id, snap.seq, exc.detail, dropped=False), stacklevel=3)
-            if snap.seq <= 1:
-                return None
-            bound = snap.seq - 1
-    loaded = converter.load_message(load_json(snap.state))
-    where = f"the snapshot of thread {thread_id} at seq {snap.seq}"
-    if not isinstance(loaded, HistorySnapshot) or loaded.seq != snap.seq:
-        raise ReplayError(f"{where} holds {type(loaded).__name__} at seq {getattr(loaded, 'seq', '?')}, "
-                        "not that state")
-    try:
-        blocks = [decode_part(data) for data in parts]
-    except MalformedPartError as exc:
-        raise ReplayError(f"{where}: a part does not hold a block of entries: {exc}") from None
-    state = HistoryState.from_snapshot(loaded, entry_decoder(converter), blocks, snap.parts)
-    state.thread_id = thread_id  # a fork's copied snapshot names the thread it came from
-    return state

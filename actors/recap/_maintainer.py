@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
-from attrs import frozen
+from attrs import field, frozen
 
 from livecontext.protocol import (
     AccessDenied,
@@ -36,7 +36,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._facts import steps_of
 from ._layer import Layer, Recap
-from ._strategies import MIN_SUMMARY_CHARS, STRATEGIES, model_summary, simple_extract
+from ._strategies import MIN_SUMMARY_CHARS, RecapStrategy, model_summary, simple_extract
 from ._structured import structured
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ def recap_topic(thread_id: str) -> Topic:
 class RecapSettings:
     """How the recap maintainer folds (seed note 004)."""
 
-    strategy: str = "simple_extract"
+    strategy: RecapStrategy = field(default=RecapStrategy.SIMPLE_EXTRACT, converter=RecapStrategy)
+    """How recaps are made (given as a member or its string)."""
     window: int = 4
     """Steps (an input, or a model output with its tool results) always kept in full."""
     batch: int = 4
@@ -71,8 +72,6 @@ class RecapSettings:
     """Re-reads after an :class:`EditConflict` before giving up on one fold."""
 
     def __attrs_post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise UsageError(f"recap.strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
         for name in ("window", "batch", "budget", "max_retries"):
             if getattr(self, name) < (0 if name == "window" else 1):
                 raise UsageError(f"recap.{name} must be >= {0 if name == 'window' else 1}, got {getattr(self, name)}")
@@ -159,7 +158,7 @@ class RecapMaintainer(Actor):
 
     def __init__(self, thread_id: str, history: ActorId, settings: RecapSettings,
                  counter: TokenCounter, model: ModelClient | None = None) -> None:
-        if settings.strategy == "model_summary" and model is None:
+        if settings.strategy is RecapStrategy.MODEL_SUMMARY and model is None:
             raise UsageError("recap strategy model_summary needs a model (recap.model)")
         self.thread_id = thread_id
         self.history = history
@@ -266,9 +265,9 @@ class RecapMaintainer(Actor):
             pinned = [e.text for e in view.entries
                       if isinstance(e, ModelInputEntry) and e.retention is Retention.CRITICAL]
             recap = await self._summarise(previous, batch, pinned)
-            gist = f"recap of the steps up to {batch[-1].id} ({self.settings.strategy})"
+            gist = f"recap of the steps up to {batch[-1].id} ({self.settings.strategy.value})"
             reply = await self.ctx.ask(self.history, FoldIntoRecap(
-                tuple(EntryRef(e.id, e.revision) for e in batch), recap.text, gist, self.settings.strategy,
+                tuple(EntryRef(e.id, e.revision) for e in batch), recap.text, gist, self.settings.strategy.value,
                 EntryRef(previous.id, previous.revision) if previous else None, recap.data))
             if isinstance(reply, EditApplied):
                 self.folds += 1
@@ -293,11 +292,11 @@ class RecapMaintainer(Actor):
         the texts of the unfolded CRITICAL inputs (``structured``'s task)."""
         s = self.settings
         before = Recap(previous.content.live.text, previous.data) if previous is not None else Recap()
-        if s.strategy == "simple_extract":
+        if s.strategy is RecapStrategy.SIMPLE_EXTRACT:
             return simple_extract(before, batch, s.max_summary_chars)
-        if s.strategy == "structured":
+        if s.strategy is RecapStrategy.STRUCTURED:
             return structured(before, batch, s.max_summary_chars, pinned)
-        assert self.model is not None
+        assert s.strategy is RecapStrategy.MODEL_SUMMARY and self.model is not None
         calls = await self._model_calls(previous)
         try:
             return await model_summary(before, batch, s.max_summary_chars, model=self.model,

@@ -13,7 +13,9 @@ every step ever folded, so folded content never vanishes into a count, whatever 
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
+from typing import NoReturn
 
 from livecontext.actors.history._text import cut_at_boundary
 from livecontext.protocol import (
@@ -25,15 +27,33 @@ from livecontext.protocol import (
     Role,
     ToolResultsEntry,
 )
-from livecontext.runtime import ModelError
+from livecontext.runtime import ModelError, UsageError
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
 from ._facts import steps_of
 from ._layer import Layer, Recap, add_steps, fit
 
-STRATEGIES = ("simple_extract", "model_summary", "structured")
-"""The recap strategies."""
+class RecapStrategy(enum.StrEnum):
+    """How the recap maintainer makes a recap (see the module's docs). A closed set: the
+    maintainer knows these three; an actor of your own that folds (any actor with the fold
+    capability may send ``FoldIntoRecap``) names its way in the record's own ``strategy``
+    text, which stays open.
+
+    Its values are the strings blueprints use; an unknown one is refused with a
+    :class:`~livecontext.runtime.UsageError` listing them.
+    """
+
+    SIMPLE_EXTRACT = "simple_extract"
+    """:func:`simple_extract`: the summary layer's lines; no model."""
+    MODEL_SUMMARY = "model_summary"
+    """:func:`model_summary`: a model's summary (needs a model)."""
+    STRUCTURED = "structured"
+    """:func:`~._structured.structured`: JSON fields filled from the steps; no model."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> NoReturn:
+        raise UsageError(f"recap strategy must be one of {', '.join(cls)}, got {value!r}")
 
 MIN_SUMMARY_CHARS = 300
 """The shortest ``max_summary_chars`` allowed: room for one step's longest line

@@ -33,6 +33,7 @@ from livecontext.protocol import (
     dump_json,
     dump_standard_json,
     load_json,
+    thread_id_problem,
 )
 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
@@ -473,19 +474,14 @@ def rehome_snapshot(snapshot: Snapshot, thread_id: str, covers: str) -> Snapshot
 
 
 def check_thread_id(thread_id: object) -> str:
-    """``thread_id`` if it is a usable thread id (1-200 characters, no control characters).
+    """``thread_id`` if a store can hold it (the rule is
+    :func:`~livecontext.protocol.thread_id_problem`: 1-200 characters, no control characters).
 
     Raises:
         InvalidThreadIdError: it is not.
     """
-    if not isinstance(thread_id, str):
-        raise InvalidThreadIdError(thread_id, f"expected a str, got {type(thread_id).__name__}")
-    if not 1 <= len(thread_id) <= 200:
-        raise InvalidThreadIdError(thread_id, "use 1 to 200 characters")
-    if any(ch < " " or ch == "\x7f" for ch in thread_id):
-        raise InvalidThreadIdError(thread_id, "control characters are not allowed")
-    try:
-        thread_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidThreadIdError(thread_id, "it is not valid UTF-8") from None
+    problem = thread_id_problem(thread_id)
+    if problem is not None:
+        raise InvalidThreadIdError(thread_id, problem)
+    assert isinstance(thread_id, str)  # (a problem otherwise)
     return thread_id

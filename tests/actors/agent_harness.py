@@ -28,7 +28,7 @@ from livecontext.protocol import (
     AppEffects,
     AppHistory,
     Cancel,
-    Entries,
+    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -40,7 +40,7 @@ from livecontext.protocol import (
     NotificationPosted,
     PostNotification,
     ProvideInput,
-    ReadEntries,
+    ReadHistory,
     Render,
     Rendered,
     RunUntilIdle,
@@ -116,8 +116,8 @@ class AgentHarness:
         return got
 
     async def entries(self) -> tuple[HistoryEntry, ...]:
-        got = await self.client.ask(self.agent.history, ReadEntries())
-        assert isinstance(got, Entries)
+        got = await self.client.ask(self.agent.history, ReadHistory(include_folded=True))
+        assert isinstance(got, HistorySlice)
         return got.entries
 
     async def app_histories(self) -> tuple[AppHistory, ...]:

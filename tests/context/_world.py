@@ -135,8 +135,8 @@ def decode(records: Iterable[StoredRecord]) -> list[tuple[int, str, Message]]:
 
 
 def replay(thread_id: str, records: Sequence[tuple[int, str, Message]]) -> HistoryState:
-    """The thread's state folded from its records."""
-    return HistoryState.fold(thread_id, ((seq, payload) for seq, _, payload in records))
+    """The thread's state replayed from its records."""
+    return HistoryState.replay(thread_id, ((seq, payload) for seq, _, payload in records))
 
 
 # -- checks -------------------------------------------------------------------------------------------

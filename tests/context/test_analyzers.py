@@ -12,7 +12,15 @@ import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import ANALYZER_CAPABILITIES
-from livecontext.actors.analyzers import AnalyzerSettings, make_analyzer
+from livecontext.actors.analyzers import (
+    AnalyzerKind,
+    AnalyzerSettings,
+    AnalyzerTrigger,
+    ModelAnalyzer,
+    RepeatedFailures,
+    UsageWatcher,
+    make_analyzer,
+)
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
@@ -27,7 +35,7 @@ from livecontext.protocol import (
     NotificationPosted,
     RunUntilIdle,
 )
-from livecontext.runtime import Runtime, open_runtime
+from livecontext.runtime import Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, TextCallback
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.testing import open_stepping_runtime
@@ -165,6 +173,25 @@ async def test_a_periodic_analyzer_runs_without_history_changes(autojump_clock: 
         await trio.sleep(10)  # nothing changed since: nothing new to read, no model call
         assert len(judge.requests) == 1
 
+
+
+def test_a_kind_and_a_trigger_are_given_by_their_blueprint_names_and_unknown_ones_refused_listing_them() -> None:
+    settings = AnalyzerSettings("clock", kind="model", prompt="odd?", trigger="period")
+    assert settings.kind is AnalyzerKind.MODEL and settings.trigger is AnalyzerTrigger.PERIOD
+    with pytest.raises(UsageError, match=r"^analyzer kind must be one of repeated_failures, model, usage, got 'usual'$"):
+        AnalyzerSettings("x", kind="usual")
+    with pytest.raises(UsageError, match=r"^analyzer trigger must be one of history, period, got 'often'$"):
+        AnalyzerSettings("x", trigger="often")
+
+
+def test_each_kind_makes_its_analyzer_and_a_model_analyzer_needs_a_model() -> None:
+    history = ActorId("history", "t")
+    made = {kind: type(make_analyzer("t", history, AnalyzerSettings("a", kind=kind, prompt="p"), model=scripted([])))
+            for kind in AnalyzerKind}
+    assert made == {AnalyzerKind.REPEATED_FAILURES: RepeatedFailures, AnalyzerKind.MODEL: ModelAnalyzer,
+                    AnalyzerKind.USAGE: UsageWatcher}
+    with pytest.raises(UsageError, match=r"^analyzer 'a' of kind model needs a model$"):
+        make_analyzer("t", history, AnalyzerSettings("a", kind="model", prompt="p"))
 
 
 def test_window_analyzers_wake_on_appended_entries_and_repeated_failures_on_none() -> None:

@@ -12,7 +12,7 @@ def test_the_recap_package_exports_exactly_its_public_names() -> None:
         "Recap",
         "RecapMaintainer",
         "RecapSettings",
-        "STRATEGIES",
+        "RecapStrategy",
         "batch_runs",
         "model_summary",
         "pick_batch",

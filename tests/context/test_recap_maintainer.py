@@ -12,7 +12,7 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors._agent import RECAP_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
-from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, recap_topic
+from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, RecapStrategy, recap_topic
 from livecontext.actors.recap._layer import Layer
 from livecontext.protocol import (
     IdleReason,
@@ -140,6 +140,25 @@ async def test_a_maintainer_that_may_not_fold_folds_nothing() -> None:
 def test_the_settings_default_to_what_the_blueprint_docs_say() -> None:
     assert RecapSettings() == RecapSettings(strategy="simple_extract", window=4, batch=4, max_summary_chars=2000,
                                             budget=2000, max_retries=8)
+
+
+def test_a_strategy_is_given_by_its_blueprint_name_and_an_unknown_one_is_refused_listing_them() -> None:
+    assert RecapSettings("structured").strategy is RecapStrategy.STRUCTURED
+    with pytest.raises(UsageError, match=r"^recap strategy must be one of simple_extract, model_summary, "
+                                         r"structured, got 'fancy'$"):
+        RecapSettings("fancy")
+
+
+async def test_a_recap_records_its_strategy_as_the_plain_text_stored_logs_hold() -> None:
+    async with open_history() as world:
+        for n in range(3):
+            await world.step(n)
+        maintainer = await spawn_maintainer(world, RecapSettings(RecapStrategy.STRUCTURED, window=2, batch=2))
+
+        assert (await world.root.ask(maintainer, FoldNow())).folds == 1
+
+        [fold] = [rec for rec in await world.log.read(1) if rec.kind == "EntriesFolded"]
+        assert json.loads(fold.payload)["recap"]["strategy"] == "structured"
 
 
 async def test_a_failing_recap_model_still_folds_by_extracting() -> None:

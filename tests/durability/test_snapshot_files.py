@@ -76,7 +76,7 @@ async def _folded_from_records(url: str) -> tuple[HistoryState, HistoryState]:
         async with await store.open_thread("t", owner="test") as log:
             opened = await load_state(log, CONVERTER, "t")
             records = await log.read(1)
-    folded = HistoryState.fold("t", [(r.seq, CONVERTER.load_message(json.loads(r.payload))) for r in records])
+    folded = HistoryState.replay("t", [(r.seq, CONVERTER.load_message(json.loads(r.payload))) for r in records])
     return opened, folded
 
 

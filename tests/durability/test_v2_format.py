@@ -102,7 +102,7 @@ async def replayed_from_the_first_record(url: str) -> HistoryState:
     async with await open_store(url) as store:
         async with await store.open_reader(THREAD) as reader:
             records = await reader.read(1)
-    return HistoryState.fold(THREAD, ((r.seq, converter.load_message(json.loads(r.payload))) for r in records))
+    return HistoryState.replay(THREAD, ((r.seq, converter.load_message(json.loads(r.payload))) for r in records))
 
 
 async def every_record_verified(url: str) -> list[StoredRecord]:

@@ -4,10 +4,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from livecontext.protocol import ActorId, Topic, format_message_id, message_id_time_ns
+from livecontext.protocol import (
+    MAX_THREAD_ID,
+    ActorId,
+    Topic,
+    format_message_id,
+    message_id_time_ns,
+    thread_id_problem,
+)
 
-_PART = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:@+-", min_size=1,
-                max_size=20)
+_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:@+-"
+_PART = st.text(alphabet=_ALPHABET, min_size=1, max_size=20)
 _NS = st.integers(min_value=0, max_value=2**64 - 1)
 _COUNTER = st.integers(min_value=0, max_value=2**32 - 1)
 _NODE = st.integers(min_value=0, max_value=2**16 - 1)
@@ -85,3 +92,55 @@ def test_a_message_id_is_16_hex_digits_of_time_then_4_of_node_and_8_of_counter(
 ) -> None:
     assert format_message_id(unix_ns, counter, node) == (
         f"{unix_ns:016x}-{node & 0xFFFF:04x}{counter & 0xFFFFFFFF:08x}")
+
+
+# -- thread ids --------------------------------------------------------------------------------------
+
+_CONTROLS = st.sampled_from([chr(c) for c in range(0x20)] + ["\x7f"])
+_STORABLE = st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=MAX_THREAD_ID)
+"""Text a store took in every release: 1-200 characters, no control character, no surrogate."""
+_SUB_NAME = st.text(alphabet=_ALPHABET, min_size=1, max_size=64)
+
+
+@given(_STORABLE)
+def test_a_store_holds_every_thread_id_of_1_to_200_characters_without_control_characters(thread_id: str) -> None:
+    assert thread_id_problem(thread_id) is None
+
+
+@given(st.text(max_size=20), _CONTROLS, st.text(max_size=20))
+def test_a_thread_id_with_a_control_character_anywhere_is_refused(before: str, control: str, after: str) -> None:
+    assert thread_id_problem(before + control + after) == "control characters are not allowed"
+
+
+@pytest.mark.parametrize("thread_id", ["", "x" * 201, "é" * 201, "x" * 128 + "/sub/" + "y" * 64 + "/sub/z"])
+def test_a_thread_id_that_is_empty_or_longer_than_200_characters_is_refused_saying_how_long(thread_id: str) -> None:
+    assert thread_id_problem(thread_id) == "use 1 to 200 characters"
+    assert thread_id_problem(thread_id, agent=True) == "use 1 to 200 characters"
+
+
+def test_a_thread_id_that_is_no_text_or_no_utf8_is_refused_saying_so() -> None:
+    assert thread_id_problem(b"main") == "expected a str, got bytes"
+    assert thread_id_problem("t\udc80") == "it is not valid UTF-8"
+
+
+@given(st.text(alphabet=_ALPHABET, min_size=1, max_size=60), st.lists(_SUB_NAME, max_size=2))
+def test_an_agent_runs_in_a_thread_named_by_actor_id_characters_and_its_sub_agents_under_it(
+    top: str, subs: list[str]
+) -> None:
+    thread_id = top + "".join(f"/sub/{name}" for name in subs)
+    assert thread_id_problem(thread_id, agent=True) is None
+    assert ActorId("history", thread_id).name == thread_id  # (it names the agent's actors)
+
+
+@pytest.mark.parametrize("thread_id", ["a b", "x" * 129, "main/other", "main/sub/", "main/sub/" + "x" * 65,
+                                       "é", "main/sub/a b"])
+def test_an_agent_thread_id_outside_the_naming_rule_is_refused_saying_what_to_use(thread_id: str) -> None:
+    problem = thread_id_problem(thread_id, agent=True)
+    assert problem is not None and problem.startswith("use 1-128 letters, digits and _ . : @ + - for an agent's thread")
+    assert thread_id_problem(thread_id) is None  # (a store still holds it)
+
+
+@given(st.text(max_size=210))
+def test_every_thread_id_an_agent_runs_in_is_one_a_store_holds(thread_id: str) -> None:
+    if thread_id_problem(thread_id, agent=True) is None:
+        assert thread_id_problem(thread_id) is None

@@ -181,7 +181,8 @@ async def test_a_bad_store_url_or_thread_id_is_reported_on_its_line() -> None:
             "bp.toml:2: store must be a URL: sqlite:PATH, jsonl:DIR or memory:, got 'postgres://x'")):
         load('thread = "t"\nstore = "postgres://x"\n')
     with pytest.raises(BlueprintError, match=exactly(
-            "bp.toml:1: thread must be 1-128 letters, digits and _ . : @ + -, got 'my thread'")):
+            "bp.toml:1: thread 'my thread': use 1-128 letters, digits and _ . : @ + - for an agent's thread "
+            "(a sub-agent's: PARENT/sub/NAME, at most 200 characters in all)")):
         load('thread = "my thread"\n')
 
 

@@ -102,7 +102,7 @@ async def _play(url: str, ops: list[tuple[str, int, int]]) -> None:
                     await thread.commit(HistoryEdited((_input(int(old.id[1:]), f"revised {pick}", old.revision + 1),)))
                 else:
                     await write_snapshot(log, CONVERTER, state)
-            folded = HistoryState.fold("t", [(r.seq, CONVERTER.load_message(json.loads(r.payload)))
+            folded = HistoryState.replay("t", [(r.seq, CONVERTER.load_message(json.loads(r.payload)))
                                              for r in await log.read(1)])
             _same(await load_state(log, CONVERTER, "t"), folded)
             _same(thread.state, folded)

@@ -8,7 +8,7 @@ from livecontext.actors.history._render import MAX_MISFITS
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.actors.history._lazy import Raw
 from livecontext.actors.history import write_snapshot
-from livecontext.actors.history._store import dump_snapshot
+from livecontext.actors.history._log import dump_snapshot
 from livecontext.actors.history._render import render
 from livecontext.protocol import (
     ActorId,

@@ -59,7 +59,7 @@ def test_a_fold_failing_halfway_leaves_no_stale_newest_entry() -> None:
     assert state.last is state.entries[0]
     recap = RecapEntry(id="e9", revision=1, author=ActorId("recap", "t"), created_at=NOW,
                        retention=Retention.CRITICAL, content=counter().content("r", "r", "r"), covers=("e1",))
-    with pytest.raises(ReplayError, match="fold of unknown entry e7"):
+    with pytest.raises(ReplayError, match="fold into a recap of unknown entry e7"):
         state.apply(2, EntriesFolded(recap, ("e1", "e7")))  # e1 is folded before e7 is missed
     assert state.seq == 1
     assert state.last is _scanned_last(state) and state.last.folded
