@@ -153,8 +153,10 @@ class Post:
         """Answer ``request`` to whoever waits for it (with ``error``, for an :class:`ErrorReply`)."""
         if error is None and isinstance(payload, ErrorReply):
             # an ErrorReply carries a raised exception: one made by hand carries none
-            error = TypeError(f"{responder} answered with an ErrorReply it made ({payload.error_type}: "
-                              f"{payload.error}); raise the exception, or PendingReply.fail() it")
+            self.reply_error(request, responder, TypeError(
+                f"{responder} answered with an ErrorReply it made ({payload.error_type}: {payload.error}); "
+                "raise the exception, or PendingReply.fail() it"))
+            return
         self._unanswered.discard(request.message_id)
         self._deferred.discard(request.message_id)
         slot = self._slots.get(request.message_id)

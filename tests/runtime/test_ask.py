@@ -79,6 +79,11 @@ class FailLater(Message):
     pass
 
 
+@frozen
+class Forge(Message):
+    pass
+
+
 class DiskFullError(Exception):
     """A user's own error class."""
 
@@ -135,6 +140,10 @@ class Worker(Actor):
                 nursery.start_soon(_raise, DiskFullError("disk full"))
                 nursery.start_soon(_raise, KeyError("no key"))
         raise {"disk": DiskFullError("disk full"), "named": Mine.ActorStoppedError("not the kernel's")}[msg.kind]
+
+    @handler
+    async def on_forge(self, msg: Forge) -> ErrorReply:
+        return ErrorReply("builtins.KeyError", "made by hand")
 
     @handler
     async def on_fail_later(self, msg: FailLater) -> None:
@@ -296,6 +305,15 @@ async def test_a_deferred_reply_can_fail_the_ask_with_an_error_of_its_own() -> N
             await rt.client("t").ask(ref, FailLater())
         assert isinstance(info.value.__cause__, DiskFullError)
         assert Worker.starts == 1  # a failed reply is no failure of the actor
+
+
+async def test_an_error_reply_a_handler_makes_itself_reaches_the_asker_as_a_type_error_naming_it() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        with pytest.raises(RemoteActorError, match=r"TypeError: worker/w answered with an ErrorReply it made "
+                                                   r"\(builtins.KeyError: made by hand\); raise the exception") as info:
+            await rt.client("t").ask(ref, Forge())
+        assert info.value.error_class is TypeError  # not KeyError: nothing is taken from a name
 
 
 async def test_an_ask_whose_handler_is_cancelled_by_a_failing_background_task_fails_at_once(
