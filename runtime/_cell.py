@@ -130,13 +130,13 @@ class CellState(enum.Enum):
     STOPPED = "stopped"
 
 
-def failure_of(exc: BaseException) -> BaseException | None:
+def _failure_of(exc: BaseException) -> BaseException | None:
     """The actor's own failure inside ``exc``, or None if ``exc`` is (or holds) a cancellation."""
     if isinstance(exc, BaseExceptionGroup):
         if exc.subgroup(lambda e: isinstance(e, (trio.Cancelled, KeyboardInterrupt, SystemExit))) is not None:
             return None
         for inner in exc.exceptions:
-            found = failure_of(inner)
+            found = _failure_of(inner)
             if found is not None:
                 return found
         return None
@@ -154,7 +154,7 @@ class Cell:
         self._post = post
         self.id = actor_id
         self.mailbox_size = mailbox_size
-        self.send, self._receive = trio.open_memory_channel[Envelope](mailbox_size)
+        self._send, self._receive = trio.open_memory_channel[Envelope](mailbox_size)
         self.policy = policy
         self.parent = parent
         self.state = CellState.STARTING
@@ -248,17 +248,23 @@ class Cell:
         try:
             self._handle_now(instance, env, handler)
         except BaseException as exc:
-            if failure_of(exc) is None:
+            if _failure_of(exc) is None:
                 raise
             self._inline_failure = exc
             try:  # wake the loop so that it raises it now (a full mailbox wakes it anyway)
-                self.send.send_nowait(_WAKE)
+                self._send.send_nowait(_WAKE)
                 self._pending += 1
             except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
         finally:
             self._inline_running = False
         return True
+
+    def has_room(self) -> bool:
+        """Whether a message put now would not wait: the mailbox has room, or is closed (a put
+        then fails at once)."""
+        stats = self._send.statistics()
+        return stats.current_buffer_used < stats.max_buffer_size or self.done.is_set()
 
     def put_nowait(self, env: Envelope) -> bool:
         """Put ``env`` in the mailbox without waiting; False if it is full.
@@ -267,7 +273,7 @@ class Cell:
             ActorStoppedError: the mailbox is closed.
         """
         try:
-            self.send.send_nowait(env)
+            self._send.send_nowait(env)
         except trio.WouldBlock:
             return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -283,7 +289,7 @@ class Cell:
         """
         self._pending += 1
         try:
-            await self.send.send(env)
+            await self._send.send(env)
         except BaseException as exc:
             self._pending -= 1
             if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
@@ -294,7 +300,7 @@ class Cell:
         """Refuse new mail, let the actor handle what is queued and ``on_stop``; cancel it
         after ``drain_timeout`` seconds."""
         self.state = CellState.STOPPING
-        self.send.close()
+        self._send.close()
         with trio.move_on_after(drain_timeout):
             await self.done.wait()
         if not self.done.is_set():
@@ -340,7 +346,7 @@ class Cell:
                             nursery.cancel_scope.cancel()
                         return
                     except BaseException as exc:
-                        failure = failure_of(exc)
+                        failure = _failure_of(exc)
                         if failure is None:
                             raise
                         if not started:  # the spawner gets on_start's own error, not a group
@@ -517,7 +523,7 @@ class Cell:
 
     def _drain(self) -> None:
         """Close the mailbox and answer what is left in it: asks get an error, tells are dropped."""
-        self.send.close()
+        self._send.close()
         while True:
             if self._carried is not None:
                 env, self._carried = self._carried, None

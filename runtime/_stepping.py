@@ -95,8 +95,7 @@ class SteppingScheduler:
         out = []
         for key, queue in self._held.items():
             cell, _env, seq = queue[0]
-            stats = cell.send.statistics()
-            if stats.current_buffer_used < stats.max_buffer_size or cell.done.is_set():
+            if cell.has_room():
                 out.append((key, seq))
         out.sort()
         return out
