@@ -14,7 +14,6 @@ from livecontext.protocol import (
     AppHistory,
     ApplyEffect,
     CancelTool,
-    ErrorReply,
     GetAppEffects,
     GetWindows,
     InvokeTool,
@@ -30,7 +29,7 @@ from livecontext.protocol import (
     UndecodedEffect,
     Windows,
 )
-from livecontext.runtime import Actor, MailboxFullError, UsageError, handler
+from livecontext.runtime import Actor, LivecontextError, MailboxFullError, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 
 from .apps import App, ToolOutcome, describe_tools
@@ -172,7 +171,7 @@ class AppHost(Actor):
                     if pending is not None:
                         pending.send(invoked)
                 if scope.cancelled_caught and pending is not None:
-                    pending.send(ErrorReply("Cancelled", f"tool call {call.id} was cancelled"))
+                    pending.fail(LivecontextError(f"tool call {call.id} was cancelled"))
             finally:
                 if self._running.get(call.id) == (scope, done):
                     del self._running[call.id]

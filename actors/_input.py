@@ -29,8 +29,8 @@ class InputSource(Actor):
 
     @handler(inline=True)
     def on_provide(self, msg: ProvideInput) -> None:
-        # no await here: told to an idle source, this runs at once in the sender's task, and
-        # so does the engine's InputAvailable handler (no task switch for either)
+        # no await here: told to an idle source, this runs in the sender's task, and so does
+        # the engine's InputAvailable handler (no task switch for either)
         self.buffer.append(msg)
         if self.notify is None:
             return

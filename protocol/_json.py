@@ -1,9 +1,8 @@
 """JSON text in and out, fast: the one place that picks the JSON library.
 
 Every record the history store writes is JSON text, encoded once and checked once on the hot
-path of every agent step; orjson does both about ten times faster than the standard library
-(benchmarks/bench_agent.py). The text is the same compact form as
-``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)``.
+path of every agent step, and orjson does both faster than the standard library. The text is
+the same compact form as ``json.dumps(obj, separators=(",", ":"), ensure_ascii=False)``.
 """
 
 from __future__ import annotations

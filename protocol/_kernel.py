@@ -45,10 +45,16 @@ class ActorEscalated(Message):
 
 @frozen
 class ErrorReply(Message):
-    """The reply to an ``ask`` whose handler raised: the asker re-raises it as an error."""
+    """The reply to an ``ask`` whose handler raised: the asker raises an error from it.
+
+    Plain data, for the audit: in one process the handler's exception object travels beside
+    it (the asker raises from that, by type); this records what it was.
+    """
 
     error_type: str
+    """The exception's class, ``module.QualName`` (``builtins.ValueError``)."""
     error: str
+    """What it says."""
 
 
 @frozen

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
-from ._context import ActorRef, Context, PendingReply, RestartPolicy
+from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
 from ._errors import ActorError, LivecontextError, ModelError, UsageError
 from ._kernel_errors import (
@@ -25,9 +25,9 @@ from ._kernel_errors import (
     UnhandledMessageError,
     UnknownActorError,
 )
-from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID
 from ._open import open_runtime
-from ._runtime import Runtime, RuntimeStatistics
+from ._post import PendingReply
+from ._runtime import ActorRef, Context, Runtime, RuntimeStatistics
 from ._stepping import Delivery, SteppingScheduler
 from ._timer import sleep
 

@@ -1,4 +1,8 @@
-"""The :class:`Actor` base class and the ``@handler`` decorator."""
+"""The :class:`Actor` base class and the ``@handler`` decorator.
+
+``Actor`` is built on the kernel: its ``ctx`` is the runtime's :class:`Context`, and the cell
+that runs it knows it only as a :class:`Behaviour` (its hooks and :meth:`Actor.handler_for`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from livecontext.protocol import Message
 
+from ._cell import Handler
+
 if TYPE_CHECKING:
-    from ._context import Context
+    from ._runtime import Context
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,17 +83,16 @@ class Actor:
     :class:`UnhandledMessageError`, never dropped silently.
     """
 
-    _handlers: ClassVar[dict[type, str]] = {}
-    _inline: ClassVar[frozenset[str]] = frozenset()
-    """Names of the handlers marked ``@handler(inline=True)`` (plain ``def`` methods)."""
+    _handlers: ClassVar[dict[type, Handler]] = {}
+    """The class's handlers (its bases' included), by the message type each handles."""
     ctx: Context
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        table: dict[type, str] = {}
+        table: dict[type, Handler] = {}
         for base in reversed(cls.__mro__[1:]):
             table.update(getattr(base, "_handlers", {}))
-        own: dict[type, str] = {}
+        own: dict[type, Handler] = {}
         for name, fn in vars(cls).items():
             if getattr(fn, _HANDLER_MARK, False):
                 if getattr(fn, _INLINE_MARK, False) and inspect.iscoroutinefunction(fn):
@@ -98,14 +103,14 @@ class Actor:
                 msg_type = _message_type_of(cls, name, fn)
                 if msg_type in own:
                     raise TypeError(
-                        f"{cls.__name__}.{own[msg_type]} and {cls.__name__}.{name} both handle "
+                        f"{cls.__name__}.{own[msg_type].name} and {cls.__name__}.{name} both handle "
                         f"{msg_type.__name__}: keep one handler per message type"
                     )
-                own[msg_type] = name
+                own[msg_type] = Handler(name, False)
         table.update(own)
-        cls._handlers = table
-        cls._inline = frozenset(name for name in set(table.values())
-                                if getattr(getattr(cls, name, None), _INLINE_MARK, False))
+        # a subclass may override a base's handler method: whether it is inline is the override's
+        cls._handlers = {t: Handler(h.name, getattr(getattr(cls, h.name, None), _INLINE_MARK, False))
+                         for t, h in table.items()}
 
     async def on_start(self) -> None:
         """Called before the first message (and after every restart): load state here."""
@@ -133,6 +138,19 @@ class Actor:
         """The message types this actor class handles."""
         return tuple(cls._handlers)
 
+    @classmethod
+    def handler_for(cls, message_type: type) -> Handler | None:
+        """The handler of ``message_type`` (or of its nearest base class that has one), or ``None``."""
+        table = cls._handlers
+        found = table.get(message_type)
+        if found is not None:
+            return found
+        for base in message_type.__mro__[1:]:
+            found = table.get(base)
+            if found is not None:
+                return found
+        return None
+
 
 def _message_type_of(cls: type, name: str, fn: Callable[..., Any]) -> type:
     params = list(inspect.signature(fn).parameters.values())
@@ -154,15 +172,3 @@ def _message_type_of(cls: type, name: str, fn: Callable[..., Any]) -> type:
         )
     return msg_type
 
-
-def find_handler(actor_cls: type[Actor], message_type: type) -> str | None:
-    """The name of the method handling ``message_type`` (walking its bases), or ``None``."""
-    table = actor_cls._handlers
-    found = table.get(message_type)
-    if found is not None:
-        return found
-    for base in message_type.__mro__[1:]:
-        found = table.get(base)
-        if found is not None:
-            return found
-    return None

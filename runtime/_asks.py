@@ -18,17 +18,20 @@ class ReplySlot:
     would wait.
     """
 
-    __slots__ = ("_event", "reply", "target")
+    __slots__ = ("_event", "error", "reply")
 
-    def __init__(self, target: ActorId) -> None:
+    def __init__(self) -> None:
         self._event: trio.Event | None = None
         self.reply: Message | None = None
         """The reply's payload, once it came."""
-        self.target = target
+        self.error: BaseException | None = None
+        """With an :class:`ErrorReply`, the exception it reports, which the asker raises from:
+        in one process the exception object itself travels, not only its name and text."""
 
-    def answer(self, reply: Message) -> None:
-        """Set the reply and wake the asker, if it waits."""
+    def answer(self, reply: Message, error: BaseException | None = None) -> None:
+        """Set the reply (and, for an error, its exception) and wake the asker, if it waits."""
         self.reply = reply
+        self.error = error
         if self._event is not None:
             self._event.set()
 

@@ -3,11 +3,11 @@
 A runtime holds many objects that live as long as it does (actors, histories, mailboxes) and
 makes many short-lived ones per message. With the interpreter's default thresholds
 (700, 10, 10) the young objects that are still in flight when a collection runs (a message
-waiting for a 50 ms model call, say) are promoted again and again, and every few seconds a
-full collection walks every object of every actor: with 1,000 agents that was more than half
-of the CPU (benchmarks/bench_agent.py). Raising the thresholds lets young objects die of
-their reference counts first. The runtime's own objects form almost no reference cycles, so
-collecting less often frees the same memory.
+waiting for a model call, say) are promoted again and again, and every few seconds a full
+collection walks every object of every actor: with a thousand agents, the collector can take
+more CPU than the agents (docs/kernel.md has the figures). Raising the thresholds lets young
+objects die of their reference counts first. The runtime's own objects form almost no
+reference cycles, so collecting less often frees the same memory.
 
 :func:`gc_tuned` is what :func:`open_runtime` uses (``tune_gc=True``, the default): nested
 and concurrent runtimes share one tuning, and the previous thresholds come back when the
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 GC_THRESHOLDS = (200_000, 20, 100)
 """The thresholds (generation 0, 1, 2) set while a runtime is open (why generation 0 is at
-200,000: benchmarks/README.md, "Garbage-collector thresholds")."""
+200,000: docs/kernel.md, "Garbage-collector thresholds")."""
 
 _lock = threading.Lock()
 _depth = 0

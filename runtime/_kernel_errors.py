@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from livecontext.protocol import ActorId
+from livecontext.protocol import ActorId, ErrorReply
 
 from ._errors import ActorError, UsageError
 
@@ -70,13 +70,23 @@ class UnhandledMessageError(ActorError):
 
 
 class RemoteActorError(ActorError):
-    """The handler of an ``ask`` raised; this carries its error type and text to the asker."""
+    """The handler of an ``ask`` raised: the asker gets this error, raised *from* the
+    handler's own exception (its ``__cause__``).
 
-    def __init__(self, actor: ActorId, error_type: str, error: str) -> None:
+    Tell errors apart by :attr:`error_class` (or by ``__cause__``), never by a name:
+    ``issubclass(exc.error_class, KeyError)``. Contrast with :class:`ActorStoppedError`,
+    raised as itself: the actor stopped before it answered.
+    """
+
+    def __init__(self, actor: ActorId, reply: ErrorReply, error: BaseException) -> None:
         self.actor = actor
-        self.error_type = error_type
-        self.error = error
-        super().__init__(f"{actor} failed handling the request: {error_type}: {error}")
+        self.error_class: type[BaseException] = type(error)
+        """The class of the handler's exception."""
+        self.error_type = reply.error_type
+        """The same class, as text (``module.QualName``): for reading, not for comparing."""
+        self.error = reply.error
+        """What the handler's exception says (for a group: each exception it holds)."""
+        super().__init__(f"{actor} failed handling the request: {self.error_class.__name__}: {reply.error}")
 
 
 class MailboxFullError(ActorError):

@@ -1,61 +1,43 @@
-"""The :class:`Runtime`: owns the root nursery, spawns, routes, supervises and stops actors.
+"""The :class:`Runtime` and the handles it gives out: :class:`Context` (a sender's way to talk)
+and :class:`ActorRef` (a spawned actor).
 
-Routing, asks and replies live here; an actor's own life (its task, message loop, handling one
-message, supervision) in ``_lives.py``, its record in ``_cell.py``, and :func:`open_runtime`
-in ``_open.py``.
-
-One fast path, and only one: an ask, tell or publish for a handler marked
-``@handler(inline=True)`` (a plain ``def``, so it cannot wait) that finds its actor idle runs
-the handler in the sender's task rather than through the mailbox channel (see
-:meth:`Runtime._inline_instance`). The request is still an envelope, audited and
-capability-checked; the actor still handles one message at a time, in mailbox order. Every
-ask, tell and publish is a checkpoint, as Trio's own operations are. A reply is made into an
-envelope only when an audit hook is installed (the asker needs only its payload).
+The runtime owns the root nursery, spawns actors (each a :class:`Cell`, ``_cell.py``), routes
+tells, asks and publishes to them, and stops them; envelopes, replies and the audit are its
+:class:`Post`'s (``_post.py``). See docs/kernel.md for how it works and why.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import math
-import random
-import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import trio
-from attrs import frozen
+from attrs import field, frozen
 
 from livecontext.protocol import (
     Ack,
     ActorEscalated,
     ActorId,
+    ActorRestarted,
     Envelope,
     ErrorReply,
     Message,
     Topic,
-    message_id_template,
 )
 
-from ._actor import Actor, find_handler
 from ._asks import ReplySlot, WaitGraph
-from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._audit import AuditHook
 from ._cell import (
-    _WAKE,
+    SUPERVISION_TOPIC,
     SUPERVISOR_ID,
-    _Cell,
-    _failure_of,
-    _in_handler,
-    _State,
-)
-from ._context import (
-    ActorRef,
-    Address,
-    Context,
-    PendingReply,
+    Behaviour,
+    Cell,
+    CellState,
+    Handler,
     RestartPolicy,
-    handling,
 )
 from ._kernel_errors import (
     ActorStoppedError,
@@ -63,16 +45,23 @@ from ._kernel_errors import (
     DuplicateActorError,
     MailboxFullError,
     RemoteActorError,
-    UnhandledMessageError,
     UnknownActorError,
 )
-from ._lives import cell_main, handle_inline
+from ._post import PendingReply, Post, handling
 
 if TYPE_CHECKING:
     from ._stepping import SteppingScheduler
 
+
+class Spawnable(Behaviour, Protocol):
+    """An actor the runtime can spawn (:class:`Actor` is one): it is given its :class:`Context`."""
+
+    ctx: Context
+
+
 log = logging.getLogger("livecontext.runtime")
-A = TypeVar("A", bound=Actor)
+A = TypeVar("A", bound=Spawnable)
+B = TypeVar("B", bound=Behaviour)
 
 _NOTHING: frozenset[Hashable] = frozenset()
 """What an actor spawned without capabilities was granted."""
@@ -91,6 +80,23 @@ class RuntimeStatistics:
     escalations: int
 
 
+@frozen(eq=False)
+class ActorRef(Generic[B]):
+    """A handle to a spawned actor: pass it to ``tell``/``ask``. Compares by actor id."""
+
+    id: ActorId
+    _cell: Cell = field(repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActorRef) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+Address = ActorRef[Any] | ActorId
+
+
 class Runtime:
     """Owns the root nursery; spawns, routes to, supervises and stops actors.
 
@@ -102,38 +108,27 @@ class Runtime:
     def __init__(self, nursery: trio.Nursery, scheduler: SteppingScheduler | None = None,
                  *, drain_timeout: float = 2.0, inline_asks: bool = True) -> None:
         self._nursery = nursery
-        self._cells: dict[ActorId, _Cell] = {}
+        self._post = Post()
+        self._cells: dict[ActorId, Cell] = {}
         self._order: list[ActorId] = []
         self._children: dict[ActorId, dict[ActorId, None]] = {}
         """Each parent's children, in spawn order (so stopping one needs no scan of every cell)."""
         self._clients: set[ActorId] = set()
         self._capabilities: dict[ActorId, frozenset[Hashable] | None] = {}
-        self._topics: dict[str, list[_Cell | trio.MemorySendChannel[Envelope]]] = {}
+        self._topics: dict[str, list[Cell | trio.MemorySendChannel[Envelope]]] = {}
         """Each topic's subscribers, by the topic's name (a str hashes in C; a Topic's hash is a
         Python call, and every step of an agent asks whether its topic has listeners)."""
-        self._slots: dict[str, ReplySlot] = {}
-        self._ask_ids: set[str] = set()
-        self._deferred: set[str] = set()
         self._graph = WaitGraph()
-        self._hooks: list[AuditHook] = []
-        self._node = random.getrandbits(16)
-        self._id_template = message_id_template(self._node)
-        self._counter = 0
-        self._last_ns = 0
         self._stepping = scheduler
         self._inline = inline_asks and scheduler is None
         """Whether a message for an idle actor's inline handler may run it in the sender's task."""
         self._drain_timeout = drain_timeout
         self._closing = False
-        self.busy = 0
-        """Handlers running now (not counting those waiting in an ask); the stepping scheduler reads it."""
         self.failures: list[ActorEscalated] = []
         """Escalations no parent took: actors stopped after too many failures."""
-        self._delivered = 0
-        self._dropped = 0
         self._restarts = 0
         if scheduler is not None:
-            scheduler._attach(self)
+            scheduler._attach(self._post)
         self._system = Context(self, SUPERVISOR_ID, None)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -146,7 +141,7 @@ class Runtime:
         """Start an actor and return once its :meth:`Actor.on_start` has finished.
 
         Args:
-            factory: makes a fresh instance (called again at every restart).
+            factory: makes a fresh :class:`Actor` (called again at every restart).
             actor_id: its id, an :class:`ActorId` or ``"kind/name"``.
             mailbox_size: the bounded mailbox's capacity (senders wait when it is full).
             restart: the supervision policy; ``None`` never restarts.
@@ -160,19 +155,41 @@ class Runtime:
         """
         aid = actor_id if isinstance(actor_id, ActorId) else ActorId.parse(actor_id)
         old = self._cells.get(aid)
-        if (old is not None and old.state is not _State.STOPPED) or aid in self._clients:
+        if (old is not None and old.state is not CellState.STOPPED) or aid in self._clients:
             raise DuplicateActorError(aid)
         if mailbox_size < 1:
             raise ValueError(f"mailbox_size must be >= 1 (bounded), got {mailbox_size}")
-        cell = _Cell(self, aid, factory, mailbox_size, restart, parent)
+        cell = Cell(self, self._post, aid, mailbox_size, restart, parent)
+        ctx = Context(self, aid, cell)
+
+        def make() -> A:
+            actor = factory()
+            actor.ctx = ctx
+            return actor
+
         self._cells[aid] = cell
         self._capabilities[aid] = frozenset(capabilities)
         if old is None:
             self._order.append(aid)
         if parent is not None:
             self._children.setdefault(parent, {})[aid] = None
-        await self._nursery.start(cell_main, self, cell)
+        await self._nursery.start(self._run, cell, make)
         return ActorRef(aid, cell)
+
+    async def _run(self, cell: Cell, factory: Callable[[], Behaviour],
+                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await cell.run(factory, task_status)
+        finally:
+            self._forget(cell)
+
+    def _forget(self, cell: Cell) -> None:
+        """Take ``cell``, stopping, off its topics and hand it what the stepping scheduler holds
+        for it (its mailbox answers that: it is stopped)."""
+        for topic in list(cell.topics):
+            self._unsubscribe(cell, topic)
+        if self._stepping is not None:
+            self._stepping._release(cell)
 
     def client(self, name: str, *, capabilities: Iterable[Hashable] | None = None) -> Context:
         """A context for code outside actors (tests, the CLI): its id is ``client/<name>``.
@@ -207,7 +224,7 @@ class Runtime:
     def is_running(self, actor: Address) -> bool:
         """Whether the actor is started and not stopped."""
         cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
-        return cell is not None and cell.state in (_State.RUNNING, _State.STARTING)
+        return cell is not None and cell.state in (CellState.RUNNING, CellState.STARTING)
 
     async def stop(self, actor: Address, *, drain_timeout: float | None = None) -> None:
         """Stop an actor in order: refuse new mail, handle what is queued, ``on_stop``, cancel.
@@ -215,23 +232,14 @@ class Runtime:
         Its children stop first. After ``drain_timeout`` seconds of draining, it is cancelled.
         """
         cell = self._cell(actor)
-        if cell.state is _State.STOPPED:
+        if cell.state is CellState.STOPPED:
             return
         for child_id in list(self._children.get(cell.id, ())):
             child = self._cells[child_id]
             if child.parent == cell.id:
                 await self.stop(ActorRef(child.id, child), drain_timeout=drain_timeout)
-        for topic in list(cell.topics):
-            self._unsubscribe(cell.ctx, topic)
-        cell.state = _State.STOPPING
-        if self._stepping is not None:
-            self._stepping._release(cell)
-        cell.send.close()
-        with trio.move_on_after(self._drain_timeout if drain_timeout is None else drain_timeout):
-            await cell.done.wait()
-        if not cell.done.is_set():
-            cell.scope.cancel()
-            await cell.done.wait()
+        self._forget(cell)
+        await cell.stop(self._drain_timeout if drain_timeout is None else drain_timeout)
 
     async def aclose(self) -> None:
         """Stop every actor, latest spawned first (so children go before parents)."""
@@ -241,25 +249,35 @@ class Runtime:
             self._stepping = None
         for aid in reversed(self._order):
             cell = self._cells[aid]
-            if cell.state is not _State.STOPPED:
+            if cell.state is not CellState.STOPPED:
                 await self.stop(ActorRef(aid, cell))
+
+    @property
+    def closing(self) -> bool:
+        """Whether :meth:`aclose` has begun: an actor that fails now is not restarted."""
+        return self._closing
 
     # -- audit and statistics -------------------------------------------------------------------
 
     def add_audit_hook(self, hook: AuditHook) -> None:
         """Call ``hook`` with an :class:`AuditRecord` for every delivered, replied or dropped envelope."""
-        self._hooks.append(hook)
+        self._post.hooks.append(hook)
 
     def remove_audit_hook(self, hook: AuditHook) -> None:
         """Stop calling ``hook``."""
-        self._hooks.remove(hook)
+        self._post.hooks.remove(hook)
+
+    @property
+    def busy(self) -> int:
+        """Handlers running now (not counting those waiting in an ask)."""
+        return self._post.busy
 
     def statistics(self) -> RuntimeStatistics:
         """Counters of the runtime so far."""
-        running = sum(1 for c in self._cells.values() if c.state is not _State.STOPPED)
+        running = sum(1 for c in self._cells.values() if c.state is not CellState.STOPPED)
         return RuntimeStatistics(
             actors_running=running, actors_stopped=len(self._cells) - running,
-            delivered=self._delivered, dropped=self._dropped, pending_asks=len(self._slots),
+            delivered=self._post.delivered, dropped=self._post.dropped, pending_asks=self._post.pending_asks,
             restarts=self._restarts, escalations=len(self.failures),
         )
 
@@ -267,9 +285,10 @@ class Runtime:
         """Whether ``actor`` has nothing to do at this moment.
 
         True when it is running, nothing waits in its mailbox (nor, under a stepping
-        scheduler, is held for it) and none of its handlers runs. A snapshot, which holds until the caller next yields to Trio. It lets an actor
-        skip an ask whose answer it already knows, when nothing is on its way that could
-        change that answer (see the engine's input pull).
+        scheduler, is held for it) and none of its handlers runs. A snapshot, which holds until
+        the caller next yields to Trio. It lets an actor skip an ask whose answer it already
+        knows, when nothing is on its way that could change that answer (see the engine's
+        input pull).
         """
         cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
         if cell is None or not cell.is_idle():
@@ -301,27 +320,37 @@ class Runtime:
                 subs.remove(send)
             send.close()
 
+    # -- supervision (the CellHost side of the runtime) -----------------------------------------
+
+    async def report_restart(self, event: ActorRestarted) -> None:
+        """Count an actor's restart and publish ``event`` on :data:`SUPERVISION_TOPIC` (called
+        by its cell)."""
+        self._restarts += 1
+        await self._system.publish(SUPERVISION_TOPIC, event)
+
+    async def report_escalation(self, parent: ActorId | None, event: ActorEscalated) -> None:
+        """Tell ``parent`` that an actor stopped for good, if it is running and handles
+        :class:`ActorEscalated`; otherwise keep ``event`` in :attr:`failures` and publish it
+        on :data:`SUPERVISION_TOPIC` (called by the actor's cell)."""
+        cell = self._cells.get(parent) if parent is not None else None
+        if (cell is not None and cell.state is CellState.RUNNING and cell.actor_cls is not None
+                and cell.actor_cls.handler_for(ActorEscalated) is not None):
+            try:
+                await self._system.tell(ActorRef(cell.id, cell), event)
+                return
+            except ActorStoppedError:
+                pass
+        self.failures.append(event)
+        log.error("actor %s stopped after %d failures: %s: %s", event.actor, event.restarts,
+                  event.error_type, event.error)
+        await self._system.publish(SUPERVISION_TOPIC, event)
+
     # -- sending ----------------------------------------------------------------------------------
 
-    def _envelope(self, sender: ActorId, recipient: ActorId | Topic, payload: Message,
-                  correlation_id: str | None = None, causation_id: str | None = None) -> Envelope:
-        self._counter += 1
-        # ids sort by time: never let a wall clock stepped back make an id sort before older ones
-        now_ns = time.time_ns()
-        if now_ns < self._last_ns:
-            now_ns = self._last_ns
-        self._last_ns = now_ns
-        if causation_id is None:
-            cause = handling.get()
-            causation_id = cause[1].message_id if cause is not None else None
-        return Envelope(self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
-                        dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
-                        payload, correlation_id, causation_id)
-
-    def _cell(self, to: Address) -> _Cell:
+    def _cell(self, to: Address) -> Cell:
         if isinstance(to, ActorRef):
             known = to._cell
-            if known.state is not _State.STOPPED:
+            if known.state is not CellState.STOPPED:
                 # a cell never leaves STOPPED, and only a stopped one is replaced (see spawn):
                 # one that is not stopped is its id's current cell, no lookup needed
                 return known
@@ -331,107 +360,33 @@ class Runtime:
             raise UnknownActorError(to)
         return cell
 
-    def _target(self, to: Address, message: Message) -> tuple[_Cell, str | None]:
-        """The cell a message for ``to`` goes to, and the name of the handler that will take
-        it (``None`` while the actor has not started: its class is not known yet).
-
-        Raises:
-            ActorStoppedError: the actor is stopping or stopped.
-            UnhandledMessageError: the actor has no handler for the message's type.
-        """
-        cell = self._cell(to)
-        if cell.state is _State.STOPPED or cell.state is _State.STOPPING:
-            raise ActorStoppedError(cell.id, type(message).__name__)
-        cls = cell.actor_cls
-        if cls is None:
-            return cell, None
-        name = find_handler(cls, type(message))
-        if name is None:
-            raise UnhandledMessageError(
-                cell.id, type(message).__name__, [t.__name__ for t in cls.handled_types()]
-            )
-        return cell, name
-
-    def _inline_instance(self, cell: _Cell, name: str | None, env: Envelope) -> Actor | None:
-        """The instance whose inline handler ``name`` may take ``env`` now, in the sender's
-        task, or ``None``: the message goes through the mailbox.
-
-        It may when the handler is marked ``@handler(inline=True)`` (so it is a plain ``def``,
-        which cannot wait), the actor is idle (its loop waits on an empty mailbox: ``env``
-        would be the next message it handles) and the sender is allowed to send it (a denial
-        runs ``on_denied``, which may wait). The actor still handles one message at a time,
-        in mailbox order; only which task runs the handler differs.
-        """
-        instance = cell.instance
-        if (name is None or instance is None or not self._inline or name not in type(instance)._inline
-                or not cell.is_idle()):
-            return None
-        needed = instance.capability_for(type(env.payload))
-        if needed is not None and not self.has_capability(env.sender, needed):
-            return None
-        return instance
-
-    def _run_inline(self, cell: _Cell, instance: Actor, env: Envelope, name: str) -> None:
-        """Handle ``env`` with the inline handler ``name`` in this task (see
-        :meth:`_inline_instance`). A failure is answered to an asker, then raised in the
-        actor's loop (which it wakes), so supervision restarts the actor as usual."""
-        cell.inline_running = True
-        try:
-            handle_inline(self, cell, instance, env, name)
-        except BaseException as exc:
-            if _failure_of(exc) is None:
-                raise
-            cell.inline_failure = exc
-            try:  # wake the loop so that it raises it now (a full mailbox wakes it anyway)
-                cell.send.send_nowait(_WAKE)
-                cell.pending += 1
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
-        finally:
-            cell.inline_running = False
-
-    def _put_nowait(self, cell: _Cell, env: Envelope, name: str | None) -> bool:
-        """Hand ``env`` to ``cell`` without waiting: to its inline handler, to the stepping
-        scheduler, or into its mailbox. False if the mailbox is full."""
-        instance = self._inline_instance(cell, name, env)
-        if instance is not None and name is not None:
-            self._run_inline(cell, instance, env, name)
-            return True
+    def _put_nowait(self, cell: Cell, env: Envelope, handler: Handler | None) -> bool:
+        """Hand ``env`` to ``cell`` without waiting: to the stepping scheduler, to its inline
+        handler (the one fast path), or into its mailbox. False if the mailbox is full."""
         if self._stepping is not None:
             self._stepping._hold(cell, env)
             return True
-        try:
-            cell.send.send_nowait(env)
-        except trio.WouldBlock:
-            return False
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
-        cell.pending += 1
-        return True
+        if self._inline and handler is not None and cell.try_inline(env, handler):
+            return True
+        return cell.put_nowait(env)
 
-    async def _put(self, cell: _Cell, env: Envelope, name: str | None) -> None:
+    async def _put(self, cell: Cell, env: Envelope, handler: Handler | None) -> None:
         """:meth:`_put_nowait`, waiting for room in a full mailbox (backpressure)."""
-        if self._put_nowait(cell, env, name):
-            return
-        cell.pending += 1
-        try:
-            await cell.send.send(env)
-        except BaseException as exc:
-            cell.pending -= 1
-            if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
-                raise ActorStoppedError(cell.id, type(env.payload).__name__) from None
-            raise
+        if not self._put_nowait(cell, env, handler):
+            await cell.put(env)
 
     async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
         # a checkpoint as Trio's own sends are: cancelled before, never after, it is sent
-        cell, name = self._target(to, message)
+        cell = self._cell(to)
+        handler = cell.handler_for(message)
         await trio.lowlevel.checkpoint_if_cancelled()
-        await self._put(cell, self._envelope(ctx.self_id, cell.id, message), name)
+        await self._put(cell, self._post.stamp(ctx.self_id, cell.id, message), handler)
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _tell_nowait(self, ctx: Context, to: Address, message: Message) -> None:
-        cell, name = self._target(to, message)
-        if not self._put_nowait(cell, self._envelope(ctx.self_id, cell.id, message), name):
+        cell = self._cell(to)
+        handler = cell.handler_for(message)
+        if not self._put_nowait(cell, self._post.stamp(ctx.self_id, cell.id, message), handler):
             raise MailboxFullError(cell.id, cell.mailbox_size)
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
@@ -440,116 +395,78 @@ class Runtime:
 
         A checkpoint as Trio's own operations are: a cancel point before the request is sent
         (unless ``shield``), and a schedule point after. An inline handler (see
-        :meth:`_inline_instance`) answers before the asker yields, unless it defers its
+        :meth:`Cell.try_inline`) answers before the asker yields, unless it defers its
         reply; otherwise the asker waits for the reply, recorded in the wait-for graph.
         """
-        cell, name = self._target(to, message)
+        cell = self._cell(to)
+        handler = cell.handler_for(message)
         if not shield:
             await trio.lowlevel.checkpoint_if_cancelled()
-        env = self._envelope(ctx.self_id, cell.id, message)
-        slot = ReplySlot(cell.id)
-        self._slots[env.message_id] = slot
-        self._ask_ids.add(env.message_id)
-        queued = False
+        env = self._post.stamp(ctx.self_id, cell.id, message)
+        slot = self._post.open_ask(env)
+        reached = False
         try:
-            instance = self._inline_instance(cell, name, env)
-            if instance is not None and name is not None:
-                queued = True
-                self._run_inline(cell, instance, env, name)
+            if self._inline and handler is not None and cell.try_inline(env, handler):
+                reached = True
                 if slot.reply is not None:
                     await trio.lowlevel.cancel_shielded_checkpoint()
                     return self._reply_of(cell, message, slot, timeout)
             # (an idle actor's inline handler waits for nobody: only the mailbox can close a cycle)
-            blocking = self._start_waiting(ctx, cell)
+            blocking = ctx._cell is not None and ctx._cell.in_handler()
+            if blocking:  # the asker's actor now waits for cell's; its handler no longer runs
+                self._graph.check_and_add(ctx.self_id, cell.id)
+                self._post.busy -= 1
             try:
                 # the timeout covers the wait for room in a full mailbox too
                 with trio.CancelScope(deadline=math.inf if timeout is None else trio.current_time() + timeout,
                                       shield=shield):
-                    if not queued:
+                    if not reached:
                         await self._put(cell, env, None)
-                        queued = True
+                        reached = True
                     await slot.wait()
             finally:
-                self._stop_waiting(ctx, cell, blocking)
+                if blocking:
+                    self._post.busy += 1
+                    self._graph.remove(ctx.self_id, cell.id)
         finally:
-            self._slots.pop(env.message_id, None)
-            if not queued:  # never reaches the actor: nobody will answer it
-                self._ask_ids.discard(env.message_id)
+            self._post.close_ask(env, reached=reached)
         return self._reply_of(cell, message, slot, timeout)
 
-    def _start_waiting(self, ctx: Context, cell: _Cell) -> bool:
-        """If the asker is (part of) a handler, record that its actor now waits for ``cell``'s
-        (raising :class:`AskCycleError` if that closes a cycle) and that its handler no longer
-        runs (``busy``); return whether it was. :meth:`_stop_waiting` undoes it."""
-        blocking = ctx._cell is not None and _in_handler(ctx._cell, handling.get())
-        if blocking:
-            self._graph.check_and_add(ctx.self_id, cell.id)
-            self.busy -= 1
-        return blocking
-
-    def _stop_waiting(self, ctx: Context, cell: _Cell, blocking: bool) -> None:
-        """Undo :meth:`_start_waiting` (``blocking``: what it returned)."""
-        if blocking:
-            self.busy += 1
-            self._graph.remove(ctx.self_id, cell.id)
-
     @staticmethod
-    def _reply_of(cell: _Cell, message: Message, slot: ReplySlot, timeout: float | None) -> Any:
+    def _reply_of(cell: Cell, message: Message, slot: ReplySlot, timeout: float | None) -> Any:
         """What an ask returns for its ``slot``: the reply's payload, or the error it carries."""
         payload = slot.reply
         if payload is None:
             raise AskTimeoutError(cell.id, type(message).__name__, timeout or 0.0)
         if isinstance(payload, ErrorReply):
-            if payload.error_type == ActorStoppedError.__name__:
-                raise ActorStoppedError(cell.id, type(message).__name__)
-            raise RemoteActorError(cell.id, payload.error_type, payload.error)
+            error = slot.error
+            assert error is not None  # (Post.reply gives every ErrorReply its exception)
+            if isinstance(error, ActorStoppedError):
+                raise error
+            raise RemoteActorError(cell.id, payload, error) from error
         if isinstance(payload, Ack):
             return None
         return payload
 
-    def _defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
-        if request.message_id not in self._ask_ids:
-            return None
-        self._deferred.add(request.message_id)
-        return PendingReply(self, request, responder)
-
-    def _reply(self, request: Envelope, responder: ActorId, payload: Message) -> None:
-        """Answer ``request`` to whoever waits for its id."""
-        self._ask_ids.discard(request.message_id)
-        self._deferred.discard(request.message_id)
-        slot = self._slots.get(request.message_id)
-        if slot is not None and not self._hooks:
-            # the asker needs only the payload: the envelope would be made for the audit alone
-            slot.answer(payload)
-            return
-        # a reply answers (correlation) and is caused by (causation) its request
-        env = self._envelope(responder, request.sender, payload, correlation_id=request.message_id,
-                             causation_id=request.message_id)
-        if slot is None:
-            self._drop(env, f"no caller waits for correlation id {request.message_id} "
-                            "(the ask timed out or was cancelled)")
-            return
-        slot.answer(payload)
-        self._audit(AuditRecord(AuditEvent.REPLIED, env))
-
     async def _publish(self, ctx: Context, topic: Topic, message: Message) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
         subs = self._topics.get(topic.name)
-        env = self._envelope(ctx.self_id, topic, message) if subs else None
+        env = self._post.stamp(ctx.self_id, topic, message) if subs else None
         for sub in list(subs) if subs else ():
             assert env is not None
-            if isinstance(sub, _Cell):
-                name = find_handler(sub.actor_cls, type(message)) if sub.actor_cls is not None else None
-                if name is None and sub.actor_cls is not None:
+            if isinstance(sub, Cell):
+                cls = sub.actor_cls
+                handler = cls.handler_for(type(message)) if cls is not None else None
+                if handler is None and cls is not None:
                     # a subscriber receives the types it handles: the rest is filtered out,
                     # audited as a drop but not logged (it is no fault of anyone's)
-                    self._drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}",
-                               quiet=True)
+                    self._post.drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}",
+                                    quiet=True)
                     continue
                 try:
-                    await self._put(sub, env, name)
+                    await self._put(sub, env, handler)
                 except ActorStoppedError:
-                    self._drop(env, f"subscriber {sub.id} is stopped")
+                    self._post.drop(env, f"subscriber {sub.id} is stopped")
             else:
                 try:
                     sub.send_nowait(env)
@@ -559,35 +476,130 @@ class Runtime:
                     pass
         await trio.lowlevel.cancel_shielded_checkpoint()
 
-    def _subscribe(self, ctx: Context, topic: Topic) -> None:
-        cell = ctx._cell
-        if cell is None:
-            raise RuntimeError(
-                f"{ctx.self_id} is not an actor; use Runtime.open_subscription() outside actors"
-            )
+    def _subscribe(self, cell: Cell, topic: Topic) -> None:
         subs = self._topics.setdefault(topic.name, [])
         if cell not in subs:
             subs.append(cell)
             cell.topics.add(topic)
 
-    def _unsubscribe(self, ctx: Context, topic: Topic) -> None:
-        cell = ctx._cell
+    def _unsubscribe(self, cell: Cell, topic: Topic) -> None:
         subs = self._topics.get(topic.name, [])
         if cell in subs:
             subs.remove(cell)
-        if cell is not None:
-            cell.topics.discard(topic)
+        cell.topics.discard(topic)
 
-    def _audit(self, record: AuditRecord) -> None:
-        for hook in self._hooks:
+
+class Context:
+    """An actor's (or client's) way to send messages; the runtime stamps its id on each one.
+
+    An actor gets its context as ``self.ctx``; code outside actors gets one from
+    :meth:`Runtime.client`. There is no way to send with another sender id.
+    """
+
+    __slots__ = ("_cell", "runtime", "self_id")
+
+    def __init__(self, runtime: Runtime, self_id: ActorId, cell: Cell | None) -> None:
+        self.runtime = runtime
+        """The runtime this context belongs to."""
+        self.self_id = self_id
+        self._cell = cell
+
+    @property
+    def current(self) -> Envelope | None:
+        """The envelope whose handler is running in this task, if any (sender, ids, times)."""
+        now = handling.get()
+        return now[1] if now is not None else None
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        """The actor's own nursery, for its background tasks; cancelled when it stops or restarts.
+
+        Raises:
+            RuntimeError: for a client context, which has no nursery of its own.
+        """
+        if self._cell is None or self._cell.nursery is None:
+            raise RuntimeError(f"{self.self_id} has no nursery: only a running actor has one")
+        return self._cell.nursery
+
+    async def tell(self, to: Address, message: Message) -> None:
+        """Send ``message`` to ``to`` and return once it is in the mailbox (waits if full).
+
+        A checkpoint, as Trio's own sends are: a cancel point before the message is sent,
+        a schedule point after.
+
+        Raises:
+            UnhandledMessageError: ``to`` has no handler for the message's type.
+            ActorStoppedError: ``to`` is stopped.
+        """
+        await self.runtime._tell(self, to, message)
+
+    def tell_nowait(self, to: Address, message: Message) -> None:
+        """Like :meth:`tell`, but raise :class:`MailboxFullError` instead of waiting."""
+        self.runtime._tell_nowait(self, to, message)
+
+    async def ask(self, to: Address, message: Message, *, timeout: float | None = 30.0,
+                  shield: bool = False) -> Any:
+        """Send ``message`` and wait for the reply: the handler's return value.
+
+        An ask is a checkpoint, as Trio's own operations are: a cancel point before the
+        message is sent (a cancelled ask never reaches the actor) and a schedule point (other
+        tasks run before it returns), whichever task runs the handler.
+
+        If the handler raises, the ask raises :class:`RemoteActorError` *from* the handler's
+        own exception: ``exc.__cause__`` is that exception (an exception group from a nursery
+        in the handler keeps all it holds), and ``exc.error_class`` its class, so the asker
+        tells errors apart by type::
+
             try:
-                hook(record)
-            except Exception:  # a broken hook must not break delivery
-                log.exception("audit hook %r failed", hook)
+                await ctx.ask(store, Write(entry))
+            except RemoteActorError as exc:
+                if not issubclass(exc.error_class, DiskFullError):
+                    raise
 
-    def _drop(self, env: Envelope, reason: str, *, quiet: bool = False) -> None:
-        self._dropped += 1
-        (log.debug if quiet else log.warning)("dropped %s from %s to %s: %s", type(env.payload).__name__, env.sender,
-                    env.recipient, reason)
-        if self._hooks:
-            self._audit(AuditRecord(AuditEvent.DROPPED, env, reason))
+        Args:
+            timeout: seconds to wait for the reply (and for room in a full mailbox);
+                ``None`` waits as long as it takes.
+            shield: the ask runs as if inside ``trio.CancelScope(shield=True)``: the caller's
+                cancellation cannot cut it short, and lands at the caller's next cancel point
+                after it. Use it for a write whose follow-up must not be lost (an effect
+                committed then applied, an input taken then recorded). The ask's own
+                ``timeout`` still applies.
+
+        Raises:
+            AskTimeoutError: no reply within ``timeout`` seconds.
+            AskCycleError: the ask would deadlock (the target waits, maybe through others, for us).
+            RemoteActorError: the handler raised (see above).
+            ActorStoppedError: ``to`` is stopped, or stopped before it answered.
+            UnhandledMessageError: as for :meth:`tell`.
+        """
+        return await self.runtime._ask(self, to, message, timeout, shield)
+
+    async def publish(self, topic: Topic | str, message: Message) -> None:
+        """Send ``message`` to every subscriber of ``topic`` (one envelope, shared)."""
+        await self.runtime._publish(self, topic if isinstance(topic, Topic) else Topic(topic), message)
+
+    def defer_reply(self) -> PendingReply | None:
+        """Answer the ask being handled later, from another task, instead of by returning.
+
+        Call it inside a handler; the handler's return value is then ignored, and the asker
+        waits until :meth:`PendingReply.send` or :meth:`PendingReply.fail` (or its own
+        timeout). Returns ``None`` when the message being handled is a ``tell`` (nobody waits
+        for a reply).
+        """
+        now = handling.get()
+        if now is None:
+            raise RuntimeError("defer_reply() is only valid inside a handler")
+        return self.runtime._post.defer(now[1], self.self_id)
+
+    def subscribe(self, topic: Topic | str) -> None:
+        """Deliver what is published on ``topic`` to this actor's mailbox."""
+        if self._cell is None:
+            raise RuntimeError(
+                f"{self.self_id} is not an actor; use Runtime.open_subscription() outside actors"
+            )
+        self.runtime._subscribe(self._cell, topic if isinstance(topic, Topic) else Topic(topic))
+
+    def unsubscribe(self, topic: Topic | str) -> None:
+        """Stop receiving ``topic``."""
+        if self._cell is not None:
+            self.runtime._unsubscribe(self._cell, topic if isinstance(topic, Topic) else Topic(topic))

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 import trio
 from attrs import frozen
 
-from livecontext.protocol import Envelope, ErrorReply
+from livecontext.protocol import Envelope
 
 from ._kernel_errors import ActorStoppedError
 
 if TYPE_CHECKING:
-    from ._cell import _Cell
-    from ._runtime import Runtime
+    from ._cell import Cell
+    from ._post import Post
 
 
 @frozen
@@ -56,9 +56,10 @@ class SteppingScheduler:
         self.seed = seed
         self._rng = random.Random(seed)
         self._max_held = max_held
-        self._held: dict[tuple[str, str], collections.deque[tuple[_Cell, Envelope, int]]] = {}
+        self._held: dict[tuple[str, str], collections.deque[tuple[Cell, Envelope, int]]] = {}
         self._sender_seq: collections.Counter[tuple[str, str]] = collections.Counter()
-        self._rt: Runtime | None = None
+        self._post: Post | None = None
+        """The post of the runtime it drives (it reads how many handlers run)."""
         self.trace: list[Delivery] = []
         """Every delivery so far, in order."""
 
@@ -68,14 +69,14 @@ class SteppingScheduler:
         return sum(len(q) for q in self._held.values())
 
     def _check_free(self) -> None:
-        if self._rt is not None:
+        if self._post is not None:
             raise RuntimeError("a SteppingScheduler drives one runtime; make a new one per runtime")
 
-    def _attach(self, runtime: Runtime) -> None:
+    def _attach(self, post: Post) -> None:
         self._check_free()
-        self._rt = runtime
+        self._post = post
 
-    def _hold(self, cell: _Cell, env: Envelope) -> None:
+    def _hold(self, cell: Cell, env: Envelope) -> None:
         if self.held >= self._max_held:
             raise RuntimeError(
                 f"the stepping scheduler holds {self._max_held} envelopes: call step() "
@@ -85,7 +86,7 @@ class SteppingScheduler:
         self._sender_seq[key] += 1
         self._held.setdefault(key, collections.deque()).append((cell, env, self._sender_seq[key]))
 
-    def _holds_for(self, cell: _Cell) -> bool:
+    def _holds_for(self, cell: Cell) -> bool:
         """Whether an envelope for ``cell`` is held (not yet delivered)."""
         name = str(cell.id)
         return any(key[1] == name for key in self._held)
@@ -94,8 +95,7 @@ class SteppingScheduler:
         out = []
         for key, queue in self._held.items():
             cell, _env, seq = queue[0]
-            stats = cell.send.statistics()
-            if stats.current_buffer_used < stats.max_buffer_size or cell.done.is_set():
+            if cell.has_room():
                 out.append((key, seq))
         out.sort()
         return out
@@ -138,29 +138,21 @@ class SteppingScheduler:
 
         while True:
             await trio.testing.wait_all_tasks_blocked()
-            if self._rt is None or self._rt.busy <= 0:
+            if self._post is None or self._post.busy <= 0:
                 return
             await trio.sleep(0.0005)
 
-    def _deliver(self, cell: _Cell, env: Envelope) -> None:
-        rt = self._rt
+    def _deliver(self, cell: Cell, env: Envelope) -> None:
         try:
-            cell.send.send_nowait(env)
-        except (trio.ClosedResourceError, trio.BrokenResourceError, trio.WouldBlock):
-            assert rt is not None
-            self._refuse(rt, cell, env)
-        else:
-            cell.pending += 1
+            if cell.put_nowait(env):
+                return
+        except ActorStoppedError:
+            pass
+        assert self._post is not None
+        self._post.refuse(env, cell.id, ActorStoppedError(cell.id, type(env.payload).__name__),
+                          f"{cell.id} stopped before the stepping scheduler delivered it")
 
-    @staticmethod
-    def _refuse(rt: Runtime, cell: _Cell, env: Envelope) -> None:
-        if env.message_id in rt._ask_ids:
-            err = ActorStoppedError(cell.id, type(env.payload).__name__)
-            rt._reply(env, cell.id, ErrorReply(type(err).__name__, str(err)))
-        else:
-            rt._drop(env, f"{cell.id} stopped before the stepping scheduler delivered it")
-
-    def _release(self, cell: _Cell) -> None:
+    def _release(self, cell: Cell) -> None:
         """Hand everything held for ``cell`` to its mailbox now (it is stopping)."""
         for key in [k for k in self._held if k[1] == str(cell.id)]:
             for c, env, _ in self._held.pop(key):
@@ -172,4 +164,4 @@ class SteppingScheduler:
             for cell, env, _ in self._held[key]:
                 self._deliver(cell, env)
         self._held.clear()
-        self._rt = None
+        self._post = None

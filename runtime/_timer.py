@@ -4,7 +4,7 @@ Why: ``trio.sleep`` enters a cancel scope with a deadline, registers that deadli
 run loop and is woken by the scope's cancellation, which raises and catches ``Cancelled``, for
 every sleep. A fleet of agents whose model calls are sleeps pays that thousands of times, and
 their deadlines fall due together while the CPU is busy, so one wake of a shared timer can
-serve many sleepers (the figures: benchmarks/README.md, "One timer for every sleeper").
+serve many sleepers (the figures: docs/kernel.md, "One timer for every sleeper").
 
 How: a sleeper pushes ``(deadline, seq, entry)`` on a heap and parks with
 ``wait_task_rescheduled``. One timer task (:meth:`Timer.run`, started by ``open_runtime``)

@@ -64,8 +64,8 @@ class TokenCounter:
     counter is shared by every agent of a runtime, and their texts repeat: a system prompt,
     tool names and their arguments, an app's window, short tool results and their gists.
     Counting is a pure function of the text, so the cache changes no result; looking a text
-    up costs a hash (computed once per string object) where tokenizing costs ~1 µs plus the
-    text's length.
+    up costs a hash (computed once per string object) where tokenizing costs a call into the
+    tokenizer plus time in the text's length.
 
     Args:
         encoding: One of :data:`BUNDLED_ENCODINGS`.

@@ -20,9 +20,6 @@ import pytest
 from tests.support.installed import ROOT, lay_out_installed_package
 
 KNOWN_CIRCLES: Mapping[str, list[frozenset[str]]] = {
-    # Debt (issue 17, "no import circles inside a folder"): the kernel's files import each other,
-    # through imports made for type checkers only; the kernel is being rewritten.
-    "livecontext.runtime": [frozenset({"_actor", "_cell", "_context", "_lives", "_runtime", "_stepping"})],
     # Debt: an agent is given the sub-agents app (_agent -> _subagents), which spawns agents
     # (_subagents -> _agent, inside a function).
     "livecontext.actors": [frozenset({"_agent", "_subagents"})],

@@ -11,18 +11,19 @@ after them (recording the output or the result, applying the app effect, publish
 events) runs shielded: a cancel never leaves an effect committed but not applied, an input
 pulled but not recorded, or a recorded change without its events.
 
-How, without a shield scope per write (each costs a few microseconds, and a turn has many):
-the writes are shielded asks (``ctx.ask(..., shield=True)``), which the caller's cancellation
-cannot cut short and which have no cancel point, so a write
-and the one that must follow it (pull then record, commit then apply) have no cancel point
-between them; the events after a write are published under a shield, and only when someone
-subscribes (with nobody listening there is nothing to lose and no need for a cancel point).
+How, without a shield scope of ours around every write (a turn has many): the writes are
+shielded asks (``ctx.ask(..., shield=True)``), which the caller's cancellation cannot cut
+short and which have no cancel point, so a write and the one that must follow it (pull then
+record, commit then apply) have no cancel point between them; the events after a write are
+published under a shield, and only when someone subscribes (with nobody listening there is
+nothing to lose and no need for a cancel point).
 
 Between two steps the engine is at a cancel point (a Cancel that came while a step recorded
-ends the run there) but yields to Trio only when mail waits in its mailbox: control messages
-told to an idle engine ran at once in their sender's task, and what waits (a Cancel, or
-anything told while the engine was busy) is handled by the engine's own task before the next
-step starts. A step with nothing to wait for then costs no trip through Trio's scheduler.
+ends the run there) but yields to Trio only when mail waits in its mailbox: a control message
+told to an idle engine was handled in its sender's task (its handler is inline: a plain
+``def``), and what waits (a Cancel, or anything told while the engine was busy) is handled by
+the engine's own task before the next step starts. A step with nothing to wait for then
+costs no extra trip through Trio's scheduler.
 
 With ``lifecycle`` on, the engine also offers the control tools ``task_complete`` and
 ``wait_user_response`` and answers their calls itself (see :mod:`._lifecycle`). Where the
@@ -434,13 +435,13 @@ class Engine(Actor):
         A Cancel that came while the previous step recorded (shielded) ends the run here,
         before the next step does anything. Control messages told during a step are handled
         before the next one starts: a Pause, an InputAvailable or a Step told to an idle
-        engine ran at once in its sender's task (their handlers are inline and never yield);
+        engine was handled in its sender's task (their handlers are inline: plain ``def``s);
         what waits in the mailbox (a Cancel, whose handler waits; anything told while the
         engine was not idle) needs the engine's own task to run, so we yield to it. Trio runs
         the tasks made runnable in one batch in either order: once we have yielded twice, a
         message loop woken by that mail has had its turn. With nothing waiting, a yield here
-        would be a trip through Trio's scheduler for nothing (one per step); other tasks
-        still get the CPU, as the inline asks every step makes yield once every few dozen.
+        would be one more trip through Trio's scheduler for nothing; other tasks still get
+        the CPU, as every ask a step makes is a schedule point.
         """
         rt, me = self.ctx.runtime, self.ctx.self_id
         if rt.is_idle(me):
@@ -627,9 +628,8 @@ class Engine(Actor):
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
         self._tool_in_flight = call.id
-        # the ask's own timeout, not a scope of ours: it makes a cancel scope only if it has to
-        # wait (an async tool runs on in the host; the host is busy), where a sync tool, over
-        # when the host's handler returns, is answered at once and would pay one for nothing
+        # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
+        # with that deadline anyway (a second scope would cost without adding anything)
         try:
             invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked,
                                                    timeout=self.tool_timeout_s)

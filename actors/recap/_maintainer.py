@@ -40,7 +40,7 @@ from ._strategies import MIN_SUMMARY_CHARS, RecapStrategy, model_summary, simple
 from ._structured import structured
 
 if TYPE_CHECKING:
-    from livecontext.runtime._context import PendingReply
+    from livecontext.runtime import PendingReply
 
 log = logging.getLogger("livecontext.recap")
 

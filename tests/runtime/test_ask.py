@@ -7,7 +7,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import Message
+from livecontext.protocol import ErrorReply, Message
 from livecontext.runtime import (
     Actor,
     ActorStoppedError,
@@ -67,6 +67,36 @@ class Explode(Message):
     pass
 
 
+@frozen
+class Raise(Message):
+    """Raise the error made by ``Worker.errors[kind]``."""
+
+    kind: str
+
+
+@frozen
+class FailLater(Message):
+    pass
+
+
+@frozen
+class Forge(Message):
+    pass
+
+
+class DiskFullError(Exception):
+    """A user's own error class."""
+
+
+class Mine:
+    class ActorStoppedError(Exception):  # noqa: N818
+        """Named like the kernel's error, but a handler's own."""
+
+
+async def _raise(error: Exception) -> None:
+    raise error
+
+
 class Worker(Actor):
     starts = 0
 
@@ -102,6 +132,24 @@ class Worker(Actor):
     @handler
     async def on_hang(self, msg: Hang) -> None:
         await trio.sleep_forever()
+
+    @handler
+    async def on_raise(self, msg: Raise) -> None:
+        if msg.kind == "group":
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_raise, DiskFullError("disk full"))
+                nursery.start_soon(_raise, KeyError("no key"))
+        raise {"disk": DiskFullError("disk full"), "named": Mine.ActorStoppedError("not the kernel's")}[msg.kind]
+
+    @handler
+    async def on_forge(self, msg: Forge) -> ErrorReply:
+        return ErrorReply("builtins.KeyError", "made by hand")
+
+    @handler
+    async def on_fail_later(self, msg: FailLater) -> None:
+        reply = self.ctx.defer_reply()
+        assert reply is not None
+        reply.fail(DiskFullError("found full later"))
 
     @handler
     async def on_explode(self, msg: Explode) -> None:
@@ -199,10 +247,73 @@ async def test_a_handler_error_reaches_the_asker_as_remote_actor_error_and_the_a
         with pytest.raises(RemoteActorError,
                            match=r"^worker/w failed handling the request: ValueError: no such file$") as info:
             await client.ask(ref, Fail("no such file"))
-        assert info.value.error_type == "ValueError"
+        assert info.value.error_class is ValueError
+        assert isinstance(info.value.__cause__, ValueError) and str(info.value.__cause__) == "no such file"
         assert info.value.error == "no such file"
         assert await client.ask(ref, Hits()) == HitCount(0)  # a fresh instance
         assert Worker.starts == 2
+
+
+async def test_an_asker_tells_a_handlers_errors_apart_by_their_class(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    records: list[AuditRecord] = []
+    async with open_runtime() as rt:
+        rt.add_audit_hook(records.append)
+        ref = await rt.spawn(Worker, "worker/w")
+        try:
+            await rt.client("t").ask(ref, Raise("disk"))
+        except RemoteActorError as exc:
+            assert exc.error_class is DiskFullError
+            assert isinstance(exc.__cause__, DiskFullError) and str(exc.__cause__) == "disk full"
+            assert exc.error_type == f"{__name__}.DiskFullError"
+        else:
+            pytest.fail("the ask did not raise")
+    (reply,) = [r.envelope.payload for r in records if r.event is AuditEvent.REPLIED]
+    assert reply == ErrorReply(f"{__name__}.DiskFullError", "disk full")  # the audit keeps plain data
+
+
+async def test_an_error_class_named_like_actor_stopped_error_is_still_the_handlers_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        with pytest.raises(RemoteActorError, match="ActorStoppedError: not the kernel's") as info:
+            await rt.client("t").ask(ref, Raise("named"))
+        assert info.value.error_class is Mine.ActorStoppedError
+
+
+async def test_a_nursery_failure_in_a_handler_reaches_the_asker_with_every_error_it_holds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        with pytest.raises(RemoteActorError, match=r"ExceptionGroup: Exceptions from Trio nursery: ") as info:
+            await rt.client("t").ask(ref, Raise("group"))
+        assert "DiskFullError: disk full" in info.value.error and "KeyError: 'no key'" in info.value.error
+        assert info.value.error_class is ExceptionGroup
+        group = info.value.__cause__
+        assert isinstance(group, ExceptionGroup)
+        assert sorted(type(e).__name__ for e in group.exceptions) == ["DiskFullError", "KeyError"]
+
+
+async def test_a_deferred_reply_can_fail_the_ask_with_an_error_of_its_own() -> None:
+    Worker.starts = 0
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        with pytest.raises(RemoteActorError, match="DiskFullError: found full later") as info:
+            await rt.client("t").ask(ref, FailLater())
+        assert isinstance(info.value.__cause__, DiskFullError)
+        assert Worker.starts == 1  # a failed reply is no failure of the actor
+
+
+async def test_an_error_reply_a_handler_makes_itself_reaches_the_asker_as_a_type_error_naming_it() -> None:
+    async with open_runtime() as rt:
+        ref = await rt.spawn(Worker, "worker/w")
+        with pytest.raises(RemoteActorError, match=r"TypeError: worker/w answered with an ErrorReply it made "
+                                                   r"\(builtins.KeyError: made by hand\); raise the exception") as info:
+            await rt.client("t").ask(ref, Forge())
+        assert info.value.error_class is TypeError  # not KeyError: nothing is taken from a name
 
 
 async def test_an_ask_whose_handler_is_cancelled_by_a_failing_background_task_fails_at_once(
