@@ -66,44 +66,57 @@ class ContextReader:
         self.cache = cache
         self._units: dict[tuple[str, int, str, int, Shown], tuple[Piece, ...]] = {}
         self._tools: tuple[tuple[ToolSpec, ...], Piece] | None = None
+        self._system: Piece | None = None
 
     def read(self, state: HistoryState, result: RenderResult, windows: str) -> CallContext:
-        """The pieces of ``result``, a render of ``state`` with ``windows``."""
+        """The pieces of ``result``, a render of ``state`` with ``windows``.
+
+        The work grows with what was rendered, not with the history: the entries are found
+        from the render's spans (runs of consecutive ids) by binary search on their ids.
+        """
         active = state.active
-        shown = _shown_by_id(result)
+        recap_ids = {r.id for r in state.recaps}
         latest = _latest_start(active)
         with_windows = bool(windows) and bool(result.messages) and result.messages[-1].content.endswith(windows)
         entries: list[tuple[int, tuple[Piece, ...]]] = []  # (id number of the unit's first entry, pieces)
-        omitted = 0
+        recaps_shown: set[str] = set()
         first_left_out: int | None = None
-        i = 0
-        n = len(active)
-        while i < n:
-            entry = active[i]
-            unit = [entry, active[i + 1]] if i + 1 < n and answers(entry, active[i + 1]) else [entry]
-            how = shown.get(id_number(entry.id), Shown.OMITTED)
-            if how in _LEVEL:
-                if i == latest:
-                    pieces = self._pieces(unit, how, windows if with_windows else None)
-                else:
-                    pieces = self._kept_pieces(unit, how)
-                entries.append((id_number(entry.id), pieces))
-            else:
-                omitted += len(unit)
+        i = 0  # (the spans are in id order, as the entries are: each is looked for after the one before)
+        for span in result.spans:
+            if span.first in recap_ids:
+                if span.shown is Shown.RECAP:
+                    recaps_shown.add(span.first)
+                continue
+            first, last = id_number(span.first), id_number(span.last)
+            if span.shown not in _LEVEL:  # (an omitted run may hold an omitted recap's id too)
                 if first_left_out is None:
-                    first_left_out = id_number(entry.id)
-            i += len(unit)
-        recaps, recaps_omitted = self._recaps(state.recaps, shown, result.messages)
-        head = self._head(state)
-        note = self._note(result.messages)
-        pieces = _lay_out(head, entries, recaps, note, state.recaps, first_left_out)
-        return CallContext(tuple(pieces), omitted + recaps_omitted, result.tokens)
+                    first_left_out = first
+                i = _position(active, last + 1, i)
+                continue
+            i = _position(active, first, i)
+            while i < len(active) and (number := id_number(active[i].id)) <= last:
+                entry = active[i]
+                unit = [entry, active[i + 1]] if i + 1 < len(active) and answers(entry, active[i + 1]) else [entry]
+                if i == latest:
+                    pieces = self._pieces(unit, span.shown, windows if with_windows else None)
+                else:
+                    pieces = self._kept_pieces(unit, span.shown)
+                entries.append((number, pieces))
+                i += len(unit)
+        recaps = self._recaps(state.recaps, recaps_shown, result.messages)
+        pieces = _lay_out(self._head(state), entries, recaps, self._note(result.messages), state.recaps,
+                          first_left_out)
+        omitted = len(active) - result.entries + len(state.recaps) - len(recaps)
+        return CallContext(tuple(pieces), omitted, result.tokens)
 
     def _head(self, state: HistoryState) -> list[Piece]:
+        """What every call carries before the history: the system prompt, the tools' schemas."""
         head = []
-        if state.system_prompt:
-            tokens = self.counter.count(state.system_prompt) + MESSAGE_OVERHEAD_TOKENS
-            head.append(Piece("system", "live", tokens, state.system_prompt))
+        prompt = state.system_prompt
+        if prompt:
+            if self._system is None or self._system.text != prompt:
+                self._system = Piece("system", "live", self.counter.count(prompt) + MESSAGE_OVERHEAD_TOKENS, prompt)
+            head.append(self._system)
         specs = state.config.tools if state.config is not None else ()
         if specs:
             kept = self._tools
@@ -121,41 +134,39 @@ class ContextReader:
         return Piece("tools", "live", tools_tokens(specs, self.counter), "\n".join(lines))
 
     def _kept_pieces(self, unit: list[HistoryEntry], how: Shown) -> tuple[Piece, ...]:
+        """An older unit's pieces: from the render cache's messages for that unit (the
+        renderer has just used them), kept by the unit's entries and revisions and the level."""
         first, last = unit[0], unit[-1]
         key = (first.id, first.revision, last.id, last.revision, how)
         found = self._units.get(key)
         if found is None:
             if len(self._units) >= 16_384:  # (a long thread: start afresh, as the render cache does)
                 self._units.clear()
-            found = self._units[key] = self._pieces(unit, how, None)
+            messages, tokens = self.cache.levels(unit).piece(_LEVEL[how])
+            found = self._units[key] = _split(unit, how, messages, tokens)
         return found
 
     def _pieces(self, unit: list[HistoryEntry], how: Shown, windows: str | None) -> tuple[Piece, ...]:
-        """A unit's pieces at ``how``: an output and its results split as their messages are."""
-        level = _LEVEL[how]
+        """The latest unit's pieces, its windows in its last message (if they were sent)."""
         counted = (windows, self.counter.count(windows)) if windows else None
-        messages, tokens = unit_messages(unit, level, counted)
-        if len(unit) == 1:
-            return (Piece(unit[0].id, how.value, tokens, _text(messages)),)
-        output_tokens = unit_messages(unit[:1], level)[1]  # (an output costs the same paired or not)
-        return (Piece(unit[0].id, how.value, output_tokens, _text(messages[:1])),
-                Piece(unit[1].id, how.value, tokens - output_tokens, _text(messages[1:])))
+        messages, tokens = unit_messages(unit, _LEVEL[how], counted)
+        return _split(unit, how, messages, tokens)
 
-    def _recaps(self, recaps: Sequence[RecapEntry], shown: dict[int, Shown],
-                messages: Sequence[ChatMessage]) -> tuple[dict[str, Piece], int]:
-        """The recaps shown, by id (each at LIVE, or at GIST where LIVE did not fit), and how
-        many were left out."""
+    def _recaps(self, recaps: Sequence[RecapEntry], shown: set[str],
+                messages: Sequence[ChatMessage]) -> dict[str, Piece]:
+        """The recaps shown, by id: each at LIVE, or at GIST where LIVE did not fit."""
+        if not shown:
+            return {}
         sent = {m.content for m in messages if m.role is Role.SYSTEM and m.content.startswith(RECAP_PREFIX)}
-        pieces, left_out = {}, 0
+        pieces = {}
         for recap in recaps:
-            if shown.get(id_number(recap.id)) is not Shown.RECAP:
-                left_out += 1
+            if recap.id not in shown:
                 continue
             live = recap.content.at(Level.LIVE)
             lt = live if f"{RECAP_PREFIX}{live.text}" in sent else recap.content.at(Level.GIST)
             pieces[recap.id] = Piece(recap.id, "recap", lt.tokens + RECAP_PREFIX_TOKENS + MESSAGE_OVERHEAD_TOKENS,
                                      f"{RECAP_PREFIX}{lt.text}")
-        return pieces, left_out
+        return pieces
 
     def _note(self, messages: Sequence[ChatMessage]) -> Piece | None:
         """The line saying what was left out, if the render has one."""
@@ -165,14 +176,30 @@ class ContextReader:
         return None
 
 
-def _shown_by_id(result: RenderResult) -> dict[int, Shown]:
-    """How each unfolded entry and recap was shown, by its id's number."""
-    shown: dict[int, Shown] = {}
-    for span in result.spans:
-        first, last = id_number(span.first), id_number(span.last)
-        for number in range(first, last + 1):
-            shown[number] = span.shown
-    return shown
+def _split(unit: list[HistoryEntry], how: Shown, messages: Sequence[ChatMessage], tokens: int) -> tuple[Piece, ...]:
+    """A unit's pieces: one entry's, or a model output's and its results', split as their
+    messages are (an output is one message costing its level's count and a message's
+    overhead: see ``history._units``)."""
+    if len(unit) == 1:
+        return (Piece(unit[0].id, how.value, tokens, _text(messages)),)
+    output = unit[0].content.at(_LEVEL[how]).tokens + MESSAGE_OVERHEAD_TOKENS
+    return (Piece(unit[0].id, how.value, output, _text(messages[:1])),
+            Piece(unit[1].id, how.value, tokens - output, _text(messages[1:])))
+
+
+def _position(active: Sequence[HistoryEntry], number: int, lo: int = 0) -> int:
+    """The position in ``active`` (ids increasing), from ``lo`` on, of the first entry whose
+    id's number is ``number`` or more."""
+    hi = len(active)
+    if lo < hi and id_number(active[lo].id) >= number:
+        return lo  # (the next span starts where the one before ended)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if id_number(active[mid].id) < number:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _latest_start(active: Sequence[HistoryEntry]) -> int | None:

@@ -31,7 +31,7 @@ _LABELS = {ActorRole.ENGINE: "engine", ActorRole.HISTORY: "history store", Actor
 
 def line(text: str, limit: int = SUMMARY_CHARS) -> str:
     """``text`` on one line (runs of white space made one space), cut to ``limit`` characters."""
-    flat = " ".join(text.split())
+    flat = " ".join(text[:limit * 4].split())  # (a long text: only its head can be shown)
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
@@ -92,12 +92,16 @@ class Diagram:
         A message sent before a record was written (a model or tool call) goes with the
         record before it; from another thread of a system, it may be drawn after later ones.
         """
+        marks = tuple(sorted(self.marks, key=lambda m: (m.seq, m.t)))
+        key = [(m.seq, m.t) for m in self.messages]
+        if all(a <= b for a, b in zip(key, key[1:])):  # (a thread's own messages come in order)
+            return tuple(self.messages), marks
         ordered = sorted(self.messages, key=lambda m: (m.seq, m.t))  # (stable: a record's own order)
         number = {m.i: n for n, m in enumerate(ordered)}
         messages = tuple(TraceMessage(n, m.seq, m.t, m.sender, m.receiver, m.kind, m.mode, m.summary,
                                       number[m.reply_to] if m.reply_to is not None else None)
                          for n, m in enumerate(ordered))
-        return messages, tuple(sorted(self.marks, key=lambda m: (m.seq, m.t)))
+        return messages, marks
 
     def text(self, text: str) -> str:
         """The key of ``text`` in :attr:`texts` (each text is kept once)."""

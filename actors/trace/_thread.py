@@ -40,6 +40,7 @@ from livecontext.protocol import (
 from livecontext.runtime.tokens import TokenCounter
 
 from ..history import BudgetTooSmallError, HistoryState, RenderCache, render_state
+from ..history._lod import tools_tokens
 from ._context import CallContext, ContextReader
 from ._diagram import Column, Diagram, column_of, line
 from ._model import ActorRole, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan
@@ -74,6 +75,9 @@ class ThreadTracer:
         self.agents = agents
         self.windows = windows
         self.counter = counter
+        self._columns: dict[str, str] = {}
+        self._counted: tuple[ThreadConfigured | None, str, int, int] = (None, "", 0, 0)
+        """The configuration and system prompt last rendered with, and their tools' and prompt's tokens."""
         self.state = HistoryState(thread)
         self.contexts = ContextReader(counter, RenderCache())
         self.engine = self._column(f"engine/{thread}")
@@ -94,7 +98,11 @@ class ThreadTracer:
         :attr:`SystemTimeline.asked <._system.SystemTimeline.asked>`)."""
 
     def _column(self, actor: str) -> str:
-        return self.diagram.add_column(column_of(actor, self.thread, self.agents))
+        """The column of actor id ``actor`` (added to the diagram the first time)."""
+        known = self._columns.get(actor)
+        if known is None:
+            known = self._columns[actor] = self.diagram.add_column(column_of(actor, self.thread, self.agents))
+        return known
 
     async def feed(self, rec: Record, thread_seq: int) -> None:
         """Add the messages, marks and model call of one record, then apply it to the state."""
@@ -221,9 +229,14 @@ class ThreadTracer:
 
     async def _context(self, budget: int) -> tuple[CallContext, str | None]:
         windows = await self.windows.text(self.state)
+        state = self.state
+        counted = self._counted
+        if counted[0] is not state.config or counted[1] != state.system_prompt:  # (counted once per change)
+            tools = tools_tokens(state.config.tools, self.counter) if state.config is not None else 0
+            counted = self._counted = (state.config, state.system_prompt, tools, self.counter.count(state.system_prompt))
         try:
-            result = render_state(self.state, budget, self.counter, windows=windows,
-                                  cache=self.contexts.cache)
+            result = render_state(state, budget, self.counter, windows=windows, tools_tokens=counted[2],
+                                  system_tokens=counted[3], cache=self.contexts.cache)
         except BudgetTooSmallError as exc:
             return CallContext((), 0, 0), str(exc)
         return self.contexts.read(self.state, result, windows), None
