@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +55,13 @@ def render_output(data: dict[str, Any], fmt: str) -> str:
         return dump_json(data) + "\n"
     if fmt == "svg":
         return trace_svg(data)
-    # the page is another part of the package; imported only when a page is asked for
-    from ..trace._page import render_page
+    # the page (its HTML, CSS and script, and the module that fills them in) is imported only
+    # when a page is asked for
+    try:
+        page = importlib.import_module("livecontext.actors.trace._page")
+    except ImportError as exc:
+        raise UsageError(f"this build cannot write the trace page ({exc}); write --format svg or json") from None
+    render_page: Callable[[dict[str, Any]], str] = page.render_page
     return render_page(data)
 
 

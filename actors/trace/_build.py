@@ -88,10 +88,10 @@ async def _draw(thread_id: str, records: list[tuple[StoredRecord, Message]], sys
     for seq, rec, payload, own in timeline:
         t = _seconds(rec.sent_at - start)
         if own:
-            await tracer.feed(Record(seq, t, rec.sender, payload), rec.seq)  # type: ignore[arg-type]
+            await tracer.feed(Record(seq, t, rec.sender, payload), rec.seq)
         else:
             assert system is not None
-            system.draw(diagram, thread_id, Record(seq, t, rec.sender, payload), rec)  # type: ignore[arg-type]
+            system.draw(diagram, thread_id, Record(seq, t, rec.sender, payload), rec)
     messages, marks = diagram.finish()
     return Trace(
         thread=thread_id, system=system.name if system is not None else None, at=at,

@@ -98,10 +98,10 @@ class ContextReader:
                 entry = active[i]
                 unit = [entry, active[i + 1]] if i + 1 < len(active) and answers(entry, active[i + 1]) else [entry]
                 if i == latest:
-                    pieces = self._pieces(unit, span.shown, windows if with_windows else None)
+                    shown = self._pieces(unit, span.shown, windows if with_windows else None)
                 else:
-                    pieces = self._kept_pieces(unit, span.shown)
-                entries.append((number, pieces))
+                    shown = self._kept_pieces(unit, span.shown)
+                entries.append((number, shown))
                 i += len(unit)
         recaps = self._recaps(state.recaps, recaps_shown, result.messages)
         pieces = _lay_out(self._head(state), entries, recaps, self._note(result.messages), state.recaps,

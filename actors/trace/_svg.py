@@ -98,11 +98,16 @@ def _rows(messages: Sequence[dict[str, Any]], marks: Sequence[dict[str, Any]]) -
             last[1].append(m)
         else:
             rows.append(("messages", [m]))
-    places: list[tuple[int, int, dict[str, Any]]] = []
-    for n, mark in enumerate(marks):
-        places.append((_place(rows, mark), n, mark))
-    for at, _, mark in sorted(places, key=lambda p: (p[0], p[1]), reverse=True):
-        rows.insert(at, ("mark", mark))
+    starts = [item[0]["seq"] for _, item in rows]
+    after: dict[int, list[dict[str, Any]]] = {}  # message row -> the marks drawn before it
+    for mark in marks:
+        after.setdefault(_place(rows, starts, mark), []).append(mark)
+    placed: list[Row] = []
+    for k in range(len(rows) + 1):
+        placed += [("mark", mark) for mark in after.get(k, ())]
+        if k < len(rows):
+            placed.append(rows[k])
+    rows = placed
     if len(rows) <= MAX_ROWS:
         return rows, 0
     head, tail = rows[:MAX_ROWS // 2], rows[-(MAX_ROWS // 2):]
@@ -111,10 +116,9 @@ def _rows(messages: Sequence[dict[str, Any]], marks: Sequence[dict[str, Any]]) -
     return [*head, ("gap", (len(gone), min(seqs), max(seqs))), *tail], len(gone)
 
 
-def _place(rows: list[Row], mark: dict[str, Any]) -> int:
-    """Where a mark's row goes among the message rows (see :func:`_rows`)."""
+def _place(rows: list[Row], starts: list[int], mark: dict[str, Any]) -> int:
+    """Before which message row a mark goes (see :func:`_rows`); ``starts``: each row's seq."""
     seq, author = mark["seq"], mark["author"]
-    starts = [item[0]["seq"] for _, item in rows]
     k = bisect.bisect_left(starts, seq)
     place = k
     while k < len(rows) and starts[k] == seq:
@@ -146,7 +150,7 @@ def _title(svg: ET.Element, data: dict[str, Any], left_out: int) -> None:
                        f"{counts['messages']} messages, {counts['model_calls']} model calls, "
                        f"{data['duration']:.3f} s from {data['started_at']}", size=13, weight="bold")
     if left_out:
-        _text(svg, 12, 38, f"{left_out} of {counts['messages']} messages are left out here (the middle of the "
+        _text(svg, 12, 38, f"{left_out:,} of {counts['messages']:,} messages are left out here (the middle of the "
                            "run); the trace's page (--format html) shows them all", fill="#b22222")
 
 
@@ -168,37 +172,39 @@ def _engine(actors: Sequence[dict[str, Any]]) -> str:
 
 
 def _states(svg: ET.Element, states: Sequence[dict[str, Any]], rows: list[Row], x: float | None) -> None:
-    """The engine's lifeline shaded by its state, from the row of the record that put it
-    there to the row of the one that took it out."""
+    """The engine's lifeline shaded by its state: each message row is in the state the
+    engine entered at the latest record at or before the row's; a run of rows in one state
+    is one box (a gap in the rows ends it)."""
     if x is None or not states:
         return
-    first_row: dict[int, int] = {}
-    for k, (what, item) in enumerate(rows):
-        if what == "messages":
-            for m in item:
-                first_row.setdefault(m["seq"], k)
-    seqs = sorted(first_row)
+    spans = sorted(states, key=lambda span: span["seq0"])
+    k = 0
+    run: tuple[int, dict[str, Any]] | None = None  # (first row, span)
 
-    def row_at(seq: int) -> int | None:
-        """The first row of the first seq at or after ``seq`` that is drawn."""
-        k = bisect.bisect_left(seqs, seq)
-        return first_row[seqs[k]] if k < len(seqs) else None
-
-    for span in states:
-        top = row_at(span["seq0"])
-        end = row_at(span["seq1"]) if span["seq1"] != span["seq0"] else top
-        if top is None:
-            continue
-        end = end if end is not None else len(rows)
-        if end <= top:
-            end = top + 1
-        if any(rows[k][0] == "gap" for k in range(top, min(end, len(rows)))):
-            continue  # (it runs through the rows left out)
-        rect = ET.SubElement(svg, "rect", {"x": _n(x - 5), "y": str(TOP + ROW * top), "width": "10",
-                                           "height": str(ROW * (end - top)),
+    def close(end: int) -> None:
+        if run is None:
+            return
+        first, span = run
+        rect = ET.SubElement(svg, "rect", {"x": _n(x - 5), "y": str(TOP + ROW * first), "width": "10",
+                                           "height": str(ROW * (end - first)),
                                            "fill": STATE_COLOURS.get(span["state"], "#dddddd"), "stroke": "#999999",
                                            "stroke-width": "0.5"})
         ET.SubElement(rect, "title").text = f"{span['state']} from seq {span['seq0']} to {span['seq1']}"
+
+    for row, (what, item) in enumerate(rows):
+        if what == "gap":
+            close(row)
+            run = None
+            continue
+        if what != "messages":
+            continue
+        seq = item[0]["seq"]
+        while k + 1 < len(spans) and spans[k + 1]["seq0"] <= seq:
+            k += 1
+        if run is None or run[1] is not spans[k]:
+            close(row)
+            run = (row, spans[k])
+    close(len(rows))
 
 
 def _messages(svg: ET.Element, group: list[dict[str, Any]], x_of: dict[str, float], y: int) -> None:
@@ -252,7 +258,7 @@ def _gap(svg: ET.Element, gap: tuple[int, int, int], y: int, width: int) -> None
     count, first, last = gap
     ET.SubElement(svg, "rect", {"x": "4", "y": str(y - 9), "width": str(width - 8), "height": "18",
                                 "fill": "#fff5f5", "stroke": "#b22222", "stroke-dasharray": "3 3"})
-    _text(svg, width / 2, y + 4, f"… {count} messages left out here (seq {first} to {last}) …", anchor="middle",
+    _text(svg, width / 2, y + 4, f"… {count:,} messages left out here (seq {first} to {last}) …", anchor="middle",
           fill="#b22222")
 
 

@@ -20,7 +20,7 @@ from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.runtime.models import ScriptedModel
-from livecontext.runtime.persistence import FsyncLevel, open_store
+from livecontext.runtime.persistence import FsyncLevel, NewRecord, open_store
 
 LONG_THREAD = "long"
 TURNS_PER_INPUT = 4
@@ -49,25 +49,37 @@ def long_turns(inputs: int) -> list[dict[str, Any]]:
 
 
 async def write_long_thread(store_url: str, records: int = 20_000, *, thread: str = LONG_THREAD) -> int:
-    """Run an agent in a new thread of ``store_url`` until its log holds at least ``records``
-    records; return how many it holds. Appends are not synced (a test's store)."""
+    """Run an agent in a new thread until its log holds at least ``records`` records, then
+    copy them to thread ``thread`` of ``store_url`` (a file store: ``sqlite:`` or ``jsonl:``);
+    return how many there are.
+
+    The agent writes to a ``memory:`` store, and the copy is appended in batches with fsync
+    off: the records are the history store's own, twice as fast to make as through a file
+    store appended one record at a time.
+    """
     inputs = records // 10 + 8  # (an input takes about 12 records: more turns than needed)
     model = ScriptedModel.from_turns(long_turns(inputs), name="long")
-    store = await open_store(store_url, fsync=FsyncLevel.OFF)
-    async with store:
+    scratch = await open_store("memory:")
+    async with scratch:
         async with livecontext.open_agent(
-                model=model, store=store, thread=thread, budget=1500, snapshot_every=1000,
+                model=model, store=scratch, thread=thread, budget=1500, snapshot_every=0,
                 limits=HistoryLimits(max_entries=24, soft=0.6, hard=0.8, truncate=1.0),
                 recap=RecapSettings(window=4, batch=4, max_summary_chars=600),
-                analyzers=[AnalyzerSettings("failures", threshold=2, window=8),
-                           AnalyzerSettings("usage", kind="usage")]) as agent:
+                analyzers=[AnalyzerSettings("failures", threshold=2, window=8)]) as agent:
             seq, n = 0, 0
             while seq < records and n < inputs:
                 await agent.send(f"Input {n}: plan the next leg of the trip and keep it in the notebook.")
                 n += 1
-                async with await store.open_reader(thread) as reader:
+                async with await scratch.open_reader(thread) as reader:
                     seq = await reader.last_seq()
-    return seq
+        async with await scratch.open_reader(thread) as reader:
+            written = await reader.read(1)
+    store = await open_store(store_url, fsync=FsyncLevel.OFF)
+    async with store, await store.open_thread(thread, owner="trace_threads") as log:
+        for start in range(0, len(written), 2000):
+            await log.append([NewRecord(r.sender, r.sent_at, r.sent_mono_ns, r.kind, r.payload)
+                              for r in written[start:start + 2000]])
+    return len(written)
 
 
 def make_long_thread(store_url: str, records: int = 20_000, *, thread: str = LONG_THREAD) -> int:

@@ -1,0 +1,75 @@
+"""``livecontext trace``: what it writes, and one line on stderr for each bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.trace._runs import cli, run_blueprint
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:{tmp_path_factory.mktemp('cli') / 'o.db'}"
+    run_blueprint("offline.toml", url)
+    return url
+
+
+def test_it_writes_the_trace_as_json_or_svg_as_the_extension_says(store: str, tmp_path: Path) -> None:
+    code, out, err = cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(tmp_path / "t.json"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert data["thread"] == "lake-trip" and data["counts"]["model_calls"] == 9
+    assert out.startswith(f"wrote {tmp_path / 't.json'} (json): thread lake-trip, 39 records, ")
+    code, _, err = cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(tmp_path / "t.svg"))
+    assert code == 0, err
+    assert (tmp_path / "t.svg").read_text(encoding="utf-8").startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg')
+    # --format wins over the extension
+    code, _, err = cli("trace", "--store", store, "--thread", "lake-trip", "--at", "12", "--format", "JSON",
+                       "-o", str(tmp_path / "t.svg"))
+    assert code == 0, err
+    assert json.loads((tmp_path / "t.svg").read_text(encoding="utf-8"))["last_seq"] == 12
+
+
+def _one_line_error(code: int, out: str, err: str) -> str:
+    assert code == 1 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("livecontext: error: "), err
+    return lines[0]
+
+
+def test_a_missing_thread_is_one_line_naming_the_threads_there_are(store: str, tmp_path: Path) -> None:
+    line = _one_line_error(*cli("trace", "--store", store, "--thread", "nope", "-o", str(tmp_path / "t.json")))
+    assert line == (f"livecontext: error: thread 'nope' does not exist in {store}; its threads: lake-trip "
+                    f"(`livecontext threads --store {store}` lists them)")
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_an_at_past_the_end_is_one_line_saying_the_last_seq(store: str, tmp_path: Path) -> None:
+    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "--at", "40",
+                                "-o", str(tmp_path / "t.json")))
+    assert line == "livecontext: error: --at 40 is past the end of thread lake-trip: its last seq is 39"
+
+
+def test_an_output_in_a_missing_folder_is_one_line_and_nothing_is_made(store: str, tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "t.svg"
+    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(target)))
+    assert line == (f"livecontext: error: -o {target}: the folder {target.parent} does not exist; make it first "
+                    f"(mkdir -p {target.parent}) or write elsewhere")
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_unknown_format_is_one_line_naming_the_formats(store: str, tmp_path: Path) -> None:
+    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "--format", "pdf",
+                                "-o", str(tmp_path / "t.pdf")))
+    assert line == "livecontext: error: unknown format 'pdf': give --format html, svg or json"
+
+
+def test_a_missing_store_and_a_missing_thread_option_are_one_line_each(tmp_path: Path) -> None:
+    line = _one_line_error(*cli("trace", "--store", f"sqlite:{tmp_path / 'none.db'}", "--thread", "t",
+                                "-o", str(tmp_path / "t.json")))
+    assert "no store at" in line and not (tmp_path / "none.db").exists()
+    line = _one_line_error(*cli("trace", "--store", f"sqlite:{tmp_path / 'none.db'}", "-o", str(tmp_path / "t.json")))
+    assert line == "livecontext: error: trace needs --thread T (or --system S); `livecontext threads` lists the threads"
