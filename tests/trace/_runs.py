@@ -3,6 +3,7 @@ reader tries an edit it may not make, an editor makes one, and a step fails."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,14 @@ from livecontext.actors.cli import main
 from livecontext.actors.trace import Trace, build_trace
 from livecontext.protocol import (
     AccessDenied,
+    Cancel,
     Capability,
     EditApplied,
     EditHistory,
     EntryRef,
     HistorySlice,
+    Idle,
+    IdleReason,
     Level,
     ProvideInput,
     ReadHistory,
@@ -67,14 +71,16 @@ REFUSED_TURNS = [
     {"text": "Noting the milk.", "tool_calls": [
         {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "- milk"}}]},
     {"text": "Noted: milk."},
+    {"text": "Eggs too.", "fail": {"error": "server", "times": 1}, "delay_s": 60},
 ]
-"""Two turns: the third model call finds the script exhausted, and its step fails."""
+"""The third turn fails once (the step fails), then takes a minute (it is cancelled: a pause)."""
 
 
 async def refused_edit_run(store_url: str) -> dict[str, Any]:
     """Thread ``t``: one input answered with a notebook edit and a reply; then ``client/reader``
-    (read only) tries to edit the first entry and is refused, ``client/editor`` edits it, and
-    a second input's model call fails. Returns the replies the two clients got."""
+    (read only) tries to edit the first entry and is refused, ``client/editor`` edits it, a
+    second input's model call fails, and the next is cancelled (the engine pauses). Returns
+    the replies the two clients got."""
     store = await open_store(store_url)
     async with store, await store.open_thread("t", create=True, owner="test") as log:
         async with open_runtime() as rt:
@@ -92,6 +98,11 @@ async def refused_edit_run(store_url: str) -> dict[str, Any]:
             applied = await editor.ask(agent.history, EditHistory((ReplaceContent(first, Level.GIST, "milk, edited"),)))
             assert isinstance(applied, EditApplied)
             await driver.ask(agent.input, ProvideInput("And eggs?"))
-            await driver.ask(agent.engine, RunUntilIdle(), timeout=30)
+            failed = await driver.ask(agent.engine, RunUntilIdle(), timeout=30)
+            assert isinstance(failed, Idle) and failed.reason is IdleReason.FAILED
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(driver.ask, agent.engine, RunUntilIdle(), timeout=30))
+                await trio.sleep(0.2)  # (the call waits out its delay)
+                await driver.ask(agent.engine, Cancel(), timeout=10)
             await rt.aclose()
     return {"denied": denied, "applied": applied}

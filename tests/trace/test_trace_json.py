@@ -85,7 +85,7 @@ def test_a_trace_has_exactly_the_contracts_keys_and_types(traces: list[dict[str,
         check(data, CONTRACT)
         assert data["version"] == 1
     kinds = {m["type"] for data in traces for m in data["marks"]}
-    assert kinds == {"fold", "notification", "edit", "denial", "failure"}  # (every mark but a pause is exercised)
+    assert kinds == {"fold", "notification", "edit", "denial", "failure", "pause"}  # (every kind of mark)
     assert {a["role"] for data in traces for a in data["actors"]} >= {
         "engine", "history", "apps", "input", "recap", "analyzer", "model", "agent", "system", "other"}
 

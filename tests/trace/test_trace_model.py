@@ -136,10 +136,14 @@ def test_a_refused_edit_is_marked_as_a_denial_naming_who_tried(refused: tuple[st
     assert {a.id: a.role for a in got.actors}["client/reader"] is ActorRole.OTHER
 
 
-def test_a_failed_step_is_marked_and_drawn_as_the_models_error(refused: tuple[str, dict[str, Any]]) -> None:
+def test_a_failed_step_and_a_pause_are_marked_and_the_failure_drawn_as_the_models_error(
+        refused: tuple[str, dict[str, Any]]) -> None:
     got = trace(refused[0], "t")
     failures = [m for m in got.marks if m.type is MarkType.FAILURE]
     assert len(failures) == 1 and failures[0].author == "engine/t" and "turn 2" in failures[0].summary
+    pauses = [m for m in got.marks if m.type is MarkType.PAUSE]
+    assert [(m.seq, m.author) for m in pauses] == [(got.last_seq, "engine/t")]
+    assert "PendingInput" in pauses[0].summary
     error = next(m for m in got.messages if m.kind == "ModelError")
     request = got.messages[error.reply_to] if error.reply_to is not None else None
     assert request is not None and (request.sender, request.receiver) == ("engine/t", error.sender)
