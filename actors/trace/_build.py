@@ -77,10 +77,8 @@ async def _draw(thread_id: str, records: list[tuple[StoredRecord, Message]], sys
                 at: int | None, counter: TokenCounter, windows: AppWindows) -> Trace:
     diagram = Diagram()
     agents = system.agents if system is not None else {}
-    tracer = ThreadTracer(thread_id, diagram, agents, windows, counter, _subscribers(thread_id, records))
-    if system is not None:
-        tracer.asked = system.asked
-        tracer.agent_name = agents.get(thread_id)
+    tracer = ThreadTracer(thread_id, diagram, agents, windows, counter, _subscribers(thread_id, records),
+                          asked=system.asked if system is not None else {})
     timeline = system.merged(records) if system is not None else [
         (rec.seq, rec, payload, True) for rec, payload in records]
     start = min(item[1].sent_at for item in timeline)

@@ -3,8 +3,6 @@ the texts the model calls refer to, each added once, in the order they happened.
 
 from __future__ import annotations
 
-from attrs import frozen
-
 from ._model import SUMMARY_CHARS, ActorRole, Mark, MarkType, MessageMode, TraceActor, TraceMessage
 
 ROLE_OF_KIND = {
@@ -35,26 +33,17 @@ def line(text: str, limit: int = SUMMARY_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
-@frozen
-class Column:
-    """How an actor id of the log is drawn: the column's id, role and label."""
-
-    id: str
-    role: ActorRole
-    label: str
-
-
 class Diagram:
     """Collects a trace's actors, messages, marks and texts."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, Column] = {}
+        self.columns: dict[str, TraceActor] = {}
         self.messages: list[TraceMessage] = []
         self.marks: list[Mark] = []
         self.texts: dict[str, str] = {}
         self._keys: dict[str, str] = {}
 
-    def add_column(self, column: Column) -> str:
+    def add_column(self, column: TraceActor) -> str:
         """Add ``column`` (once) and return its id."""
         self.columns.setdefault(column.id, column)
         return column.id
@@ -63,7 +52,7 @@ class Diagram:
         """The columns, left to right (by role, then in order of first appearance)."""
         order = {role: n for n, role in enumerate(_COLUMN_ORDER)}
         ranked = sorted(enumerate(self.columns.values()), key=lambda item: (order[item[1].role], item[0]))
-        return tuple(TraceActor(c.id, c.role, c.label) for _, c in ranked)
+        return tuple(actor for _, actor in ranked)
 
     def send(self, seq: int, t: float, sender: str, receiver: str, kind: str, mode: MessageMode,
              summary: str, reply_to: int | None = None) -> int:
@@ -112,7 +101,7 @@ class Diagram:
         return key
 
 
-def column_of(actor: str, thread: str, agents: dict[str, str]) -> Column:
+def column_of(actor: str, thread: str, agents: dict[str, str]) -> TraceActor:
     """The column of actor id ``actor`` (``kind/name``) in a trace of ``thread``.
 
     An actor of another thread (an agent of the same system, or any other thread) is drawn as
@@ -123,21 +112,21 @@ def column_of(actor: str, thread: str, agents: dict[str, str]) -> Column:
     role = ROLE_OF_KIND.get(kind)
     if role is None or role in (ActorRole.MODEL, ActorRole.AGENT, ActorRole.SYSTEM):
         if role is ActorRole.SYSTEM:
-            return Column(actor, role, f"system {name}")
-        return Column(actor, role or ActorRole.OTHER, name if role is not None else actor)
+            return TraceActor(actor, role, f"system {name}")
+        return TraceActor(actor, role or ActorRole.OTHER, name if role is not None else actor)
     if role is ActorRole.ANALYZER:
         if name.startswith(thread + "."):
-            return Column(actor, role, f"analyzer {name[len(thread) + 1:]}")
+            return TraceActor(actor, role, f"analyzer {name[len(thread) + 1:]}")
         owner = max((t for t in agents if name.startswith(t + ".")), key=len, default=None)
-        return agent_column(owner, agents[owner]) if owner is not None else Column(actor, ActorRole.OTHER, actor)
+        return agent_column(owner, agents[owner]) if owner is not None else TraceActor(actor, ActorRole.OTHER, actor)
     if name == thread:
-        return Column(actor, role, _LABELS[role])
+        return TraceActor(actor, role, _LABELS[role])
     return agent_column(name, agents.get(name))
 
 
-def agent_column(thread: str, agent: str | None = None) -> Column:
+def agent_column(thread: str, agent: str | None = None) -> TraceActor:
     """The one column of another thread's agent (named ``agent``, else by its thread)."""
     label = agent if agent is not None else thread
-    return Column(f"agent/{label}", ActorRole.AGENT, label)
+    return TraceActor(f"agent/{label}", ActorRole.AGENT, label)
 
 

@@ -42,8 +42,8 @@ from livecontext.runtime.tokens import TokenCounter
 from ..history import BudgetTooSmallError, HistoryState, RenderCache, render_state
 from ..history._lod import tools_tokens
 from ._context import CallContext, ContextReader
-from ._diagram import Column, Diagram, column_of, line
-from ._model import ActorRole, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan
+from ._diagram import Diagram, column_of, line
+from ._model import ActorRole, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan, TraceActor
 from ._windows import AppWindows
 
 DEFAULT_BUDGET = 8000
@@ -69,7 +69,15 @@ class ThreadTracer:
     and the model calls."""
 
     def __init__(self, thread: str, diagram: Diagram, agents: dict[str, str], windows: AppWindows,
-                 counter: TokenCounter, subscribers: list[str]) -> None:
+                 counter: TokenCounter, subscribers: list[str], *, asked: dict[str, tuple[int, str]]) -> None:
+        """
+        Args:
+            agents: In a system trace, each agent's thread id -> its name (else empty).
+            subscribers: The actors the history store publishes its changes to.
+            asked: In a system trace, the arrows of the keyed messages drawn to other agents
+                (see :attr:`SystemTimeline.asked <._system.SystemTimeline.asked>`), filled as
+                the timeline is drawn: an ``ask_agent`` result is drawn as its answer.
+        """
         self.thread = thread
         self.diagram = diagram
         self.agents = agents
@@ -87,15 +95,13 @@ class ThreadTracer:
         self.calls: list[ModelCall] = []
         self._entered: tuple[EngineState, float, int] | None = None
         """The state the engine is in, and the ``(t, seq)`` of the record that put it there."""
-        self._previous: tuple[int, float] | None = None
-        """``(seq, t)`` of the record fed before: a model or tool call started after it."""
-        self.last: tuple[int, float] = (0, 0.0)
+        self.last: tuple[int, float] | None = None
+        """``(seq, t)`` of the record fed last: a model or tool call started after it."""
         self.budget = 0
-        self.agent_name: str | None = None
+        self._model: str | None = None
+        self.agent_name = agents.get(thread)
         """In a system trace, the traced thread's agent's name (its messages are keyed by it)."""
-        self.asked: dict[str, tuple[int, str]] = {}
-        """In a system trace, the arrows of the keyed messages sent to other agents (see
-        :attr:`SystemTimeline.asked <._system.SystemTimeline.asked>`)."""
+        self.asked = asked
 
     def _column(self, actor: str) -> str:
         """The column of actor id ``actor`` (added to the diagram the first time)."""
@@ -108,7 +114,7 @@ class ThreadTracer:
         """Add the messages, marks and model call of one record, then apply it to the state."""
         payload = rec.payload
         sender = self._column(rec.sender)
-        started = self._previous or (rec.seq, rec.t)
+        started = self.last or (rec.seq, rec.t)
         d = self.diagram
         if isinstance(payload, (EntryAppended, ToolResultsAppended)):
             await self._appended(rec, sender, started)
@@ -122,7 +128,6 @@ class ThreadTracer:
             d.ask(rec.seq, rec.t, sender, self.history, "PostNotification", note.text, "NotificationPosted",
                   f"{note.id} posted")
             d.mark(rec.seq, rec.t, MarkType.NOTIFICATION, str(note.sender), f"{note.id}: {note.text}")
-            self._publish(rec, "NotificationPosted", f"{note.id} from {note.sender}")
         elif isinstance(payload, HistoryEdited):
             self._edited(rec, sender, payload)
         elif isinstance(payload, EntriesFolded):
@@ -147,8 +152,11 @@ class ThreadTracer:
         else:
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL,
                    type(payload).__name__)
-        if not isinstance(payload, (SystemPromptSet, ThreadConfigured, NotificationPosted)):
+        if not isinstance(payload, (SystemPromptSet, ThreadConfigured)):  # (written on start: nobody listens yet)
             self._publish(rec, "HistoryChanged", f"{type(payload).__name__} (seq {thread_seq})")
+        if isinstance(payload, NotificationPosted):  # (the store publishes the notification itself too)
+            note = payload.notification
+            self._publish(rec, "NotificationPosted", f"{note.id} from {note.sender}")
         self._apply(rec, thread_seq, payload)
 
     def _apply(self, rec: Record, thread_seq: int, payload: Message) -> None:
@@ -166,11 +174,11 @@ class ThreadTracer:
         if now is not state:
             self.states.append(StateSpan(state, t0, rec.t, seq0, rec.seq))
             self._entered = (now, rec.t, rec.seq)
-        self._previous = self.last = (rec.seq, rec.t)
+        self.last = (rec.seq, rec.t)
 
     def finish(self) -> tuple[StateSpan, ...]:
         """The engine's states, the last one open until the last record."""
-        if self._entered is None:
+        if self._entered is None or self.last is None:
             return ()
         state, t0, seq0 = self._entered
         seq1, t1 = self.last
@@ -223,9 +231,14 @@ class ThreadTracer:
         self.calls.append(self._call(rec, t0, entry, model, budget, context))
 
     def _model_column(self, reported: str) -> str:
+        """The model's column: named as the model named itself in its output, else as the
+        last output did, else by the thread's model spec."""
+        if not reported and self._model is not None:
+            return self._model
         config = self.state.config
         name = reported or (short_spec(config.model) if config is not None and config.model else "model")
-        return self.diagram.add_column(Column(f"model/{name}", ActorRole.MODEL, f"model {name}"))
+        self._model = self.diagram.add_column(TraceActor(f"model/{name}", ActorRole.MODEL, f"model {name}"))
+        return self._model
 
     async def _context(self, budget: int) -> tuple[CallContext, str | None]:
         windows = await self.windows.text(self.state)
@@ -269,7 +282,7 @@ class ThreadTracer:
                        question[0])
             d.send(rec.seq, rec.t, apps, sender, "ToolInvoked", MessageMode.REPLY, f"{result.name} {gist}", ask)
         d.ask(rec.seq, rec.t, sender, self.history, "RecordToolResult", f"{result.name} {result.call_id} {gist}",
-              "Tail")
+              "Tail", f"{result.call_id} recorded")
         effect = app_effect_of(payload.effect) if payload.effect is not None else None
         if effect is not None and sender == self.engine:
             d.ask(rec.seq, rec.t, sender, apps, "ApplyEffect", f"{type(effect.effect).__name__} to {effect.app}", "Ack")

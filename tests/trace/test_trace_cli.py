@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,31 +41,31 @@ def _one_line_error(code: int, out: str, err: str) -> str:
     return lines[0]
 
 
-def test_a_missing_thread_is_one_line_naming_the_threads_there_are(store: str, tmp_path: Path) -> None:
-    line = _one_line_error(*cli("trace", "--store", store, "--thread", "nope", "-o", str(tmp_path / "t.json")))
-    assert line == (f"livecontext: error: thread 'nope' does not exist in {store}; its threads: lake-trip "
-                    f"(`livecontext threads --store {store}` lists them)")
-    assert not (tmp_path / "t.json").exists()
+BAD_INPUTS: dict[str, Callable[[str, Path], tuple[list[str], str]]] = {
+    "a missing thread names the threads there are": lambda store, tmp: (
+        ["--thread", "nope", "-o", str(tmp / "t.json")],
+        f"thread 'nope' does not exist in {store}; its threads: lake-trip "
+        f"(`livecontext threads --store {store}` lists them)"),
+    "an --at past the end says the last seq": lambda store, tmp: (
+        ["--thread", "lake-trip", "--at", "40", "-o", str(tmp / "t.json")],
+        "--at 40 is past the end of thread lake-trip: its last seq is 39"),
+    "an output in a missing folder says which": lambda store, tmp: (
+        ["--thread", "lake-trip", "-o", str(tmp / "no" / "such" / "t.svg")],
+        f"-o {tmp / 'no' / 'such' / 't.svg'}: the folder {tmp / 'no' / 'such'} does not exist; make it first "
+        f"(mkdir -p {tmp / 'no' / 'such'}) or write elsewhere"),
+    "an unknown format names the formats": lambda store, tmp: (
+        ["--thread", "lake-trip", "--format", "pdf", "-o", str(tmp / "t.pdf")],
+        "unknown format 'pdf': give --format html, svg or json"),
+}
 
 
-def test_an_at_past_the_end_is_one_line_saying_the_last_seq(store: str, tmp_path: Path) -> None:
-    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "--at", "40",
-                                "-o", str(tmp_path / "t.json")))
-    assert line == "livecontext: error: --at 40 is past the end of thread lake-trip: its last seq is 39"
-
-
-def test_an_output_in_a_missing_folder_is_one_line_and_nothing_is_made(store: str, tmp_path: Path) -> None:
-    target = tmp_path / "no" / "such" / "t.svg"
-    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(target)))
-    assert line == (f"livecontext: error: -o {target}: the folder {target.parent} does not exist; make it first "
-                    f"(mkdir -p {target.parent}) or write elsewhere")
-    assert not (tmp_path / "no").exists()
-
-
-def test_an_unknown_format_is_one_line_naming_the_formats(store: str, tmp_path: Path) -> None:
-    line = _one_line_error(*cli("trace", "--store", store, "--thread", "lake-trip", "--format", "pdf",
-                                "-o", str(tmp_path / "t.pdf")))
-    assert line == "livecontext: error: unknown format 'pdf': give --format html, svg or json"
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_a_bad_input_is_one_line_saying_what_to_do_and_nothing_is_written(case: str, store: str,
+                                                                          tmp_path: Path) -> None:
+    args, said = BAD_INPUTS[case](store, tmp_path)
+    line = _one_line_error(*cli("trace", "--store", store, *args))
+    assert line == f"livecontext: error: {said}"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_missing_store_and_a_missing_thread_option_are_one_line_each(tmp_path: Path) -> None:

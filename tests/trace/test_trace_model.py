@@ -147,7 +147,7 @@ def test_a_failed_step_and_a_pause_are_marked_and_the_failure_drawn_as_the_model
     error = next(m for m in got.messages if m.kind == "ModelError")
     request = got.messages[error.reply_to] if error.reply_to is not None else None
     assert request is not None and (request.sender, request.receiver) == ("engine/t", error.sender)
-    assert error.receiver == "engine/t" and error.sender.startswith("model/")
+    assert (error.sender, error.receiver) == ("model/scripted", "engine/t")  # (the model that answered before)
 
 
 def test_at_cuts_the_trace_at_that_seq_and_keeps_what_came_before_as_it_was(offline: str) -> None:
