@@ -9,10 +9,23 @@ from typing import Any
 import pytest
 import trio
 
-from livecontext.actors.trace import ActorRole, MarkType, MessageMode, SeqPastEndError, Trace
-from livecontext.protocol import EngineState
+from livecontext.actors import AgentSettings, spawn_agent
+from livecontext.actors.apps import App
+from livecontext.actors.trace import (
+    ActorRole,
+    MarkType,
+    MessageMode,
+    SeqPastEndError,
+    Trace,
+    WindowsUnknownWarning,
+    build_trace,
+)
+from livecontext.protocol import EngineState, RunUntilIdle, make_converter
+from livecontext.runtime import open_runtime
+from livecontext.runtime.models import ScriptedModel
+from livecontext.runtime.persistence import open_store
 from tests.actors.cli.test_cli_render import recorded_run
-from tests.trace._runs import audit, refused_edit_run, run_blueprint, trace
+from tests.trace._runs import COUNTER, audit, refused_edit_run, run_blueprint, trace
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +181,24 @@ def _call(call: Any, owner: Trace) -> tuple[Any, ...]:
     """A model call with its texts in place of their keys (keys differ between traces)."""
     return (call.seq, call.tokens, call.levels,
             tuple((e.id, e.level, e.tokens, owner.texts[e.text]) for e in call.entries), owner.texts[call.output])
+
+
+async def test_a_thread_whose_apps_cannot_be_made_here_is_traced_without_their_windows(tmp_path: Path) -> None:
+    class Local(App):  # (defined here: nothing can import it by name to rebuild it)
+        name = "local"
+
+        def view(self) -> str:
+            return "LOCAL WINDOW"
+
+    store_url = f"sqlite:{tmp_path / 'l.db'}"
+    async with await open_store(store_url) as store, await store.open_thread("l", owner="test") as log:
+        async with open_runtime() as rt:
+            agent = await spawn_agent(rt, log, ScriptedModel.from_turns([{"text": "Hello."}]), AgentSettings("l"),
+                                      converter=make_converter(), counter=COUNTER, apps=[Local()], inputs=["hi"])
+            await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=30)
+            await rt.aclose()
+    with pytest.warns(WindowsUnknownWarning, match=r"cannot rebuild app 'local' of thread 'l'.*without the apps' windows"):
+        got = await build_trace(store_url, "l", counter=COUNTER)
+    (call,) = got.model_calls
+    assert call.tokens == sum(e.tokens for e in call.entries) > 0
+    assert "LOCAL WINDOW" not in got.texts[call.entries[-1].text]
