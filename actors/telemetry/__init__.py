@@ -20,6 +20,7 @@ kernel and the actors know nothing of it.
 
 from __future__ import annotations
 
-from ._switch import EXTRA_HINT, open_tracing, tracing_configured
+from ._notes import EXTRA_HINT
+from ._switch import open_tracing, tracing_configured
 
 __all__ = ["EXTRA_HINT", "open_tracing", "tracing_configured"]

@@ -10,7 +10,6 @@ is looked up where the SDK looks it up: the ``opentelemetry_traces_exporter`` en
 
 from __future__ import annotations
 
-import logging
 import os
 from importlib.metadata import entry_points
 
@@ -20,7 +19,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-log = logging.getLogger("livecontext.telemetry")
+from ._notes import warn
 
 EXPORTER_GROUP = "opentelemetry_traces_exporter"
 """The entry-point group where exporter packages register their names (the SDK's)."""
@@ -52,9 +51,9 @@ def exporters_from_env() -> list[SpanExporter]:
         found = entry_points(group=EXPORTER_GROUP, name=name)
         if not found:
             known = sorted({ep.name for ep in entry_points(group=EXPORTER_GROUP)} | {"otlp"})
-            log.warning("livecontext: warning: OTEL_TRACES_EXPORTER=%s: no installed exporter is called %r "
-                        "(installed: %s); its spans are not exported; name one of those, or install the "
-                        "package that provides it", given, name, ", ".join(known))
+            warn(f"OTEL_TRACES_EXPORTER={given}: no installed exporter is called {name!r} (installed: "
+                 f"{', '.join(known)}): its spans are not exported; name one of those, or install the package "
+                 "that provides it")
             continue
         exporter_cls = next(iter(found)).load()
         made.append(exporter_cls())

@@ -60,7 +60,6 @@ from livecontext.protocol import (
     IdleReason,
     InputAvailable,
     InvokeTool,
-    MarkFolded,
     Message,
     ModelOutputEntry,
     PostNotification,
@@ -69,10 +68,8 @@ from livecontext.protocol import (
     RecordToolResult,
     RemoveEntries,
     Rendered,
-    ReplaceContent,
     Resume,
     RunUntilIdle,
-    SetRetention,
     Step,
     StepDone,
     Tail,
@@ -124,7 +121,10 @@ class _Edit:
     thread: str
     author: str
     kind: str
+    """``FoldIntoRecap`` or ``EditHistory``."""
     entries: int
+    edits: tuple[str, ...] = ()
+    """The kinds of the edits an ``EditHistory`` holds (``ReplaceContent``...)."""
     strategy: str = ""
 
 
@@ -139,12 +139,13 @@ def _between(env: Envelope, sender: str, recipient: str) -> str | None:
     return thread if thread is not None and _thread(env.recipient, recipient) == thread else None
 
 
-def _edited_entries(msg: Message) -> int:
-    if isinstance(msg, FoldIntoRecap | RemoveEntries):
-        return len(msg.entries)
-    if isinstance(msg, EditHistory):
-        return len(msg.edits)
-    return 1
+def _edited(msg: Message) -> tuple[int, tuple[str, ...]]:
+    """How many entries an edit or fold names, and the kinds of the edits it holds."""
+    if isinstance(msg, FoldIntoRecap):
+        return len(msg.entries), ()
+    assert isinstance(msg, EditHistory)
+    entries = sum(len(edit.entries) if isinstance(edit, RemoveEntries) else 1 for edit in msg.edits)
+    return entries, tuple(type(edit).__name__ for edit in msg.edits)
 
 
 class SpanObserver:
@@ -174,8 +175,7 @@ class SpanObserver:
             InvokeTool: self._tool_started, RecordToolResult: self._tool_recorded,
             AppendOutput: self._output_sent, RecordStepFailure: self._step_failed, RecordPause: self._paused,
             PostNotification: self._notified,
-            **{kind: self._edit_asked for kind in (FoldIntoRecap, EditHistory, ReplaceContent, SetRetention,
-                                                   MarkFolded, RemoveEntries)},
+            FoldIntoRecap: self._edit_asked, EditHistory: self._edit_asked,
         }
         self._replied: dict[type[Message], Handler] = {
             Tail: self._tail, Rendered: self._rendered, Idle: self._run_over, StepDone: self._run_over,
@@ -404,9 +404,9 @@ class SpanObserver:
         if thread is None:
             return
         msg = env.payload
+        entries, edits = _edited(msg)
         strategy = msg.strategy if isinstance(msg, FoldIntoRecap) else ""
-        self._edits[env.message_id] = _Edit(thread, str(env.sender), type(msg).__name__, _edited_entries(msg),
-                                            strategy)
+        self._edits[env.message_id] = _Edit(thread, str(env.sender), type(msg).__name__, entries, edits, strategy)
         if len(self._edits) > _EDITS_KEPT:
             del self._edits[next(iter(self._edits))]
 
@@ -422,6 +422,8 @@ class SpanObserver:
             "livecontext.edit.entries": edit.entries, "livecontext.edit.outcome": outcome}
         if edit.strategy:
             attributes["livecontext.fold.strategy"] = edit.strategy
+        if edit.edits:
+            attributes["livecontext.edit.edits"] = edit.edits
         if isinstance(answer, EditApplied) and answer.recap is not None:
             attributes["livecontext.recap.id"] = answer.recap.id
         if isinstance(answer, AccessDenied):

@@ -6,7 +6,6 @@ and import nothing (a test pins it).
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -17,10 +16,7 @@ from livecontext.runtime import Runtime
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-log = logging.getLogger("livecontext.telemetry")
-
-EXTRA_HINT = "pip install 'livecontext[otel]'"
-"""How to install what tracing needs."""
+from ._notes import EXTRA_HINT, warn
 
 
 def tracing_configured(env: Mapping[str, str] | None = None) -> bool:
@@ -49,7 +45,7 @@ async def open_tracing(rt: Runtime, workflow: str, *,
     ``invoke_workflow {workflow}``.
 
     Configured by the environment without the ``otel`` extra, the block runs untraced and a
-    warning says so in one line: the variables are often set for a whole machine or
+    warning on stderr says so in one line: the variables are often set for a whole machine or
     container, and a run that refused to start because of them would be worse than a run
     without traces.
     """
@@ -61,9 +57,8 @@ async def open_tracing(rt: Runtime, workflow: str, *,
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("opentelemetry"):
             raise
-        log.warning("livecontext: warning: OTEL_TRACES_EXPORTER=%s asks for traces but the otel extra is not "
-                    "installed (no module %s); running without traces; install it with %s",
-                    os.environ.get("OTEL_TRACES_EXPORTER", ""), exc.name, EXTRA_HINT)
+        warn(f"OTEL_TRACES_EXPORTER={os.environ.get('OTEL_TRACES_EXPORTER', '')} asks for traces but the otel "
+             f"extra is not installed (no module {exc.name}): running without traces; install it with {EXTRA_HINT}")
         yield
         return
     async with trace_runtime(rt, workflow, tracer_provider):
