@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from livecontext.protocol import AccessDenied, Capability, EditHistory, EntryRef
 from livecontext.runtime.models import ScriptedModel
 from tests.actors.agent_harness import open_agent as open_harness
 from tests.support import function_tools as ft
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @pytest.fixture
@@ -173,20 +176,18 @@ async def test_a_denied_edit_is_an_event_with_its_author_and_the_capability_it_l
         "livecontext.denied.capability": "edit"}
 
 
-async def test_a_system_is_one_trace_with_a_turn_per_agent(
-        provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path: Any) -> None:
-    blueprint = tmp_path / "lab.toml"
-    for name in ("a", "b"):
-        (tmp_path / f"{name}.json").write_text(json.dumps({"turns": [{"text": f"{name} answers"}]}))
-    blueprint.write_text(
-        'system = "lab"\nstore = "memory:"\n'
-        + "".join(f'[[agents]]\nname = "{n}"\nmodel = "scripted:{tmp_path / (n + ".json")}"\n'
-                  f'inputs = ["hello {n}"]\n' for n in ("a", "b")))
-    async with livecontext.open_system(str(blueprint), tracer_provider=provider) as system:
+async def test_a_system_is_one_trace_and_an_asked_agents_turn_is_a_child_of_the_ask(
+        provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    async with livecontext.open_system(EXAMPLES / "team.toml", store="memory:", tracer_provider=provider) as system:
         await system.run_inputs()
     spans = exporter.get_finished_spans()
-    (session,) = named(spans, "invoke_workflow lab")
-    turns = [s for s in spans if s.name.startswith("invoke_agent ")]
-    assert sorted(s.name for s in turns) == ["invoke_agent lab.a", "invoke_agent lab.b"]
-    assert {parent_of(t) for t in turns} == {span_id(session)}
+    (session,) = named(spans, "invoke_workflow team")
+    (planner,) = named(spans, "invoke_agent team.planner")
+    asks = {str((s.attributes or {})["gen_ai.tool.call.id"]): s for s in named(spans, "execute_tool ask_agent")}
+    (researcher,) = named(spans, "invoke_agent team.researcher")
+    (critic,) = named(spans, "invoke_agent team.critic")
+    assert parent_of(planner) == span_id(session)
+    assert {parent_of(ask) for ask in asks.values()} == {span_id(planner)}
+    # the planner asks the researcher first (its call 0), then the critic (call 1)
+    assert (parent_of(researcher), parent_of(critic)) == (span_id(asks["call_0_0"]), span_id(asks["call_1_0"]))
     assert {trace_id(s) for s in spans} == {trace_id(session)}
