@@ -275,25 +275,26 @@ class SpanObserver:
         turn.span.end()
         del self._turns[thread]
 
-    def _step_failed(self, env: Envelope) -> None:
-        thread = _between(env, "engine", "history")
+    def _open_turn(self, thread: str | None) -> tuple[str, _Turn] | None:
+        """``thread`` and its open turn, if it has one."""
         turn = self._turns.get(thread) if thread is not None else None
-        if turn is not None and thread is not None:
+        return (thread, turn) if thread is not None and turn is not None else None
+
+    def _step_failed(self, env: Envelope) -> None:
+        if (found := self._open_turn(_between(env, "engine", "history"))) is not None:
             assert isinstance(env.payload, RecordStepFailure)
-            self._end_turn(thread, turn, stop="failed", error=env.payload.error)
+            self._end_turn(*found, stop="failed", error=env.payload.error)
 
     def _paused(self, env: Envelope) -> None:
-        thread = _between(env, "engine", "history")
-        turn = self._turns.get(thread) if thread is not None else None
-        if turn is not None and thread is not None:
-            self._end_turn(thread, turn, stop="paused")
+        if (found := self._open_turn(_between(env, "engine", "history"))) is not None:
+            self._end_turn(*found, stop="paused")
 
     def _run_over(self, env: Envelope) -> None:
         """The engine answered a run: a turn still open stopped mid-way (max steps, one step)."""
-        thread = _thread(env.sender, "engine")
-        turn = self._turns.get(thread) if thread is not None else None
-        if turn is None or thread is None:
+        found = self._open_turn(_thread(env.sender, "engine"))
+        if found is None:
             return
+        thread, turn = found
         done = env.payload
         if isinstance(done, Idle):
             error = done.error if done.reason is IdleReason.FAILED else ""
@@ -322,10 +323,9 @@ class SpanObserver:
         turn.rendered_tokens = rendered.tokens
 
     def _output_sent(self, env: Envelope) -> None:
-        thread = _between(env, "engine", "history")
-        turn = self._turns.get(thread) if thread is not None else None
-        if turn is not None and turn.chat is not None:
-            turn.output_request = env.message_id
+        found = self._open_turn(_between(env, "engine", "history"))
+        if found is not None and found[1].chat is not None:
+            found[1].output_request = env.message_id
 
     def _end_chat(self, thread: str, turn: _Turn, entry: object) -> None:
         """End the model call whose output ``entry`` was recorded. Tokens the model did not

@@ -157,6 +157,21 @@ async def test_a_failed_model_call_ends_its_span_and_its_turn_in_error(
     assert (turn.attributes or {})["livecontext.turn.stopped"] == "failed"
 
 
+async def test_a_run_stopped_mid_turn_ends_its_turn_span_and_the_next_run_opens_one_where_it_stopped(
+        provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    model = scripted({"tool_calls": [call("add", a=2, b=3)]}, {"text": "five"})
+    async with livecontext.open_agent(model=model, tools=[ft.add], tracer_provider=provider) as agent:
+        stopped = await agent.send("add 2 and 3", max_steps=2)  # the input, then the model call
+        finished = await agent.run()
+    assert (stopped.reason, finished.text) == ("max_steps", "five")
+    first, second = sorted(named(exporter.get_finished_spans(), "invoke_agent main"), key=lambda s: s.start_time or 0)
+    assert (first.attributes or {})["livecontext.turn.stopped"] == "max_steps"
+    assert (first.attributes or {})["livecontext.turn.model_calls"] == 1
+    assert (second.attributes or {})["livecontext.turn.first_state"] == "WaitingToolResults"
+    assert "livecontext.turn.stopped" not in (second.attributes or {})
+    assert first.status.status_code is second.status.status_code is StatusCode.UNSET
+
+
 async def test_a_denied_edit_is_an_event_with_its_author_and_the_capability_it_lacked(
         provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
     async with open_harness([{"text": "hi"}], inputs=["hello"], listen=False) as h:
