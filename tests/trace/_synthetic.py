@@ -49,7 +49,8 @@ class _Thread:
         self.calls: list[dict[str, Any]] = []
         self.texts: dict[str, str] = {}
         self.text_keys: dict[str, str] = {}
-        self.entries: list[dict[str, Any]] = []  # the history: id, tokens, text by level, folded
+        self.entries = 0  # how many history entries there were
+        self.unfolded: list[dict[str, Any]] = []  # the entries not folded into a recap: id, tokens, text
         self.recaps = 0
 
     def words(self, n: int) -> str:
@@ -95,8 +96,9 @@ class _Thread:
         self.states.append({"state": state, "t0": self.t, "t1": self.t, "seq0": self.seq, "seq1": self.seq})
 
     def add_entry(self, text: str) -> None:
-        self.entries.append({"id": f"e{len(self.entries)}", "tokens": len(text) // 4 + self.rng.randint(20, 500),
-                             "text": text, "folded": False})
+        self.unfolded.append({"id": f"e{self.entries}", "tokens": len(text) // 4 + self.rng.randint(20, 500),
+                              "text": text})
+        self.entries += 1
 
     def context(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """What the model gets: newest live, older recent then gist, folded ones as recaps;
@@ -105,8 +107,7 @@ class _Thread:
         spent = 0
         omitted = 0
         levels = dict.fromkeys(LEVELS, 0)
-        live = [e for e in self.entries if not e["folded"]]
-        for age, entry in enumerate(reversed(live)):
+        for age, entry in enumerate(reversed(self.unfolded)):
             level = "live" if age < 6 else "recent" if age < 20 else "gist"
             tokens = entry["tokens"] if level == "live" else max(2, entry["tokens"] // (2 if level == "recent" else 5))
             if spent + tokens > self.budget or len(chosen) >= 90:
@@ -164,10 +165,10 @@ def synthetic_trace(records: int = 400, *, seed: int = 0, budget: int = 8000, ag
         th.send(inputs, engine, "UserInput", "tell", f"input: {text}")
         th.send(engine, history, "AppendInput", "ask", f"append input: {text}", reply_kind="Appended")
         th.add_entry(text)
-        th.send(history, analyzer, "EntriesAppended", "publish", f"1 entry appended (e{len(th.entries) - 1})")
+        th.send(history, analyzer, "EntriesAppended", "publish", f"1 entry appended (e{th.entries - 1})")
         th.enter("PendingInput")
         for step in range(rng.randint(1, 4)):
-            th.send(engine, model, "ModelRequest", "ask", f"step {step}: {len(th.entries)} entries",
+            th.send(engine, model, "ModelRequest", "ask", f"step {step}: {th.entries} entries",
                     reply="model output", reply_kind="ModelOutput")
             th.tick(0.3, 2.5)  # the model thinks
             th.messages[-1]["t"] = th.t
@@ -195,24 +196,22 @@ def synthetic_trace(records: int = 400, *, seed: int = 0, budget: int = 8000, ag
             else:
                 break
         th.enter("WaitingInput")
-        live = [e for e in th.entries if not e["folded"]]
-        if len(live) > 24:
-            folded = live[: rng.randint(6, 14)]
+        if len(th.unfolded) > 24:
+            folded = th.unfolded[: rng.randint(6, 14)]
+            del th.unfolded[: len(folded)]
             th.send(recap, history, "FoldIntoRecap", "ask", f"fold {folded[0]['id']}..{folded[-1]['id']}",
                     reply_kind="Folded")
-            for entry in folded:
-                entry["folded"] = True
             th.mark("fold", recap, f"folded {folded[0]['id']}..{folded[-1]['id']} into r{th.recaps} (kept: names, numbers)")
             th.recaps += 1
         if rng.random() < 0.3:
             th.send(analyzer, engine, "Notification", "tell", f"loop detector: {th.words(3)}")
             th.mark("notification", analyzer, f"possible loop: {th.words(3)}")
         if rng.random() < 0.15:
-            th.send(apps, history, "EditEntry", "ask", f"edit e{rng.randrange(len(th.entries))}", reply_kind="Edited")
+            th.send(apps, history, "EditEntry", "ask", f"edit e{rng.randrange(th.entries)}", reply_kind="Edited")
             if rng.random() < 0.4:
                 th.mark("denial", history, "edit denied: the entry is folded into a recap")
             else:
-                th.mark("edit", apps, f"edited e{rng.randrange(len(th.entries))}: {th.words(3)}")
+                th.mark("edit", apps, f"edited e{rng.randrange(th.entries)}: {th.words(3)}")
         if others and rng.random() < 0.4:
             agent = rng.choice(others)
             th.send(agent, system, "Deliver", "tell", f"to main: {th.words(4)}")

@@ -449,29 +449,37 @@
       h("span", { class: "summary-head", style: `left:${totalW - summaryW + 10}px` }, "summary"));
   }
 
-  let drawPending = false;
-  let drawn = { first: 0, last: 0 };  // the rows in the DOM (shown positions)
-
-  /** After a scroll: redraw only once the rows in view are no longer all in the DOM, so a
-   * small or sideways scroll keeps the same nodes (and what the pointer is over). */
-  function scheduleDraw() {
-    if (drawPending) return;
-    drawPending = true;
-    requestAnimationFrame(() => {
-      drawPending = false;
-      const [firstVisible, lastVisible] = visibleRows();
-      if (firstVisible < drawn.first || lastVisible > drawn.last) { drawDiagram(); return; }
-      drawViewport(firstVisible, lastVisible);
-      const gutter = $("gutter");
-      if (gutter) gutter.setAttribute("transform", `translate(${el.scroll.scrollLeft},0)`);
-      el.gutterHead.style.left = el.scroll.scrollLeft + "px";
-    });
+  /** The rows [first, last) of a virtual list (n rows of rowH pixels) in its scroller's view. */
+  function inView(scroller, rowH, n) {
+    const top = scroller.scrollTop, view = scroller.clientHeight || 300;
+    return [Math.min(n, Math.floor(top / rowH)), Math.min(n, Math.ceil((top + view) / rowH))];
   }
 
-  function visibleRows() {
-    const n = shown.length, top = el.scroll.scrollTop, view = el.scroll.clientHeight;
-    return [Math.min(n, Math.floor(top / ROW_H)), Math.min(n, Math.ceil((top + view) / ROW_H))];
+  /** A virtual list's scroll handler: once a frame, redraw only when the rows in view are no
+   * longer all in the DOM, so a small or sideways scroll keeps the same nodes (and what the
+   * pointer is over); otherwise call ``moved``. */
+  function onScroll(scroller, rowH, count, drawn, draw, moved) {
+    let pending = false;
+    return () => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        const [a, b] = inView(scroller, rowH, count());
+        if (a < drawn.first || b > drawn.last) draw(); else moved(a, b);
+      });
+    };
   }
+
+  const drawn = { first: 0, last: 0 };       // the diagram's rows in the DOM (shown positions)
+  const callsDrawn = { first: 0, last: 0 };  // the model calls' rows in the DOM
+  const visibleRows = () => inView(el.scroll, ROW_H, shown.length);
+  const scheduleDraw = onScroll(el.scroll, ROW_H, () => shown.length, drawn, () => drawDiagram(), (a, b) => {
+    drawViewport(a, b);
+    const gutter = $("gutter");
+    if (gutter) gutter.setAttribute("transform", `translate(${el.scroll.scrollLeft},0)`);
+    el.gutterHead.style.left = el.scroll.scrollLeft + "px";
+  });
 
   function drawDiagram() {
     const n = shown.length;
@@ -483,7 +491,7 @@
     const [firstVisible, lastVisible] = visibleRows();
     const first = Math.max(0, firstVisible - OVERSCAN);
     const last = Math.min(n, lastVisible + OVERSCAN);
-    drawn = { first, last };
+    Object.assign(drawn, { first, last });
     const height = (last - first) * ROW_H;
     el.svg.setAttribute("width", String(totalW));
     el.svg.setAttribute("height", String(Math.max(height, 1)));
@@ -637,6 +645,9 @@
     }
     paintPicked(ctx);
     ctx.restore();
+    // the scale, for whoever points at a time from outside (tests, scripts)
+    canvas.dataset.scale = JSON.stringify({ view0, view1, left: TL_LABEL, right, state: [sy, sy + sh],
+      marks: [my, my + mh], calls: [cy, cy + ch] });
     drawViewport(...visibleRows());
   }
 
@@ -752,9 +763,9 @@
   }
 
   function drawCalls() {
-    const top = el.callsScroll.scrollTop, view = el.callsScroll.clientHeight || 300;
-    const first = Math.max(0, Math.floor(top / CALL_H) - 4);
-    const last = Math.min(shownCalls.length, Math.ceil((top + view) / CALL_H) + 4);
+    const [a, b] = inView(el.callsScroll, CALL_H, shownCalls.length);
+    const first = Math.max(0, a - 4), last = Math.min(shownCalls.length, b + 4);
+    Object.assign(callsDrawn, { first, last });
     const scale = callScale();
     const out = [];
     for (let p = first; p < last; p++) {
@@ -948,7 +959,7 @@
 
   function wireEvents() {
     el.scroll.addEventListener("scroll", scheduleDraw, { passive: true });
-    el.callsScroll.addEventListener("scroll", () => requestAnimationFrame(drawCalls), { passive: true });
+    el.callsScroll.addEventListener("scroll", onScroll(el.callsScroll, CALL_H, () => shownCalls.length, callsDrawn, drawCalls, () => {}), { passive: true });
     el.svg.addEventListener("click", (ev) => {
       const row = ev.target.closest("[data-r]");
       if (row) select("row", Number(row.dataset.r), false);
