@@ -198,6 +198,26 @@ def click_timeline(page: TracePage, t: float, lane: str) -> None:
     ActionChains(page.driver).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).click().perform()
 
 
+def test_the_state_band_paints_each_state_in_its_legend_colour_at_its_time(page: TracePage, trace: dict[str, Any]) -> None:
+    page.open(trace)
+    (canvas,) = page.testid("timeline-canvas")
+    scale = json.loads(canvas.get_attribute("data-scale"))
+    per_second = (scale["right"] - scale["left"]) / (scale["view1"] - scale["view0"])
+    colours = page.js("""return Object.fromEntries([...document.querySelectorAll('[data-testid=state-legend-item]')].map(item =>
+        [item.dataset.state, getComputedStyle(item.querySelector('.swatch')).backgroundColor.match(/\\d+/g).map(Number)]))""")
+    checked = 0
+    for span in trace["states"]:
+        if (span["t1"] - span["t0"]) * per_second < 4:
+            continue  # narrower than a few pixels: its neighbours share them
+        x = scale["left"] + ((span["t0"] + span["t1"]) / 2 - scale["view0"]) * per_second
+        pixel = page.js("""const c = arguments[0], r = devicePixelRatio;
+            return [...c.getContext('2d').getImageData(Math.round(arguments[1] * r), Math.round(arguments[2] * r), 1, 1).data]""",
+                        canvas, x, sum(scale["state"]) / 2)
+        assert pixel[:3] == colours[span["state"]], f"{span['state']} at {span['t0']:.3f} s is painted {pixel}"
+        checked += 1
+    assert checked > len(trace["states"]) / 3
+
+
 def test_a_click_on_the_state_band_shows_that_state_with_its_start_end_and_duration(page: TracePage, trace: dict[str, Any]) -> None:
     page.open(trace)
     longest = max(trace["states"], key=lambda s: s["t1"] - s["t0"])
