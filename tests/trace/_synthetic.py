@@ -117,14 +117,15 @@ class _Thread:
             chosen.append({"id": entry["id"], "level": level, "tokens": tokens, "text": self.text_key(text)})
             spent += tokens
             levels[level] += tokens
+        chosen.reverse()  # oldest first
         omitted += max(0, self.recaps - 5)  # old recaps are left out, as the oldest entries are
+        recaps = []
         for r in range(max(0, self.recaps - 5), self.recaps):
             tokens = 40 + 7 * r % 50
-            chosen.append({"id": f"r{r}", "level": "recap", "tokens": tokens,
+            recaps.append({"id": f"r{r}", "level": "recap", "tokens": tokens,
                            "text": self.text_key(f"recap r{r}: what was kept of the folded entries")})
             levels["recap"] += tokens
-        chosen.reverse()  # oldest first
-        return chosen, {**levels, "omitted": omitted}
+        return recaps + chosen, {**levels, "omitted": omitted}
 
 
 def synthetic_trace(records: int = 400, *, seed: int = 0, budget: int = 8000, agents: int = 1, nasty: bool = True,

@@ -21,7 +21,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 from livecontext.actors.trace._page import render_page
-from tests.trace._synthetic import NASTY_TEXTS, STATES, empty_trace, one_actor_trace, synthetic_trace
+from tests.trace._synthetic import MARK_TYPES, MODES, NASTY_TEXTS, ROLES, STATES, empty_trace, one_actor_trace, synthetic_trace
 
 if TYPE_CHECKING:
     from tests.trace.conftest import TracePage
@@ -61,6 +61,19 @@ def drawn_rows(page: TracePage) -> list[dict[str, Any]]:
     return page.js("""return [...document.querySelectorAll('#diagram-svg [data-r]:not(.grow)')].map(g => ({
         seq: Number(g.dataset.seq), i: g.dataset.i === undefined ? null : Number(g.dataset.i),
         type: g.dataset.type || null, text: g.textContent}))""")
+
+
+def test_the_synthetic_trace_has_every_role_state_mode_and_mark_type_in_contract_order(trace: dict[str, Any]) -> None:
+    assert {a["role"] for a in trace["actors"]} == set(ROLES)
+    assert {s["state"] for s in trace["states"]} == set(STATES)
+    assert {m["mode"] for m in trace["messages"]} == set(MODES)
+    assert {k["type"] for k in trace["marks"]} == set(MARK_TYPES)
+    for items in (trace["messages"], trace["marks"], trace["model_calls"], trace["states"]):
+        keys = [(item.get("seq", item.get("seq0")), item.get("t", item.get("t0"))) for item in items]
+        assert keys == sorted(keys)
+    by_i = {m["i"]: m for m in trace["messages"]}
+    assert all(by_i[m["reply_to"]]["mode"] == "ask" for m in trace["messages"] if m["mode"] == "reply")
+    assert all(e["text"] in trace["texts"] for call in trace["model_calls"] for e in call["entries"])
 
 
 # ------------------------------------------------------------------ the document itself
@@ -264,6 +277,19 @@ def test_a_click_on_a_message_shows_its_seq_time_kind_mode_summary_and_ends(page
         assert line in details
     asked = trace["messages"][message["reply_to"]]
     assert f"answers\n#{asked['i']} {asked['kind']} (seq {asked['seq']})" in details
+
+
+def test_the_four_modes_are_drawn_differently(page: TracePage, trace: dict[str, Any]) -> None:
+    page.open(trace)
+    looks = page.js("""const looks = {};
+        for (const g of document.querySelectorAll('#diagram-svg [data-mode]')) {
+            const line = g.querySelector('line');
+            looks[g.dataset.mode] = [line.getAttribute('stroke-dasharray'), line.getAttribute('stroke-width'),
+                                     !!g.querySelector('polyline'), !!g.querySelector('circle')].join(' ');
+        }
+        return looks""")
+    assert set(looks) == set(MODES), "the first screen of the trace has every mode"
+    assert len(set(looks.values())) == len(MODES), looks
 
 
 def test_hovering_a_message_shows_its_kind_ends_and_summary(page: TracePage, trace: dict[str, Any]) -> None:

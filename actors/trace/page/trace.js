@@ -509,6 +509,9 @@
       if (asked !== undefined) related.add(msgRow[asked]);
       for (const j of repliesOf(rowRef[sel])) related.add(msgRow[j]);
     }
+    // a selected model call or state lights up its rows: those of its seq, or of its span
+    const [relSeq0, relSeq1] = !selected ? [1, 0] : selected.what === "call" ? [calls[selected.index].seq, calls[selected.index].seq] :
+      selected.what === "state" ? [states[selected.index].seq0, Math.max(states[selected.index].seq0, states[selected.index].seq1 - 1)] : [1, 0];
     const sumX = totalW - summaryW + 10;
     const gutter = [];
     const sumChars = Math.floor((summaryW - 16) / 6.2);
@@ -516,7 +519,7 @@
       const r = shown[p];
       const y = (p - first) * ROW_H;
       const item = rowItem(r);
-      const cls = (r === sel ? " sel" : "") + (related.has(r) ? " rel" : "");
+      const cls = (r === sel ? " sel" : "") + (related.has(r) || (item.seq >= relSeq0 && item.seq <= relSeq1) ? " rel" : "");
       const st = stateAtSeq(item.seq);
       const stColour = st >= 0 ? colourOf(STATE_COLOURS, states[st].state, "#e5e7eb") : "#f1f5f9";
       gutter.push(`<g class="grow${cls}" data-r="${r}"><rect class="ghit" x="0" y="${y}" width="${GUTTER}" height="${ROW_H}"/>` +
@@ -562,7 +565,7 @@
   }
 
   function scrollToRow(r) {
-    scrollToPosition(Math.min(shown.length - 1, bisect(shown.length, (p) => shown[p] >= r)));
+    if (r >= 0 && shown.length) scrollToPosition(Math.min(shown.length - 1, bisect(shown.length, (p) => shown[p] >= r)));
   }
 
   function scrollToTime(t) {
@@ -878,7 +881,7 @@
         ["omitted", `${fmtInt(levels.omitted || 0)} entries not shown`]]),
       h("div", { class: "levels" }, LEVELS.map((level) => h("span", {}, h("i", { style: "background:" + LEVEL_COLOURS[level] }), `${level} ${fmtInt(levels[level] || 0)}`))),
       bar,
-      h("p", {}, jump("Show in the diagram", () => { const r = rowOfSeq(c.seq); if (r >= 0) { select("row", r, true); select("call", n, false); } })),
+      h("p", {}, jump("Show in the diagram", () => scrollToRow(rowOfSeq(c.seq)))),
       h("h2", {}, `Context: ${fmtInt(entries.length)} entries, oldest first`),
       h("div", { "data-testid": "context" }, list),
       h("div", { class: "output" }, h("h2", {}, "Output"), c.output === null || c.output === undefined ? h("p", {}, "(none)") : textBlock(c.output, "context-output")));
