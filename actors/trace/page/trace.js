@@ -1052,7 +1052,6 @@
   filterCalls();
   applyFilters({});
   drawTimeline();
-  drawDiagram();
   wireEvents();
   performance.mark("trace-drawn");
   // ready once the first screen is painted: the frame after the one that lays it out
