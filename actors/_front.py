@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -65,6 +65,9 @@ from .apps import App, FunctionTools, Notebook
 from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
 from .history import HistoryLimits
 from .recap import RecapSettings
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 ToolLike = Callable[..., Any] | str
 """A tool: a function (marked with ``@tool`` or not) or its import path ``module:function``."""
@@ -301,6 +304,7 @@ async def open_agent(
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[Agent]:
     """Open an agent: its model, store, thread and actors; close them in order on exit.
 
@@ -336,6 +340,8 @@ async def open_agent(
         blueprint: A blueprint file (or a loaded :class:`Blueprint`); keywords override it.
         base_url: OpenAI-compatible server for ``openai:`` specs.
         api_key: Its API key (default ``$OPENAI_API_KEY``).
+        tracer_provider: Trace the agent with this OpenTelemetry provider (by default it is
+            traced only if ``OTEL_TRACES_EXPORTER`` asks for it: see README, "OpenTelemetry").
 
     Raises:
         UsageError: a value is not usable (the message says which and what to do).
@@ -375,7 +381,7 @@ async def open_agent(
             inputs=given.inputs, pins=given.pins,
             base_url=base_url, api_key=api_key, apps=app_list,
             model=model if isinstance(model, ModelClient) else None,
-            recap_model=recap_client, analyzer_models=analyzer_clients))
+            recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider))
         nursery = await stack.enter_async_context(trio.open_nursery())
         yield Agent(session, nursery, settings.budget, given.max_steps)
         nursery.cancel_scope.cancel()

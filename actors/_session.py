@@ -9,7 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 from attrs import frozen
@@ -49,6 +49,10 @@ from ._format import apps_json, entry_json, event_json, status_json
 from .apps import App, Notebook
 from .history import load_state
 from .recap import recap_topic
+from .telemetry import open_tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 def owner_string(thread_id: str) -> str:
@@ -113,6 +117,7 @@ async def open_session(
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None,
     recap_model: ModelClient | None = None, analyzer_models: Mapping[str, ModelClient] | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[Session]:
     """Everything needed to run one thread, closed in order on exit.
 
@@ -126,6 +131,9 @@ async def open_session(
     ``on_note`` is told, by default with a note on stderr), because the command re-run to
     resume a thread is usually the one that started it: feeding its input again would do
     that input twice.
+
+    The session is traced with ``tracer_provider``, or as the ``OTEL_*`` variables say (see
+    :func:`~livecontext.actors.telemetry.open_tracing`).
 
     Raises:
         ThreadBusyError: another writer holds the thread.
@@ -147,7 +155,7 @@ async def open_session(
         except ThreadLockedError as exc:
             raise ThreadBusyError(exc.thread_id, exc.holder) from None
         async with log:
-            async with open_runtime() as rt:
+            async with open_runtime() as rt, open_tracing(rt, settings.thread_id, tracer_provider=tracer_provider):
                 agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                           counter=counter, apps=apps, auto=auto,
                                           model_spec=_recordable(model_spec) if model is None else "",

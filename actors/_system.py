@@ -28,6 +28,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -84,6 +85,10 @@ from ._system_log import (
 )
 from ._turns import AgentAddress, held_turn, run_turn
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
+from .telemetry import open_tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 @frozen
@@ -353,7 +358,7 @@ class System:
 async def open_system(
     blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | None = None,
     models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
-    api_key: str | None = None, name: str | None = None,
+    api_key: str | None = None, name: str | None = None, tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[System]:
     """Run a system of agents for the ``async with`` block; everything is closed on exit.
 
@@ -369,6 +374,8 @@ async def open_system(
             closed here: the caller owns them).
         base_url: The OpenAI-compatible server of every ``openai:`` spec.
         api_key: Its API key.
+        tracer_provider: Trace the system with this OpenTelemetry provider (by default it is
+            traced only if ``OTEL_TRACES_EXPORTER`` asks for it: see README, "OpenTelemetry").
 
     Every model is opened before the store, so that a bad spec writes nothing. A thread
     already in the store is resumed (see :meth:`System.run_inputs`).
@@ -412,6 +419,7 @@ async def open_system(
         if now != declared:
             await write_system_log(system_log, converter, now, str(switchboard_id(bp.name)))
         rt = await stack.enter_async_context(open_runtime())
+        await stack.enter_async_context(open_tracing(rt, bp.name, tracer_provider=tracer_provider))
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)
         opener = rt.client(f"open.{bp.name}")

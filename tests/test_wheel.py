@@ -9,6 +9,7 @@ sources so the work tree gets no ``build/`` or ``*.egg-info``) and reads its fil
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -93,3 +94,28 @@ def test_the_wheel_declares_the_livecontext_console_script(wheel: Path, wheel_fi
     section = text.split("[console_scripts]", 1)[1].split("\n[", 1)[0]
     scripts = {line.split("=")[0].strip(): line.split("=")[1].strip() for line in section.splitlines() if "=" in line}
     assert scripts["livecontext"].startswith("livecontext.")
+
+
+def test_the_trace_page_files_are_in_the_wheel(wheel_files: list[str]) -> None:
+    folder = ROOT / "actors" / "trace" / "page"
+    expected = {f"livecontext/{path.relative_to(ROOT).as_posix()}" for path in folder.iterdir() if path.is_file()}
+    assert {"livecontext/actors/trace/page/trace.html", "livecontext/actors/trace/page/trace.js"} <= expected
+    missing = sorted(expected - set(wheel_files))
+    assert missing == [], f"list them in pyproject.toml's [tool.setuptools.package-data]: {missing}"
+
+
+def test_the_installed_wheel_renders_the_trace_page_from_its_own_files(wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path)
+    script = (
+        "import livecontext, sys\n"
+        "from livecontext.actors.trace._page import render_page\n"
+        f"assert livecontext.__file__.startswith({str(tmp_path)!r}), livecontext.__file__\n"
+        "page = render_page({'version': 1, 'thread': 'wheel', 'actors': [], 'messages': []})\n"
+        "assert '{{' not in page.split('<script type=\"application/json\"')[0]\n"
+        "print(len(page))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) > 10_000, "the page should hold its style sheet and script"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +53,8 @@ def render_output(data: dict[str, Any], fmt: str) -> str:
         return dump_json(data) + "\n"
     if fmt == "svg":
         return trace_svg(data)
-    # the page (its HTML, CSS and script, and the module that fills them in) is imported only
-    # when a page is asked for
-    try:
-        page = importlib.import_module("livecontext.actors.trace._page")
-    except ImportError as exc:
-        raise UsageError(f"this build cannot write the trace page ({exc}); write --format svg or json") from None
-    render_page: Callable[[dict[str, Any]], str] = page.render_page
+    from ..trace._page import render_page  # (read from its files only when a page is asked for)
+
     return render_page(data)
 
 

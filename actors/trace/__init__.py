@@ -3,7 +3,8 @@
 :func:`build_trace` reads a thread (or one agent of a system) from a store and replays it with
 the history store's own code: who sent what to whom and when, the engine's states, what each
 model call was sent at which level, and the folds, notifications, edits, denials, pauses and
-failures, with their authors. :func:`trace_json` gives it as the JSON the trace page reads;
+failures, with their authors. :func:`trace_json` gives it as the JSON the trace page reads
+(``_page.render_page`` fills the page in: ``page/`` holds its HTML, CSS and script);
 :func:`trace_svg` draws its sequence diagram as one SVG.
 """
 
