@@ -74,3 +74,13 @@ def test_a_missing_store_and_a_missing_thread_option_are_one_line_each(tmp_path:
     assert "no store at" in line and not (tmp_path / "none.db").exists()
     line = _one_line_error(*cli("trace", "--store", f"sqlite:{tmp_path / 'none.db'}", "-o", str(tmp_path / "t.json")))
     assert line == "livecontext: error: trace needs --thread T (or --system S); `livecontext threads` lists the threads"
+
+
+def test_it_writes_the_page_for_html_and_for_a_path_with_no_known_extension(store: str, tmp_path: Path) -> None:
+    for name in ("t.html", "trace"):
+        code, out, err = cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(tmp_path / name))
+        assert code == 0, err
+        assert out.startswith(f"wrote {tmp_path / name} (html): ")
+        page = (tmp_path / name).read_text(encoding="utf-8")
+        assert page.lstrip().lower().startswith("<!doctype html>") and 'id="trace-data"' in page
+        assert '"thread":"lake-trip"' in page
