@@ -1,1 +1,52 @@
-"""What happened in a thread, to look at: the trace data, its HTML page and its SVG (issue 18)."""
+"""Traces: a thread's log drawn as actors and the messages between them (``livecontext trace``).
+
+:func:`build_trace` reads a thread (or one agent of a system) from a store and replays it with
+the history store's own code: who sent what to whom and when, the engine's states, what each
+model call was sent at which level, and the folds, notifications, edits, denials, pauses and
+failures, with their authors. :func:`trace_json` gives it as the JSON the trace page reads
+(``_page.render_page`` fills the page in: ``page/`` holds its HTML, CSS and script);
+:func:`trace_svg` draws its sequence diagram as one SVG.
+"""
+
+from __future__ import annotations
+
+from ._build import build_trace
+from ._json import TRACE_VERSION, trace_json
+from ._model import (
+    ActorRole,
+    ContextEntry,
+    LevelTokens,
+    Mark,
+    MarkType,
+    MessageMode,
+    ModelCall,
+    StateSpan,
+    Trace,
+    TraceActor,
+    TraceMessage,
+)
+from ._svg import trace_svg
+from ._reading import SeqPastEndError, ThreadMissingError, TraceError
+from ._windows import WindowsUnknownWarning
+
+__all__ = [
+    "TRACE_VERSION",
+    "ActorRole",
+    "ContextEntry",
+    "LevelTokens",
+    "Mark",
+    "MarkType",
+    "MessageMode",
+    "ModelCall",
+    "SeqPastEndError",
+    "StateSpan",
+    "ThreadMissingError",
+    "Trace",
+    "TraceActor",
+    "TraceError",
+    "TraceMessage",
+    "WindowsUnknownWarning",
+    "build_trace",
+    "trace_json",
+    "trace_svg",
+]
