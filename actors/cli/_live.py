@@ -6,19 +6,23 @@ folds), and reads what costs the agents nothing: each actor's mailbox depth (a p
 the runtime) and, when the history has changed and its store is idle, how full the unfolded
 history is (:class:`~livecontext.protocol.GetFill`, answered in the view's own task).
 
-Events only update a :class:`~._live_gauge.Gauge` (a few attribute writes). Drawing happens
-on a timer, a few times a second, in a worker thread, from copies of the gauges: a slow
-terminal makes the view drop frames (a frame still being written when the next is due is
-skipped), never makes an agent wait. Without a terminal (stdout is a file or a pipe), the
-view writes plain lines instead, one per state change, fold, notification or limit crossed,
-each naming its agent; no escape codes. When the block ends, the view reads where each
-agent stands and draws the final panel (or the closing lines).
+Nothing of the view runs per event: events wait in its subscriptions (bounded, and far
+larger than an agent can publish between two ticks, so a publisher never waits on it), and
+a timer, a few times a second, takes them all, in the order they were published, into each
+agent's :class:`~._live_gauge.Gauge` (a few attribute writes each). It then draws, in a
+worker thread, from copies of the gauges: a slow terminal makes the view drop frames (a
+frame still being written when the next is due is skipped), never makes an agent wait.
+Without a terminal (stdout is a file or a pipe), the view writes plain lines instead, one
+per state change, fold, notification or limit crossed, each naming its agent; no escape
+codes. When the block ends, the view reads where each agent stands and draws the final
+panel (or the closing lines).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -31,15 +35,20 @@ from livecontext.runtime import ActorRef, LivecontextError, Runtime, UnknownActo
 
 from .._agent import AgentActors
 from ..recap import recap_topic
-from ._live_gauge import Gauge, Watched
+from ._live_gauge import Gauge, Line, Watched
 from ._live_panel import Snapshot, frame
 
 REFRESH_HZ = 4.0
-"""Frames a second: enough to follow a run, few enough to cost it nothing measurable."""
+"""Ticks a second: enough to follow a run, few enough to cost it little."""
+FEED_BUFFER = 16384
+"""Events each subscription holds between two ticks. A publisher would wait only past that:
+65,000 events a second on one agent's topic, several times what a whole runtime delivers."""
 RECENT_LINES = 5
 """How many of the latest plain lines a terminal frame shows under the panels."""
 FINAL_READ_S = 2.0
 """How long the view waits for an agent's final state before drawing without it."""
+
+Feed = tuple[Gauge, trio.MemoryReceiveChannel[Envelope]]
 
 
 class LiveView:
@@ -49,23 +58,27 @@ class LiveView:
     """
 
     def __init__(self, rt: Runtime, watched: Sequence[Watched], console: Console, hz: float) -> None:
-        self._lines: list[tuple[str, str]] = []
-        self._recent: collections.deque[tuple[str, str]] = collections.deque(maxlen=RECENT_LINES)
+        self._lines: list[Line] = []
+        self._recent: collections.deque[Line] = collections.deque(maxlen=RECENT_LINES)
         self.gauges = {w.name: Gauge(w, budget=w.budget, lines=self._lines) for w in watched}
         """Each agent's gauge, by name."""
         self.frames = 0
-        """Frames drawn."""
+        """Frames drawn by the timer (besides the first and the final one)."""
         self.dropped = 0
         """Frames skipped because the previous one was still being written."""
+        self.cpu_s = 0.0
+        """CPU time the view spent: its first reads and frame, taking events, sampling,
+        drawing (in both threads), its final reads and frame."""
+        self.terminal = draws_panels(console)
+        """Whether it draws panels (else it writes plain lines)."""
         self._rt = rt
         self._client = rt.client(f"live-view-{id(self):x}")
         self._console = console
         self._period = 1.0 / hz
+        self._feeds: list[Feed] = []
         self._drawing = False
-        self.terminal = draws_panels(console)
-        """Whether it draws panels (else it writes plain lines)."""
         self._live: Live | None = None
-        self._width = max(len(name) for name in self.gauges) if self.gauges else 0
+        self._width = max((len(name) for name in self.gauges), default=0)
 
     def stopped(self, name: str, reason: str) -> None:
         """Say why agent ``name``'s run stopped (``no_input``, ``max_steps``, ``failed: ...``),
@@ -73,6 +86,22 @@ class LiveView:
         self.gauges[name].reason = reason
 
     # -- reading ----------------------------------------------------------------------------------
+
+    def _take_events(self) -> bool:
+        """Take every event waiting in the subscriptions, in the order they were published
+        (message ids sort so); return whether there was any."""
+        taken: list[tuple[str, Gauge, Any]] = []
+        for gauge, channel in self._feeds:
+            while True:
+                try:
+                    env = channel.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                taken.append((env.message_id, gauge, env.payload))
+        taken.sort(key=lambda item: item[0])
+        for _, gauge, event in taken:
+            gauge.take(event)
+        return bool(taken)
 
     async def _read_state(self, gauge: Gauge) -> None:
         tail = await self._client.ask(gauge.watched.actors.history, GetTail())
@@ -85,7 +114,8 @@ class LiveView:
         assert isinstance(fill, HistoryFill)
         gauge.read_fill(fill)
 
-    def _sample_mailboxes(self, gauge: Gauge) -> None:
+    def _sample_mailboxes(self, gauge: Gauge) -> bool:
+        """Read the depth of each of the agent's mailboxes; return whether one changed."""
         depths = []
         for label, ref in _actors(gauge.watched.actors):
             try:
@@ -94,16 +124,22 @@ class LiveView:
                 continue
             depths.append((label, queued))
             gauge.mailbox_peak = max(gauge.mailbox_peak, queued)
+        changed = tuple(depths) != gauge.mailboxes
         gauge.mailboxes = tuple(depths)
+        return changed
 
-    async def _sample(self) -> None:
+    async def _sample(self) -> bool:
+        """Take the events, the mailboxes' depths and stale fills; return whether anything changed."""
+        changed = self._take_events()
         for gauge in self.gauges.values():
-            self._sample_mailboxes(gauge)
+            changed = self._sample_mailboxes(gauge) or changed
             # only from an idle store: the read then runs at once in this task (its handler is
             # inline), so it never queues in front of an agent's own requests
             if gauge.fill_stale and self._rt.is_idle(gauge.watched.actors.history):
                 with contextlib.suppress(LivecontextError):
                     await self._read_fill(gauge)
+                    changed = True
+        return changed
 
     # -- drawing ----------------------------------------------------------------------------------
 
@@ -114,21 +150,27 @@ class LiveView:
         self._lines.clear()
         return [g.snapshot() for g in self.gauges.values()], list(self._recent)
 
-    def _take_lines(self) -> list[str]:
-        out = [f"{name:<{self._width}}  {line}\n" for name, line in self._lines]
+    def _take_lines(self) -> list[Line]:
+        out = list(self._lines)
         self._lines.clear()
         return out
 
-    def _draw_now(self, shot: Snapshot | None, lines: list[str]) -> None:
-        """Write one frame (panels) or the lines noted since the last one; in a worker thread."""
+    def _draw_timed(self, shot: Snapshot | None, lines: list[Line]) -> float:
+        """:meth:`_draw_now` in a worker thread; return the CPU time it took there."""
+        started = time.thread_time()
+        self._draw_now(shot, lines)
+        return time.thread_time() - started
+
+    def _draw_now(self, shot: Snapshot | None, lines: list[Line]) -> None:
+        """Write one frame (panels) or the lines noted since the last one."""
         if shot is not None:
             assert self._live is not None
             self._live.update(frame(*shot), refresh=True)
         elif lines:
-            self._console.file.write("".join(lines))
+            self._console.file.write("".join(line.printed(self._width) for line in lines))
             self._console.file.flush()
 
-    async def _draw(self, nursery: trio.Nursery) -> None:
+    def _draw(self, nursery: trio.Nursery) -> None:
         """Start writing the next frame, unless the last is still being written (dropped)."""
         if self._drawing:
             self.dropped += 1
@@ -140,9 +182,9 @@ class LiveView:
         self._drawing = True
         nursery.start_soon(self._write, shot, lines)
 
-    async def _write(self, shot: Snapshot | None, lines: list[str]) -> None:
+    async def _write(self, shot: Snapshot | None, lines: list[Line]) -> None:
         try:
-            await trio.to_thread.run_sync(self._draw_now, shot, lines)
+            self.cpu_s += await trio.to_thread.run_sync(self._draw_timed, shot, lines)
             self.frames += 1
         finally:
             self._drawing = False
@@ -150,13 +192,25 @@ class LiveView:
     async def _tick(self, nursery: trio.Nursery) -> None:
         while True:
             await trio.sleep(self._period)
-            await self._sample()
-            await self._draw(nursery)
+            started = time.thread_time()
+            if await self._sample():  # (a quiet agent costs no frames)
+                self._draw(nursery)
+            self.cpu_s += time.thread_time() - started
 
-    # -- the end ----------------------------------------------------------------------------------
+    # -- the start and the end ----------------------------------------------------------------------
+
+    def _start(self, feeds: list[Feed]) -> None:
+        self._feeds = feeds
+        for gauge in self.gauges.values():
+            self._sample_mailboxes(gauge)
+        if self.terminal:
+            self._live = Live(frame(*self._snapshot()), console=self._console, auto_refresh=False)
+            self._live.start(refresh=True)
 
     async def _final(self) -> None:
-        """Read where each agent stands, for the final panel (or closing lines)."""
+        """Take the events left, and read where each agent stands, for the final panel (or
+        closing lines)."""
+        self._take_events()
         for gauge in self.gauges.values():
             self._sample_mailboxes(gauge)
             state, status = gauge.state, None
@@ -168,13 +222,6 @@ class LiveView:
                 state, status = tail.state, got
                 await self._read_fill(gauge)
             gauge.end(state, status)
-
-    def _start(self) -> None:
-        for gauge in self.gauges.values():
-            self._sample_mailboxes(gauge)
-        if self.terminal:
-            self._live = Live(frame(*self._snapshot()), console=self._console, auto_refresh=False)
-            self._live.start(refresh=True)
 
     def _stop(self) -> None:
         if self._live is not None:
@@ -196,47 +243,32 @@ async def open_live_view(rt: Runtime, watched: Sequence[Watched], console: Conso
     """Watch the agents ``watched`` on ``console`` while the block runs (see the module docstring).
 
     Every subscription is open when the block starts, so nothing the agents do in it is
-    missed. The view's tasks live in a nursery of its own, cancelled when the block ends;
-    then it takes the events still buffered, reads each agent's final state (under a shield:
-    an interrupted run shows where it stopped) and draws the final frame.
+    missed. The view's timer lives in a nursery of its own, cancelled when the block ends;
+    then the view takes the events still waiting, reads each agent's final state (under a
+    shield: an interrupted run shows where it stopped) and draws the final frame.
     """
     view = LiveView(rt, watched, console, hz)
+    started = time.thread_time()
     for gauge in view.gauges.values():
         await view._read_state(gauge)
     async with contextlib.AsyncExitStack() as stack:
-        feeds: list[tuple[Gauge, trio.MemoryReceiveChannel[Envelope]]] = []
-        for gauge in view.gauges.values():
-            for topic in _topics(gauge.watched.actors):
-                feeds.append((gauge, await stack.enter_async_context(rt.open_subscription(topic, buffer=1024))))
-        view._start()
+        feeds = [(gauge, await stack.enter_async_context(rt.open_subscription(topic, buffer=FEED_BUFFER)))
+                 for gauge in view.gauges.values() for topic in _topics(gauge.watched.actors)]
+        view._start(feeds)
+        view.cpu_s += time.thread_time() - started
         try:
             async with trio.open_nursery() as nursery:
-                for gauge, channel in feeds:
-                    nursery.start_soon(_pump, gauge, channel)
                 nursery.start_soon(view._tick, nursery)
                 try:
                     yield view
                 finally:
                     nursery.cancel_scope.cancel()
-            for gauge, channel in feeds:  # published before the block ended: take them too
-                _drain(gauge, channel)
+            started = time.thread_time()
             with trio.CancelScope(shield=True):
                 await view._final()
         finally:
             view._stop()
-
-
-async def _pump(gauge: Gauge, channel: trio.MemoryReceiveChannel[Envelope]) -> None:
-    async for env in channel:
-        gauge.take(env.payload)
-
-
-def _drain(gauge: Gauge, channel: trio.MemoryReceiveChannel[Envelope]) -> None:
-    while True:
-        try:
-            gauge.take(channel.receive_nowait().payload)
-        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-            return
+            view.cpu_s += time.thread_time() - started
 
 
 def _topics(actors: AgentActors) -> tuple[Topic, ...]:

@@ -8,7 +8,6 @@ attribute writes each, never any I/O), and the view draws a copy of it on its ow
 from __future__ import annotations
 
 import copy
-import unicodedata
 
 from attrs import define, field, frozen
 
@@ -51,6 +50,21 @@ class Watched:
     """Note the model's answers, whole, among the plain lines (a chat shows them that way)."""
 
 
+@frozen
+class Line:
+    """A plain line about one agent, as noted (its text is made printable when written)."""
+
+    agent: str
+    text: str
+    whole: bool = False
+    """Keep its line breaks (a chat's answer); else it is written on one line."""
+
+    def printed(self, width: int) -> str:
+        """The line as written: the agent's name padded to ``width``, the text made safe."""
+        text = printable(self.text) if self.whole else one_line(self.text, 400)
+        return f"{self.agent:<{width}}  {text}\n"
+
+
 @define
 class Gauge:
     """What the view shows of one agent, as of the events seen so far."""
@@ -85,7 +99,7 @@ class Gauge:
     status: AgentStatus | None = None
     reason: str = ""
     """Why its run stopped (``no_input``, ``max_steps``, ``failed: ...``), if said."""
-    lines: list[tuple[str, str]] = field(factory=list)
+    lines: list[Line] = field(factory=list)
     """Plain lines not yet written, each with the name of its agent (a view without a terminal
     writes them; its gauges share one list, so that lines keep the order of their events)."""
 
@@ -126,8 +140,8 @@ class Gauge:
         elif isinstance(event, NotificationPosted):
             n = event.notification
             self.notifications += 1
-            self.last_notification = one_line(f"{n.sender}: {n.text}")
-            self._say(f"notification {n.id} from {n.sender}: {one_line(n.text)}")
+            self.last_notification = f"{n.sender}: {n.text}"
+            self._say(f"notification {n.id} from {n.sender}: {n.text}")
         elif isinstance(event, FoldDone):
             self.folds += event.folds
             self.fill_stale = True
@@ -140,8 +154,8 @@ class Gauge:
                 where = "back under its limits" if event.level is LimitLevel.OK else f"at its {event.level.value} limit"
                 self._say(f"history {where}: {event.entries} entries, {event.tokens} tokens")
 
-    def _say(self, line: str) -> None:
-        self.lines.append((self.watched.name, line))
+    def _say(self, text: str, *, whole: bool = False) -> None:
+        self.lines.append(Line(self.watched.name, text, whole))
 
     def _transition(self, event: StateTransition) -> None:
         self.state = event.to_state
@@ -154,13 +168,13 @@ class Gauge:
     def _answered(self, event: AfterModelCall) -> None:
         if event.error:
             self.model_errors += 1
-            self.doing = f"model call failed: {one_line(event.error)}"
-            self._say(f"model call failed, state unchanged: {one_line(event.error)}")
+            self.doing = f"model call failed: {event.error}"
+            self._say(f"model call failed, state unchanged: {event.error}")
         else:
             calls = f" (+{event.tool_calls} tool call(s))" if event.tool_calls else ""
-            self.doing = f"model: {one_line(event.text) or '(no text)'}{calls}"
+            self.doing = f"model: {event.text[:400] or '(no text)'}{calls}"
             if self.watched.answers and event.text.strip():
-                self._say(f"model: {printable(event.text.strip())}")
+                self._say(f"model: {event.text.strip()}", whole=True)
 
     def read_fill(self, fill: HistoryFill) -> None:
         """Take a fresh reading of the unfolded history against its limits."""
@@ -189,15 +203,19 @@ class Gauge:
         return None
 
 
+_CONTROLS = {code: "\ufffd" for code in (*range(32), *range(127, 160))}
+"""C0 and C1 control characters (ESC and CSI among them), each to a replacement character."""
+_CONTROLS_BUT_BREAKS = {code: mark for code, mark in _CONTROLS.items() if chr(code) not in "\n\t"}
+
+
 def printable(text: str) -> str:
     """``text`` without control characters but its line breaks and tabs (a model's text may
     hold escape codes: a terminal must not run them)."""
-    return "".join(ch if ch in "\n\t" or unicodedata.category(ch)[0] != "C" else "\ufffd" for ch in text)
+    return text.translate(_CONTROLS_BUT_BREAKS)
 
 
 def one_line(text: str, limit: int = 160) -> str:
-    """``text`` on one line, without control characters (a model's text may hold escape
-    codes: a terminal must not run them), cut at ``limit`` characters."""
+    """``text`` on one line, without control characters, cut at ``limit`` characters."""
     flat = " ".join(text[: 4 * limit].split())  # (a long text: only its start is shown)
     cut = flat if len(flat) <= limit else flat[: limit - 1] + "…"
-    return "".join(ch if unicodedata.category(ch)[0] != "C" else "\ufffd" for ch in cut)
+    return cut.translate(_CONTROLS)

@@ -9,6 +9,7 @@ module fixture), because each spends most of its time importing.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from rich.console import Console
 
 from livecontext.actors._agent import AgentSettings
 from livecontext.actors._session import open_session, run_until_idle
+from livecontext.actors._system import open_system
 from livecontext.actors.cli._live import open_live_view
 from livecontext.actors.cli._live_gauge import Watched
 
@@ -271,9 +273,26 @@ async def test_a_stuck_terminal_drops_frames_and_never_holds_the_agents_back(tmp
             terminal.stick(10)  # from the first frame the view's timer draws
             with trio.fail_after(10):
                 idle = await run_until_idle(session, None)
-            gauge = view.gauges["t"]
-            assert (gauge.steps, gauge.inputs_taken, gauge.model_calls, gauge.tool_calls) == (idle.steps, 1, 4, 4)
             assert view.dropped > 0 and view.frames == 0  # one frame in flight all along, the rest dropped
             terminal.unstuck.set()
         assert view.frames == 1
+        gauge = view.gauges["t"]
+        assert (gauge.steps, gauge.inputs_taken, gauge.model_calls, gauge.tool_calls) == (idle.steps, 1, 4, 4)
         assert gauge.ended == "WaitingInput, completed: three items"
+
+
+async def test_lines_keep_the_order_the_agents_did_things_in_across_agents_and_topics() -> None:
+    out = io.StringIO()
+    async with open_system(ROOT / "examples" / "team.toml", store="memory:") as system:
+        watched = [Watched(a.name, a.actors, 8000) for a in system.agents.values()]
+        # one tick in an hour: every event is taken at the end, in one batch
+        async with open_live_view(system.runtime, watched, Console(file=out), hz=1 / 3600) as view:
+            await system.run_inputs()
+    assert not view.terminal
+    lines = out.getvalue().splitlines()
+    asked = lines.index("researcher  notification n1 from app/team.planner: planner asks: What should three days "
+                        "in Lisbon include? Three points.")
+    assert lines.index("planner     PendingInput -> WaitingToolResults (step 2)") < asked
+    assert asked < lines.index("researcher  WaitingInput -> PendingInput (step 1)")
+    assert lines.index("researcher  PendingInput -> WaitingInput (step 2)") < lines.index(
+        "planner     WaitingToolResults -> ToolResultsReady (step 3)")
