@@ -30,6 +30,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -46,20 +47,9 @@ from livecontext.actors.cli._live import REFRESH_HZ, LiveView, open_live_view
 from livecontext.actors.cli._live_gauge import Watched
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout too
 
-
-def script(inputs: int) -> dict[str, Any]:
-    turns: list[dict[str, Any]] = []
-    last = ""
-    for i in range(inputs):
-        note = f"note {i}: " + " ".join(f"w{(i * 7 + j) % 97}" for j in range(30))
-        turns.append({"text": f"editing the notes for task {i}",
-                      "tool_calls": [{"name": "notebook_replace", "arguments": {"old_text": last, "new_text": note}}]})
-        last = note
-        turns.append({"text": f"trying something for task {i}",
-                      "tool_calls": [{"name": "no_such_tool", "arguments": {}}] * 2})
-        turns.append({"text": f"task {i} done: " + " ".join(f"w{j}" for j in range(20))})
-    return {"turns": turns}
+from benchmarks.bench_context import script  # noqa: E402  (the same three-turn tasks)
 
 
 @contextlib.contextmanager
@@ -102,8 +92,8 @@ async def one_run(bp: Blueprint, model: str, inputs: list[str], live: Console | 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8, help="pairs of runs (default 8)")
-    parser.add_argument("--inputs", type=int, default=60, help="tasks fed to each run (three turns each)")
+    parser.add_argument("--rounds", type=int, default=10, help="pairs of runs (default 10)")
+    parser.add_argument("--inputs", type=int, default=100, help="tasks fed to each run (three turns each; default 100)")
     parser.add_argument("--target", choices=("pty", "stringio"), default="pty")
     args = parser.parse_args()
 
@@ -112,7 +102,7 @@ def main() -> None:
     inputs = [f"task {i}: note it, try it, say it is done" for i in range(args.inputs)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
-        path.write_text(json.dumps(script(args.inputs)))
+        path.write_text(json.dumps({"turns": script(args.inputs)}))
         model = f"scripted:{path}"
         trio.run(one_run, loaded, model, inputs[:2], None)  # warm up: imports, the tokenizer
         runs: dict[str, list[dict[str, float]]] = {"without": [], "live": []}
