@@ -105,6 +105,7 @@ class Gauge:
 
     @property
     def name(self) -> str:
+        """The agent's name (see :attr:`Watched.name`)."""
         return self.watched.name
 
     def snapshot(self) -> Gauge:

@@ -44,6 +44,13 @@ class Box:
     style: str
     """The border's style (and the footer's, once the run is over)."""
     rows: list[Row]
+    line: Row
+    """The same, on one line: a frame whose boxes would not fit the screen shows these."""
+
+    @property
+    def height(self) -> int:
+        """Lines the box takes: its rows and two borders."""
+        return len(self.rows) + 2
 
 
 @frozen
@@ -55,8 +62,13 @@ class Frame:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         width = max(options.max_width, 20)
-        for box in self.boxes:
-            yield from _box(console, box, width)
+        if sum(box.height for box in self.boxes) + len(self.lines) <= (options.height or console.height):
+            for box in self.boxes:
+                yield from _box(console, box, width)
+        else:  # (many agents: one line each, every one of them on the screen)
+            for box in self.boxes:
+                yield from _fit(console, box.line, width)
+                yield Segment.line()
         for row in self.lines:
             yield from _fit(console, row, width)
             yield Segment.line()
@@ -90,12 +102,25 @@ def agent_box(g: Gauge) -> Box:
     thread = g.watched.actors.thread_id
     title = g.name if g.name == thread else f"{g.name} (thread {thread})"
     if g.ended is None:
-        return Box(title, "running", "cyan", rows)
+        return Box(title, "running", "cyan", rows, _line(g, "running", "cyan"))
     style = _STATUS_STYLE[g.status.status] if g.status is not None else "cyan"
     if g.reason.startswith("failed"):
         style = "red"
-    why = f" ({g.reason})" if g.reason else ""
-    return Box(title, f"ended: {g.ended}{why}", style, rows)
+    footer = f"ended: {g.ended}" + (f" ({g.reason})" if g.reason else "")
+    return Box(title, footer, style, rows, _line(g, footer, style))
+
+
+def _line(g: Gauge, footer: str, style: str) -> Row:
+    """An agent's box on one line: name, state, step, tokens, history, folds, notifications,
+    messages waiting, and how it ends (or what it does)."""
+    fill = g.fill
+    history = f"history {fill.level.value} {fill.entries} entries" if fill is not None else "history ?"
+    waiting = sum(n for _, n in g.mailboxes)
+    return [(f"{g.name}  ", "bold"), (g.state.value, "bold cyan"), (f"  step {g.steps}", ""),
+            (f"  {g.tokens or 0:,}/{g.budget or g.watched.budget:,} tokens", ""),
+            (f"  {history}", _LEVEL_STYLE[fill.level] if fill is not None else ""),
+            (f"  {g.folds} fold(s), {g.notifications} notification(s), {waiting} message(s) waiting", ""),
+            (f"  {footer if g.ended is not None else one_line(g.doing)}", style if g.ended is not None else "italic")]
 
 
 def _row(label: str, value: Row) -> Row:

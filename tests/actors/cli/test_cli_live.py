@@ -28,11 +28,14 @@ import trio
 from attrs import frozen
 from rich.console import Console
 
-from livecontext.actors._agent import AgentSettings
+from livecontext.actors._agent import AgentActors, AgentSettings
 from livecontext.actors._session import open_session, run_until_idle
 from livecontext.actors._system import open_system
 from livecontext.actors.cli._live import open_live_view
-from livecontext.actors.cli._live_gauge import Watched
+from livecontext.actors.cli._live_gauge import Gauge, Watched
+from livecontext.actors.cli._live_panel import frame
+from livecontext.protocol import ActorId
+from livecontext.runtime import ActorRef
 
 ROOT = Path(__file__).resolve().parents[3]
 LIVECONTEXT = Path(sys.executable).with_name("livecontext")
@@ -296,3 +299,20 @@ async def test_lines_keep_the_order_the_agents_did_things_in_across_agents_and_t
     assert asked < lines.index("researcher  WaitingInput -> PendingInput (step 1)")
     assert lines.index("researcher  PendingInput -> WaitingInput (step 2)") < lines.index(
         "planner     WaitingToolResults -> ToolResultsReady (step 3)")
+
+
+def test_agents_whose_boxes_would_not_fit_the_screen_get_a_line_each() -> None:
+    actors = AgentActors("t", *(ActorRef(ActorId(kind, "t"), None) for kind in ("engine", "history", "app", "input")))  # type: ignore[arg-type]
+    gauges = [Gauge(Watched(f"agent{i}", actors, 8000), steps=i, budget=8000) for i in range(12)]
+
+    def shown(height: int) -> list[str]:
+        out = io.StringIO()
+        Console(file=out, width=100, height=height).print(frame(gauges))
+        return out.getvalue().splitlines()
+
+    boxes = shown(100)  # 12 boxes of 7 lines fit 100 lines
+    assert len(boxes) == 12 * 7 and boxes[0].startswith("╭─ agent0 (thread t) ")
+    lines = shown(40)
+    assert len(lines) == 12
+    assert lines[3].startswith("agent3  WaitingInput  step 3  0/8,000 tokens  history ?  0 fold(s)")
+    assert all(len(line) == 100 for line in lines)
