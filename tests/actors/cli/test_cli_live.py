@@ -88,12 +88,13 @@ class Pty:
                                      env=_env(), cwd=cwd, start_new_session=True)
         os.close(slave)
         self.screen = b""
+        self.seen = 0
+        """Where the last token found ends (what :meth:`read_until` looks after)."""
 
     def read_until(self, token: bytes, timeout: float = 60.0) -> bool:
-        """Read the screen until ``token`` shows after what was read before (or the end)."""
-        start = len(self.screen)
+        """Read the screen until ``token`` shows after the last one found (or the end)."""
         deadline = time.monotonic() + timeout
-        while token not in self.screen[start:] and time.monotonic() < deadline:
+        while (found := self.screen.find(token, self.seen)) < 0 and time.monotonic() < deadline:
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if not ready:
                 if self.proc.poll() is not None:
@@ -106,7 +107,10 @@ class Pty:
             if not chunk:
                 return False
             self.screen += chunk
-        return token in self.screen[start:]
+        if found < 0:
+            return False
+        self.seen = found + len(token)
+        return True
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
