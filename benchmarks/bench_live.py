@@ -59,7 +59,7 @@ def terminal(target: str) -> Iterator[Console]:
         yield Console(file=io.StringIO(), force_terminal=True, width=120, height=40)
         return
     master, slave = os.openpty()
-    reader = subprocess.Popen(["cat"], stdin=master, stdout=subprocess.DEVNULL)
+    reader = subprocess.Popen(["cat"], stdin=master, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with open(slave, "w", encoding="utf-8", closefd=True) as tty:
             yield Console(file=tty, width=120, height=40)
