@@ -2,7 +2,7 @@
 
 Run it from the repository root::
 
-    .venv/bin/python benchmarks/bench_live.py                 # about half a minute
+    .venv/bin/python benchmarks/bench_live.py                 # about 40 s
     .venv/bin/python benchmarks/bench_live.py --rounds 3 --inputs 40
     .venv/bin/python benchmarks/bench_live.py --target stringio
 
@@ -93,7 +93,7 @@ async def one_run(bp: Blueprint, model: str, inputs: list[str], live: Console | 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="pairs of runs (default 10)")
-    parser.add_argument("--inputs", type=int, default=100, help="tasks fed to each run (three turns each; default 100)")
+    parser.add_argument("--inputs", type=int, default=150, help="tasks fed to each run (three turns each; default 150)")
     parser.add_argument("--target", choices=("pty", "stringio"), default="pty")
     args = parser.parse_args()
 
