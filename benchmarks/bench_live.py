@@ -15,8 +15,9 @@ subscriptions, as ``run --json`` makes them) and with the live view drawing its 
 usual rate, on a real pseudo-terminal whose other end a separate ``cat`` reads (the terminal's
 own work is not ours), or (``--target stringio``) on rich's ``Console(file=io.StringIO(),
 force_terminal=True)``. It prints each run's wall and CPU time (the whole process, the view's
-drawing thread included), the frames drawn, and the overhead: the median with-view time over
-the median without.
+drawing thread included), the frames drawn, the overhead (the median with-view time over the
+median without, and the same of the best runs), and the view's own CPU time (``LiveView.cpu_s``)
+against the run's: on a busy machine the runs vary more than the view costs.
 
 Not a test: pytest does not collect it.
 """
