@@ -207,7 +207,6 @@ class _Conversation:
             self.failures += 1
             click.echo(f"livecontext: error: {replies[0].reason_text}", err=True)
 
-
     def _watching(self) -> contextlib.AbstractAsyncContextManager[LiveView | None]:
         """A live panel of the agent for one turn, with ``--live`` (else nothing)."""
         if self.live is None:

@@ -86,6 +86,7 @@ class Gauge:
     notifications: int = 0
     last_notification: str = ""
     level: LimitLevel = LimitLevel.OK
+    """The limit level the history store last reported (:class:`HistoryUsage`)."""
     fill: HistoryFill | None = None
     """The unfolded history against its limits, as last read."""
     fill_stale: bool = True
@@ -147,7 +148,7 @@ class Gauge:
             self.folds += event.folds
             self.fill_stale = True
             self._say(f"recap folded ({event.folds} fold(s)); {event.entries} entries, "
-                              f"{event.tokens} tokens left unfolded")
+                      f"{event.tokens} tokens left unfolded")
         elif isinstance(event, HistoryUsage):
             self.fill_stale = True
             if event.level is not self.level:
@@ -178,8 +179,9 @@ class Gauge:
                 self._say(f"model: {event.text.strip()}", whole=True)
 
     def read_fill(self, fill: HistoryFill) -> None:
-        """Take a fresh reading of the unfolded history against its limits."""
-        self.fill, self.fill_stale, self.level = fill, False, fill.level
+        """Take a fresh reading of the unfolded history against its limits (:attr:`level`
+        stays the last one reported: a line is said when a report changes it)."""
+        self.fill, self.fill_stale = fill, False
 
     def end(self, state: EngineState, status: AgentStatus | None) -> None:
         """Mark the run over: where the agent stands, and its task's status (if read)."""
