@@ -12,7 +12,7 @@ from attrs import field, frozen
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
-from ._context_mgmt import HistorySlice, LimitLevel, ReadHistory
+from ._context_mgmt import GetFill, HistoryFill, HistorySlice, LimitLevel, ReadHistory
 from ._entries import HistoryEntry, Notification, Usage
 from ._lifecycle import ControlToolEffect
 from ._message import Message
@@ -415,12 +415,12 @@ class HistoryChanged(Message):
 
 AgentHistoryRequest = (GetTail | AppendInput | AppendOutput | RecordToolStarted | RecordToolResult
                        | AppendToolResults | PostNotification | Render | ReadHistory | GetAppEffects
-                       | ReplayAppEffects | SaveAppState)
+                       | ReplayAppEffects | SaveAppState | GetFill)
 """What the agent's own actors (engine, app host) ask or tell the history store, and the one
 way any reader reads entries (:class:`~livecontext.protocol.ReadHistory`); the edits of
 context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
 
-AgentHistoryReply = Tail | NotificationPosted | Rendered | HistorySlice | AppEffects | HistoryChanged
+AgentHistoryReply = Tail | NotificationPosted | Rendered | HistorySlice | AppEffects | HistoryChanged | HistoryFill
 """The history store's answers to :data:`AgentHistoryRequest`, and what it publishes."""
 
 

@@ -26,9 +26,11 @@ __all__ = [
     "FoldDone",
     "FoldIntoRecap",
     "FoldNow",
+    "GetFill",
     "HistoryEditReply",
     "HistoryEditRequest",
     "HistoryEdited",
+    "HistoryFill",
     "HistorySlice",
     "HistoryUsage",
     "LimitEvent",
@@ -267,6 +269,35 @@ class HistoryUsage(Message):
     entries: int
     tokens: int
     bytes: int
+
+
+@frozen
+class GetFill(Message):
+    """Ask how full the thread's unfolded history is, against its limits (ask:
+    :class:`HistoryFill`). A plain read: for whoever watches a running agent."""
+
+
+@frozen
+class HistoryFill(Message):
+    """The reply to :class:`GetFill`: what the limits count now, the limits, and their thresholds."""
+
+    thread_id: str
+    level: LimitLevel
+    entries: int
+    """Unfolded entries."""
+    tokens: int
+    """Their tokens at RECENT."""
+    bytes: int
+    """Their UTF-8 bytes at LIVE."""
+    max_entries: int | None = None
+    """The limits (``None``: not limited by that measure)."""
+    max_tokens: int | None = None
+    max_bytes: int | None = None
+    soft: float = 0.6
+    """The thresholds, as fractions of each limit: at ``soft`` a recap is suggested, at
+    ``hard`` it is due, at ``truncate`` the engine has it fold before its next model call."""
+    hard: float = 0.8
+    truncate: float = 1.0
 
 
 @frozen

@@ -27,7 +27,7 @@ from ._kernel_errors import (
 )
 from ._open import open_runtime
 from ._post import PendingReply
-from ._runtime import ActorRef, Context, Runtime, RuntimeStatistics
+from ._runtime import ActorRef, Context, MailboxStatistics, Runtime, RuntimeStatistics
 from ._stepping import Delivery, SteppingScheduler
 from ._timer import sleep
 
@@ -50,6 +50,7 @@ __all__ = [
     "DuplicateActorError",
     "LivecontextError",
     "MailboxFullError",
+    "MailboxStatistics",
     "ModelError",
     "PendingReply",
     "RemoteActorError",

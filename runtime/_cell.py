@@ -266,6 +266,11 @@ class Cell:
         stats = self._send.statistics()
         return stats.current_buffer_used < stats.max_buffer_size or self.done.is_set()
 
+    def mailbox_counts(self) -> tuple[int, int, int]:
+        """Messages in the mailbox now, its capacity, and senders waiting for room."""
+        stats = self._send.statistics()
+        return stats.current_buffer_used, int(stats.max_buffer_size), stats.tasks_waiting_send
+
     def put_nowait(self, env: Envelope) -> bool:
         """Put ``env`` in the mailbox without waiting; False if it is full.
 

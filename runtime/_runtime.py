@@ -80,6 +80,18 @@ class RuntimeStatistics:
     escalations: int
 
 
+@frozen
+class MailboxStatistics:
+    """A snapshot of one actor's mailbox (:meth:`Runtime.mailbox_statistics`)."""
+
+    queued: int
+    """Messages in the mailbox that the actor has not taken yet."""
+    capacity: int
+    """How many messages the mailbox holds before senders wait (backpressure)."""
+    senders_waiting: int
+    """Senders waiting for room: non-zero only when the mailbox is full."""
+
+
 @frozen(eq=False)
 class ActorRef(Generic[B]):
     """A handle to a spawned actor: pass it to ``tell``/``ask``. Compares by actor id."""
@@ -280,6 +292,22 @@ class Runtime:
             delivered=self._post.delivered, dropped=self._post.dropped, pending_asks=self._post.pending_asks,
             restarts=self._restarts, escalations=len(self.failures),
         )
+
+    def mailbox_statistics(self, actor: Address) -> MailboxStatistics:
+        """How many messages wait in ``actor``'s mailbox now, and how many senders wait for room.
+
+        A plain read, for those who watch a run (``livecontext run --live``); it changes
+        nothing. Under a stepping scheduler, envelopes it holds for the actor are not in the
+        mailbox yet (:attr:`SteppingScheduler.held` counts them).
+
+        Raises:
+            UnknownActorError: no actor has that id.
+        """
+        cell = self._cells.get(actor.id if isinstance(actor, ActorRef) else actor)
+        if cell is None:
+            raise UnknownActorError(actor.id if isinstance(actor, ActorRef) else actor)
+        queued, capacity, waiting = cell.mailbox_counts()
+        return MailboxStatistics(queued, capacity, waiting)
 
     def is_idle(self, actor: Address) -> bool:
         """Whether ``actor`` has nothing to do at this moment.

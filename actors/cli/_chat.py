@@ -7,6 +7,7 @@ the next prompt, where the line editor shows it. A resumed thread shows its last
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sys
 from collections.abc import Callable
@@ -17,13 +18,26 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import EngineState, Envelope, HistorySlice, Idle, IdleReason, ProvideInput, ReadHistory, RunUntilIdle
+from livecontext.protocol import (
+    AfterModelCall,
+    EngineState,
+    Envelope,
+    HistorySlice,
+    Idle,
+    IdleReason,
+    Message,
+    ProvideInput,
+    ReadHistory,
+    RunUntilIdle,
+)
 
 from .._agent import AgentSettings
 from .._format import entry_json
 from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
 from .._text import InvalidTextError, check_text
 from ._interrupt import Interrupt, say_interrupted
+from ._live import LiveView, draws_panels, open_live_view
+from ._live_gauge import Watched
 from ._transcript import ChatView, Transcript
 
 SHOWN_ENTRIES = 6
@@ -78,11 +92,13 @@ class Terminal:
 
 async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, *, base_url: str | None,
                api_key: str | None, interrupt: Interrupt, resume: str | None,
-               on_open: Callable[[], None]) -> int:
+               on_open: Callable[[], None], live: bool = False) -> int:
     """Chat on the thread of ``settings`` until the input ends; return the exit code (1 if a
     turn failed or a line could not be sent). Ctrl-C stops the thread and exits 130.
 
     ``model_spec`` ``None``: the model the thread last ran with (``echo`` for a new thread).
+    ``live``: each turn is followed by a live panel (see ``_live``); the answer is shown
+    whole once it is recorded, above the panel, rather than streamed.
     """
     console = Console()
     terminal = Terminal()
@@ -98,7 +114,9 @@ async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, 
                           "ends[/dim]")
             await _show_so_far(session, console)
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
-                conversation = _Conversation(session, events, console, terminal, interrupt)
+                # on a terminal the answers are printed above the panel; in plain lines, among them
+                watched = Watched(thread_id, session.agent, settings.budget, answers=not draws_panels(console))
+                conversation = _Conversation(session, events, console, terminal, interrupt, watched if live else None)
                 await conversation.run()
             if interrupt.caught:
                 stopped = await stop_interrupted(session, conversation.sent, conversation.since)
@@ -113,13 +131,17 @@ class _Conversation:
     """Lines read and answered in turn, until the input ends or Ctrl-C."""
 
     def __init__(self, session: Session, events: trio.MemoryReceiveChannel[Envelope], console: Console,
-                 terminal: Terminal, interrupt: Interrupt) -> None:
+                 terminal: Terminal, interrupt: Interrupt, live: Watched | None = None) -> None:
         self.session = session
         self.events = events
         self.console = console
         self.terminal = terminal
         self.interrupt = interrupt
-        self.view = ChatView(console, Transcript(console, session.agent.thread_id, show_transitions=False))
+        transcript = Transcript(console, session.agent.thread_id, show_transitions=False)
+        self.view: Callable[[Message], None] = (ChatView(console, transcript) if live is None
+                                                else _Answers(console, shown=not live.answers))
+        self.live = live
+        """The agent a live panel follows during each turn (``None``: no panel)."""
         self.client = session.rt.client("console")
         self.failures = 0
         """Turns that failed, and lines that could not be sent."""
@@ -157,29 +179,53 @@ class _Conversation:
         replies: list[Idle] = []
         self.terminal.echo(False)
         try:
-            with self.interrupt.region():
-                # the events are shown by this task alone, so that none is shown after the
-                # answer's end (a second reader could hold one it has not shown yet)
-                async with trio.open_nursery() as nursery:
-                    async def ask() -> None:
-                        idle = await self.client.ask(self.session.agent.engine, RunUntilIdle(), timeout=None)
-                        assert isinstance(idle, Idle)
-                        replies.append(idle)
-                        nursery.cancel_scope.cancel()
-                    nursery.start_soon(ask)
-                    async for env in self.events:
-                        self.view(env.payload)
+            async with self._watching() as live:
+                with self.interrupt.region():
+                    # the events are shown by this task alone, so that none is shown after the
+                    # answer's end (a second reader could hold one it has not shown yet)
+                    async with trio.open_nursery() as nursery:
+                        async def ask() -> None:
+                            idle = await self.client.ask(self.session.agent.engine, RunUntilIdle(), timeout=None)
+                            assert isinstance(idle, Idle)
+                            replies.append(idle)
+                            nursery.cancel_scope.cancel()
+                        nursery.start_soon(ask)
+                        async for env in self.events:
+                            self.view(env.payload)
+                while True:  # every event was published before the reply: show the rest now
+                    try:
+                        self.view(self.events.receive_nowait().payload)
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                if live is not None and replies:
+                    live.stopped(self.session.agent.thread_id, replies[0].reason_text)
         finally:
             self.terminal.echo(True)
-        while True:  # every event was published before the reply: show the rest now
-            try:
-                self.view(self.events.receive_nowait().payload)
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
-        self.view.end_line()
+        if isinstance(self.view, ChatView):
+            self.view.end_line()
         if replies and replies[0].reason is IdleReason.FAILED:
             self.failures += 1
             click.echo(f"livecontext: error: {replies[0].reason_text}", err=True)
+
+    def _watching(self) -> contextlib.AbstractAsyncContextManager[LiveView | None]:
+        """A live panel of the agent for one turn, with ``--live`` (else nothing)."""
+        if self.live is None:
+            return contextlib.nullcontext()
+        return open_live_view(self.session.rt, [self.live], self.console)
+
+
+class _Answers:
+    """The chat's view of engine events under a live panel: each answer whole, once recorded
+    (a streamed line would fight the panel for the bottom of the screen); the panel says the rest."""
+
+    def __init__(self, console: Console, *, shown: bool) -> None:
+        self.console = console
+        self.shown = shown
+        """Whether it prints them (else the panel's plain lines do)."""
+
+    def __call__(self, event: Message) -> None:
+        if self.shown and isinstance(event, AfterModelCall) and not event.error and event.text.strip():
+            self.console.print(f"[dim]model:[/dim] [bold]{escape(event.text.strip())}[/bold]", highlight=False)
 
 
 async def _show_so_far(session: Session, console: Console) -> None:

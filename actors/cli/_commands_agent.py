@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
@@ -15,7 +16,7 @@ from rich.console import Console
 
 from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
 
-from livecontext.runtime import UsageError
+from livecontext.runtime import Runtime, UsageError
 
 from livecontext.protocol import ThreadConfigured
 
@@ -26,6 +27,8 @@ from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinit
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ._chat import chat as run_chat
 from ._demo import run_demo
+from ._live import LiveView, open_live_view
+from ._live_gauge import Watched
 from ._interrupt import interrupting, resume_command, say_interrupted
 from ._main import folder_note, main, print_json, run_async, store_option
 from ._system_run import run_system
@@ -64,6 +67,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Snapshot the thread's state every N log records (0: never); opening replays at most N.")
 @click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: thread, state, entries, apps.")
+@click.option("--live", is_flag=True,
+              help="Show a panel per agent that follows the run (plain lines when not on a terminal).")
 @click.option("--as", "as_system", default=None, metavar="NAME",
               help="Run a system blueprint as system NAME (a fork made by `fork --system`).")
 @click.argument("blueprint_path", metavar="[BLUEPRINT.toml]", required=False)
@@ -73,7 +78,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, no_lifecycle: bool,
         system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
-        as_json: bool, as_system: str | None) -> None:
+        as_json: bool, live: bool, as_system: str | None) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
 
     BLUEPRINT.toml (optional; docs/blueprints.md) describes the agent; flags given on the
@@ -93,7 +98,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
             loaded = load_any_blueprint(blueprint_path)
             if isinstance(loaded, SystemBlueprint):
-                run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json)
+                run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json, live=live)
                 return
             _no_system_name(as_system, blueprint_path)
             bp = loaded.override(
@@ -138,13 +143,18 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 for note in notes:  # (once the thread is ours: a busy thread says only that)
                     click.echo(f"livecontext: note: {note}", err=True)
                 since = await session.log.last_seq()  # (what is fed is taken by the run below)
-                with interrupt.region():
-                    idle = await run_until_idle(session, max_steps,
-                                                None if as_json else Transcript(console, thread_id), events_file)
-                if interrupt.caught:
-                    fed = () if session.held_inputs else (*pins, *inputs)
-                    stopped = await stop_interrupted(session, fed, since)
-                else:
+                fed = () if session.held_inputs else (*pins, *inputs)
+                watched = Watched(thread_id, session.agent, settings.budget, max_steps,
+                                  sum(1 for text in fed if text.strip()))
+                async with _watching(live, session.rt, watched, console) as view:
+                    with interrupt.region():
+                        idle = await run_until_idle(
+                            session, max_steps, None if as_json or live else Transcript(console, thread_id), events_file)
+                    if interrupt.caught:
+                        stopped = await stop_interrupted(session, fed, since)
+                    elif view is not None:
+                        view.stopped(thread_id, idle.reason_text)
+                if not interrupt.caught:
                     summary = await session.summary()
         finally:
             if events_file is not None:
@@ -161,6 +171,12 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             sys.exit(1)
 
     run_async(go, interrupt)
+
+
+def _watching(live: bool, rt: Runtime, watched: Watched,
+              console: Console) -> contextlib.AbstractAsyncContextManager[LiveView | None]:
+    """A live view of the agent while the block runs, if ``--live`` (else nothing)."""
+    return open_live_view(rt, [watched], console) if live else contextlib.nullcontext()
 
 
 def _thread_id(thread_id: str) -> str:
@@ -240,9 +256,11 @@ def demo(store_url: str, thread_id: str | None) -> None:
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
               help="Do not offer the model the control tools task_complete and wait_user_response.")
+@click.option("--live", is_flag=True,
+              help="Follow each turn with a live panel (answers shown whole; plain lines when not on a terminal).")
 @click.pass_context
 def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
-         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool) -> None:
+         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool, live: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL).
 
     Each line is answered before the next is read. A thread resumes with the model it ran
@@ -260,5 +278,5 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
 
     given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
     code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
-                                      interrupt=interrupt, resume=resume, on_open=opened), interrupt)
+                                      interrupt=interrupt, resume=resume, on_open=opened, live=live), interrupt)
     sys.exit(code)

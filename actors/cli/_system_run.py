@@ -19,6 +19,8 @@ from .._system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
 from .._format import apps_json, entry_json, status_json
 from ._interrupt import DEADLINE_S, Interrupt
+from ._live import open_live_view
+from ._live_gauge import Watched
 from ._main import folder_note, print_json, run_async
 from ._transcript import Transcript
 
@@ -48,8 +50,9 @@ def system_inputs(bp: SystemBlueprint, given: tuple[str, ...]) -> dict[str, list
 
 
 def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str | None, api_key: str | None,
-               as_json: bool) -> None:
-    """Run ``bp`` with the flags ``given`` on the command line; print what each agent did.
+               as_json: bool, live: bool = False) -> None:
+    """Run ``bp`` with the flags ``given`` on the command line; print what each agent did
+    (``live``: follow the run with a panel per agent).
 
     Raises:
         UsageError: a flag that describes one agent was given, or an ``--input`` is wrong.
@@ -74,9 +77,17 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
                                name=given.get("as_system")) as system:
             if made_folder:
                 click.echo(f"livecontext: note: {made_folder}", err=True)
-            async with _watching(system, None if as_json else console):
-                with interrupt.region():
-                    ran = await system.run_inputs()
+            if live:
+                async with open_live_view(system.runtime, _watched(system, bp), console) as view:
+                    with interrupt.region():
+                        ran = await system.run_inputs()
+                    if not interrupt.caught:
+                        for name, answer in ran.answers.items():
+                            view.stopped(name, answer.reason)
+            else:
+                async with _watching(system, None if as_json else console):
+                    with interrupt.region():
+                        ran = await system.run_inputs()
             status = await system.status()
         if interrupt.caught:  # (the agents stopped as the system closed: each log records where)
             where = ", ".join(f"{a.name} at {a.state.value}" for a in status.agents)
@@ -110,6 +121,15 @@ def system_json(status: SystemStatus) -> dict[str, Any]:
         {"name": a.name, "thread": a.thread_id, "state": a.state.value, **status_json(a.task),
          "entries": [entry_json(e) for e in a.entries], "apps": apps_json(a.app_histories, a.apps)}
         for a in status.agents]}
+
+
+def _watched(system: System, bp: SystemBlueprint) -> list[Watched]:
+    """Each agent of ``system`` for a live view: its budget, its turns' ``max_steps`` and the
+    inputs this run gives it (from ``bp``)."""
+    budgets = {a.name: a.blueprint.settings.budget for a in bp.agents}
+    return [Watched(agent.name, agent.actors, budgets[agent.name], agent.address.max_steps,
+                    sum(1 for text in (*agent.pins, *agent.inputs) if text.strip()))
+            for agent in system.agents.values()]
 
 
 @contextlib.asynccontextmanager

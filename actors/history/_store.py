@@ -27,12 +27,14 @@ from livecontext.protocol import (
     FindMessage,
     FoldIntoRecap,
     GetAppEffects,
+    GetFill,
     GetStatus,
     GetTail,
     HistoryChanged,
     HistoryEdited,
     HistoryEntry,
     HistorySlice,
+    HistoryFill,
     HistoryUsage,
     InputsFound,
     LimitLevel,
@@ -112,6 +114,7 @@ CAPABILITY_OF: dict[type, Capability] = {
     Render: Capability.READ,
     GetAppEffects: Capability.READ,
     GetStatus: Capability.READ,
+    GetFill: Capability.READ,
     ReplayAppEffects: Capability.READ,
     SaveAppState: Capability.APP_STATE,
     AppendInput: Capability.APPEND,
@@ -454,6 +457,12 @@ class HistoryStore(Actor):
         return EditApplied(new_refs, folded.recap, self.state.seq)
 
     # -- limits -----------------------------------------------------------------------------------
+
+    @handler(inline=True)
+    def on_get_fill(self, msg: GetFill) -> HistoryFill:
+        s, lim = self.state, self.limits
+        return HistoryFill(self.thread_id, lim.level_of(s), len(s.active), s.active_tokens, s.active_bytes,
+                           lim.max_entries, lim.max_tokens, lim.max_bytes, lim.soft, lim.hard, lim.truncate)
 
     def limits_to_check(self) -> bool:
         """Whether :meth:`check_limits` would do anything now: drop entries or publish a usage."""

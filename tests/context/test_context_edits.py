@@ -7,6 +7,8 @@ import trio
 
 from livecontext.actors.history import HistoryLimits, history_topic
 from livecontext.protocol import (
+    GetFill,
+    HistoryFill,
     Conflict,
     EditApplied,
     Envelope,
@@ -261,3 +263,22 @@ async def test_ephemeral_entries_are_gone_when_a_new_session_opens_the_thread() 
         assert ids[0] not in [e.id for e in view.entries]
         assert [e.id for e in view.entries] == ids[1:]
         assert (await world.records())[-1][2] == HistoryEdited((), (ids[0],))
+
+
+async def test_get_fill_reads_the_unfolded_history_against_its_limits_as_a_fold_empties_it() -> None:
+    async with open_history(limits=HistoryLimits(max_entries=10, soft=0.5, hard=0.7)) as world:
+        await world.step(1)
+        await world.step(2)  # 8 entries: past hard
+        full = await world.root.ask(world.history, GetFill())
+        assert isinstance(full, HistoryFill)
+        assert (full.level, full.entries, full.max_entries, full.max_tokens) == (LimitLevel.HARD, 8, 10, None)
+        assert (full.soft, full.hard, full.truncate) == (0.5, 0.7, 1.0)
+        assert full.tokens == (await world.read()).active_tokens > 0
+        view = await world.read()
+        folded = await world.root.ask(world.history, FoldIntoRecap(
+            tuple([await world.ref(e.id) for e in view.entries[:5]]), "r", "g", "test"))
+        assert isinstance(folded, EditApplied)
+        after = await world.root.ask(world.history, GetFill())
+        assert isinstance(after, HistoryFill)
+        assert (after.level, after.entries) == (LimitLevel.OK, 3)
+        assert after.tokens < full.tokens and after.bytes < full.bytes

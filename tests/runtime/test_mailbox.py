@@ -7,8 +7,8 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import Message
-from livecontext.runtime import Actor, MailboxFullError, handler, open_runtime
+from livecontext.protocol import ActorId, Message
+from livecontext.runtime import Actor, MailboxFullError, MailboxStatistics, UnknownActorError, handler, open_runtime
 
 
 @frozen
@@ -145,3 +145,27 @@ async def test_many_producers_into_a_small_mailbox_lose_nothing() -> None:
         assert isinstance(actor, Quick)
         for p in range(5):  # each producer's own order is kept
             assert [n for n in actor.items if n // 100 == p] == [p * 100 + n for n in range(20)]
+
+
+async def test_mailbox_statistics_count_what_waits_in_a_mailbox_and_the_senders_waiting_for_room() -> None:
+    async with open_runtime() as rt:
+        gate = Gate()
+        ref = await rt.spawn(lambda: gate, "gate/g", mailbox_size=2)
+        client = rt.client("c")
+        await trio.testing.wait_all_tasks_blocked()
+        assert rt.mailbox_statistics(ref) == MailboxStatistics(queued=0, capacity=2, senders_waiting=0)
+        async with trio.open_nursery() as nursery:
+            for n in range(4):  # one handled (stuck at the gate), two queued, one waiting for room
+                nursery.start_soon(client.tell, ref, Item(n))
+                await trio.testing.wait_all_tasks_blocked()
+            assert rt.mailbox_statistics(ref.id) == MailboxStatistics(queued=2, capacity=2, senders_waiting=1)
+            gate.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert rt.mailbox_statistics(ref) == MailboxStatistics(queued=0, capacity=2, senders_waiting=0)
+        assert gate.items == [0, 1, 2, 3]
+
+
+async def test_mailbox_statistics_of_an_unknown_actor_name_it() -> None:
+    async with open_runtime() as rt:
+        with pytest.raises(UnknownActorError, match="nobody/here"):
+            rt.mailbox_statistics(ActorId("nobody", "here"))
