@@ -250,22 +250,18 @@ def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> 
 
 @settings(max_examples=150, deadline=None)
 @given(thread_ids, text, any_times, st.integers(-(2**63), 2**63 - 1), text, json_values)
-def test_records_built_directly_are_those_their_classes_build_in_any_zone(
+def test_a_sealed_record_carries_the_checksum_of_its_fields_in_utc_from_any_zone(
     thread_id: str, sender: str, sent_at: dt.datetime, mono: int, kind: str, value: object
 ) -> None:
-    # NewRecord.encoding and seal_records set the slots themselves, past the generated __init__
     encoded = NewRecord.encoding(sender, sent_at, mono, kind, value)
-    made = NewRecord(sender, sent_at, mono, kind, encoded.payload)
-    assert attrs.astuple(encoded, recurse=False)[:-1] == attrs.astuple(made, recurse=False)[:-1]
     assert encoded._encoded is (dump_standard_json(value) is not None)
-    assert repr(encoded) == repr(made) and encoded.sent_at.tzinfo is dt.timezone.utc
+    assert encoded == NewRecord(sender, sent_at, mono, kind, encoded.payload)  # (the flag is not compared)
     (stored,) = seal_records(thread_id, 3, [encoded])
-    built = StoredRecord(3, thread_id, sender, sent_at, mono, kind, encoded.payload, stored.schema_version,
-                         record_checksum(thread_id=thread_id, seq=3, sender=sender, sent_at=sent_at,
-                                         sent_mono_ns=mono, kind=kind, payload=encoded.payload,
-                                         schema_version=stored.schema_version))
-    assert attrs.astuple(stored, recurse=False) == attrs.astuple(built, recurse=False)
-    assert repr(stored) == repr(built) and stored.sent_at.tzinfo is dt.timezone.utc
+    assert stored == StoredRecord(3, thread_id, sender, sent_at, mono, kind, encoded.payload, SCHEMA_VERSION,
+                                  record_checksum(thread_id=thread_id, seq=3, sender=sender, sent_at=sent_at,
+                                                  sent_mono_ns=mono, kind=kind, payload=encoded.payload,
+                                                  schema_version=SCHEMA_VERSION))
+    assert stored.sent_at.tzinfo is dt.timezone.utc
     stored.verify()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         stored.seq = 4  # type: ignore[misc]
@@ -371,22 +367,13 @@ def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
     assert stored.sent_mono_ns == 5
 
 
-def test_a_sealed_records_checksum_is_computed_once_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    from livecontext.runtime.persistence import _records
-
-    digests: list[int] = []
-    digest = _records._record_digest
-    monkeypatch.setattr(_records, "_record_digest", lambda *args: digests.append(1) or digest(*args))
+def test_a_sealed_record_holds_its_checksum_as_an_ordinary_field_of_every_copy() -> None:
     (record,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
-    assert digests == []  # a record nobody verifies or writes out is never hashed
-    first, again = record.checksum, record.checksum
-    assert digests == [1]  # kept: read again, not hashed again
-    assert first == again == record_checksum(
-        thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k", payload="{}",
-        schema_version=record.schema_version)
-    for missing in ("checksums", "another", "z"):  # (names sorting before and after it)
-        with pytest.raises(AttributeError, match=f"'StoredRecord' object has no attribute '{missing}'"):
-            getattr(record, missing)
+    expected = record_checksum(thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k",
+                               payload="{}", schema_version=record.schema_version)
+    assert attrs.asdict(record)["checksum"] == expected
+    assert attrs.astuple(record)[8] == expected  # (a copy made field by field, as a backend writes it)
+    assert f"checksum='{expected}'" in repr(record)
 
 
 @pytest.mark.parametrize("field", ["thread", "sender", "kind", "payload"])
