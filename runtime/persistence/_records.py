@@ -183,8 +183,12 @@ def _digest(tag: bytes, parts: Iterable[str]) -> str:
     Raises:
         UnicodeEncodeError: a part holds a lone surrogate (not valid UTF-8).
     """
-    encoded = [part.encode("utf-8") for part in parts]
-    return hashlib.sha256(tag + b"".join(b"%d:%b" % (len(data), data) for data in encoded)).hexdigest()
+    h = hashlib.sha256(tag)
+    for part in parts:
+        data = part.encode("utf-8")
+        h.update(b"%d:" % len(data))
+        h.update(data)
+    return h.hexdigest()
 
 
 def record_checksum(
