@@ -76,7 +76,8 @@ class NewRecord:
     """The record itself, as JSON text serialized by the layer above."""
     _encoded: bool = field(default=False, kw_only=True, alias="_encoded", eq=False, repr=False)
     """Whether :meth:`encoding` made ``payload`` (standard JSON by construction), so that
-    sealing need not parse it. Private: text made elsewhere is always checked."""
+    sealing need not parse it again. Only :meth:`encoding` passes it (the keyword is private):
+    text made elsewhere is checked when it is appended."""
 
     @classmethod
     def encoding(cls, sender: str, sent_at: dt.datetime, sent_mono_ns: int, kind: str,
@@ -307,7 +308,6 @@ def supported_version(version: object) -> bool:
     except UnsupportedSchemaVersionError:
         return False
     return True
-
 
 
 def _json_problem(text: object) -> str | None:
