@@ -15,16 +15,17 @@ record at the snapshot's seq, then, for a snapshot whose entries are kept in par
 :mod:`._parts`), each part's key, under the tag ``b"livecontext-snapshot-covering\\0"`` (a
 snapshot written before snapshots committed to their record has the first tag, no record
 checksum and no parts: it is still read).
+
+Records are sealed (numbered and checksummed) by :func:`seal_records` when they are
+appended, so a :class:`StoredRecord` always carries its checksum, whichever backend keeps it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
-import attrs
 from attrs import evolve, field, frozen
 from livecontext.protocol import (
     SCHEMA_VERSION,
@@ -40,16 +41,13 @@ from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdErro
 from ._time import format_time
 
 _INT64 = (-(2**63), 2**63 - 1)
-_UTC = dt.timezone.utc
-_DATETIME = dt.datetime
-_sha256 = hashlib.sha256
 
 
 def _to_utc(value: dt.datetime) -> dt.datetime:
-    if value.__class__ is _DATETIME and value.tzinfo is _UTC:
-        return value  # what astimezone(utc) returns for it: the same object
     if not isinstance(value, dt.datetime):
         raise InvalidRecordError(f"sent_at must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is dt.timezone.utc:
+        return value
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidRecordError(
             f"sent_at {value.isoformat()} has no time zone; pass an aware UTC datetime "
@@ -60,7 +58,11 @@ def _to_utc(value: dt.datetime) -> dt.datetime:
 
 @frozen
 class NewRecord:
-    """A record to append: the log gives it its seq, thread id, schema version and checksum."""
+    """A record to append: the log gives it its seq, thread id, schema version and checksum.
+
+    Make one with :meth:`encoding` when the payload is a JSON value you have not encoded yet:
+    the log then trusts the text it made, instead of parsing it again to check it.
+    """
 
     sender: str
     """The id of the actor whose state change this is."""
@@ -72,33 +74,23 @@ class NewRecord:
     """What the payload is, for readers that filter without decoding (e.g. ``"entry"``)."""
     payload: str
     """The record itself, as JSON text serialized by the layer above."""
-    _encoded: bool = field(default=False, init=False, eq=False, repr=False)
-    """Made by :meth:`encoding` (the payload is our encoder's output): sealing need not parse it."""
+    _encoded: bool = field(default=False, kw_only=True, alias="_encoded", eq=False, repr=False)
+    """Whether :meth:`encoding` made ``payload`` (standard JSON by construction), so that
+    sealing need not parse it again. Only :meth:`encoding` passes it (the keyword is private):
+    text made elsewhere is checked when it is appended."""
 
     @classmethod
     def encoding(cls, sender: str, sent_at: dt.datetime, sent_mono_ns: int, kind: str,
                  value: object) -> NewRecord:
-        """A record whose payload is ``value`` (JSON data) encoded here, so that appending it
-        need not parse the text again to check it. Text made elsewhere, or a value that does
-        not encode cleanly (see :func:`dump_standard_json`), is checked when appended."""
+        """A record whose payload is ``value`` (JSON data) encoded here.
+
+        Text that does not encode cleanly (see :func:`dump_standard_json`) is encoded as
+        :func:`dump_json` does and checked when appended, as text made elsewhere is.
+        """
         text = dump_standard_json(value)
         if text is None:
             return cls(sender, sent_at, sent_mono_ns, kind, dump_json(value))
-        if cls is not NewRecord:  # (a subclass may have more to set)
-            record = cls(sender, sent_at, sent_mono_ns, kind, text)
-            object.__setattr__(record, "_encoded", True)
-            return record
-        if sent_at.__class__ is not _DATETIME or sent_at.tzinfo is not _UTC:
-            sent_at = _to_utc(sent_at)  # (what the field's converter does, returning the rest as is)
-        record = _new_object(cls)
-        set_sender, set_sent_at, set_mono, set_kind, set_payload, set_encoded = _NEW_RECORD_SLOTS
-        set_sender(record, sender)
-        set_sent_at(record, sent_at)
-        set_mono(record, sent_mono_ns)
-        set_kind(record, kind)
-        set_payload(record, text)
-        set_encoded(record, True)
-        return record
+        return cls(sender, sent_at, sent_mono_ns, kind, text, _encoded=True)
 
 
 @frozen
@@ -122,28 +114,14 @@ class StoredRecord:
     schema_version: int
     """The protocol schema version the payload was written with."""
     checksum: str
-    """SHA-256 hex of the other fields; see :func:`record_checksum`.
-
-    A record sealed by :func:`seal_records` computes it when first read (then keeps it): a
-    record kept in memory and never written out or verified needs none, and hashing was a
-    tenth of the cost of writing one. Nothing can tell the difference: the fields it hashes
-    cannot change, and every read of ``checksum`` (``==``, ``repr``, ``evolve``, a backend
-    writing it) goes through :meth:`__getattr__`, which computes it.
-    """
+    """SHA-256 hex of the other fields, as :func:`record_checksum` computes it: set by
+    :func:`seal_records` when the record is appended, read back as stored otherwise (check it
+    with :meth:`verify`)."""
     system_seq: int | None = None
     """Its place in its system's sequence, if its thread belongs to a system of agents: one
     counter for every thread of the system, stamped when the record is appended (see
     :class:`~._clock.SystemClock`), so that records of different threads can be ordered and a
     whole system cut at one point. ``None`` for a thread of no system."""
-
-    def __getattr__(self, name: str) -> Any:
-        # Python calls this only when the normal lookup fails: for a record whose checksum
-        # slot was left empty by seal_records (validated there, so hashing cannot fail)
-        if name != "checksum":
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        checksum = _checksum_in(self, self.thread_id)
-        object.__setattr__(self, "checksum", checksum)
-        return checksum
 
     def verify(self) -> None:
         """Check the schema version, then the checksum.
@@ -200,7 +178,12 @@ class ThreadInfo:
     """The seq of ``forked_from`` it was forked at, if any."""
 
 
-def _digest(tag: bytes, parts: Sequence[str]) -> str:
+def _digest(tag: bytes, parts: Iterable[str]) -> str:
+    """The canonical encoding of the module doc: ``tag``, then each part as ``<length>:<UTF-8>``.
+
+    Raises:
+        UnicodeEncodeError: a part holds a lone surrogate (not valid UTF-8).
+    """
     h = hashlib.sha256(tag)
     for part in parts:
         data = part.encode("utf-8")
@@ -226,26 +209,11 @@ def record_checksum(
     Raises:
         UnicodeEncodeError: a text field holds a lone surrogate (not valid UTF-8).
     """
-    return _record_digest(str(schema_version).encode("utf-8"), thread_id.encode("utf-8"), seq, sender,
-                          sent_at, sent_mono_ns, kind, payload, system_seq)
-
-
-def _record_digest(version: bytes, thread: bytes, seq: int, sender: str, sent_at: dt.datetime,
-                   sent_mono_ns: int, kind: str, payload: str, system_seq: int | None) -> str:
-    """:func:`record_checksum`, with the schema version and thread id given encoded (a batch
-    shares them): the canonical encoding of :func:`_digest`, written out as one formatted
-    text hashed at once (each update of a hash costs a call into OpenSSL). It runs for every
-    record written."""
-    seq_text, time, mono = (
-        str(seq).encode("utf-8"), format_time(sent_at).encode("utf-8"), str(sent_mono_ns).encode("utf-8"))
-    who, what, body = sender.encode("utf-8"), kind.encode("utf-8"), payload.encode("utf-8")
-    text = b"livecontext-record\0%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b%d:%b" % (
-        len(version), version, len(thread), thread, len(seq_text), seq_text, len(who), who,
-        len(time), time, len(mono), mono, len(what), what, len(body), body)
+    parts = [str(schema_version), thread_id, str(seq), sender, format_time(sent_at), str(sent_mono_ns), kind,
+             payload]
     if system_seq is not None:
-        stamp = str(system_seq).encode("utf-8")
-        text += b"%d:%b" % (len(stamp), stamp)
-    return _sha256(text).hexdigest()
+        parts.append(str(system_seq))
+    return _digest(b"livecontext-record\0", parts)
 
 
 def snapshot_checksum(thread_id: str, seq: int, state: str, schema_version: int,
@@ -342,99 +310,68 @@ def supported_version(version: object) -> bool:
     return True
 
 
-def _check_json(text: object, what: str) -> str:
-    """``text`` if it is standard JSON (RFC 8259: no ``NaN`` or ``Infinity``)."""
+def _json_problem(text: object) -> str | None:
+    """Why ``text`` is not standard JSON text (RFC 8259: no ``NaN`` or ``Infinity``), or ``None``."""
     if not isinstance(text, str):
-        raise InvalidRecordError(f"{what} must be JSON text (a str), got {type(text).__name__}")
+        return f"must be JSON text (a str), got {type(text).__name__}"
     try:
         load_json(text)
     except ValueError as exc:
-        raise InvalidRecordError(f"{what} is not valid JSON text ({exc})") from None
-    return text
+        return f"is not valid JSON text ({exc})"
+    return None
+
+
+def _check_new_record(record: object, index: int) -> NewRecord:
+    """``record`` (the ``index``-th of its batch) if its fields can be stored.
+
+    Raises:
+        InvalidRecordError: as :func:`seal_records` says, but for text that is not valid UTF-8.
+    """
+    if not isinstance(record, NewRecord):
+        raise InvalidRecordError(f"{_batch_index(index)} is a {type(record).__name__}, not a NewRecord")
+    if not isinstance(record.sender, str):
+        raise InvalidRecordError(f"{_batch_index(index)}: sender must be a str")
+    if not isinstance(record.kind, str):
+        raise InvalidRecordError(f"{_batch_index(index)}: kind must be a str")
+    problem = None if record._encoded else _json_problem(record.payload)
+    if problem is not None:
+        raise InvalidRecordError(f"{_batch_index(index)}: payload {problem}")
+    mono = record.sent_mono_ns
+    low, high = _INT64
+    if isinstance(mono, bool) or not isinstance(mono, int) or not low <= mono <= high:
+        raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
+    return record
 
 
 def seal_records(
     thread_id: str, first_seq: int, records: Sequence[NewRecord], first_system_seq: int | None = None
 ) -> list[StoredRecord]:
-    """Validate ``records`` and number them from ``first_seq`` (and, if ``first_system_seq`` is
-    given, stamp them with system seqs from it), with checksums (computed when first read: see
-    :attr:`StoredRecord.checksum`).
+    """Validate ``records``, number them from ``first_seq`` (and, if ``first_system_seq`` is
+    given, stamp them with system seqs from it) and checksum them.
 
     Raises:
         InvalidRecordError: a record is not a :class:`NewRecord`, a text field is not a str
-            or not valid UTF-8, the payload is not JSON text, or ``sent_mono_ns`` is not a
-            64-bit integer. The message names the record's index in the batch.
+            or not valid UTF-8 (its checksum could not be computed), the payload is not JSON
+            text, or ``sent_mono_ns`` is not a 64-bit integer. The message names the record's
+            index in the batch.
     """
     sealed: list[StoredRecord] = []
-    low, high = _INT64
-    version = SCHEMA_VERSION
-    texts_checked = thread_id.isascii()  # (else the thread id is checked with the first record's texts)
-    for index, rec in enumerate(records):
-        if not isinstance(rec, NewRecord):
-            raise InvalidRecordError(f"{_batch_index(index)} is a {type(rec).__name__}, not a NewRecord")
-        sender, kind, payload, mono = rec.sender, rec.kind, rec.payload, rec.sent_mono_ns
-        if not isinstance(sender, str):
-            raise InvalidRecordError(f"{_batch_index(index)}: sender must be a str")
-        if not isinstance(kind, str):
-            raise InvalidRecordError(f"{_batch_index(index)}: kind must be a str")
-        encoded = rec._encoded
-        if encoded:
-            pass  # encoded by dump_json a moment ago: standard JSON (and valid UTF-8) by construction
-        elif payload.__class__ is str:  # _check_json, inline: the path of every record
-            try:
-                load_json(payload)
-            except ValueError as exc:
-                raise InvalidRecordError(
-                    f"{_batch_index(index)}: payload is not valid JSON text ({exc})") from None
-        else:
-            _check_json(payload, f"{_batch_index(index)}: payload")
-        if (mono.__class__ is not int and (isinstance(mono, bool) or not isinstance(mono, int))
-                or not low <= mono <= high):
-            raise InvalidRecordError(f"{_batch_index(index)}: sent_mono_ns must be a 64-bit int, got {mono!r}")
+    for index, new in enumerate(records):
+        record = _check_new_record(new, index)
         seq = first_seq + index
-        sent_at = rec.sent_at  # (UTC already: NewRecord's converter, or encoding, made it so)
-        # the checksum is computed when first read (see StoredRecord.checksum): what would make
-        # it fail (text that is not valid UTF-8: a lone surrogate) is refused here instead (in
-        # the payload, load_json above refused it: JSON text must be valid UTF-8)
-        if not (texts_checked and sender.isascii() and kind.isascii()):  # (O(1) each)
-            try:
-                thread_id.encode("utf-8")
-                sender.encode("utf-8")
-                kind.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
-        record = _new_object(StoredRecord)  # StoredRecord(seq, ...), built directly (see _slot_setters)
-        set_seq, set_thread_id, set_sender, set_sent_at, set_mono, set_kind, set_payload, set_version, _, \
-            set_system_seq = _STORED_RECORD_SLOTS
-        set_seq(record, seq)
-        set_thread_id(record, thread_id)
-        set_sender(record, sender)
-        set_sent_at(record, sent_at)
-        set_mono(record, mono)
-        set_kind(record, kind)
-        set_payload(record, payload)
-        set_version(record, version)
-        set_system_seq(record, None if first_system_seq is None else first_system_seq + index)
-        sealed.append(record)
+        system_seq = None if first_system_seq is None else first_system_seq + index
+        try:
+            checksum = record_checksum(
+                thread_id=thread_id, seq=seq, sender=record.sender, sent_at=record.sent_at,
+                sent_mono_ns=record.sent_mono_ns, kind=record.kind, payload=record.payload,
+                schema_version=SCHEMA_VERSION, system_seq=system_seq)
+        except UnicodeEncodeError:  # (in the thread id, sender or kind: a payload is JSON, thus UTF-8)
+            raise InvalidRecordError(f"{_batch_index(index)} holds text that is not valid UTF-8") from None
+        sealed.append(StoredRecord(
+            seq=seq, thread_id=thread_id, sender=record.sender, sent_at=record.sent_at,
+            sent_mono_ns=record.sent_mono_ns, kind=record.kind, payload=record.payload,
+            schema_version=SCHEMA_VERSION, checksum=checksum, system_seq=system_seq))
     return sealed
-
-
-_new_object = object.__new__
-
-
-def _slot_setters(cls: type) -> tuple[Any, ...]:
-    """The setters of frozen ``cls``'s slots, one per field in order.
-
-    An instance made with :func:`object.__new__` and these is the one its ``__init__`` makes
-    from the same values when no converter changes them, without the generated ``__init__``'s
-    indirection (a setattr per field looked up by name): a third of the cost of building the
-    two records of every record written.
-    """
-    return tuple(getattr(cls, a.name).__set__ for a in attrs.fields(cls))
-
-
-_NEW_RECORD_SLOTS = _slot_setters(NewRecord)
-_STORED_RECORD_SLOTS = _slot_setters(StoredRecord)
 
 
 def _batch_index(index: int) -> str:
@@ -452,7 +389,9 @@ the square of the thread's length (a snapshot written before parts held every en
 def seal_snapshot(thread_id: str, seq: int, state: str, covers: str, parts: Sequence[str] = ()) -> Snapshot:
     """A checksummed snapshot that commits to ``covers``, the checksum of the record at
     ``seq``, and to its ``parts`` (raises :class:`InvalidRecordError` unless ``state`` is JSON)."""
-    _check_json(state, "snapshot state")
+    problem = _json_problem(state)
+    if problem is not None:
+        raise InvalidRecordError(f"snapshot state {problem}")
     try:
         checksum = snapshot_checksum(thread_id, seq, state, SCHEMA_VERSION, covers, parts)
     except UnicodeEncodeError:  # (the state was checked above: the thread id)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import trio
+import trio.testing
 from attrs import frozen
 
 from livecontext.protocol import (
@@ -50,6 +52,7 @@ from livecontext.actors.history import HistoryLimits, HistoryState, HistoryStore
 from livecontext.runtime import ActorRef, Context, Runtime, open_runtime
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from livecontext.runtime.persistence import StoredRecord, ThreadLog, open_store
+from livecontext.runtime.testing import SteppingScheduler
 from livecontext.runtime.tokens import TokenCounter
 
 CONVERTER = make_converter()
@@ -265,6 +268,32 @@ def trace_of(deliveries: Sequence[Any], records: Sequence[tuple[int, str, Messag
             return f"{p.notification.id}:{p.notification.text}"
         return ""
     return Trace(tuple(deliveries), tuple((s, type(p).__name__, ident(p)) for _, s, p in records))
+
+
+async def step_until_settled(scheduler: SteppingScheduler, body: Callable[[], Awaitable[None]]) -> None:
+    """Run ``body`` while ``scheduler`` delivers what its runtime sends, one envelope at a time
+    in its seed's order, until ``body`` returns; then go on until nothing is left to deliver
+    (the actors ``body`` started may still be working).
+
+    Call it under trio's autojump clock (the ``autojump_clock`` fixture): when nothing is
+    deliverable and ``body`` still waits, only a timer can move the run on, and the clock jumps
+    to it at once, so no real-time pause decides what is delivered when.
+    """
+    clock = trio.lowlevel.current_clock()
+    assert isinstance(clock, trio.testing.MockClock) and clock.autojump_threshold == 0, (
+        "step_until_settled runs under the autojump clock: take the autojump_clock fixture")
+    done = trio.Event()
+
+    async def run_body() -> None:
+        await body()
+        done.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_body)
+        while not done.is_set():
+            if await scheduler.step() is None:
+                await trio.sleep(0.001)  # (the clock's time, not the machine's: a timer may be due)
+    await scheduler.run_until_idle()
 
 
 # -- a history store alone, driven by a root client ------------------------------------------------

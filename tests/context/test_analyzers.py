@@ -40,7 +40,15 @@ from livecontext.runtime.models import ModelClient, TextCallback
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.testing import open_stepping_runtime
 
-from tests.context._world import CONVERTER, COUNTER, HistoryWorld, decode, open_history, scripted
+from tests.context._world import (
+    CONVERTER,
+    COUNTER,
+    HistoryWorld,
+    decode,
+    open_history,
+    scripted,
+    step_until_settled,
+)
 
 
 async def spawn(world: HistoryWorld, settings: AnalyzerSettings, model: ModelClient | None = None) -> ActorId:
@@ -290,16 +298,13 @@ async def stepped_notes(seed: int) -> list[str]:
                 idle.append(await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=None))
 
             with trio.fail_after(20):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(body)
-                    while not idle:
-                        if await scheduler.step() is None:
-                            await trio.sleep(0.001)
-                await scheduler.run_until_idle()  # the analyzer may still be posting: let it
+                await step_until_settled(scheduler, body)  # (the analyzer may post after the idle)
             return notes_of(decode(await log.read(1)))
 
 
-async def test_repeated_failures_report_every_streak_under_every_interleaving() -> None:
+async def test_repeated_failures_report_every_streak_under_every_interleaving(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     # the scheduler delivers the engine's, the recap's and the analyzer's messages in an
     # order picked by each seed: the engine often runs several steps before the analyzer
     # hears of the first, and the recap folds entries it has not read

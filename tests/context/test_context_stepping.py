@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 import trio
+import trio.testing
 from attrs import frozen
 
 from livecontext.actors import AgentSettings, spawn_agent
@@ -37,6 +38,7 @@ from tests.context._world import (
     decode,
     replay,
     scripted,
+    step_until_settled,
     trace_of,
 )
 
@@ -85,13 +87,7 @@ async def run_agent(seed: int) -> SeededRun:
                 idle.append(await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=None))
 
             with trio.fail_after(20):
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(body)
-                    while not idle:
-                        if await scheduler.step() is None:
-                            await trio.sleep(0.001)
-                # the recap maintainer and the analyzers may still be working: let them finish
-                await scheduler.run_until_idle()
+                await step_until_settled(scheduler, body)
             records = tuple(decode(await log.read(1)))
             trace = trace_of(scheduler.trace, records)
     return SeededRun(idle[0], records, model, trace)
@@ -122,7 +118,9 @@ def check_run(run: SeededRun) -> Counter[str]:
     })
 
 
-async def test_engine_recap_and_analyzers_keep_every_invariant_under_every_seed() -> None:
+async def test_engine_recap_and_analyzers_keep_every_invariant_under_every_seed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     seen: Counter[str] = Counter()
     traces = set()
     for seed in SEEDS:
@@ -139,7 +137,7 @@ async def test_engine_recap_and_analyzers_keep_every_invariant_under_every_seed(
     assert len(traces) > len(SEEDS) * 0.9
 
 
-async def test_the_same_seed_gives_the_same_run() -> None:
+async def test_the_same_seed_gives_the_same_run(autojump_clock: trio.testing.MockClock) -> None:
     for seed in (3, 78):
         first = await run_agent(seed)
         second = await run_agent(seed)

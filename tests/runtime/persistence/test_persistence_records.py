@@ -35,6 +35,7 @@ from livecontext.runtime.persistence._records import (
     seal_snapshot,
     snapshot_checksum,
     snapshot_damage,
+    supported_version,
 )
 from livecontext.runtime.persistence._sqlite_schema import (
     _TABLES,
@@ -250,22 +251,19 @@ def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> 
 
 @settings(max_examples=150, deadline=None)
 @given(thread_ids, text, any_times, st.integers(-(2**63), 2**63 - 1), text, json_values)
-def test_records_built_directly_are_those_their_classes_build_in_any_zone(
+def test_a_sealed_record_carries_the_checksum_of_its_fields_in_utc_from_any_zone(
     thread_id: str, sender: str, sent_at: dt.datetime, mono: int, kind: str, value: object
 ) -> None:
-    # NewRecord.encoding and seal_records set the slots themselves, past the generated __init__
     encoded = NewRecord.encoding(sender, sent_at, mono, kind, value)
-    made = NewRecord(sender, sent_at, mono, kind, encoded.payload)
-    assert attrs.astuple(encoded, recurse=False)[:-1] == attrs.astuple(made, recurse=False)[:-1]
     assert encoded._encoded is (dump_standard_json(value) is not None)
-    assert repr(encoded) == repr(made) and encoded.sent_at.tzinfo is dt.timezone.utc
+    made = NewRecord(sender, sent_at, mono, kind, encoded.payload)
+    assert encoded == made and repr(encoded) == repr(made)  # (whether it was encoded here is no part of it)
     (stored,) = seal_records(thread_id, 3, [encoded])
-    built = StoredRecord(3, thread_id, sender, sent_at, mono, kind, encoded.payload, stored.schema_version,
-                         record_checksum(thread_id=thread_id, seq=3, sender=sender, sent_at=sent_at,
-                                         sent_mono_ns=mono, kind=kind, payload=encoded.payload,
-                                         schema_version=stored.schema_version))
-    assert attrs.astuple(stored, recurse=False) == attrs.astuple(built, recurse=False)
-    assert repr(stored) == repr(built) and stored.sent_at.tzinfo is dt.timezone.utc
+    assert stored == StoredRecord(3, thread_id, sender, sent_at, mono, kind, encoded.payload, SCHEMA_VERSION,
+                                  record_checksum(thread_id=thread_id, seq=3, sender=sender, sent_at=sent_at,
+                                                  sent_mono_ns=mono, kind=kind, payload=encoded.payload,
+                                                  schema_version=SCHEMA_VERSION))
+    assert stored.sent_at.tzinfo is dt.timezone.utc
     stored.verify()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         stored.seq = 4  # type: ignore[misc]
@@ -285,9 +283,9 @@ def test_stored_times_stay_right_across_many_days_the_day_texts_kept_or_not() ->
 def test_a_utc_time_is_stored_as_given_and_other_zones_are_converted() -> None:
     utc_time = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone.utc)
     assert NewRecord("s", utc_time, 1, "k", "{}").sent_at is utc_time
-    zero = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(0)))
-    converted = NewRecord("s", zero, 1, "k", "{}").sent_at
-    assert converted == zero and converted.tzinfo is dt.timezone.utc
+    zulu = dt.datetime(2025, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(0), "Z"))  # (equal to UTC, not it)
+    converted = NewRecord("s", zulu, 1, "k", "{}").sent_at
+    assert converted == zulu and converted.tzinfo is dt.timezone.utc and converted.tzname() == "UTC"
     paris = dt.datetime(2025, 1, 1, 13, tzinfo=dt.timezone(dt.timedelta(hours=1)))
     for made in (NewRecord("s", paris, 1, "k", "{}"), NewRecord.encoding("s", paris, 1, "k", {})):
         assert made.sent_at == utc_time and made.sent_at.tzinfo is dt.timezone.utc
@@ -371,22 +369,13 @@ def test_sealing_takes_an_int_subclass_as_the_monotonic_time() -> None:
     assert stored.sent_mono_ns == 5
 
 
-def test_a_sealed_records_checksum_is_computed_once_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    from livecontext.runtime.persistence import _records
-
-    digests: list[int] = []
-    digest = _records._record_digest
-    monkeypatch.setattr(_records, "_record_digest", lambda *args: digests.append(1) or digest(*args))
+def test_a_sealed_record_holds_its_checksum_as_an_ordinary_field_of_every_copy() -> None:
     (record,) = seal_records("t", 1, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
-    assert digests == []  # a record nobody verifies or writes out is never hashed
-    first, again = record.checksum, record.checksum
-    assert digests == [1]  # kept: read again, not hashed again
-    assert first == again == record_checksum(
-        thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k", payload="{}",
-        schema_version=record.schema_version)
-    for missing in ("checksums", "another", "z"):  # (names sorting before and after it)
-        with pytest.raises(AttributeError, match=f"'StoredRecord' object has no attribute '{missing}'"):
-            getattr(record, missing)
+    expected = record_checksum(thread_id="t", seq=1, sender="s", sent_at=record.sent_at, sent_mono_ns=1, kind="k",
+                               payload="{}", schema_version=record.schema_version)
+    assert attrs.asdict(record)["checksum"] == expected
+    assert attrs.astuple(record)[8] == expected  # (a copy made field by field, as a backend writes it)
+    assert f"checksum='{expected}'" in repr(record)
 
 
 @pytest.mark.parametrize("field", ["thread", "sender", "kind", "payload"])
@@ -442,6 +431,35 @@ def test_a_snapshot_whose_record_is_damaged_names_the_record_and_one_whose_recor
         snapshot.verify(attrs.evolve(record, payload='{"x": 1}'))
     with pytest.raises(CorruptRecordError, match=r"the snapshot at seq 3 is corrupt \(the record it covers is missing"):
         snapshot.verify(None)
+
+
+def test_a_snapshot_is_called_damaged_only_when_the_fault_is_its_own() -> None:
+    record = covered("t", 3)
+    snapshot = seal_snapshot("t", 3, "{}", record.checksum)
+    assert snapshot_damage(snapshot, record) is None
+    changed = attrs.evolve(snapshot, state='{"a":1}')
+    assert snapshot_damage(changed, record) == ("checksum mismatch: the snapshot is damaged, or its log was "
+                                                "changed under it")
+    # the fault lies elsewhere, and is reported when that is read: the record it covers is
+    # missing or damaged, or a schema version is unknown to this build
+    assert snapshot_damage(changed, None) is None
+    assert snapshot_damage(changed, attrs.evolve(record, payload='{"x":1}')) is None
+    assert snapshot_damage(changed, attrs.evolve(record, schema_version=SCHEMA_VERSION + 1)) is None
+    assert snapshot_damage(attrs.evolve(changed, schema_version=SCHEMA_VERSION + 1), record) is None
+
+
+def test_only_the_schema_versions_this_build_reads_are_supported() -> None:
+    assert supported_version(SCHEMA_VERSION)
+    for version in (SCHEMA_VERSION + 1, 0, "1", None):
+        assert not supported_version(version), version
+
+
+def test_a_snapshot_whose_state_holds_text_that_is_not_utf8_fails_verification_as_damaged() -> None:
+    # (what a JSONL line's "\udc80" escape decodes to: the checksum cannot cover it)
+    record = covered("t", 2)
+    snapshot = seal_snapshot("t", 2, '"a"', record.checksum)
+    with pytest.raises(CorruptRecordError, match=r"the snapshot at seq 2 is corrupt \(checksum mismatch"):
+        attrs.evolve(snapshot, state='"\udc80"').verify(record)
 
 
 def test_a_snapshot_written_before_snapshots_covered_their_record_still_verifies() -> None:
