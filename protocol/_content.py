@@ -20,9 +20,6 @@ class Level(enum.Enum):
     GIST = "gist"
     """A line or two."""
 
-    __hash__ = object.__hash__  # (C, not Enum's Python hash of the name: see Capability)
-
-
 
 class Retention(enum.Enum):
     """What the recap maintainer and limits may do with an entry."""

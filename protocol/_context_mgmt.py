@@ -55,11 +55,6 @@ class Capability(enum.Enum):
     APP_STATE = "app_state"
     """Keep the apps' saved states (:class:`SaveAppState`): the app host's."""
 
-    # Members are singletons compared by identity: hashing by identity agrees with that, and
-    # is done in C, where Enum's own hash (of the member's name) is a Python call. Every
-    # message to a history store checks its sender's capability in a set: ~150 ns a message.
-    __hash__ = object.__hash__
-
 
 class LimitLevel(enum.Enum):
     """How close a history is to its limits (DESIGN.md, "Limits")."""
