@@ -26,9 +26,11 @@ def url_for(backend: str, tmp_path: Path) -> str:
     return f"jsonl:{tmp_path / 'store'}"
 
 
-@pytest.fixture(params=["memory", "sqlite", "jsonl"])
+@pytest.fixture(params=["memory", "sqlite", "jsonl", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Every backend."""
+    """Every backend (``postgresql``: a fresh database of the session's throwaway cluster)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
     return url_for(request.param, tmp_path)
 
 
