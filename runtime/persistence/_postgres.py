@@ -158,7 +158,7 @@ def connect_error(url: str, exc: psycopg.Error) -> StoreOpenError:
         return StoreOpenError(where, f"PostgreSQL at {host}:{port} has no database {params.get('dbname', '')!r}",
                               f"create it (createdb -h {host} -p {port} {params.get('dbname', '')}) or name another")
     if "connection refused" in lowered or "could not connect" in lowered or "timeout" in lowered \
-            or "no such file" in lowered or "could not translate host name" in lowered:
+            or "no such file" in lowered or "resolve host" in lowered or "translate host name" in lowered:
         return StoreOpenError(where, f"cannot reach PostgreSQL at {host}:{port} ({_reason(text)})",
                               "start the server or check the host and port in the URL")
     return StoreOpenError(where, f"PostgreSQL: {text}")
