@@ -98,7 +98,8 @@ async def _open_postgres(url: str) -> EventStore:
     try:
         from ._postgres import describe_url, open_postgres
     except ImportError:
-        raise StoreOpenError(url.split("@")[-1], "psycopg is not installed",
+        where = f"{url.split('://', 1)[0]}://{url.rsplit('@', 1)[-1]}" if "@" in url else url  # (no password)
+        raise StoreOpenError(where, "psycopg is not installed",
                              "pip install 'livecontext[postgres]'") from None
     backend = await trio.to_thread.run_sync(open_postgres, url)
     return BackendStore(backend, describe_url(url))

@@ -110,3 +110,25 @@ async def test_two_stores_opening_a_new_database_at_once_share_one_schema(postgr
             await log.append(_records(1))
     async with await open_store(postgres_url) as store:
         assert [t.thread_id for t in await store.threads()] == ["t0", "t1", "t2"]
+
+
+def test_without_psycopg_the_package_works_and_a_postgresql_url_says_what_to_install(tmp_path: str) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "import trio, livecontext\n"
+        "from livecontext.runtime.persistence import open_store, StoreOpenError\n"
+        "async def main():\n"
+        f"    async with await open_store('sqlite:{tmp_path}/s.db') as store:\n"
+        "        print(len(await store.threads()))\n"
+        "    try:\n"
+        "        await open_store('postgresql://u@127.0.0.1:1/db')\n"
+        "    except StoreOpenError as exc:\n"
+        "        print(exc)\n"
+        "trio.run(main)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.splitlines()[0] == "0"
+    assert "psycopg is not installed" in out and "pip install 'livecontext[postgres]'" in out
