@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import psycopg
 import pytest
 import trio
 
@@ -81,8 +85,6 @@ async def test_a_writer_that_lost_its_lease_appends_nothing(
         await first.append(_records(2))
         # the first holder looks dead (another host, not renewed for longer than the TTL)
         database = postgres_url.rsplit("/", 1)[1]
-        import psycopg
-
         with psycopg.connect(postgres_cluster.url(database), autocommit=True) as conn:
             conn.execute("UPDATE leases SET host = 'elsewhere', renewed_at = 0 WHERE thread_id = 't'")
         second = await two.open_thread("t", owner="second")
@@ -112,10 +114,7 @@ async def test_two_stores_opening_a_new_database_at_once_share_one_schema(postgr
         assert [t.thread_id for t in await store.threads()] == ["t0", "t1", "t2"]
 
 
-def test_without_psycopg_the_package_works_and_a_postgresql_url_says_what_to_install(tmp_path: str) -> None:
-    import subprocess
-    import sys
-
+def test_without_psycopg_the_package_works_and_a_postgresql_url_says_what_to_install(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
         "import trio, livecontext\n"
