@@ -44,6 +44,7 @@ from ._errors import (
     DamagedSnapshotWarning,
     TornSnapshotWarning,
 )
+from ._backend import SqlReader
 from ._lease import Holder, current_holder, holder_alive
 from ._parts import missing_part, used_parts
 from ._records import (
@@ -51,6 +52,7 @@ from ._records import (
     Snapshot,
     StoredRecord,
     ThreadInfo,
+    contiguous,
     rehome,
     rehome_snapshot,
     snapshot_damage,
@@ -318,10 +320,10 @@ class PostgresBackend:
             raise
         return writer
 
-    def open_reader(self, thread_id: str) -> _PostgresReader:
+    def open_reader(self, thread_id: str) -> SqlReader[PostgresBackend]:
         if not self.thread_exists(thread_id):
             raise ThreadNotFoundError(thread_id)
-        return _PostgresReader(self, thread_id)
+        return SqlReader(self, thread_id)
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         try:
@@ -398,17 +400,7 @@ def _committed_last(conn: Conn, thread_id: str) -> int:
 def _read_range(conn: Conn, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
     rows = conn.execute(f"{_SELECT_RECORDS} AND seq BETWEEN %s AND %s ORDER BY seq",
                         (thread_id, from_seq, to_seq)).fetchall()
-    records = []
-    expected = from_seq
-    for row in rows:
-        record = _decode(thread_id, row)
-        if record.seq != expected:
-            raise CorruptRecordError(thread_id, expected, "the record is missing")
-        records.append(record)
-        expected += 1
-    if expected != to_seq + 1:
-        raise CorruptRecordError(thread_id, expected, "the record is missing")
-    return records
+    return contiguous(thread_id, from_seq, to_seq, (_decode(thread_id, row) for row in rows))
 
 
 def _covered(conn: Conn, thread_id: str, seq: int) -> StoredRecord | None:
@@ -450,31 +442,7 @@ def _copy_parts(conn: Conn, src_thread: str, new_thread: str, snapshot: Snapshot
         raise CorruptRecordError(src_thread, snapshot.seq, f"its part {key} is missing", what="snapshot part")
 
 
-class _PostgresReader:
-    def __init__(self, backend: PostgresBackend, thread_id: str) -> None:
-        self.thread_id = thread_id
-        self._backend = backend
-
-    def last_seq(self) -> int:
-        return self._backend.committed_last(self.thread_id)
-
-    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
-        return self._backend.read(self.thread_id, from_seq, to_seq)
-
-    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
-        return self._backend.latest_snapshot(self.thread_id, at_or_before)
-
-    def ignored(self) -> list[Warning]:
-        return []  # (a transaction is whole or absent: no torn record to pass over)
-
-    def read_parts(self, keys: list[str]) -> list[bytes | None]:
-        return self._backend.read_parts(self.thread_id, keys)
-
-    def close(self) -> None:
-        pass
-
-
-class _PostgresWriter(_PostgresReader):
+class _PostgresWriter(SqlReader[PostgresBackend]):
     def __init__(self, backend: PostgresBackend, thread_id: str, token: str) -> None:
         super().__init__(backend, thread_id)
         self._token = token
