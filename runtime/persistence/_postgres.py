@@ -167,9 +167,14 @@ def connect_error(url: str, exc: psycopg.Error) -> StoreOpenError:
 
 
 def _reason(text: str) -> str:
-    """The last clause of libpq's message (``Connection refused``, ``timeout expired``)."""
-    tail = text.rsplit(":", 1)[-1].strip()
-    return tail or text
+    """Why libpq could not connect, in a few words (its message runs over several lines)."""
+    lowered = text.lower()
+    for marker, reason in (("connection refused", "connection refused"), ("timeout", "timed out"),
+                           ("resolve host", "unknown host name"), ("translate host name", "unknown host name"),
+                           ("no such file", "no server socket there")):
+        if marker in lowered:
+            return reason
+    return text
 
 
 def open_postgres(url: str) -> PostgresBackend:
