@@ -86,8 +86,11 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def throwaway_cluster() -> Iterator[Cluster]:
+def throwaway_cluster(*, fsync: bool = False) -> Iterator[Cluster]:
     """Start a cluster (see the module docstring); stop and remove it when the block ends.
+
+    ``fsync``: whether the server flushes its WAL to the disk at each commit (off by default:
+    the tests need no crash safety from a cluster they throw away, and run faster without).
 
     Raises:
         FileNotFoundError: PostgreSQL's server programs are not installed.
@@ -109,7 +112,8 @@ def throwaway_cluster() -> Iterator[Cluster]:
         hba = f"host all {PASSWORD_USER} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n" \
               "local all all trust\n"
         (data / "pg_hba.conf").write_text(hba)
-        options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={folder} -c fsync=off"
+        options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={folder}" \
+            f" -c fsync={'on' if fsync else 'off'}"
         cluster.run("pg_ctl", "start", "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w")
         try:
             cluster.sql(f"CREATE ROLE {PASSWORD_USER} LOGIN PASSWORD '{PASSWORD}'")
