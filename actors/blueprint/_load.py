@@ -41,7 +41,7 @@ from ._schema import (
 from ._system import AgentBlueprint, SystemBlueprint
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
-_STORE_SCHEMES = ("sqlite", "jsonl", "memory")
+_STORE_SCHEMES = ("sqlite", "jsonl", "memory", "postgresql", "postgres")
 _SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -323,7 +323,7 @@ def _spec_problem(where: Where, spec: str, base: Path) -> Iterator[tuple[Where, 
 def _store_problem(url: str) -> str | None:
     scheme, sep, rest = url.partition(":")
     if not sep or scheme.lower() not in _STORE_SCHEMES:
-        return f"must be a URL: sqlite:PATH, jsonl:DIR or memory:, got {url!r}"
+        return f"must be a URL: sqlite:PATH, jsonl:DIR, memory: or postgresql://USER@HOST:PORT/DB, got {url!r}"
     if scheme.lower() == "memory" and rest:
         return f"memory: takes no path, got {url!r}"
     if scheme.lower() != "memory" and not rest.removeprefix("//").strip():
@@ -341,6 +341,8 @@ def _store_url(url: str, base: Path) -> str:
     scheme = scheme.lower()
     if scheme == "memory":
         return "memory:"
+    if scheme in ("postgresql", "postgres"):
+        return url  # (a server's address, not a path: nothing to resolve)
     return f"{scheme}:{_resolve(rest.removeprefix('//'), base)}"
 
 

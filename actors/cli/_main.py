@@ -117,14 +117,14 @@ def print_json(data: Any) -> None:
 def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--store URL`` with the default store."""
     @click.option("--store", "store_url", default=None, metavar="URL",
-                  help="Event store: sqlite:PATH, jsonl:DIR or memory: "
+                  help="Event store: sqlite:PATH, jsonl:DIR, memory: or postgresql://USER@HOST:PORT/DB "
                        "(default: $LIVECONTEXT_STORE or sqlite:.livecontext/livecontext.db).")
     @functools.wraps(fn)
     def wrapper(*args: Any, store_url: str | None, **kwargs: Any) -> Any:
         from livecontext.runtime.persistence import default_store_url
 
         if store_url is not None and not store_url.strip():  # (an unset variable in a script)
-            _fail("--store is empty: give a store URL (sqlite:PATH, jsonl:DIR or memory:), "
+            _fail("--store is empty: give a store URL (sqlite:PATH, jsonl:DIR, memory: or postgresql://USER@HOST:PORT/DB), "
                   "or leave --store out for the default store")
         return fn(*args, store_url=store_url or default_store_url(), **kwargs)
     return wrapper

@@ -1,6 +1,7 @@
 """The event log: one append-only, checksummed log of records per thread, with one writer.
 
-Open a store with :func:`open_store` (``sqlite:PATH``, ``jsonl:DIR`` or ``memory:``), then a
+Open a store with :func:`open_store` (``sqlite:PATH``, ``jsonl:DIR``, ``memory:`` or
+``postgresql://USER@HOST:PORT/DB``), then a
 thread for writing with :meth:`EventStore.open_thread` (which takes the thread's
 single-writer lock, across processes) or for reading with :meth:`EventStore.open_reader`::
 

@@ -7,7 +7,7 @@ snapshots to and from its medium, and keeps the single-writer lock.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from ._records import Snapshot, StoredRecord, ThreadInfo
 
@@ -100,3 +100,53 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release the medium. Idempotent."""
         ...
+
+
+class RowSource(Protocol):
+    """An SQL backend's committed reads of one thread at a time (SQLite, PostgreSQL)."""
+
+    def read(self, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        """As :meth:`ThreadHandle.read`, of ``thread_id``."""
+        ...
+
+    def committed_last(self, thread_id: str) -> int:
+        """As :meth:`ThreadHandle.last_seq`, of ``thread_id``."""
+        ...
+
+    def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
+        """As :meth:`ThreadHandle.latest_snapshot`, of ``thread_id``."""
+        ...
+
+    def read_parts(self, thread_id: str, keys: list[str]) -> list[bytes | None]:
+        """As :meth:`ThreadHandle.read_parts`, of ``thread_id``."""
+        ...
+
+
+B = TypeVar("B", bound=RowSource)
+
+
+class SqlReader(Generic[B]):
+    """A :class:`ThreadHandle` of one thread of an SQL backend ``B``, without its lock (its
+    writer subclasses it)."""
+
+    def __init__(self, backend: B, thread_id: str) -> None:
+        self.thread_id = thread_id
+        self._backend = backend
+
+    def last_seq(self) -> int:
+        return self._backend.committed_last(self.thread_id)
+
+    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
+        return self._backend.read(self.thread_id, from_seq, to_seq)
+
+    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
+        return self._backend.latest_snapshot(self.thread_id, at_or_before)
+
+    def ignored(self) -> list[Warning]:
+        return []  # (a transaction is whole or absent: no torn record to pass over)
+
+    def read_parts(self, keys: list[str]) -> list[bytes | None]:
+        return self._backend.read_parts(self.thread_id, keys)
+
+    def close(self) -> None:
+        pass

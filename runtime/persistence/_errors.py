@@ -22,7 +22,7 @@ class StoreUrlError(PersistenceError, UsageError):
 
     def __init__(self, detail: str) -> None:
         self.detail = detail
-        super().__init__(f"{detail}; accepted store URLs are sqlite:PATH, jsonl:DIR and memory:")
+        super().__init__(f"{detail}; accepted store URLs are sqlite:PATH, jsonl:DIR, memory: and postgresql://USER@HOST:PORT/DB")
 
 
 class FsyncLevelError(PersistenceError, UsageError):

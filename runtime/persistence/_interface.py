@@ -1,6 +1,6 @@
 """The event log's interface: a store of threads, each an append-only log with one writer.
 
-Implementations: SQLite, JSONL files and memory (see :func:`open_store`). Every method that
+Implementations: SQLite, JSONL files, memory and PostgreSQL (see :func:`open_store`). Every method that
 touches the disk is async and runs its blocking part in a worker thread
 (``trio.to_thread.run_sync``), one hop per call. Such a hop is not abandoned on
 cancellation: a commit that has started finishes (or fails) before the cancellation is
@@ -124,7 +124,7 @@ class ThreadLog(ThreadReader):
 
         Raises:
             InvalidRecordError: a record is malformed (e.g. its payload is not JSON text).
-            LeaseLostError: another writer took the thread over (SQLite, after lease expiry).
+            LeaseLostError: another writer took the thread over (SQLite, PostgreSQL: after lease expiry).
             LogWriteError: the disk refused the write.
             StoreClosedError: this log (or its store) was closed.
         """

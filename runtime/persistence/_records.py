@@ -424,3 +424,22 @@ def check_thread_id(thread_id: object) -> str:
         raise InvalidThreadIdError(thread_id, problem)
     assert isinstance(thread_id, str)  # (a problem otherwise)
     return thread_id
+
+
+def contiguous(thread_id: str, from_seq: int, to_seq: int, records: Iterable[StoredRecord]) -> list[StoredRecord]:
+    """``records``, which must be exactly seqs ``from_seq..to_seq`` in order (as an SQL store
+    reads a range).
+
+    Raises:
+        CorruptRecordError: a seq is missing (the message names the first).
+    """
+    checked = []
+    expected = from_seq
+    for record in records:
+        if record.seq != expected:
+            raise CorruptRecordError(thread_id, expected, "the record is missing")
+        checked.append(record)
+        expected += 1
+    if expected != to_seq + 1:
+        raise CorruptRecordError(thread_id, expected, "the record is missing")
+    return checked

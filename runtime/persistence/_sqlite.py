@@ -38,6 +38,7 @@ from ._errors import (
     DamagedSnapshotWarning,
     TornSnapshotWarning,
 )
+from ._backend import SqlReader
 from ._fsync import FsyncLevel
 from ._lease import Holder, current_holder, holder_alive
 from ._parts import missing_part, used_parts
@@ -46,6 +47,7 @@ from ._records import (
     Snapshot,
     StoredRecord,
     ThreadInfo,
+    contiguous,
     rehome,
     rehome_snapshot,
     snapshot_damage,
@@ -285,10 +287,10 @@ class SqliteBackend:
             raise
         return writer
 
-    def open_reader(self, thread_id: str) -> _SqliteReader:
+    def open_reader(self, thread_id: str) -> SqlReader[SqliteBackend]:
         if not self.thread_exists(thread_id):
             raise ThreadNotFoundError(thread_id)
-        return _SqliteReader(self, thread_id)
+        return SqlReader(self, thread_id)
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         try:
@@ -402,17 +404,7 @@ def _read_range(
     rows = conn.execute(
         f"{select} AND seq BETWEEN ? AND ? ORDER BY seq", (thread_id, from_seq, to_seq)
     ).fetchall()
-    records = []
-    expected = from_seq
-    for row in rows:
-        record = _decode(thread_id, row)
-        if record.seq != expected:
-            raise CorruptRecordError(thread_id, expected, "the record is missing")
-        records.append(record)
-        expected += 1
-    if expected != to_seq + 1:
-        raise CorruptRecordError(thread_id, expected, "the record is missing")
-    return records
+    return contiguous(thread_id, from_seq, to_seq, (_decode(thread_id, row) for row in rows))
 
 
 def _latest_snapshot(
@@ -449,31 +441,7 @@ def _snapshot_seq(row: tuple[object, ...]) -> int:
     return row[1] if isinstance(row[1], int) else -1
 
 
-class _SqliteReader:
-    def __init__(self, backend: SqliteBackend, thread_id: str) -> None:
-        self.thread_id = thread_id
-        self._backend = backend
-
-    def last_seq(self) -> int:
-        return self._backend.committed_last(self.thread_id)
-
-    def read(self, from_seq: int, to_seq: int) -> list[StoredRecord]:
-        return self._backend.read(self.thread_id, from_seq, to_seq)
-
-    def latest_snapshot(self, at_or_before: int) -> Snapshot | None:
-        return self._backend.latest_snapshot(self.thread_id, at_or_before)
-
-    def ignored(self) -> list[Warning]:
-        return []  # (a transaction is whole or absent: SQLite leaves no torn record to pass over)
-
-    def read_parts(self, keys: list[str]) -> list[bytes | None]:
-        return self._backend.read_parts(self.thread_id, keys)
-
-    def close(self) -> None:
-        pass
-
-
-class _SqliteWriter(_SqliteReader):
+class _SqliteWriter(SqlReader[SqliteBackend]):
     def __init__(self, backend: SqliteBackend, thread_id: str, token: str) -> None:
         super().__init__(backend, thread_id)
         self._token = token

@@ -48,7 +48,9 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None, read_only: bo
     Args:
         url: ``sqlite:PATH`` (one database file for every thread; ``sqlite:///abs/path`` works
             too), ``jsonl:DIR`` (a directory per thread) or ``memory:`` (a new, private
-            in-process store each time). Relative paths are taken from the current directory;
+            in-process store each time), or ``postgresql://USER@HOST:PORT/DB`` (a libpq URI;
+            the password from the URL or the usual ``PG*`` variables; every machine may share
+            it; ``fsync`` and ``read_only`` do not apply: an append is durable once committed). Relative paths are taken from the current directory;
             missing parent directories are created.
         fsync: how durable an append is when it returns (see :class:`FsyncLevel`); by
             default ``$LIVECONTEXT_FSYNC``, else ``FULL``.
@@ -74,6 +76,8 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None, read_only: bo
         if rest:
             raise StoreUrlError("memory: takes no path (each memory: store is new and private)")
         return BackendStore(MemoryBackend(), "memory:")
+    if scheme in ("postgresql", "postgres"):
+        return await _open_postgres(url)
     if scheme not in ("sqlite", "jsonl"):
         raise StoreUrlError(f"unknown store URL scheme {scheme!r}")
     if rest.startswith("//"):
@@ -87,6 +91,18 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None, read_only: bo
         return BackendStore(sqlite_backend, f"sqlite:{path}")
     jsonl_backend = await trio.to_thread.run_sync(_open_jsonl, path, level, read_only)
     return BackendStore(jsonl_backend, f"jsonl:{path}")
+
+
+async def _open_postgres(url: str) -> EventStore:
+    """A PostgreSQL store (psycopg is imported only here: it is an optional extra)."""
+    try:
+        from ._postgres import describe_url, open_postgres
+    except ImportError:
+        where = f"{url.split('://', 1)[0]}://{url.rsplit('@', 1)[-1]}" if "@" in url else url  # (no password)
+        raise StoreOpenError(where, "psycopg is not installed",
+                             "pip install 'livecontext[postgres]'") from None
+    backend = await trio.to_thread.run_sync(open_postgres, url)
+    return BackendStore(backend, describe_url(url))
 
 
 def _make_dirs(path: Path) -> list[Path]:

@@ -54,10 +54,14 @@ def files(root: Path) -> dict[str, tuple[int, int]]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def store(backend: str, tmp_path: Path) -> str:
-    """A store holding thread ``t``: an input, three notebook edits, an answer."""
-    url = url_for(backend, tmp_path / "s")
+@pytest.fixture(params=["sqlite", "jsonl", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store of each backend that keeps data (``postgresql``: a fresh database of the
+    session's throwaway cluster) holding thread ``t``: an input, three notebook edits, an answer."""
+    if request.param == "postgresql":
+        url = str(request.getfixturevalue("postgres_url"))
+    else:
+        url = url_for(request.param, tmp_path / "s")
     script = write_script(tmp_path / "script.json", notebook_turns(EDITS))
     summary = ok_json("run", "--model", f"scripted:{script}", "--store", url, "--thread", "t",
                       "--input", "go", "--json")
@@ -128,7 +132,7 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     assert entries == [f"ToolResultsEntry e{3 + 2 * k}: the results recorded" for k in range(EDITS)]
 
 
-@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_a_one_line_error_naming_the_thread_and_seq(
         store: str) -> None:
     path = store.removeprefix("sqlite:")

@@ -15,11 +15,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from livecontext.actors._format import apps_json, entry_json
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.protocol import EngineState, make_converter
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store
+
+from tests.support.postgres import Cluster
 
 from ._support import LIVECONTEXT, cli_env, notebook_turns, write_script
 
@@ -93,10 +96,11 @@ async def run_once(command: list[str], events: Path, kill_after: float | None) -
         return subprocess.CompletedProcess(command, proc.returncode, out.read().decode(), err.read().decode())
 
 
-async def crash_until_done(root: Path, script: Path, seed: int) -> dict[str, Any]:
-    """Run, kill and resume one agent until it is done; what happened along the way."""
+async def crash_until_done(root: Path, script: Path, seed: int, store_url: str | None = None) -> dict[str, Any]:
+    """Run, kill and resume one agent until it is done (in ``store_url``; by default an SQLite
+    store under ``root``); what happened along the way."""
     root.mkdir()
-    store_url = f"sqlite:{root / 'db'}"
+    store_url = store_url or f"sqlite:{root / 'db'}"
     events = root / "events.jsonl"
     command = run_command(script, store_url, events)
     rng = random.Random(seed)
@@ -123,7 +127,12 @@ async def crash_until_done(root: Path, script: Path, seed: int) -> dict[str, Any
     return {"final": comparable(final), "kills": kills_mid_work}
 
 
-async def test_an_agent_killed_at_random_moments_ends_as_if_never_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_an_agent_killed_at_random_moments_ends_as_if_never_interrupted(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    # (postgresql: each run in its own database of the session's cluster; the reference run
+    # stays on SQLite: the histories must agree whatever store a run used)
+    cluster: Cluster | None = request.getfixturevalue("postgres_cluster") if backend == "postgresql" else None
     script = write_script(tmp_path / "script.json", notebook_turns(EDITS, delay_s=0.02))
     reference: dict[str, Any] = {}
     crashed: dict[int, dict[str, Any]] = {}
@@ -143,7 +152,8 @@ async def test_an_agent_killed_at_random_moments_ends_as_if_never_interrupted(tm
 
     async def with_crashes(seed: int) -> None:
         async with limiter:
-            crashed[seed] = await crash_until_done(tmp_path / f"seed-{seed}", script, seed)
+            url = None if cluster is None else cluster.url(cluster.new_database())
+            crashed[seed] = await crash_until_done(tmp_path / f"seed-{seed}", script, seed, url)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(uninterrupted)

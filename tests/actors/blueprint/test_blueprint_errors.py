@@ -178,8 +178,9 @@ async def test_a_missing_script_is_reported_where_it_is_named(tmp_path: Path) ->
 
 async def test_a_bad_store_url_or_thread_id_is_reported_on_its_line() -> None:
     with pytest.raises(BlueprintError, match=exactly(
-            "bp.toml:2: store must be a URL: sqlite:PATH, jsonl:DIR or memory:, got 'postgres://x'")):
-        load('thread = "t"\nstore = "postgres://x"\n')
+            "bp.toml:2: store must be a URL: sqlite:PATH, jsonl:DIR, memory: or postgresql://USER@HOST:PORT/DB, "
+            "got 'mysql://x'")):
+        load('thread = "t"\nstore = "mysql://x"\n')
     with pytest.raises(BlueprintError, match=exactly(
             "bp.toml:1: thread 'my thread': use 1-128 letters, digits and _ . : @ + - for an agent's thread "
             "(a sub-agent's: PARENT/sub/NAME, at most 200 characters in all)")):
@@ -211,3 +212,8 @@ async def test_a_recap_shorter_than_the_shortest_allowed_is_refused_on_its_line(
     with pytest.raises(BlueprintError, match=exactly(
             f"bp.toml:3: [recap] max_summary_chars must be >= {MIN_SUMMARY_CHARS}, got 100")):
         load('budget = 4000\n[recap]\nmax_summary_chars = 100\n')
+
+
+async def test_a_postgresql_store_url_is_accepted() -> None:
+    blueprint = load('thread = "t"\nstore = "postgresql://me@db.example:5432/agents"\n')
+    assert blueprint.store == "postgresql://me@db.example:5432/agents"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from livecontext.runtime.persistence import NewRecord, record_checksum
@@ -26,15 +28,19 @@ def url_for(backend: str, tmp_path: Path) -> str:
     return f"jsonl:{tmp_path / 'store'}"
 
 
-@pytest.fixture(params=["memory", "sqlite", "jsonl"])
+@pytest.fixture(params=["memory", "sqlite", "jsonl", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Every backend."""
+    """Every backend (``postgresql``: a fresh database of the session's throwaway cluster)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
     return url_for(request.param, tmp_path)
 
 
-@pytest.fixture(params=["sqlite", "jsonl"])
+@pytest.fixture(params=["sqlite", "jsonl", "postgresql"])
 def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The backends that keep data across opens."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres_url"))
     return url_for(request.param, tmp_path)
 
 
@@ -61,8 +67,33 @@ class Tamper:
     """Damages a durable store's files the way crashes and bit rot do."""
 
     def __init__(self, url: str) -> None:
+        self.url = url
         self.backend, _, path = url.partition(":")
         self.path = Path(path)
+
+    @contextlib.contextmanager
+    def _sql(self) -> Iterator[Callable[..., list[tuple[Any, ...]]]]:
+        """``run(statement, params)`` in the SQL store's database, committed at the end (the
+        statement's placeholders are ``?``, as SQLite's)."""
+        if self.backend == "postgresql":
+            import psycopg
+
+            with psycopg.connect(self.url) as pg:
+                def run_pg(statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+                    cur = pg.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
+                    return cur.fetchall() if cur.description else []
+                yield run_pg
+            return
+        with sqlite3.connect(self.path) as conn:
+            def run_sqlite(statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+                return conn.execute(statement, params).fetchall()
+            yield run_sqlite
+
+    def execute(self, statement: str) -> None:
+        """Run ``statement`` in an SQL store's database (SQLite or PostgreSQL), as a stray
+        tool or bit rot would change it."""
+        with self._sql() as run:
+            run(statement)
 
     def records_file(self, thread_id: str) -> Path:
         return self.path / thread_id / "records.jsonl"
@@ -81,30 +112,28 @@ class Tamper:
 
     def corrupt_payload(self, thread_id: str, seq: int) -> None:
         """Change a record's payload without fixing its checksum."""
-        if self.backend == "sqlite":
-            with sqlite3.connect(self.path) as conn:
-                conn.execute(
-                    "UPDATE records SET payload = '{\"evil\":1}' WHERE thread_id = ? AND seq = ?",
-                    (thread_id, seq),
-                )
+        if self.backend != "jsonl":
+            with self._sql() as run:
+                run("UPDATE records SET payload = '{\"evil\":1}' WHERE thread_id = ? AND seq = ?",
+                    (thread_id, seq))
             return
         self._rewrite_line(thread_id, seq, lambda d: d.update(payload='{"evil":1}'), fix=False)
 
     def set_schema_version(self, thread_id: str, seq: int, version: int, checksum: str | None = None) -> None:
         """Give a record another schema version, with a matching checksum (or ``checksum``:
         a newer version may compute it otherwise)."""
-        if self.backend == "sqlite":
-            with sqlite3.connect(self.path) as conn:
-                row = conn.execute(
+        if self.backend != "jsonl":
+            with self._sql() as run:
+                (row,) = run(
                     "SELECT seq, thread_id, sender, sent_at, sent_mono_ns, kind, payload"
                     " FROM records WHERE thread_id = ? AND seq = ?",
                     (thread_id, seq),
-                ).fetchone()
+                )
                 names = ["seq", "thread_id", "sender", "sent_at", "sent_mono_ns", "kind", "payload"]
                 data = dict(zip(names, row, strict=True))
                 data["payload"] = unpack_text(data["payload"], "payload")
                 data["schema_version"] = version
-                conn.execute(
+                run(
                     "UPDATE records SET schema_version = ?, checksum = ?"
                     " WHERE thread_id = ? AND seq = ?",
                     (version, checksum or _checksum(data, thread_id), thread_id, seq),
@@ -142,11 +171,9 @@ class Tamper:
 
     def delete_record(self, thread_id: str, seq: int) -> None:
         """Remove a record."""
-        if self.backend == "sqlite":
-            with sqlite3.connect(self.path) as conn:
-                conn.execute(
-                    "DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, seq)
-                )
+        if self.backend != "jsonl":
+            with self._sql() as run:
+                run("DELETE FROM records WHERE thread_id = ? AND seq = ?", (thread_id, seq))
             return
         file = self.records_file(thread_id)
         lines = file.read_bytes().split(b"\n")

@@ -26,7 +26,7 @@ MakeRecords = Callable[..., list[NewRecord]]
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("postgresql://user:secret@db/x", "unknown store URL scheme 'postgresql'"),
+        ("mysql://user:secret@db/x", "unknown store URL scheme 'mysql'"),
         ("store.db", "the store URL has no scheme"),
         ("memory:named", "memory: takes no path"),
         ("sqlite:", "sqlite: needs a path"),
@@ -38,7 +38,7 @@ async def test_a_bad_url_is_one_line_naming_the_accepted_schemes(url: str, messa
         await open_store(url)
     text = str(info.value)
     assert text.startswith(message)
-    assert text.endswith("accepted store URLs are sqlite:PATH, jsonl:DIR and memory:")
+    assert text.endswith("accepted store URLs are sqlite:PATH, jsonl:DIR, memory: and postgresql://USER@HOST:PORT/DB")
     assert "\n" not in text and "secret" not in text
     assert isinstance(info.value, UsageError)
 

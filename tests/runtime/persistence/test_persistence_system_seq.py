@@ -110,9 +110,8 @@ async def test_a_changed_system_seq_is_a_corrupt_record(durable_url: str, make_r
     async with await open_store(durable_url) as store:
         async with await store.open_thread("t", owner="t", clock=SystemClock()) as log:
             await log.append(make_records(3))
-    if tamper.backend == "sqlite":
-        with sqlite3.connect(tamper.path) as conn:
-            conn.execute("UPDATE records SET system_seq = 9 WHERE thread_id = 't' AND seq = 2")
+    if tamper.backend != "jsonl":
+        tamper.execute("UPDATE records SET system_seq = 9 WHERE thread_id = 't' AND seq = 2")
     else:
         file = tamper.records_file("t")
         lines = file.read_bytes().split(b"\n")

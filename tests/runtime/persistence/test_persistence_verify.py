@@ -85,12 +85,11 @@ async def test_a_snapshot_whose_record_was_replaced_does_not_open_and_verify_nam
 
 
 async def test_a_damaged_snapshot_is_named_damaged_and_dropped_by_the_next_writer(
-        durable_url: str, make_records: MakeRecords) -> None:
+        durable_url: str, make_records: MakeRecords, tamper: Tamper) -> None:
     await write(durable_url, make_records)
     kind, _, path = durable_url.partition(":")
-    if kind == "sqlite":
-        with sqlite3.connect(path) as conn:
-            conn.execute("UPDATE snapshots SET state = '{\"at\": 5}' WHERE seq = 4")
+    if kind != "jsonl":
+        tamper.execute("UPDATE snapshots SET state = '{\"at\": 5}' WHERE seq = 4")
     else:
         file = Path(path) / "t" / "snapshot-00000000000000000004.json"
         file.write_bytes(file.read_bytes().replace(b'{\\"at\\": 4}', b'{\\"at\\": 5}'))
