@@ -198,6 +198,23 @@ def read_results(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
+class ResultsFile:
+    """A results file, appended a line as each task ends (flushed: a crash keeps the lines of
+    the tasks that ended); a skipped task's line is not written again if the file has it."""
+
+    def __init__(self, sink: TextIO, written: Mapping[str, Mapping[str, Any]]) -> None:
+        self._sink = sink
+        self._written = written
+
+    def write(self, result: TaskResult) -> None:
+        """Append ``result``'s line (unless it is a skipped task's line already there)."""
+        line = result.json()
+        if result.skipped and self._written.get(result.id) == line:
+            return
+        self._sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._sink.flush()
+
+
 def _tokens(state: HistoryState) -> int:
     return sum(e.usage.prompt_tokens + e.usage.completion_tokens
                for e in state.entries if isinstance(e, ModelOutputEntry))
@@ -266,12 +283,10 @@ async def run_task(bp: Blueprint, task: BatchTask, thread: str, store: EventStor
 
 
 async def run_batch(bp: Blueprint, tasks: Sequence[BatchTask], store_url: str, *, batch: str,
-                    concurrency: int = 16, out: TextIO | None = None,
-                    written: Mapping[str, Mapping[str, Any]] | None = None, on_event: OnEvent | None = None,
+                    concurrency: int = 16, out: ResultsFile | None = None, on_event: OnEvent | None = None,
                     base_url: str | None = None, api_key: str | None = None) -> list[TaskResult]:
     """Run every task of ``tasks`` (at most ``concurrency`` at once) in this Trio run, all in
-    the store at ``store_url``; write each result to ``out`` as a JSON line as it ends (but a
-    skipped task's whose line ``written`` already holds: a re-run does not repeat lines).
+    the store at ``store_url``; write each result to ``out`` as it ends.
 
     Raises:
         UsageError: a task's thread id is not valid (before anything runs).
@@ -292,9 +307,8 @@ async def run_batch(bp: Blueprint, tasks: Sequence[BatchTask], store_url: str, *
             await tell("start", None)
             result = await run_task(bp, task, thread, store, base_url=base_url, api_key=api_key)
             results.append(result)
-            if out is not None and not (result.skipped and (written or {}).get(result.id) == result.json()):  # (as each ends: a crash keeps the lines of the ones that ended)
-                out.write(json.dumps(result.json(), ensure_ascii=False) + "\n")
-                out.flush()
+            if out is not None:
+                out.write(result)
             await tell("done", result)
 
     async with store, trio.open_nursery() as nursery:

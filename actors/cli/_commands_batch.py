@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url
 
-from .._batch import TaskResult, batch_name, read_results, read_tasks, run_batch
+from .._batch import ResultsFile, TaskResult, batch_name, read_results, read_tasks, run_batch
 from ..blueprint import SystemBlueprint, load_any_blueprint
 from ._main import _fail, folder_note, main, run_async
 
@@ -45,8 +45,6 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
     and the task's inputs is replaced by the task's var NAME. Re-running the same command
     skips the tasks the store says are finished and resumes the others from their logs.
     """
-    if workers > 1 or ray_address is not None:
-        _fail("batch runs on Ray are not built yet; run with --workers 1 and without --ray (one process)")
     try:
         loaded = load_any_blueprint(blueprint_path)
         if isinstance(loaded, SystemBlueprint):
@@ -60,36 +58,31 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
     out = Path(out_path or f"{name}.results.jsonl")
     written = read_results(out)
     made_folder = folder_note(url)
-    console = Console(stderr=True)
-    counts: Counter[str] = Counter()
-
-    async def go() -> list[TaskResult]:
-        if made_folder:
-            click.echo(f"livecontext: note: {made_folder}", err=True)
-        with out.open("a", encoding="utf-8") as sink:
-            if console.is_terminal:
-                with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
-                              console=console) as bar:
-                    shown = bar.add_task(name, total=len(tasks), counts="")
-
-                    def on_event(kind: str, result: TaskResult | None) -> None:
-                        _count(counts, kind, result)
-                        bar.update(shown, completed=counts["ended"], counts=_counts_text(counts))
-                    return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency, out=sink,
-                                           written=written, on_event=on_event, base_url=base_url, api_key=api_key)
-
-            def on_line(kind: str, result: TaskResult | None) -> None:
-                _count(counts, kind, result)
-                if result is not None:  # (plain lines when stderr is no terminal: logs, CI)
-                    said = f"skipped ({result.status} before)" if result.skipped else result.status
-                    error = f": {result.error}" if result.error else ""
-                    click.echo(f"{name}: task {result.id} {said}{error} [{counts['ended']}/{len(tasks)}; "
-                               f"{_counts_text(counts)}]", err=True)
-            return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency, out=sink,
-                                   written=written, on_event=on_line, base_url=base_url, api_key=api_key)
-
-    results = run_async(go)
+    on_ray = workers > 1 or ray_address is not None
+    if made_folder:
+        click.echo(f"livecontext: note: {made_folder}", err=True)
+    with out.open("a", encoding="utf-8") as sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
+        if on_ray:
+            try:
+                from .._batch_ray import run_on_ray
+            except ImportError:
+                _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
+            try:
+                results = run_on_ray(blueprint_path, tasks, url, batch=name, workers=workers,
+                                     concurrency=concurrency, address=ray_address, on_result=report.done,
+                                     on_start=report.start, base_url=base_url, api_key=api_key)
+            except UsageError as exc:
+                _fail(str(exc))
+        else:
+            async def go() -> list[TaskResult]:
+                def on_event(kind: str, result: TaskResult | None) -> None:
+                    if result is None:
+                        report.start(1)
+                    else:
+                        report.done(result)
+                return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency,
+                                       on_event=on_event, base_url=base_url, api_key=api_key)
+            results = run_async(go)
     by_status = Counter(r.status for r in results)
     skipped = sum(1 for r in results if r.skipped)
     said = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
@@ -99,14 +92,50 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
         sys.exit(1)
 
 
-def _count(counts: Counter[str], kind: str, result: TaskResult | None) -> None:
-    if kind == "start":
-        counts["running"] += 1
-        return
-    counts["running"] -= 1
-    counts["ended"] += 1
-    counts["failed" if result is not None and result.status == "failed" else "done"] += 1
+class _Reporter:
+    """Writes each result line and shows progress: a bar on a terminal, else a line per task."""
 
+    def __init__(self, name: str, total: int, out: ResultsFile) -> None:
+        self._name, self._total, self._out = name, total, out
+        self._counts: Counter[str] = Counter()
+        console = Console(stderr=True)
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                             console=console) if console.is_terminal else None
+        self._shown = self._bar.add_task(name, total=total, counts="") if self._bar is not None else None
 
-def _counts_text(counts: Counter[str]) -> str:
-    return f"{counts['done']} done, {counts['failed']} failed, {counts['running']} running"
+    def __enter__(self) -> _Reporter:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def start(self, n: int) -> None:
+        """``n`` tasks started."""
+        self._counts["running"] += n
+        self._show()
+
+    def done(self, result: TaskResult) -> None:
+        """A task ended."""
+        self._out.write(result)
+        counts = self._counts
+        counts["running"] -= 1
+        counts["ended"] += 1
+        counts["failed" if result.status == "failed" else "done"] += 1
+        if self._bar is None:  # (plain lines when stderr is no terminal: logs, CI)
+            said = f"skipped ({result.status} before)" if result.skipped else result.status
+            error = f": {result.error}" if result.error else ""
+            click.echo(f"{self._name}: task {result.id} {said}{error} [{counts['ended']}/{self._total}; "
+                       f"{self._text()}]", err=True)
+        self._show()
+
+    def _show(self) -> None:
+        if self._bar is not None and self._shown is not None:
+            self._bar.update(self._shown, completed=self._counts["ended"], counts=self._text())
+
+    def _text(self) -> str:
+        counts = self._counts
+        return f"{counts['done']} done, {counts['failed']} failed, {counts['running']} running"

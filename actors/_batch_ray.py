@@ -1,0 +1,130 @@
+"""Batch runs on Ray (``livecontext batch --workers N [--ray ADDRESS]``; the ``ray`` extra).
+
+N Ray actors each run chunks of the tasks file, one chunk at a time, each chunk in one
+``trio.run`` (in the actor's thread) with up to ``concurrency`` tasks at once, all writing to
+one shared store. The driver hands a worker its next chunk as its last one ends, and writes
+each result line as its chunk comes back. A task runs in one place at a time: its thread's
+single-writer lock; a task whose chunk failed as a whole (its worker died) is re-run on
+another worker, resumed from its log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ray
+import trio
+
+from livecontext.runtime import UsageError
+
+from ._batch import BatchTask, TaskResult, run_batch
+from .blueprint import Blueprint, load_blueprint
+
+OBJECT_STORE_BYTES = 80 * 1024 * 1024
+"""The object store of a local cluster ``batch`` starts: results are small lines."""
+
+
+def shared_store_url(url: str) -> str:
+    """``url`` as every worker process can open it: a file store's path made absolute (a
+    worker's folder is not the driver's).
+
+    Raises:
+        UsageError: ``memory:`` (each worker would have a store of its own).
+    """
+    scheme, sep, rest = url.partition(":")
+    if url.startswith("memory:"):
+        raise UsageError("a memory: store lives in one process; give Ray workers a shared store "
+                         "(--store sqlite:PATH on one machine)")
+    if scheme in ("sqlite", "jsonl") and sep and not rest.startswith("//"):
+        return f"{scheme}:{os.path.abspath(rest)}"
+    return url
+
+
+def start_ray(address: str | None) -> None:
+    """Join the Ray cluster at ``address``, or start a local one bound to 127.0.0.1.
+
+    Raises:
+        UsageError: no cluster answers at ``address``.
+    """
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        if address is None:
+            ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+                     object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"cannot join a Ray cluster at {address}: {str(exc).splitlines()[0]}; start one with "
+                         "`ray start --head --node-ip-address 127.0.0.1` and give its address") from None
+
+
+@ray.remote
+class BatchWorker:
+    """One worker: a process hosting one Trio run at a time."""
+
+    def __init__(self, blueprint_path: str) -> None:
+        self._blueprint: Blueprint = load_blueprint(blueprint_path)
+
+    def run_chunk(self, tasks: list[dict[str, Any]], store_url: str, batch: str, concurrency: int,
+                  base_url: str | None, api_key: str | None) -> list[dict[str, Any]]:
+        """Run ``tasks`` (as :func:`task_dict` gives them); their results, as dicts."""
+        given = [BatchTask(t["id"], tuple(t["inputs"]), t["vars"], t["line"]) for t in tasks]
+
+        async def go() -> list[TaskResult]:
+            return await run_batch(self._blueprint, given, store_url, batch=batch, concurrency=concurrency,
+                                   base_url=base_url, api_key=api_key)
+        return [{**r.json(), "skipped": r.skipped} for r in trio.run(go)]
+
+
+def task_dict(task: BatchTask) -> dict[str, Any]:
+    """``task`` as plain data for a Ray call."""
+    return {"id": task.id, "inputs": list(task.inputs), "vars": dict(task.vars), "line": task.line}
+
+
+def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, *, batch: str, workers: int,
+               concurrency: int, address: str | None, on_result: Any, on_start: Any,
+               base_url: str | None = None, api_key: str | None = None) -> list[TaskResult]:
+    """Run ``tasks`` on ``workers`` Ray actors; ``on_start(n)`` as a chunk of n tasks starts,
+    ``on_result(result)`` as each ends (in the driver). The cluster this started is shut down."""
+    url = shared_store_url(store_url)
+    started = not ray.is_initialized()
+    start_ray(address)
+    try:
+        path = str(Path(blueprint_path).resolve())
+        actors = [BatchWorker.remote(path) for _ in range(workers)]  # type: ignore[attr-defined]
+        chunks = [[task_dict(t) for t in tasks[i:i + concurrency]] for i in range(0, len(tasks), concurrency)]
+        pending: dict[Any, tuple[Any, list[dict[str, Any]]]] = {}
+        results: list[TaskResult] = []
+
+        def submit(actor: Any) -> None:
+            if chunks:
+                chunk = chunks.pop(0)
+                on_start(len(chunk))
+                pending[actor.run_chunk.remote(chunk, url, batch, concurrency, base_url, api_key)] = (actor, chunk)
+
+        for actor in actors:
+            submit(actor)
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            actor, chunk = pending.pop(done[0])
+            try:
+                lines = ray.get(done[0])
+            except ray.exceptions.RayError as exc:  # (the worker died: its tasks fail, resumable)
+                lines = [{"id": t["id"], "thread": f"{batch}:{t['id']}", "status": "failed", "result": None,
+                          "steps": 0, "tokens": 0, "error": f"worker lost: {str(exc).splitlines()[0]}",
+                          "skipped": False} for t in chunk]
+            for line in lines:
+                skipped = bool(line.pop("skipped"))
+                result = TaskResult(**line, skipped=skipped)
+                results.append(result)
+                on_result(result)
+            submit(actor)
+        return results
+    finally:
+        if started:
+            ray.shutdown()
