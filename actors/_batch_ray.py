@@ -11,6 +11,7 @@ another worker, resumed from its log.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ def start_ray(address: str | None) -> None:
     Raises:
         UsageError: no cluster answers at ``address``.
     """
+    if address is not None:
+        _check_reachable(address)
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -61,6 +64,19 @@ def start_ray(address: str | None) -> None:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise UsageError(f"cannot join a Ray cluster at {address}: {str(exc).splitlines()[0]}; start one with "
                          "`ray start --head --node-ip-address 127.0.0.1` and give its address") from None
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse at once an address ``HOST:PORT`` where nothing listens (ray.init would retry
+    for minutes); other forms (``auto``, ``ray://...``) are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "//" in host:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as exc:
+        raise UsageError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+                         "`ray start --head --node-ip-address 127.0.0.1` and give the address it prints") from None
 
 
 @ray.remote
