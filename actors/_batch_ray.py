@@ -4,8 +4,9 @@ N Ray actors each run chunks of the tasks file, one chunk at a time, each chunk 
 ``trio.run`` (in the actor's thread) with up to ``concurrency`` tasks at once, all writing to
 one shared store. The driver hands a worker its next chunk as its last one ends, and writes
 each result line as its chunk comes back. A task runs in one place at a time: its thread's
-single-writer lock; a task whose chunk failed as a whole (its worker died) is re-run on
-another worker, resumed from its log.
+single-writer lock. When a worker dies (``kill -9``), a new worker takes its chunk, each
+task resumed from its log (a tool that started and never recorded a result is recorded as
+interrupted, not re-run: DESIGN.md), up to :data:`MAX_LOST` times.
 """
 
 from __future__ import annotations
@@ -97,6 +98,16 @@ class BatchWorker:
         return [{**r.json(), "skipped": r.skipped} for r in trio.run(go)]
 
 
+MAX_LOST = 2
+"""How many times a chunk is handed to a new worker after its worker died."""
+
+
+def _lost(batch: str, task: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    """The result line of a task whose chunk could not be run."""
+    return {"id": task["id"], "thread": f"{batch}:{task['id']}", "status": "failed", "result": None,
+            "steps": 0, "tokens": 0, "error": f"worker lost: {str(exc).splitlines()[0]}", "skipped": False}
+
+
 def task_dict(task: BatchTask) -> dict[str, Any]:
     """``task`` as plain data for a Ray call."""
     return {"id": task.id, "inputs": list(task.inputs), "vars": dict(task.vars), "line": task.line}
@@ -114,32 +125,42 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
         path = str(Path(blueprint_path).resolve())
         actors = [BatchWorker.remote(path) for _ in range(workers)]  # type: ignore[attr-defined]
         chunks = [[task_dict(t) for t in tasks[i:i + concurrency]] for i in range(0, len(tasks), concurrency)]
-        pending: dict[Any, tuple[Any, list[dict[str, Any]]]] = {}
+        pending: dict[Any, tuple[Any, list[dict[str, Any]], int]] = {}
         results: list[TaskResult] = []
 
-        def submit(actor: Any) -> None:
-            if chunks:
+        def submit(actor: Any, chunk: list[dict[str, Any]] | None = None, lost: int = 0) -> None:
+            if chunk is None:
+                if not chunks:
+                    return
                 chunk = chunks.pop(0)
                 on_start(len(chunk))
-                pending[actor.run_chunk.remote(chunk, url, batch, concurrency, base_url, api_key)] = (actor, chunk)
+            ref = actor.run_chunk.remote(chunk, url, batch, concurrency, base_url, api_key)
+            pending[ref] = (actor, chunk, lost)
 
         for actor in actors:
             submit(actor)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
-            actor, chunk = pending.pop(done[0])
+            actor, chunk, lost = pending.pop(done[0])
             try:
                 lines = ray.get(done[0])
-            except ray.exceptions.RayError as exc:  # (the worker died: its tasks fail, resumable)
-                lines = [{"id": t["id"], "thread": f"{batch}:{t['id']}", "status": "failed", "result": None,
-                          "steps": 0, "tokens": 0, "error": f"worker lost: {str(exc).splitlines()[0]}",
-                          "skipped": False} for t in chunk]
+            except ray.exceptions.RayActorError as exc:
+                if lost < MAX_LOST:  # (its worker died: a new one resumes the chunk's threads from their logs)
+                    submit(BatchWorker.remote(path), chunk, lost + 1)  # type: ignore[attr-defined]
+                    continue
+                lines = [_lost(batch, t, exc) for t in chunk]
+                actor = None
+            except ray.exceptions.RayError as exc:
+                lines = [_lost(batch, t, exc) for t in chunk]
             for line in lines:
                 skipped = bool(line.pop("skipped"))
                 result = TaskResult(**line, skipped=skipped)
                 results.append(result)
                 on_result(result)
-            submit(actor)
+            if actor is not None:
+                submit(actor)
+            elif chunks:
+                submit(BatchWorker.remote(path))  # type: ignore[attr-defined]
         return results
     finally:
         if started:

@@ -61,3 +61,31 @@ def test_a_ray_address_with_no_cluster_is_one_line(project: Path) -> None:
     ran = batch("--ray", "127.0.0.1:1")
     assert ran.exit_code == 1
     assert ran.stderr.count("\n") == 1 and "no Ray cluster answers at 127.0.0.1:1" in ran.stderr
+
+
+CRASHING_TOOL = '''
+import os
+from pathlib import Path
+
+
+def crash_once() -> str:
+    """Kill this worker process the first time it is called (as kill -9 would)."""
+    marker = Path(__file__).with_name("crashed")
+    if not marker.exists():
+        marker.write_text("once")
+        os._exit(9)
+    return "survived"
+'''
+
+
+def test_a_killed_worker_s_tasks_resume_on_a_new_worker_and_each_ends_once(cluster: None, project: Path) -> None:
+    (project / "crash_tools.py").write_text(CRASHING_TOOL, encoding="utf-8")
+    (project / "agent.toml").write_text(BLUEPRINT + '\n[[tools]]\nuse = "crash_tools:crash_once"\n', encoding="utf-8")
+    (project / "script.json").write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "crash_once", "arguments": {}}]}, {"text": "after the tool"}]}), encoding="utf-8")
+    ran = batch("--workers", "2", "--concurrency", "1", "--ray", "auto")
+    assert ran.exit_code == 0, ran.stderr
+    assert (project / "crashed").exists()  # (one worker did die)
+    lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]  # (each task once)
+    assert all(r["status"] == "answered" and r["result"] == "after the tool" for r in lines)
