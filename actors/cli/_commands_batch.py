@@ -1,0 +1,141 @@
+"""``livecontext batch``: one agent per task of a tasks file (see :mod:`livecontext.actors._batch`)."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from livecontext.runtime import UsageError
+from livecontext.runtime.persistence import default_store_url
+
+from .._batch import ResultsFile, TaskResult, batch_name, read_results, read_tasks, run_batch
+from ..blueprint import SystemBlueprint, load_any_blueprint
+from ._main import _fail, folder_note, main, run_async
+
+
+@main.command()
+@click.argument("blueprint_path", metavar="BLUEPRINT.toml")
+@click.option("--tasks", "tasks_path", required=True, metavar="TASKS.jsonl",
+              help='One task per line: {"id": ..., "inputs": [...], "vars": {...}}.')
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Worker processes (more than 1 needs --ray).")
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS", help="Run the workers on this Ray cluster.")
+@click.option("--concurrency", default=16, show_default=True, type=click.IntRange(min=1),
+              help="Tasks run at once by each worker.")
+@click.option("--batch", "batch", default=None, metavar="NAME",
+              help="Batch name: threads are NAME:TASK_ID (default: the tasks file's name, without extension).")
+@click.option("--store", "store_url", default=None, metavar="URL",
+              help="Event store all tasks write to (default: the blueprint's, else $LIVECONTEXT_STORE "
+                   "or sqlite:.livecontext/livecontext.db).")
+@click.option("--out", "out_path", default=None, metavar="RESULTS.jsonl",
+              help="Results file, one JSON line per task, appended as tasks end (default: BATCH.results.jsonl).")
+@click.option("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
+@click.option("--api-key", default=None, help="API key (default: $OPENAI_API_KEY).")
+def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str | None, concurrency: int,
+          batch: str | None, store_url: str | None, out_path: str | None, base_url: str | None,
+          api_key: str | None) -> None:
+    """Run one agent made from BLUEPRINT.toml per task of TASKS.jsonl, many at once.
+
+    Each task's thread is BATCH:TASK_ID. `{NAME}` in the blueprint's system prompt, pins
+    and the task's inputs is replaced by the task's var NAME. Re-running the same command
+    skips the tasks the store says are finished and resumes the others from their logs.
+    """
+    try:
+        loaded = load_any_blueprint(blueprint_path)
+        if isinstance(loaded, SystemBlueprint):
+            raise UsageError(f"{blueprint_path} is a system of agents ([[agents]]); batch runs a one-agent "
+                             "blueprint for now")
+        tasks = read_tasks(tasks_path)
+    except UsageError as exc:
+        _fail(str(exc))
+    name = batch or batch_name(tasks_path)
+    url = store_url or loaded.store or default_store_url()
+    out = Path(out_path or f"{name}.results.jsonl")
+    written = read_results(out)
+    made_folder = folder_note(url)
+    on_ray = workers > 1 or ray_address is not None
+    if made_folder:
+        click.echo(f"livecontext: note: {made_folder}", err=True)
+    with out.open("a", encoding="utf-8") as sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
+        if on_ray:
+            try:
+                from .._batch_ray import run_on_ray
+            except ImportError:
+                _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
+            try:
+                results = run_on_ray(blueprint_path, tasks, url, batch=name, workers=workers,
+                                     concurrency=concurrency, address=ray_address, on_result=report.done,
+                                     on_start=report.start, base_url=base_url, api_key=api_key)
+            except UsageError as exc:
+                _fail(str(exc))
+        else:
+            async def go() -> list[TaskResult]:
+                def on_event(kind: str, result: TaskResult | None) -> None:
+                    if result is None:
+                        report.start(1)
+                    else:
+                        report.done(result)
+                return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency,
+                                       on_event=on_event, base_url=base_url, api_key=api_key)
+            results = run_async(go)
+    by_status = Counter(r.status for r in results)
+    skipped = sum(1 for r in results if r.skipped)
+    said = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+    click.echo(f"batch {name}: {len(results)} tasks: {said}" + (f" ({skipped} finished before)" if skipped else "")
+               + f"; results in {out}; store {url}")
+    if by_status["failed"]:
+        sys.exit(1)
+
+
+class _Reporter:
+    """Writes each result line and shows progress: a bar on a terminal, else a line per task."""
+
+    def __init__(self, name: str, total: int, out: ResultsFile) -> None:
+        self._name, self._total, self._out = name, total, out
+        self._counts: Counter[str] = Counter()
+        console = Console(stderr=True)
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                             console=console) if console.is_terminal else None
+        self._shown = self._bar.add_task(name, total=total, counts="") if self._bar is not None else None
+
+    def __enter__(self) -> _Reporter:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def start(self, n: int) -> None:
+        """``n`` tasks started."""
+        self._counts["running"] += n
+        self._show()
+
+    def done(self, result: TaskResult) -> None:
+        """A task ended."""
+        self._out.write(result)
+        counts = self._counts
+        counts["running"] -= 1
+        counts["ended"] += 1
+        counts["failed" if result.status == "failed" else "done"] += 1
+        if self._bar is None:  # (plain lines when stderr is no terminal: logs, CI)
+            said = f"skipped ({result.status} before)" if result.skipped else result.status
+            error = f": {result.error}" if result.error else ""
+            click.echo(f"{self._name}: task {result.id} {said}{error} [{counts['ended']}/{self._total}; "
+                       f"{self._text()}]", err=True)
+        self._show()
+
+    def _show(self) -> None:
+        if self._bar is not None and self._shown is not None:
+            self._bar.update(self._shown, completed=self._counts["ended"], counts=self._text())
+
+    def _text(self) -> str:
+        counts = self._counts
+        return f"{counts['done']} done, {counts['failed']} failed, {counts['running']} running"

@@ -1,0 +1,91 @@
+"""``livecontext batch --workers N`` on a real local Ray cluster (issue 19, point 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from click.testing import CliRunner, Result  # noqa: E402
+
+from livecontext.actors.cli import main  # noqa: E402
+
+SCRIPT = {"turns": [{"text": "the answer", "delay_s": 0.05}]}
+BLUEPRINT = 'model = "scripted:script.json"\n'
+TASKS = [{"id": f"t{i}", "inputs": [f"question {i}"]} for i in range(6)]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """One local Ray cluster for the module, bound to loopback, with a small object store."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+             object_store_memory=80 * 1024 * 1024, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
+    (tmp_path / "agent.toml").write_text(BLUEPRINT, encoding="utf-8")
+    (tmp_path / "six.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS), encoding="utf-8")
+    return tmp_path
+
+
+def batch(*args: str) -> Result:
+    return CliRunner().invoke(main, ["batch", "agent.toml", "--tasks", "six.jsonl", "--store", "sqlite:b.db", *args])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_on_ray_run_every_task_once_into_the_shared_store(cluster: None, project: Path, workers: int) -> None:
+    ran = batch("--workers", str(workers), "--concurrency", "2", "--ray", "auto")
+    assert ran.exit_code == 0, ran.stderr
+    lines = (project / "six.results.jsonl").read_text().splitlines()
+    got = {obj["id"]: obj for obj in map(json.loads, lines)}
+    assert len(lines) == 6 and sorted(got) == [f"t{i}" for i in range(6)]
+    assert all(r["status"] == "answered" and r["result"] == "the answer" and r["steps"] == 1 for r in got.values())
+    again = batch("--workers", str(workers), "--ray", "auto")
+    assert again.exit_code == 0, again.stderr
+    assert "(6 finished before)" in again.stdout
+    assert len((project / "six.results.jsonl").read_text().splitlines()) == 6
+
+
+def test_a_ray_address_with_no_cluster_is_one_line(project: Path) -> None:
+    ran = batch("--ray", "127.0.0.1:1")
+    assert ran.exit_code == 1
+    assert ran.stderr.count("\n") == 1 and "no Ray cluster answers at 127.0.0.1:1" in ran.stderr
+
+
+CRASHING_TOOL = '''
+import os
+from pathlib import Path
+
+
+def crash_once() -> str:
+    """Kill this worker process the first time it is called (as kill -9 would)."""
+    marker = Path(__file__).with_name("crashed")
+    if not marker.exists():
+        marker.write_text("once")
+        os._exit(9)
+    return "survived"
+'''
+
+
+def test_a_killed_worker_s_tasks_resume_on_a_new_worker_and_each_ends_once(cluster: None, project: Path) -> None:
+    (project / "crash_tools.py").write_text(CRASHING_TOOL, encoding="utf-8")
+    (project / "agent.toml").write_text(BLUEPRINT + '\n[[tools]]\nuse = "crash_tools:crash_once"\n', encoding="utf-8")
+    (project / "script.json").write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "crash_once", "arguments": {}}]}, {"text": "after the tool"}]}), encoding="utf-8")
+    ran = batch("--workers", "2", "--concurrency", "1", "--ray", "auto")
+    assert ran.exit_code == 0, ran.stderr
+    assert (project / "crashed").exists()  # (one worker did die)
+    lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]  # (each task once)
+    assert all(r["status"] == "answered" and r["result"] == "after the tool" for r in lines)
