@@ -13,7 +13,6 @@ it. Any other task is resumed from its log, fed the inputs its log does not hold
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -282,6 +281,33 @@ async def run_task(bp: Blueprint, task: BatchTask, thread: str, store: EventStor
         return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
 
 
+async def serve_tasks(bp: Blueprint, incoming: trio.MemoryReceiveChannel[tuple[BatchTask, str]],
+                      store: EventStore, *, concurrency: int, on_event: OnEvent | None = None,
+                      base_url: str | None = None, api_key: str | None = None) -> None:
+    """Run each ``(task, thread)`` received on ``incoming``, ``concurrency`` at once, until the
+    channel is closed and every task has ended; tell ``on_event`` as each starts and ends.
+
+    ``concurrency`` runners pull from the one channel (a runner takes its next task as its
+    last one ends), so a slow task holds up one runner, never the others. The in-process batch
+    and each Ray worker run their tasks through this one loop.
+    """
+    async def tell(kind: str, result: TaskResult | None) -> None:
+        if on_event is not None:
+            said = on_event(kind, result)
+            if said is not None:
+                await said
+
+    async def runner() -> None:
+        async for task, thread in incoming:
+            await tell("start", None)
+            result = await run_task(bp, task, thread, store, base_url=base_url, api_key=api_key)
+            await tell("done", result)
+
+    async with incoming, trio.open_nursery() as nursery:
+        for _ in range(max(1, concurrency)):
+            nursery.start_soon(runner)
+
+
 async def run_batch(bp: Blueprint, tasks: Sequence[BatchTask], store_url: str, *, batch: str,
                     concurrency: int = 16, out: ResultsFile | None = None, on_event: OnEvent | None = None,
                     base_url: str | None = None, api_key: str | None = None) -> list[TaskResult]:
@@ -292,27 +318,24 @@ async def run_batch(bp: Blueprint, tasks: Sequence[BatchTask], store_url: str, *
         UsageError: a task's thread id is not valid (before anything runs).
     """
     threads = [task_thread(batch, task.id) for task in tasks]
-    limiter = trio.CapacityLimiter(max(1, concurrency) if concurrency else math.inf)
     results: list[TaskResult] = []
-    store = await open_store(store_url)
 
-    async def tell(kind: str, result: TaskResult | None) -> None:
+    async def noted(kind: str, result: TaskResult | None) -> None:
+        if result is not None:
+            results.append(result)
+            if out is not None:
+                out.write(result)
         if on_event is not None:
             said = on_event(kind, result)
             if said is not None:
                 await said
 
-    async def one(task: BatchTask, thread: str) -> None:
-        async with limiter:
-            await tell("start", None)
-            result = await run_task(bp, task, thread, store, base_url=base_url, api_key=api_key)
-            results.append(result)
-            if out is not None:
-                out.write(result)
-            await tell("done", result)
-
-    async with store, trio.open_nursery() as nursery:
-        for task, thread in zip(tasks, threads):
-            nursery.start_soon(one, task, thread)
+    send, receive = trio.open_memory_channel[tuple[BatchTask, str]](len(tasks))
+    async with send:
+        for pair in zip(tasks, threads):
+            send.send_nowait(pair)
+    async with await open_store(store_url) as store:
+        await serve_tasks(bp, receive, store, concurrency=concurrency, on_event=noted,
+                          base_url=base_url, api_key=api_key)
     order = {task.id: i for i, task in enumerate(tasks)}
     return sorted(results, key=lambda r: order[r.id])

@@ -1,19 +1,28 @@
 """Batch runs on Ray (``livecontext batch --workers N [--ray ADDRESS]``; the ``ray`` extra).
 
-N Ray actors each run chunks of the tasks file, one chunk at a time, each chunk in one
-``trio.run`` (in the actor's thread) with up to ``concurrency`` tasks at once, all writing to
-one shared store. The driver hands a worker its next chunk as its last one ends, and writes
-each result line as its chunk comes back. A task runs in one place at a time: its thread's
-single-writer lock. When a worker dies (``kill -9``), a new worker takes its chunk, each
-task resumed from its log (a tool that started and never recorded a result is recorded as
-interrupted, not re-run: DESIGN.md), up to :data:`MAX_LOST` times.
+Each of N Ray actors (:class:`BatchWorker`) is one process hosting one ``trio.run`` for its
+whole life, in a thread of its own, with the store opened once; ``concurrency`` runners in it
+pull tasks from one channel (:func:`~livecontext.actors._batch.serve_tasks`, the loop the
+in-process batch runs too). The driver keeps each worker holding ``concurrency`` tasks: one
+call per worker is in flight at a time, :meth:`BatchWorker.exchange`, which hands it new tasks
+and returns the results that ended since the last call (waiting up to a second for one), so
+results reach the results file and the progress bar as each task ends.
+
+A task runs in one place at a time (its thread's single-writer lease). When a worker dies
+(``kill -9``, a lost machine), the driver puts the tasks it held back at the head of the queue
+and starts a new worker; whoever takes a task resumes it from its log (a tool that started
+and never recorded a result is recorded as interrupted, not re-run: DESIGN.md). A task lost
+with its worker more than :data:`MAX_LOST` times fails ("worker lost"), not the batch.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import socket
-from collections.abc import Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +31,9 @@ import trio
 
 from livecontext.runtime import UsageError
 
-from ._batch import BatchTask, TaskResult, run_batch
+from livecontext.runtime.persistence import open_store
+
+from ._batch import BatchTask, TaskResult, serve_tasks, task_thread
 from .blueprint import Blueprint, load_blueprint
 
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
@@ -45,8 +56,9 @@ def shared_store_url(url: str) -> str:
     return url
 
 
-def start_ray(address: str | None) -> None:
-    """Join the Ray cluster at ``address``, or start a local one bound to 127.0.0.1.
+def start_ray(address: str | None, workers: int = 1) -> None:
+    """Join the Ray cluster at ``address``, or start a local one bound to 127.0.0.1 with a
+    CPU for each of ``workers`` (at least the machine's cores).
 
     Raises:
         UsageError: no cluster answers at ``address``.
@@ -59,7 +71,8 @@ def start_ray(address: str | None) -> None:
     try:
         if address is None:
             ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                     object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False)
+                     num_cpus=max(workers, os.cpu_count() or 1), object_store_memory=OBJECT_STORE_BYTES,
+                     log_to_driver=False)
         else:
             ray.init(address=address, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -80,87 +93,183 @@ def _check_reachable(address: str) -> None:
                          "`ray start --head --node-ip-address 127.0.0.1` and give the address it prints") from None
 
 
-@ray.remote
+@ray.remote(num_cpus=1)
 class BatchWorker:
-    """One worker: a process hosting one Trio run at a time."""
+    """One worker process: a ``trio.run`` in a thread of its own, serving tasks until closed.
 
-    def __init__(self, blueprint_path: str) -> None:
+    It asks Ray for one CPU, so a cluster places one worker per core (Python runs one core).
+
+    Ray calls its methods in another thread; they reach the Trio run through its token
+    (:func:`trio.from_thread.run_sync`) and read results from a thread-safe queue.
+    """
+
+    def __init__(self, blueprint_path: str, store_url: str, concurrency: int,
+                 base_url: str | None, api_key: str | None) -> None:
         self._blueprint: Blueprint = load_blueprint(blueprint_path)
+        self._settings = (store_url, concurrency, base_url, api_key)
+        self._results: queue.Queue[TaskResult] = queue.Queue()
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._send: trio.MemorySendChannel[tuple[BatchTask, str]] | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread = threading.Thread(target=self._run, name="livecontext-batch-worker", daemon=True)
+        self._thread.start()
+        self._ready.wait()  # (a failure to start is raised by the first exchange: a task error, not a dead actor)
 
-    def run_chunk(self, tasks: list[dict[str, Any]], store_url: str, batch: str, concurrency: int,
-                  base_url: str | None, api_key: str | None) -> list[dict[str, Any]]:
-        """Run ``tasks`` (as :func:`task_dict` gives them); their results, as dicts."""
-        given = [BatchTask(t["id"], tuple(t["inputs"]), t["vars"], t["line"]) for t in tasks]
+    def _run(self) -> None:
+        try:
+            trio.run(self._serve)
+        except BaseException as exc:  # noqa: BLE001 -- kept, and raised by the next call from the driver
+            self._failure = exc
+        finally:
+            self._ready.set()
 
-        async def go() -> list[TaskResult]:
-            return await run_batch(self._blueprint, given, store_url, batch=batch, concurrency=concurrency,
-                                   base_url=base_url, api_key=api_key)
-        return [{**r.json(), "skipped": r.skipped} for r in trio.run(go)]
+    async def _serve(self) -> None:
+        store_url, concurrency, base_url, api_key = self._settings
+        send, receive = trio.open_memory_channel[tuple[BatchTask, str]](float("inf"))
+        async with await open_store(store_url) as store:
+            self._send, self._token = send, trio.lowlevel.current_trio_token()
+            self._ready.set()
+
+            def done(kind: str, result: TaskResult | None) -> None:
+                if result is not None:
+                    self._results.put(result)
+            await serve_tasks(self._blueprint, receive, store, concurrency=concurrency, on_event=done,
+                              base_url=base_url, api_key=api_key)
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise WorkerFailed(f"{type(self._failure).__name__}: {_first_line(self._failure)}") from self._failure
+
+    def exchange(self, tasks: list[tuple[BatchTask, str]], wait_s: float) -> list[TaskResult]:
+        """Take ``tasks``; return the results of the tasks that ended since the last call,
+        waiting up to ``wait_s`` for a first one."""
+        self._check()
+        for task in tasks:
+            trio.from_thread.run_sync(self._put, task, trio_token=self._token)
+        ended: list[TaskResult] = []
+        try:
+            ended.append(self._results.get(timeout=wait_s))
+            while True:
+                ended.append(self._results.get_nowait())
+        except queue.Empty:
+            pass
+        self._check()
+        return ended
+
+    def _put(self, task: tuple[BatchTask, str]) -> None:
+        assert self._send is not None  # (set before __init__ returns)
+        self._send.send_nowait(task)
+
+    def close(self) -> None:
+        """End the Trio run once its tasks have ended (the driver gives no more)."""
+        if self._thread.is_alive():
+            trio.from_thread.run_sync(self._close_channel, trio_token=self._token)
+            self._thread.join()
+        self._check()
+
+    def _close_channel(self) -> None:
+        assert self._send is not None
+        self._send.close()
+
+
+class WorkerFailed(RuntimeError):
+    """A worker's Trio run ended by an error (its store could not be opened, a bug): every
+    worker would meet it, so the batch stops and says it."""
+
+
+def _first_line(exc: BaseException) -> str:
+    for leaf in _leaves(exc):
+        return str(leaf).splitlines()[0] if str(leaf) else type(leaf).__name__
+    return type(exc).__name__
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 MAX_LOST = 2
-"""How many times a chunk is handed to a new worker after its worker died."""
-
-
-def _lost(batch: str, task: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    """The result line of a task whose chunk could not be run."""
-    return {"id": task["id"], "thread": f"{batch}:{task['id']}", "status": "failed", "result": None,
-            "steps": 0, "tokens": 0, "error": f"worker lost: {str(exc).splitlines()[0]}", "skipped": False}
-
-
-def task_dict(task: BatchTask) -> dict[str, Any]:
-    """``task`` as plain data for a Ray call."""
-    return {"id": task.id, "inputs": list(task.inputs), "vars": dict(task.vars), "line": task.line}
+"""How many times a task may be lost with its worker before it fails ("worker lost")."""
+WAIT_S = 1.0
+"""How long one exchange waits for a first result before it returns with none."""
 
 
 def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, *, batch: str, workers: int,
-               concurrency: int, address: str | None, on_result: Any, on_start: Any,
-               base_url: str | None = None, api_key: str | None = None) -> list[TaskResult]:
-    """Run ``tasks`` on ``workers`` Ray actors; ``on_start(n)`` as a chunk of n tasks starts,
-    ``on_result(result)`` as each ends (in the driver). The cluster this started is shut down."""
+               concurrency: int, address: str | None, on_result: Callable[[TaskResult], None],
+               on_start: Callable[[int], None], base_url: str | None = None,
+               api_key: str | None = None) -> list[TaskResult]:
+    """Run ``tasks`` on ``workers`` Ray actors; ``on_start(n)`` as n tasks are handed out,
+    ``on_result(result)`` as each ends (in the driver). The cluster this started is shut down.
+
+    Raises:
+        UsageError: a task's thread id is not valid, no cluster answers at ``address``, or
+            a worker could not start (its store cannot be opened...).
+    """
     url = shared_store_url(store_url)
+    queued = deque((task, task_thread(batch, task.id)) for task in tasks)
     started = not ray.is_initialized()
-    start_ray(address)
+    start_ray(address, workers)
     try:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < workers:
+            raise UsageError(f"the Ray cluster has {cpus:g} CPUs and each of --workers {workers} needs one; "
+                             f"give --workers {int(cpus)} or add nodes (`ray start --address ...`)")
         path = str(Path(blueprint_path).resolve())
-        actors = [BatchWorker.remote(path) for _ in range(workers)]  # type: ignore[attr-defined]
-        chunks = [[task_dict(t) for t in tasks[i:i + concurrency]] for i in range(0, len(tasks), concurrency)]
-        pending: dict[Any, tuple[Any, list[dict[str, Any]], int]] = {}
+
+        def new_worker() -> Any:
+            return BatchWorker.remote(path, url, concurrency, base_url, api_key)  # type: ignore[attr-defined]
+
+        holding: dict[Any, dict[str, tuple[BatchTask, str]]] = {}
+        """What each live worker holds: task id -> (task, thread)."""
+        calls: dict[Any, Any] = {}
+        """The one call in flight of each live worker: call ref -> worker."""
+        lost: dict[str, int] = {}
         results: list[TaskResult] = []
 
-        def submit(actor: Any, chunk: list[dict[str, Any]] | None = None, lost: int = 0) -> None:
-            if chunk is None:
-                if not chunks:
-                    return
-                chunk = chunks.pop(0)
-                on_start(len(chunk))
-            ref = actor.run_chunk.remote(chunk, url, batch, concurrency, base_url, api_key)
-            pending[ref] = (actor, chunk, lost)
+        def feed(worker: Any) -> None:
+            held = holding[worker]
+            given = [queued.popleft() for _ in range(min(len(queued), concurrency - len(held)))]
+            if given:
+                on_start(len(given))
+            held.update((task.id, (task, thread)) for task, thread in given)
+            if held:
+                calls[worker.exchange.remote(given, WAIT_S)] = worker
+            else:
+                del holding[worker]
+                ray.get(worker.close.remote())
 
-        for actor in actors:
-            submit(actor)
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            actor, chunk, lost = pending.pop(done[0])
+        for _ in range(min(workers, len(queued))):
+            worker = new_worker()
+            holding[worker] = {}
+            feed(worker)
+        while calls:
+            [ref], _ = ray.wait(list(calls), num_returns=1)
+            worker = calls.pop(ref)
             try:
-                lines = ray.get(done[0])
-            except ray.exceptions.RayActorError as exc:
-                if lost < MAX_LOST:  # (its worker died: a new one resumes the chunk's threads from their logs)
-                    submit(BatchWorker.remote(path), chunk, lost + 1)  # type: ignore[attr-defined]
-                    continue
-                lines = [_lost(batch, t, exc) for t in chunk]
-                actor = None
-            except ray.exceptions.RayError as exc:
-                lines = [_lost(batch, t, exc) for t in chunk]
-            for line in lines:
-                skipped = bool(line.pop("skipped"))
-                result = TaskResult(**line, skipped=skipped)
+                ended: list[TaskResult] = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:  # (the worker died: its tasks go to others)
+                for task, thread in reversed(list(holding.pop(worker).values())):
+                    lost[task.id] = lost.get(task.id, 0) + 1
+                    if lost[task.id] > MAX_LOST:
+                        result = TaskResult(task.id, thread, "failed", None, 0, 0,
+                                            f"worker lost {lost[task.id]} times: {_first_line(exc)}")
+                        results.append(result)
+                        on_result(result)
+                    else:
+                        queued.appendleft((task, thread))
+                if queued:
+                    holding[replacement := new_worker()] = {}
+                    feed(replacement)
+                continue
+            except ray.exceptions.RayTaskError as exc:
+                raise UsageError(f"a batch worker stopped: {_first_line(exc.cause or exc)}") from None
+            for result in ended:
+                holding[worker].pop(result.id, None)
                 results.append(result)
                 on_result(result)
-            if actor is not None:
-                submit(actor)
-            elif chunks:
-                submit(BatchWorker.remote(path))  # type: ignore[attr-defined]
+            feed(worker)
         return results
     finally:
         if started:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from livecontext.runtime import UsageError
-from livecontext.runtime.persistence import default_store_url
+from livecontext.runtime.persistence import default_store_url, open_store
 
 from .._batch import ResultsFile, TaskResult, batch_name, read_results, read_tasks, run_batch
 from ..blueprint import SystemBlueprint, load_any_blueprint
@@ -63,10 +64,13 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
         click.echo(f"livecontext: note: {made_folder}", err=True)
     with out.open("a", encoding="utf-8") as sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
         if on_ray:
-            try:
-                from .._batch_ray import run_on_ray
-            except ImportError:
+            if importlib.util.find_spec("ray") is None:
                 _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
+            from .._batch_ray import run_on_ray
+            async def reachable() -> None:  # (said here in one line, before the cluster starts)
+                async with await open_store(url):
+                    pass
+            run_async(reachable)
             try:
                 results = run_on_ray(blueprint_path, tasks, url, batch=name, workers=workers,
                                      concurrency=concurrency, address=ray_address, on_result=report.done,

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,27 +66,70 @@ def test_a_ray_address_with_no_cluster_is_one_line(project: Path) -> None:
 
 CRASHING_TOOL = '''
 import os
+import signal
 from pathlib import Path
 
 
 def crash_once() -> str:
-    """Kill this worker process the first time it is called (as kill -9 would)."""
+    """Note the call; the first call ever kills this worker process with SIGKILL (kill -9)."""
+    calls = Path(__file__).with_name("calls")
+    with calls.open("a") as f:
+        f.write(f"{os.getpid()}\\n")
     marker = Path(__file__).with_name("crashed")
     if not marker.exists():
         marker.write_text("once")
-        os._exit(9)
+        os.kill(os.getpid(), signal.SIGKILL)
     return "survived"
 '''
 
 
-def test_a_killed_worker_s_tasks_resume_on_a_new_worker_and_each_ends_once(cluster: None, project: Path) -> None:
+def test_a_worker_killed_mid_tool_loses_nothing_and_every_task_ends_once(cluster: None, project: Path) -> None:
     (project / "crash_tools.py").write_text(CRASHING_TOOL, encoding="utf-8")
     (project / "agent.toml").write_text(BLUEPRINT + '\n[[tools]]\nuse = "crash_tools:crash_once"\n', encoding="utf-8")
     (project / "script.json").write_text(json.dumps({"turns": [
         {"tool_calls": [{"name": "crash_once", "arguments": {}}]}, {"text": "after the tool"}]}), encoding="utf-8")
-    ran = batch("--workers", "2", "--concurrency", "1", "--ray", "auto")
+    ran = batch("--workers", "2", "--concurrency", "1", "--ray", "auto")  # (a worker holds one task at a time)
     assert ran.exit_code == 0, ran.stderr
-    assert (project / "crashed").exists()  # (one worker did die)
+    callers = (project / "calls").read_text().split()
+    assert len(set(callers)) >= 2  # (the killed worker and at least one other ran the tool)
+    assert len(callers) == 6  # (each task's tool ran once: the killed call is recorded as interrupted, not re-run)
     lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
-    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]  # (each task once)
+    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]  # (each task one line)
     assert all(r["status"] == "answered" and r["result"] == "after the tool" for r in lines)
+    kinds = {r["id"]: entry_kinds(f"six:{r['id']}") for r in lines}
+    assert all(k == ["ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry", "ModelOutputEntry"]
+               for k in kinds.values()), kinds  # (no entry lost or written twice)
+    interrupted = [r["id"] for r in lines if "interrupted" in tool_result_text(f"six:{r['id']}")]
+    assert len(interrupted) == 1  # (the task whose worker died in the tool)
+
+
+def entry_kinds(thread: str) -> list[str]:
+    return [type(e).__name__ for e in state_of(thread).entries]
+
+
+def tool_result_text(thread: str) -> str:
+    from livecontext.protocol import ToolResultsEntry
+    [results] = [e for e in state_of(thread).entries if isinstance(e, ToolResultsEntry)]
+    return repr(results)
+
+
+def state_of(thread: str) -> Any:
+    import trio
+
+    from livecontext.actors.history import load_state
+    from livecontext.protocol import make_converter
+    from livecontext.runtime.persistence import open_store
+
+    async def go() -> Any:
+        async with await open_store("sqlite:b.db") as store:
+            reader = await store.open_reader(thread)
+            async with reader:
+                return await load_state(reader, make_converter(), thread)
+    return trio.run(go)
+
+
+def test_more_workers_than_the_cluster_has_cpus_is_one_line(cluster: None, project: Path) -> None:
+    cpus = int(ray.cluster_resources()["CPU"])
+    ran = batch("--workers", str(cpus + 1), "--ray", "auto")
+    assert ran.exit_code == 1
+    assert ran.stderr.count("\n") == 1 and f"has {cpus} CPUs" in ran.stderr, ran.stderr
