@@ -104,7 +104,7 @@ MAX_LOST = 2
 
 def _lost(batch: str, task: dict[str, Any], exc: BaseException) -> dict[str, Any]:
     """The result line of a task whose chunk could not be run."""
-    return {"id": task["id"], "thread": f"{batch}:{task['id']}", "status": "failed", "result": None,
+    return {"id": task["id"], "thread": f"{batch}/{task['id']}", "status": "failed", "result": None,
             "steps": 0, "tokens": 0, "error": f"worker lost: {str(exc).splitlines()[0]}", "skipped": False}
 
 
