@@ -112,11 +112,13 @@ def task_thread(batch: str, task_id: str) -> str:
     Raises:
         UsageError: it is not a valid agent thread id.
     """
-    thread = f"{batch}/{task_id}"
+    return _agent_thread(f"{batch}/{task_id}", f"task {task_id!r} of batch {batch!r}")
+
+
+def _agent_thread(thread: str, whose: str) -> str:
     problem = thread_id_problem(thread, agent=True)
     if problem is not None:
-        raise UsageError(f"task {task_id!r} of batch {batch!r} makes thread id {thread!r}: {problem}; "
-                         "rename the task (or the batch, with --batch)")
+        raise UsageError(f"{whose} makes thread id {thread!r}: {problem}; rename the task (or the batch, with --batch)")
     return thread
 
 
@@ -255,11 +257,7 @@ def check_tasks(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask], bat
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
         for a in bp.agents:
-            agent_thread = f"{thread}.{a.name}"
-            problem = thread_id_problem(agent_thread, agent=True)
-            if problem is not None:
-                raise UsageError(f"{where} gives agent {a.name} thread id {agent_thread!r}: {problem}; "
-                                 "rename the task (or the batch, with --batch)")
+            _agent_thread(f"{thread}.{a.name}", f"{where}, for agent {a.name},")
     return threads
 
 

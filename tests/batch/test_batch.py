@@ -57,6 +57,18 @@ def inputs_of(thread: str) -> list[str]:
     return [e.content.live.text for e in state_of(thread).entries if isinstance(e, ModelInputEntry)]
 
 
+def run_until_answered(tasks: Path, out: Path, blueprint: str = "agent.toml") -> list[str]:
+    """Run a one-task batch again and again (at most 12 times) until it answers; its statuses."""
+    statuses: list[str] = []
+    for _ in range(12):
+        ran = batch("--tasks", str(tasks), blueprint=blueprint)
+        assert ran.exit_code == 0, ran.stderr
+        statuses.append(json.loads(out.read_text().splitlines()[-1])["status"])
+        if statuses[-1] == "answered":
+            break
+    return statuses
+
+
 FIVE = [{"id": f"t{i}", "inputs": ["Tell me about {topic}."], "vars": {"topic": f"topic {i}"}} for i in range(5)]
 
 
@@ -95,13 +107,8 @@ def test_an_unfinished_task_resumes_from_its_log_without_its_input_fed_again(pro
     (project / "agent.toml").write_text(BLUEPRINT + "max_steps = 1\n", encoding="utf-8")
     tasks = write_tasks(project / "one.jsonl", [{"id": "a", "inputs": ["write a note", "and another"],
                                                            "vars": {"topic": "notes"}}])
-    statuses = []
-    for _ in range(12):  # (one engine step per run: input, model call, tool, results, model call, input...)
-        ran = batch("--tasks", str(tasks))
-        assert ran.exit_code == 0, ran.stderr
-        statuses.append(json.loads((project / "one.results.jsonl").read_text().splitlines()[-1])["status"])
-        if statuses[-1] == "answered":
-            break
+    # (one engine step per run: input, model call, tool, results, model call, input...)
+    statuses = run_until_answered(tasks, project / "one.results.jsonl")
     assert statuses[0] == "stopped" and statuses[-1] == "answered"
     assert inputs_of("one/a") == ["write a note", "and another"]  # (each fed once, in order)
 
@@ -196,13 +203,7 @@ def test_an_unfinished_system_resumes_from_its_logs_each_input_fed_once(team: Pa
     tasks = write_tasks(team / "one.jsonl", [{"id": "a", "inputs": ["first", "second"], "vars": {"topic": "x"}}])
     (team / "lead.json").write_text(json.dumps({"turns": [ASK, {"text": "got it"}, {"text": "lead answer"}]}),
                                     encoding="utf-8")
-    statuses = []
-    for _ in range(12):  # (one engine step of the lead per run)
-        ran = batch("--tasks", str(tasks), blueprint="team.toml")
-        assert ran.exit_code == 0, ran.stderr
-        statuses.append(json.loads((team / "one.results.jsonl").read_text().splitlines()[-1])["status"])
-        if statuses[-1] == "answered":
-            break
+    statuses = run_until_answered(tasks, team / "one.results.jsonl", blueprint="team.toml")  # (a lead step a run)
     assert statuses[0] == "stopped" and statuses[-1] == "answered"
     assert inputs_of("one/a.lead") == ["first", "second"]  # (each fed once, in order)
     assert results(team / "one.results.jsonl")["a"]["result"] == "lead answer"
@@ -229,3 +230,12 @@ def test_a_system_task_that_cannot_run_is_one_line_before_anything_runs(
     assert ran.exit_code == 1
     assert ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
     assert not (team / "b.db").exists()
+
+
+def test_a_system_task_whose_agent_thread_would_be_too_long_is_refused_naming_the_agent(team: Path) -> None:
+    (team / "team.toml").write_text(SYSTEM.replace('name = "helper"', f'name = "{"h" * 64}"'), encoding="utf-8")
+    ran = batch("--tasks", str(write_tasks(team / "bad.jsonl", [{"id": "x" * 64, "inputs": ["x"]}])),
+                blueprint="team.toml")
+    assert ran.exit_code == 1
+    assert f"task '{'x' * 64}' (line 1), for agent {'h' * 64}, makes thread id 'bad/{'x' * 64}.{'h' * 64}': use 1-128" \
+        in ran.stderr, ran.stderr
