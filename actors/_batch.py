@@ -1,13 +1,26 @@
-"""Batch runs (``livecontext batch``): one agent per task of a tasks file, many at once in one
-Trio process, each in its own thread of one shared store.
+"""Batch runs (``livecontext batch``): one agent (or one system of agents) per task of a tasks
+file, many at once in one Trio process, each in its own thread(s) of one shared store.
 
-A task's thread id is ``BATCH:TASK_ID``. (The issue asked for ``BATCH/TASK_ID``, but an agent's
-thread id takes '/' only for sub-agents, ``PARENT/sub/NAME``: see
-:func:`livecontext.protocol.thread_id_problem`; ':' is the separator it allows.)
+A task's thread id is ``BATCH/TASK_ID`` (an agent's thread id may have one namespace before its
+name: see :func:`livecontext.protocol.thread_id_problem`).
 
 A task is *finished* once its log says so (``completed`` by ``task_complete``, ``answered``:
 it answered its last input, or ``waiting`` on a question): a re-run reads the log and skips
 it. Any other task is resumed from its log, fed the inputs its log does not hold yet.
+
+**A system blueprint** (``[[agents]]``) runs one system per task, named ``BATCH/TASK_ID``: its
+agents' threads are ``BATCH/TASK_ID.AGENT`` (as :func:`~livecontext.actors.open_system` names
+them when it runs a blueprint under another name), its own log ``system:BATCH/TASK_ID``. The
+task's ``inputs`` go to the system's first agent, or, given as ``{"AGENT": [...], ...}``, to
+each agent named, as ``livecontext run SYSTEM.toml --input AGENT=TEXT`` gives them (an agent
+not named gets none of the blueprint's inputs; pins stay). Its vars go into every agent's
+system prompt, pins and inputs. The *entry agent* (the first agent, or the first in the
+blueprint's order that the task names) gives the task its ``status`` and ``result`` and its
+``thread``; ``steps`` and ``tokens`` are summed over every thread of the system (sub-agents'
+too). The system's own log records whether its inputs were given: a re-run skips a system
+whose inputs were all taken and whose entry agent is finished, and otherwise opens it again,
+giving no input twice (a run cut short is resumed by :meth:`~livecontext.actors.System.run_inputs`;
+agents stopped mid-work finish it).
 """
 
 from __future__ import annotations
@@ -27,6 +40,8 @@ from livecontext.protocol import (
     EngineState,
     ModelInputEntry,
     ModelOutputEntry,
+    SystemDeclared,
+    SystemMember,
     TaskStatus,
     make_converter,
     thread_id_problem,
@@ -35,7 +50,9 @@ from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, open_store
 
 from ._front import open_agent
-from .blueprint import Blueprint
+from ._system import open_system
+from ._system_log import check_system_name, read_system_log, system_threads
+from .blueprint import AgentBlueprint, Blueprint, SystemBlueprint
 from .history import HistoryState, load_state
 
 TASK_KEYS = frozenset({"id", "inputs", "vars"})
@@ -51,9 +68,12 @@ class BatchTask:
 
     id: str
     inputs: tuple[str, ...]
+    """Its inputs (for a system: its first agent's), unless :attr:`addressed` gives them."""
     vars: Mapping[str, str] = attrs.field(factory=dict)
     line: int = 0
     """Its line number in the tasks file (1-based)."""
+    addressed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """Inputs by agent name (``"inputs": {"AGENT": [...]}``; a system's task only)."""
 
 
 @frozen
@@ -91,11 +111,13 @@ def task_thread(batch: str, task_id: str) -> str:
     Raises:
         UsageError: it is not a valid agent thread id.
     """
-    thread = f"{batch}:{task_id}"
+    return _agent_thread(f"{batch}/{task_id}", f"task {task_id!r} of batch {batch!r}")
+
+
+def _agent_thread(thread: str, whose: str) -> str:
     problem = thread_id_problem(thread, agent=True)
     if problem is not None:
-        raise UsageError(f"task {task_id!r} of batch {batch!r} makes thread id {thread!r}: {problem}; "
-                         "rename the task (or the batch, with --batch)")
+        raise UsageError(f"{whose} makes thread id {thread!r}: {problem}; rename the task (or the batch, with --batch)")
     return thread
 
 
@@ -144,8 +166,16 @@ def _task(raw: str, where: str, number: int) -> BatchTask:
     if not isinstance(task_id, str) or not task_id:
         raise UsageError(f"{where}: \"id\" must be a non-empty string or an integer")
     inputs = obj.get("inputs", [])
-    if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
-        raise UsageError(f"{where}: \"inputs\" must be a non-empty list of strings")
+    addressed: dict[str, tuple[str, ...]] = {}
+    if isinstance(inputs, dict) and inputs:
+        for agent, texts in inputs.items():
+            if not isinstance(texts, list) or not texts or not all(isinstance(i, str) for i in texts):
+                raise UsageError(f"{where}: \"inputs\" of agent {agent!r} must be a non-empty list of strings")
+            addressed[agent] = tuple(texts)
+        inputs = []
+    elif not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+        raise UsageError(f"{where}: \"inputs\" must be a non-empty list of strings "
+                         "(or, for a system, an object of AGENT: [strings])")
     given_vars = obj.get("vars", {})
     if not isinstance(given_vars, dict):
         raise UsageError(f"{where}: \"vars\" must be an object of NAME: value")
@@ -156,7 +186,7 @@ def _task(raw: str, where: str, number: int) -> BatchTask:
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise UsageError(f"{where}: var {key!r} must be a string or a number")
         values[key] = str(value)
-    return BatchTask(task_id, tuple(inputs), values, number)
+    return BatchTask(task_id, tuple(inputs), values, number, addressed)
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
@@ -172,12 +202,62 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
 
 def task_blueprint(bp: Blueprint, task: BatchTask, thread: str) -> Blueprint:
     """The blueprint one task runs: its thread, its vars in the system prompt and inputs."""
+    return _with_vars(bp, task.vars, task.inputs).override(thread=thread)
+
+
+def task_system(bp: SystemBlueprint, task: BatchTask) -> SystemBlueprint:
+    """The system one task runs: its inputs to its agents (see the module docstring), its
+    vars in every agent's system prompt, pins and inputs.
+
+    Raises:
+        UsageError: the task gives inputs to an agent the system does not have.
+    """
+    given = dict(task.addressed) if task.addressed else {bp.agents[0].name: task.inputs}
+    for name in given:
+        bp.agent(name)
+    agents = tuple(attrs.evolve(a, blueprint=_with_vars(a.blueprint, task.vars, given.get(a.name, ())))
+                   for a in bp.agents)
+    return attrs.evolve(bp, agents=agents)
+
+
+def entry_agent(bp: SystemBlueprint, task: BatchTask) -> AgentBlueprint:
+    """The agent whose status and result are a system task's: the first the task gives inputs
+    to, in the blueprint's order (the first agent, if the task does not name any)."""
+    return next((a for a in bp.agents if a.name in task.addressed), bp.agents[0])
+
+
+def _with_vars(bp: Blueprint, values: Mapping[str, str], inputs: Sequence[str]) -> Blueprint:
     prompt = bp.settings.system_prompt
     return bp.override(
-        thread=thread,
-        system_prompt=substitute(prompt, task.vars) if prompt is not None else None,
-        inputs=[substitute(text, task.vars) for text in task.inputs],
-        pins=[substitute(text, task.vars) for text in bp.pins])
+        system_prompt=substitute(prompt, values) if prompt is not None else None,
+        inputs=[substitute(text, values) for text in inputs],
+        pins=[substitute(text, values) for text in bp.pins])
+
+
+def check_tasks(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask], batch: str) -> list[str]:
+    """Each task's thread id (:func:`task_thread`), once every task is checked to be one that
+    ``bp`` can run.
+
+    Raises:
+        UsageError: a task's thread id (a system's: its name, or an agent's thread) is not
+            valid; a task gives inputs by agent to a one-agent blueprint, or names an agent
+            a system does not have.
+    """
+    threads = [task_thread(batch, task.id) for task in tasks]
+    for task, thread in zip(tasks, threads):
+        where = f"task {task.id!r} (line {task.line})"
+        if not isinstance(bp, SystemBlueprint):
+            if task.addressed:
+                raise UsageError(f"{where} gives inputs by agent, but {bp.path} is one agent; give a list of inputs")
+            continue
+        try:
+            check_system_name(thread)
+            task_system(bp, task)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        for a in bp.agents:
+            _agent_thread(f"{thread}.{a.name}", f"{where}, for agent {a.name},")
+    return threads
 
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
@@ -251,10 +331,16 @@ OnEvent = Callable[[str, TaskResult | None], Awaitable[None] | None]
 """Told ``("start", None)`` as a task starts and ``("done", result)`` as it ends."""
 
 
-async def run_task(bp: Blueprint, task: BatchTask, thread: str, store: EventStore, *,
+async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str, store: EventStore, *,
                    base_url: str | None = None, api_key: str | None = None) -> TaskResult:
     """Run one task to its end (or read it, if its log says it is finished); a failure of the
-    task (its model, its tools, its thread) is its result, never raised."""
+    task (its model, its tools, its thread) is its result, never raised.
+
+    For a system blueprint, ``thread`` (:func:`task_thread`) is the system's name, and the
+    result's thread its entry agent's (see the module docstring).
+    """
+    if isinstance(bp, SystemBlueprint):
+        return await _run_system_task(bp, task, thread, store, base_url=base_url, api_key=api_key)
     try:
         made = task_blueprint(bp, task, thread)
         expected = len(made.pins) + len(made.inputs)
@@ -281,7 +367,7 @@ async def run_task(bp: Blueprint, task: BatchTask, thread: str, store: EventStor
         return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
 
 
-async def serve_tasks(bp: Blueprint, incoming: trio.MemoryReceiveChannel[tuple[BatchTask, str]],
+async def serve_tasks(bp: Blueprint | SystemBlueprint, incoming: trio.MemoryReceiveChannel[tuple[BatchTask, str]],
                       store: EventStore, *, concurrency: int, on_event: OnEvent | None = None,
                       base_url: str | None = None, api_key: str | None = None) -> None:
     """Run each ``(task, thread)`` received on ``incoming``, ``concurrency`` at once, until the
@@ -308,16 +394,67 @@ async def serve_tasks(bp: Blueprint, incoming: trio.MemoryReceiveChannel[tuple[B
             nursery.start_soon(runner)
 
 
-async def run_batch(bp: Blueprint, tasks: Sequence[BatchTask], store_url: str, *, batch: str,
+async def _run_system_task(bp: SystemBlueprint, task: BatchTask, name: str, store: EventStore, *,
+                           base_url: str | None, api_key: str | None) -> TaskResult:
+    """:func:`run_task` for a system: system ``name`` made from ``bp`` runs the task."""
+    entry = entry_agent(bp, task)
+    thread = f"{name}.{entry.name}"
+    try:
+        made = task_system(bp, task)
+        expected = sum(1 for text in (*made.agent(entry.name).blueprint.pins,
+                                      *made.agent(entry.name).blueprint.inputs) if text.strip())
+        before = await read_system_log(store, make_converter(), name)
+        given = before is not None and before.runs > 0  # (its inputs are in its log: never give them again)
+        if before is not None and given and before.pending is None:
+            thread = _member_thread(before.declared.agents, entry.name, thread)
+            state = await _read_thread(store, thread)
+            if state is not None:
+                status, result, error = _status(state, expected)
+                if status in FINISHED:
+                    steps, tokens = await _system_usage(store, before.declared)
+                    return TaskResult(task.id, thread, status, result, steps, tokens, error, skipped=True)
+        async with open_system(made, store=store, name=name, base_url=base_url, api_key=api_key) as system:
+            ran = await system.run_inputs({} if given else None)
+            thread = system.agent(entry.name).thread_id
+            declared = system.declared
+        steps, tokens = await _system_usage(store, declared)
+        after = await _read_thread(store, thread)
+        assert after is not None  # (opening the system made it)
+        status, result, error = _status(after, expected)
+        answer = ran.answers.get(entry.name)
+        if answer is not None and answer.reason.startswith("failed"):
+            status, error = "failed", answer.reason.removeprefix("failed: ")
+        elif answer is not None and answer.reason == "max_steps":
+            status = "stopped"
+        return TaskResult(task.id, thread, status, result, steps, tokens, error)
+    except Exception as exc:  # noqa: BLE001 -- one task's failure is its result, not the batch's
+        return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
+
+
+def _member_thread(members: Sequence[SystemMember], agent: str, default: str) -> str:
+    return next((m.thread_id for m in members if m.name == agent), default)
+
+
+async def _system_usage(store: EventStore, declared: SystemDeclared) -> tuple[int, int]:
+    """Model calls and tokens over every thread of a system (its sub-agents' too)."""
+    steps = tokens = 0
+    for thread in await system_threads(store, declared):
+        state = await _read_thread(store, thread)
+        if state is not None:
+            steps, tokens = steps + state.model_outputs, tokens + _tokens(state)
+    return steps, tokens
+
+
+async def run_batch(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask], store_url: str, *, batch: str,
                     concurrency: int = 16, out: ResultsFile | None = None, on_event: OnEvent | None = None,
                     base_url: str | None = None, api_key: str | None = None) -> list[TaskResult]:
     """Run every task of ``tasks`` (at most ``concurrency`` at once) in this Trio run, all in
     the store at ``store_url``; write each result to ``out`` as it ends.
 
     Raises:
-        UsageError: a task's thread id is not valid (before anything runs).
+        UsageError: a task cannot run (see :func:`check_tasks`; before anything runs).
     """
-    threads = [task_thread(batch, task.id) for task in tasks]
+    threads = check_tasks(bp, tasks, batch)
     results: list[TaskResult] = []
 
     async def noted(kind: str, result: TaskResult | None) -> None:

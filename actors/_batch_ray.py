@@ -33,8 +33,8 @@ from livecontext.runtime import UsageError
 
 from livecontext.runtime.persistence import open_store
 
-from ._batch import BatchTask, TaskResult, serve_tasks, task_thread
-from .blueprint import Blueprint, load_blueprint
+from ._batch import BatchTask, TaskResult, check_tasks, entry_agent, serve_tasks
+from .blueprint import Blueprint, SystemBlueprint, load_any_blueprint
 
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
 """The object store of a local cluster ``batch`` starts: results are small lines."""
@@ -105,7 +105,7 @@ class BatchWorker:
 
     def __init__(self, blueprint_path: str, store_url: str, concurrency: int,
                  base_url: str | None, api_key: str | None) -> None:
-        self._blueprint: Blueprint = load_blueprint(blueprint_path)
+        self._blueprint: Blueprint | SystemBlueprint = load_any_blueprint(blueprint_path)
         self._settings = (store_url, concurrency, base_url, api_key)
         self._results: queue.Queue[TaskResult] = queue.Queue()
         self._ready = threading.Event()
@@ -140,6 +140,9 @@ class BatchWorker:
     def _check(self) -> None:
         if self._failure is not None:
             raise WorkerFailed(f"{type(self._failure).__name__}: {_first_line(self._failure)}") from self._failure
+
+    def ready(self) -> None:
+        """Answer once placed and started (a failure to start is raised by :meth:`exchange`)."""
 
     def exchange(self, tasks: list[tuple[BatchTask, str]], wait_s: float) -> list[TaskResult]:
         """Take ``tasks``; return the results of the tasks that ended since the last call,
@@ -192,6 +195,8 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 MAX_LOST = 2
 """How many times a task may be lost with its worker before it fails ("worker lost")."""
+PLACE_TIMEOUT_S = 120.0
+"""How long the driver waits for Ray to place and start a worker before it says why not."""
 WAIT_S = 1.0
 """How long one exchange waits for a first result before it returns with none."""
 
@@ -208,8 +213,12 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
             a worker could not start (its store cannot be opened...).
     """
     url = shared_store_url(store_url)
-    queued = deque((task, task_thread(batch, task.id)) for task in tasks)
+    bp = load_any_blueprint(blueprint_path)
+    queued = deque(zip(tasks, check_tasks(bp, tasks, batch)))
     started = not ray.is_initialized()
+    made: list[Any] = []
+    """Every worker this run made: each is killed when the run ends (its CPU freed at once,
+    not when Ray collects its handle)."""
     start_ray(address, workers)
     try:
         cpus = ray.cluster_resources().get("CPU", 0)
@@ -219,7 +228,14 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
         path = str(Path(blueprint_path).resolve())
 
         def new_worker() -> Any:
-            return BatchWorker.remote(path, url, concurrency, base_url, api_key)  # type: ignore[attr-defined]
+            worker = BatchWorker.remote(path, url, concurrency, base_url, api_key)  # type: ignore[attr-defined]
+            made.append(worker)
+            placed, _ = ray.wait([worker.ready.remote()], timeout=PLACE_TIMEOUT_S)
+            if not placed:
+                free = ray.available_resources().get("CPU", 0)
+                raise UsageError(f"Ray placed no batch worker within {PLACE_TIMEOUT_S:g} s ({free:g} CPUs free of "
+                                 f"{cpus:g}: another job holds them?); free CPUs or give fewer --workers")
+            return worker
 
         holding: dict[Any, dict[str, tuple[BatchTask, str]]] = {}
         """What each live worker holds: task id -> (task, thread)."""
@@ -253,7 +269,8 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
                 for task, thread in reversed(list(holding.pop(worker).values())):
                     lost[task.id] = lost.get(task.id, 0) + 1
                     if lost[task.id] > MAX_LOST:
-                        result = TaskResult(task.id, thread, "failed", None, 0, 0,
+                        shown = f"{thread}.{entry_agent(bp, task).name}" if isinstance(bp, SystemBlueprint) else thread
+                        result = TaskResult(task.id, shown, "failed", None, 0, 0,
                                             f"worker lost {lost[task.id]} times: {_first_line(exc)}")
                         results.append(result)
                         on_result(result)
@@ -272,5 +289,7 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
             feed(worker)
         return results
     finally:
+        for worker in made:
+            ray.kill(worker)
         if started:
             ray.shutdown()

@@ -356,7 +356,7 @@ class System:
 
 @contextlib.asynccontextmanager
 async def open_system(
-    blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | None = None,
+    blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | EventStore | None = None,
     models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
     api_key: str | None = None, name: str | None = None, tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[System]:
@@ -366,7 +366,9 @@ async def open_system(
         blueprint: A system blueprint, or the path of its file (docs/blueprints.md,
             ``[[agents]]``).
         store: The store URL (``sqlite:PATH``, ``jsonl:DIR``, ``memory:``), in place of the
-            blueprint's; neither: ``$LIVECONTEXT_STORE``, else the default store.
+            blueprint's; neither: ``$LIVECONTEXT_STORE``, else the default store. Or an open
+            :class:`EventStore` (not closed here: the caller owns it; ``livecontext batch``
+            runs many systems in one).
         name: Run the blueprint as system ``name`` in place of its own (a fork of it, made by
             ``livecontext fork --system``): each agent's thread is the one that system's log
             names, else ``NAME.AGENT``.
@@ -400,7 +402,8 @@ async def open_system(
             opened[a.name] = mine
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
-        event_store = await stack.enter_async_context(await open_store(store or bp.store or default_store_url()))
+        event_store = store if isinstance(store, EventStore) else await stack.enter_async_context(
+            await open_store(store or bp.store or default_store_url()))
         system_name = check_system_name(name) if name is not None else bp.name
         clock, system_log = await _open_system_log(stack, event_store, system_name)
         found = replay_system_log(await system_log.read(), converter)

@@ -64,7 +64,9 @@ from livecontext.runtime.persistence import (
 
 from ._agent import check_thread_id
 
-_SYSTEM_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_SYSTEM_NAME = re.compile(r"^(?:(?!sub/)[A-Za-z0-9_.-]{1,64}/)?[A-Za-z0-9_.-]{1,64}$")
+"""One optional namespace (``BATCH/TASK_ID``: a batch task's system), as an agent's thread
+id takes one, so that the agents' threads ``NS/NAME.AGENT`` are agent thread ids."""
 SYSTEM_LOG_PREFIX = "system:"
 """What a system's own log's thread id starts with: ``system:NAME``."""
 _READ_CHUNK = 512
@@ -73,7 +75,8 @@ _READ_CHUNK = 512
 def check_system_name(name: str) -> str:
     """``name`` if it can name a system, else :class:`UsageError` saying what can."""
     if not _SYSTEM_NAME.match(name):
-        raise UsageError(f"invalid system name {name!r}: use 1-64 letters, digits and _ . -")
+        raise UsageError(f"invalid system name {name!r}: use 1-64 letters, digits and _ . -, optionally after "
+                         "one NAMESPACE/ of the same (not sub/)")
     return name
 
 
@@ -124,6 +127,8 @@ class SystemLog:
     pending: InputsGiven | None = None
     """The latest run of inputs with no :class:`~livecontext.protocol.InputsDone`: a run that
     was interrupted (or is going on), which the system's next run resumes."""
+    runs: int = 0
+    """How many runs of inputs the log records, done or not."""
 
 
 async def read_system_log(store: EventStore, converter: ProtocolConverter, name: str,
@@ -141,7 +146,7 @@ def replay_system_log(records: Sequence[StoredRecord], converter: ProtocolConver
                     at: int | None = None) -> SystemLog | None:
     """What a system's own log's ``records`` say, as of system seq ``at`` (``None``: all of
     them); ``None`` if they declare no system."""
-    declared, pending = None, None
+    declared, pending, runs = None, None, 0
     for record in records:
         if at is not None and record.system_seq is not None and record.system_seq > at:
             break
@@ -151,10 +156,10 @@ def replay_system_log(records: Sequence[StoredRecord], converter: ProtocolConver
         if isinstance(message, SystemDeclared):
             declared = message
         elif isinstance(message, InputsGiven):
-            pending = message
+            pending, runs = message, runs + 1
         elif isinstance(message, InputsDone) and pending is not None and message.run == pending.run:
             pending = None
-    return SystemLog(declared, pending) if declared is not None else None
+    return SystemLog(declared, pending, runs) if declared is not None else None
 
 
 _SYSTEM_LOG_KINDS = frozenset({SystemDeclared.__name__, InputsGiven.__name__, InputsDone.__name__})

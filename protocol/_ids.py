@@ -32,7 +32,11 @@ MAX_THREAD_ID = 200
 """The longest thread id, in characters, that a store holds."""
 SUB_MARK = "/sub/"
 """What joins a sub-agent's name to its parent's thread id: ``PARENT/sub/NAME``."""
-_AGENT_THREAD_ID = re.compile(r"[A-Za-z0-9_.:@+-]{1,128}(?:/sub/[A-Za-z0-9_.:@+-]{1,64})*")
+_PART = "[A-Za-z0-9_.:@+-]"
+_AGENT_THREAD_ID = re.compile(
+    # (``sub`` may be neither the namespace nor the name after it: ``A/sub/B`` is sub-agent B
+    # of A, and ``A/sub``'s sub-agents would start with ``A/sub/`` as A's do)
+    rf"(?:(?!sub/){_PART}{{1,64}}/(?!sub(?:/|$)))?{_PART}{{1,128}}(?:/sub/{_PART}{{1,64}})*")
 
 
 def thread_id_problem(thread_id: object, *, agent: bool = False) -> str | None:
@@ -45,8 +49,10 @@ def thread_id_problem(thread_id: object, *, agent: bool = False) -> str | None:
 
     ``agent=True`` asks more, for a thread an agent runs in: its id names the agent's actors
     (``history/THREAD``, an :class:`ActorId` name, written in audit lines) and its sub-agents'
-    threads (``PARENT/sub/NAME``), so it is 1-128 letters, digits and ``_ . : @ + -``, with
-    '/' only in ``/sub/NAME`` (NAME: 1-64 of the same). Every such id is one a store holds.
+    threads (``PARENT/sub/NAME``), so it is 1-128 letters, digits and ``_ . : @ + -``,
+    optionally after one namespace and a '/' (``NS/NAME``: a batch's ``BATCH/TASK_ID``; NS is
+    1-64 of the same, and neither NS nor the NAME after it is ``sub``), then any number of
+    ``/sub/NAME`` (NAME: 1-64 of the same). Every such id is one a store holds.
     """
     if not isinstance(thread_id, str):
         return f"expected a str, got {type(thread_id).__name__}"
@@ -59,8 +65,9 @@ def thread_id_problem(thread_id: object, *, agent: bool = False) -> str | None:
     except UnicodeEncodeError:
         return "it is not valid UTF-8"
     if agent and not _AGENT_THREAD_ID.fullmatch(thread_id):
-        return ("use 1-128 letters, digits and _ . : @ + - for an agent's thread (a sub-agent's: "
-                f"PARENT/sub/NAME, at most {MAX_THREAD_ID} characters in all)")
+        return ("use 1-128 letters, digits and _ . : @ + - for an agent's thread, optionally after one "
+                "NAMESPACE/ of 1-64 of them (not sub/; a sub-agent's: PARENT/sub/NAME, at most "
+                f"{MAX_THREAD_ID} characters in all)")
     return None
 
 

@@ -1,4 +1,5 @@
-"""``livecontext batch``: one agent per task of a tasks file (see :mod:`livecontext.actors._batch`)."""
+"""``livecontext batch``: one agent (or system of agents) per task of a tasks file (see
+:mod:`livecontext.actors._batch`)."""
 
 from __future__ import annotations
 
@@ -14,22 +15,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url, open_store
 
-from .._batch import ResultsFile, TaskResult, batch_name, read_results, read_tasks, run_batch
-from ..blueprint import SystemBlueprint, load_any_blueprint
+from .._batch import ResultsFile, TaskResult, batch_name, check_tasks, read_results, read_tasks, run_batch
+from ..blueprint import load_any_blueprint
 from ._main import _fail, folder_note, main, run_async
 
 
 @main.command()
 @click.argument("blueprint_path", metavar="BLUEPRINT.toml")
 @click.option("--tasks", "tasks_path", required=True, metavar="TASKS.jsonl",
-              help='One task per line: {"id": ..., "inputs": [...], "vars": {...}}.')
+              help='One task per line: {"id": ..., "inputs": [...], "vars": {...}} (a system\'s inputs may be '
+                   '{"AGENT": [...]}).')
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Worker processes (more than 1 needs --ray).")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS", help="Run the workers on this Ray cluster.")
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(min=1),
               help="Tasks run at once by each worker.")
 @click.option("--batch", "batch", default=None, metavar="NAME",
-              help="Batch name: threads are NAME:TASK_ID (default: the tasks file's name, without extension).")
+              help="Batch name: threads are NAME/TASK_ID, a system's NAME/TASK_ID.AGENT (default: the tasks "
+                   "file's name, without extension).")
 @click.option("--store", "store_url", default=None, metavar="URL",
               help="Event store all tasks write to (default: the blueprint's, else $LIVECONTEXT_STORE "
                    "or sqlite:.livecontext/livecontext.db).")
@@ -42,24 +45,25 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
           api_key: str | None) -> None:
     """Run one agent made from BLUEPRINT.toml per task of TASKS.jsonl, many at once.
 
-    Each task's thread is BATCH:TASK_ID. `{NAME}` in the blueprint's system prompt, pins
-    and the task's inputs is replaced by the task's var NAME. Re-running the same command
-    skips the tasks the store says are finished and resumes the others from their logs.
+    Each task's thread is BATCH/TASK_ID. `{NAME}` in the blueprint's system prompt, pins
+    and the task's inputs is replaced by the task's var NAME. A system blueprint ([[agents]])
+    runs one system per task, named BATCH/TASK_ID (its agents' threads BATCH/TASK_ID.AGENT),
+    the task's inputs given to its first agent (or by agent: {"AGENT": [...]}). Re-running the
+    same command skips the tasks the store says are finished and resumes the others from their
+    logs.
     """
+    on_ray = workers > 1 or ray_address is not None
+    name = batch or batch_name(tasks_path)
     try:
         loaded = load_any_blueprint(blueprint_path)
-        if isinstance(loaded, SystemBlueprint):
-            raise UsageError(f"{blueprint_path} is a system of agents ([[agents]]); batch runs a one-agent "
-                             "blueprint for now")
         tasks = read_tasks(tasks_path)
+        check_tasks(loaded, tasks, name)
     except UsageError as exc:
         _fail(str(exc))
-    name = batch or batch_name(tasks_path)
     url = store_url or loaded.store or default_store_url()
     out = Path(out_path or f"{name}.results.jsonl")
     written = read_results(out)
     made_folder = folder_note(url)
-    on_ray = workers > 1 or ray_address is not None
     if made_folder:
         click.echo(f"livecontext: note: {made_folder}", err=True)
     with out.open("a", encoding="utf-8") as sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:

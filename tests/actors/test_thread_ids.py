@@ -10,8 +10,8 @@ from livecontext.actors import check_thread_id, parent_thread_id, sub_thread_id
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import InvalidThreadIdError, open_store
 
-_AGENT_RULE = (r"use 1-128 letters, digits and _ \. : @ \+ - for an agent's thread "
-               r"\(a sub-agent's: PARENT/sub/NAME, at most 200 characters in all\)$")
+_AGENT_RULE = (r"use 1-128 letters, digits and _ \. : @ \+ - for an agent's thread, optionally after one "
+               r"NAMESPACE/ of 1-64 of them \(not sub/; a sub-agent's: PARENT/sub/NAME, at most 200 characters in all\)$")
 
 
 def test_an_agent_thread_id_outside_the_naming_rule_is_refused_saying_what_to_use() -> None:
@@ -30,6 +30,16 @@ def test_a_sub_agent_thread_is_its_parents_with_sub_and_its_name() -> None:
     assert parent_thread_id(thread_id) == "main"
     with pytest.raises(UsageError, match=r"^invalid thread id 'main/sub/a b': " + _AGENT_RULE):
         sub_thread_id("main", "a b")
+
+
+def test_a_namespaced_thread_has_sub_agents_under_it_and_no_parent_itself() -> None:
+    assert check_thread_id("batch/t1") == "batch/t1"
+    assert sub_thread_id("batch/t1", "helper") == "batch/t1/sub/helper"
+    assert parent_thread_id("batch/t1/sub/helper") == "batch/t1"
+    assert parent_thread_id("batch/t1") is None
+    assert parent_thread_id("a/sub/b") == "a"  # (still sub-agent b of a, not thread b of namespace a)
+    with pytest.raises(UsageError, match=r"^invalid thread id 'a/b/c': " + _AGENT_RULE):
+        check_thread_id("a/b/c")
 
 
 async def test_a_store_keeps_holding_a_thread_no_agent_could_run_in() -> None:

@@ -1,4 +1,5 @@
-"""``livecontext batch``: one agent per task of a tasks file, in this process (issue 19, point 3)."""
+"""``livecontext batch``: one agent (or one system of agents) per task of a tasks file, in this process
+(issue 19, point 3)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from livecontext.actors.cli import main
 from livecontext.protocol import ModelInputEntry, make_converter
-from livecontext.actors.history import load_state
+from livecontext.actors.history import HistoryState, load_state
 from livecontext.runtime.persistence import open_store
 
 SCRIPT = {"turns": [{"text": "first answer"}, {"text": "second answer"}]}
@@ -35,22 +36,37 @@ def write_tasks(path: Path, tasks: list[dict[str, Any]]) -> Path:
     return path
 
 
-def batch(*args: str) -> Result:
-    return CliRunner().invoke(main, ["batch", "agent.toml", "--store", "sqlite:b.db", *args])
+def batch(*args: str, blueprint: str = "agent.toml") -> Result:
+    return CliRunner().invoke(main, ["batch", blueprint, "--store", "sqlite:b.db", *args])
 
 
 def results(path: Path) -> dict[str, dict[str, Any]]:
     return {obj["id"]: obj for obj in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
 
 
-def inputs_of(thread: str) -> list[str]:
-    async def go() -> list[str]:
+def state_of(thread: str) -> HistoryState:
+    async def go() -> HistoryState:
         async with await open_store("sqlite:b.db") as store:
             reader = await store.open_reader(thread)
             async with reader:
-                state = await load_state(reader, make_converter(), thread)
-        return [e.content.live.text for e in state.entries if isinstance(e, ModelInputEntry)]
+                return await load_state(reader, make_converter(), thread)
     return trio.run(go)
+
+
+def inputs_of(thread: str) -> list[str]:
+    return [e.content.live.text for e in state_of(thread).entries if isinstance(e, ModelInputEntry)]
+
+
+def run_until_answered(tasks: Path, out: Path, blueprint: str = "agent.toml") -> list[str]:
+    """Run a one-task batch again and again (at most 12 times) until it answers; its statuses."""
+    statuses: list[str] = []
+    for _ in range(12):
+        ran = batch("--tasks", str(tasks), blueprint=blueprint)
+        assert ran.exit_code == 0, ran.stderr
+        statuses.append(json.loads(out.read_text().splitlines()[-1])["status"])
+        if statuses[-1] == "answered":
+            break
+    return statuses
 
 
 FIVE = [{"id": f"t{i}", "inputs": ["Tell me about {topic}."], "vars": {"topic": f"topic {i}"}} for i in range(5)]
@@ -64,9 +80,9 @@ def test_five_tasks_run_in_process_and_each_gets_a_result_line(project: Path) ->
     assert sorted(got) == [f"t{i}" for i in range(5)]
     for i in range(5):
         line = got[f"t{i}"]
-        assert line == {"id": f"t{i}", "thread": f"five:t{i}", "status": "answered", "result": "first answer",
+        assert line == {"id": f"t{i}", "thread": f"five/t{i}", "status": "answered", "result": "first answer",
                         "steps": 1, "tokens": 0, "error": None}
-        assert inputs_of(f"five:t{i}") == [f"Tell me about topic {i}."]  # (the task's vars were put in)
+        assert inputs_of(f"five/t{i}") == [f"Tell me about topic {i}."]  # (the task's vars were put in)
     assert "5 answered" in ran.stdout
 
 
@@ -78,7 +94,7 @@ def test_a_rerun_skips_the_tasks_the_log_says_are_finished(project: Path) -> Non
     assert again.exit_code == 0, again.stderr
     assert "(5 finished before)" in again.stdout
     assert len(results(project / "five.results.jsonl")) == 5
-    assert inputs_of("five:t0") == ["Tell me about topic 0."]  # (not fed again)
+    assert inputs_of("five/t0") == ["Tell me about topic 0."]  # (not fed again)
     third = batch("--tasks", str(tasks))
     assert len((project / "five.results.jsonl").read_text().splitlines()) == 5  # (no line written twice)
     assert third.exit_code == 0
@@ -91,15 +107,10 @@ def test_an_unfinished_task_resumes_from_its_log_without_its_input_fed_again(pro
     (project / "agent.toml").write_text(BLUEPRINT + "max_steps = 1\n", encoding="utf-8")
     tasks = write_tasks(project / "one.jsonl", [{"id": "a", "inputs": ["write a note", "and another"],
                                                            "vars": {"topic": "notes"}}])
-    statuses = []
-    for _ in range(12):  # (one engine step per run: input, model call, tool, results, model call, input...)
-        ran = batch("--tasks", str(tasks))
-        assert ran.exit_code == 0, ran.stderr
-        statuses.append(json.loads((project / "one.results.jsonl").read_text().splitlines()[-1])["status"])
-        if statuses[-1] == "answered":
-            break
+    # (one engine step per run: input, model call, tool, results, model call, input...)
+    statuses = run_until_answered(tasks, project / "one.results.jsonl")
     assert statuses[0] == "stopped" and statuses[-1] == "answered"
-    assert inputs_of("one:a") == ["write a note", "and another"]  # (each fed once, in order)
+    assert inputs_of("one/a") == ["write a note", "and another"]  # (each fed once, in order)
 
 
 def test_a_failing_model_fails_only_its_task(project: Path) -> None:
@@ -121,10 +132,109 @@ def test_a_failing_model_fails_only_its_task(project: Path) -> None:
      "bad.jsonl:3: task id 'a' is already the id of line 1"),
     (['{"id": "a", "inputs": ["x"], "prompt": "y"}'], "bad.jsonl:1: unknown key(s) 'prompt'"),
     (['{"id": "a", "inputs": "x"}'], 'bad.jsonl:1: "inputs" must be a non-empty list of strings'),
-    (['{"id": "a/b", "inputs": ["x"]}'], "task 'a/b' of batch 'bad' makes thread id 'bad:a/b'"),
+    (['{"id": "a/b", "inputs": ["x"]}'], "task 'a/b' of batch 'bad' makes thread id 'bad/a/b'"),
+    (['{"id": "a", "inputs": {"lead": ["x"]}}'], "task 'a' (line 1) gives inputs by agent, but agent.toml is one agent"),
 ])
 def test_a_bad_tasks_file_is_one_line_naming_the_line(project: Path, lines: list[str], said: str) -> None:
     (project / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     ran = batch("--tasks", "bad.jsonl")
     assert ran.exit_code == 1
     assert ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
+
+
+# -- a system of agents per task ------------------------------------------------------------------
+
+SYSTEM = '''
+system = "team"
+
+[[agents]]
+name = "lead"
+model = "scripted:lead.json"
+system_prompt = "You lead the work on {topic}."
+
+[[agents]]
+name = "helper"
+model = "scripted:helper.json"
+system_prompt = "You know {topic}."
+'''
+ASK = {"tool_calls": [{"name": "ask_agent", "arguments": {"to": "helper", "question": "What do you know?"}}]}
+THREE = [{"id": f"t{i}", "inputs": ["Tell me about {topic}."], "vars": {"topic": f"topic {i}"}} for i in range(3)]
+
+
+@pytest.fixture
+def team(project: Path) -> Path:
+    (project / "lead.json").write_text(json.dumps({"turns": [ASK, {"text": "lead answer"}]}), encoding="utf-8")
+    (project / "helper.json").write_text(json.dumps({"turns": [{"text": "helper facts"}]}), encoding="utf-8")
+    (project / "team.toml").write_text(SYSTEM, encoding="utf-8")
+    return project
+
+
+def test_a_system_blueprint_runs_one_system_per_task_named_batch_slash_task(team: Path) -> None:
+    ran = batch("--tasks", str(write_tasks(team / "trio.jsonl", THREE)), blueprint="team.toml")
+    assert ran.exit_code == 0, ran.stderr
+    got = results(team / "trio.results.jsonl")
+    for i in range(3):
+        # (status and result are the lead's, who got the input; steps count both agents' model calls)
+        assert got[f"t{i}"] == {"id": f"t{i}", "thread": f"trio/t{i}.lead", "status": "answered",
+                                "result": "lead answer", "steps": 3, "tokens": 0, "error": None}
+        assert inputs_of(f"trio/t{i}.lead") == [f"Tell me about topic {i}."]
+        assert state_of(f"trio/t{i}.lead").system_prompt.startswith(f"You lead the work on topic {i}.")
+        assert state_of(f"trio/t{i}.helper").system_prompt.startswith(f"You know topic {i}.")
+        assert state_of(f"trio/t{i}.helper").model_outputs == 1  # (it answered the lead's question)
+    assert "3 answered" in ran.stdout
+
+
+def test_a_rerun_skips_the_systems_whose_logs_say_they_are_finished(team: Path) -> None:
+    tasks = write_tasks(team / "trio.jsonl", THREE)
+    assert batch("--tasks", str(tasks), blueprint="team.toml").exit_code == 0
+    first = results(team / "trio.results.jsonl")
+    (team / "trio.results.jsonl").unlink()  # (skipping is read from the store, not from this file)
+    again = batch("--tasks", str(tasks), blueprint="team.toml")
+    assert again.exit_code == 0, again.stderr
+    assert "(3 finished before)" in again.stdout
+    assert results(team / "trio.results.jsonl") == first
+    assert inputs_of("trio/t0.lead") == ["Tell me about topic 0."]  # (not fed again)
+    assert state_of("trio/t0.helper").model_outputs == 1  # (not asked again)
+
+
+def test_an_unfinished_system_resumes_from_its_logs_each_input_fed_once(team: Path) -> None:
+    (team / "team.toml").write_text(SYSTEM.replace('name = "lead"\n', 'name = "lead"\nmax_steps = 1\n'),
+                                    encoding="utf-8")
+    tasks = write_tasks(team / "one.jsonl", [{"id": "a", "inputs": ["first", "second"], "vars": {"topic": "x"}}])
+    (team / "lead.json").write_text(json.dumps({"turns": [ASK, {"text": "got it"}, {"text": "lead answer"}]}),
+                                    encoding="utf-8")
+    statuses = run_until_answered(tasks, team / "one.results.jsonl", blueprint="team.toml")  # (a lead step a run)
+    assert statuses[0] == "stopped" and statuses[-1] == "answered"
+    assert inputs_of("one/a.lead") == ["first", "second"]  # (each fed once, in order)
+    assert results(team / "one.results.jsonl")["a"]["result"] == "lead answer"
+
+
+def test_a_task_may_give_its_inputs_to_the_agents_it_names(team: Path) -> None:
+    tasks = write_tasks(team / "to.jsonl", [{"id": "h", "inputs": {"helper": ["Hi, {topic}."]}, "vars": {"topic": "y"}}])
+    ran = batch("--tasks", str(tasks), blueprint="team.toml")
+    assert ran.exit_code == 0, ran.stderr
+    assert results(team / "to.results.jsonl")["h"] == {  # (the helper got the input: its status is the task's)
+        "id": "h", "thread": "to/h.helper", "status": "answered", "result": "helper facts", "steps": 1,
+        "tokens": 0, "error": None}
+    assert inputs_of("to/h.helper") == ["Hi, y."] and inputs_of("to/h.lead") == []
+
+
+@pytest.mark.parametrize(("task", "args", "said"), [
+    ({"id": "a", "inputs": {"nobody": ["x"]}}, (), "task 'a' (line 1): no agent named 'nobody' in system 'team'"),
+    ({"id": "a:b", "inputs": ["x"]}, (), "task 'a:b' (line 1): invalid system name 'bad/a:b'"),
+])
+def test_a_system_task_that_cannot_run_is_one_line_before_anything_runs(
+        team: Path, task: dict[str, Any], args: tuple[str, ...], said: str) -> None:
+    ran = batch("--tasks", str(write_tasks(team / "bad.jsonl", [task])), *args, blueprint="team.toml")
+    assert ran.exit_code == 1
+    assert ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
+    assert not (team / "b.db").exists()
+
+
+def test_a_system_task_whose_agent_thread_would_be_too_long_is_refused_naming_the_agent(team: Path) -> None:
+    (team / "team.toml").write_text(SYSTEM.replace('name = "helper"', f'name = "{"h" * 64}"'), encoding="utf-8")
+    ran = batch("--tasks", str(write_tasks(team / "bad.jsonl", [{"id": "x" * 64, "inputs": ["x"]}])),
+                blueprint="team.toml")
+    assert ran.exit_code == 1
+    assert f"task '{'x' * 64}' (line 1), for agent {'h' * 64}, makes thread id 'bad/{'x' * 64}.{'h' * 64}': use 1-128" \
+        in ran.stderr, ran.stderr

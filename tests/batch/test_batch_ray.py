@@ -96,10 +96,10 @@ def test_a_worker_killed_mid_tool_loses_nothing_and_every_task_ends_once(cluster
     lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]  # (each task one line)
     assert all(r["status"] == "answered" and r["result"] == "after the tool" for r in lines)
-    kinds = {r["id"]: entry_kinds(f"six:{r['id']}") for r in lines}
+    kinds = {r["id"]: entry_kinds(f"six/{r['id']}") for r in lines}
     assert all(k == ["ModelInputEntry", "ModelOutputEntry", "ToolResultsEntry", "ModelOutputEntry"]
                for k in kinds.values()), kinds  # (no entry lost or written twice)
-    interrupted = [r["id"] for r in lines if "interrupted" in tool_result_text(f"six:{r['id']}")]
+    interrupted = [r["id"] for r in lines if "interrupted" in tool_result_text(f"six/{r['id']}")]
     assert len(interrupted) == 1  # (the task whose worker died in the tool)
 
 
@@ -133,3 +133,30 @@ def test_more_workers_than_the_cluster_has_cpus_is_one_line(cluster: None, proje
     ran = batch("--workers", str(cpus + 1), "--ray", "auto")
     assert ran.exit_code == 1
     assert ran.stderr.count("\n") == 1 and f"has {cpus} CPUs" in ran.stderr, ran.stderr
+
+
+TEAM = '''
+system = "team"
+
+[[agents]]
+name = "lead"
+model = "scripted:lead.json"
+
+[[agents]]
+name = "helper"
+model = "scripted:helper.json"
+'''
+
+
+def test_a_system_blueprint_runs_one_system_per_task_on_ray_workers(cluster: None, project: Path) -> None:
+    ask = {"tool_calls": [{"name": "ask_agent", "arguments": {"to": "helper", "question": "What do you know?"}}]}
+    (project / "lead.json").write_text(json.dumps({"turns": [ask, {"text": "lead answer"}]}), encoding="utf-8")
+    (project / "helper.json").write_text(json.dumps({"turns": [{"text": "helper facts"}]}), encoding="utf-8")
+    (project / "team.toml").write_text(TEAM, encoding="utf-8")
+    ran = CliRunner().invoke(main, ["batch", "team.toml", "--tasks", "six.jsonl", "--store", "sqlite:b.db",
+                                    "--workers", "2", "--concurrency", "2", "--ray", "auto"])
+    assert ran.exit_code == 0, ran.stderr
+    lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]
+    assert all(r == {"id": r["id"], "thread": f"six/{r['id']}.lead", "status": "answered", "result": "lead answer",
+                     "steps": 3, "tokens": 0, "error": None} for r in lines), lines

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from livecontext.protocol import (
@@ -123,24 +123,40 @@ def test_a_thread_id_that_is_no_text_or_no_utf8_is_refused_saying_so() -> None:
     assert thread_id_problem("t\udc80") == "it is not valid UTF-8"
 
 
-@given(st.text(alphabet=_ALPHABET, min_size=1, max_size=60), st.lists(_SUB_NAME, max_size=2))
+_NAMESPACE = st.text(alphabet=_ALPHABET, min_size=1, max_size=64).filter(lambda ns: ns != "sub")
+_TOP = st.text(alphabet=_ALPHABET, min_size=1, max_size=60)
+@given(st.none() | _NAMESPACE, _TOP, st.lists(_SUB_NAME, max_size=2))
 def test_an_agent_runs_in_a_thread_named_by_actor_id_characters_and_its_sub_agents_under_it(
-    top: str, subs: list[str]
+    namespace: str | None, top: str, subs: list[str]
 ) -> None:
-    thread_id = top + "".join(f"/sub/{name}" for name in subs)
+    assume(namespace is None or top != "sub")  # (NS/sub would read as sub-agent 'sub'... of NS)
+    thread_id = (f"{namespace}/" if namespace is not None else "") + top + "".join(f"/sub/{name}" for name in subs)
     assert thread_id_problem(thread_id, agent=True) is None
     assert ActorId("history", thread_id).name == thread_id  # (it names the agent's actors)
 
 
-@pytest.mark.parametrize("thread_id", ["a b", "x" * 129, "main/other", "main/sub/", "main/sub/" + "x" * 65,
-                                       "é", "main/sub/a b"])
+@pytest.mark.parametrize("thread_id", ["batch/t1", "batch/t1.lead", "a/b/sub/c", "a/b/sub/c/sub/d", "sub/sub/x"])
+def test_an_agent_thread_may_have_one_namespace_before_its_name(thread_id: str) -> None:
+    assert thread_id_problem(thread_id, agent=True) is None
+
+
+def test_a_sub_mark_right_after_the_first_name_still_names_a_sub_agent_not_a_namespace() -> None:
+    # (``a/sub/b`` is sub-agent b of a: so ``sub`` is refused as a namespace, and as the name after one)
+    assert thread_id_problem("a/sub/b", agent=True) is None
+    assert thread_id_problem("sub/b", agent=True) is not None
+    assert thread_id_problem("a/sub", agent=True) is not None
+
+
+@pytest.mark.parametrize("thread_id", ["a b", "x" * 129, "a/b/c", "sub/x", "a/sub", "a/sub/sub/b", "x" * 65 + "/y",
+                                       "/a", "a/", "main/sub/", "main/sub/" + "x" * 65, "é", "main/sub/a b"])
 def test_an_agent_thread_id_outside_the_naming_rule_is_refused_saying_what_to_use(thread_id: str) -> None:
     problem = thread_id_problem(thread_id, agent=True)
     assert problem is not None and problem.startswith("use 1-128 letters, digits and _ . : @ + - for an agent's thread")
     assert thread_id_problem(thread_id) is None  # (a store still holds it)
 
 
-@given(st.text(max_size=210))
+@given(st.text(max_size=210) | st.text(alphabet=_ALPHABET + "/", max_size=210)
+       | st.lists(st.sampled_from(["a", "sub", "b.c", "x" * 64, "x" * 65, ""]), max_size=6).map("/".join))
 def test_every_thread_id_an_agent_runs_in_is_one_a_store_holds(thread_id: str) -> None:
     if thread_id_problem(thread_id, agent=True) is None:
         assert thread_id_problem(thread_id) is None

@@ -182,8 +182,9 @@ async def test_a_bad_store_url_or_thread_id_is_reported_on_its_line() -> None:
             "got 'mysql://x'")):
         load('thread = "t"\nstore = "mysql://x"\n')
     with pytest.raises(BlueprintError, match=exactly(
-            "bp.toml:1: thread 'my thread': use 1-128 letters, digits and _ . : @ + - for an agent's thread "
-            "(a sub-agent's: PARENT/sub/NAME, at most 200 characters in all)")):
+            "bp.toml:1: thread 'my thread': use 1-128 letters, digits and _ . : @ + - for an agent's thread, "
+            "optionally after one NAMESPACE/ of 1-64 of them (not sub/; a sub-agent's: PARENT/sub/NAME, "
+            "at most 200 characters in all)")):
         load('thread = "my thread"\n')
 
 

@@ -90,8 +90,8 @@ def test_a_system_forked_mid_question_runs_as_its_new_name_to_the_originals_end(
      "shows each record's system_seq)"),
     (["--system", "team", "--at", "3", "--new-system", "team"],
      "system 'team' exists already in {store}; fork into a new name"),
-    (["--system", "team", "--at", "3", "--new-system", "a/b"], "invalid system name 'a/b': use 1-64 letters, "
-     "digits and _ . -"),
+    (["--system", "team", "--at", "3", "--new-system", "a/b/c"], "invalid system name 'a/b/c': use 1-64 letters, "
+     "digits and _ . -, optionally after one NAMESPACE/ of the same (not sub/)"),
     (["--system", "team", "--at", "3"], "a system fork needs --system NAME and --new-system NAME2"),
     (["--system", "team", "--at", "3", "--new-system", "x", "--thread", "team.critic"],
      "fork either a thread (--thread T --new-thread T2) or a system (--system NAME --new-system NAME2), not both"),

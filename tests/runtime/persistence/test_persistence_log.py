@@ -406,22 +406,25 @@ async def test_append_nowait_on_a_closed_log_says_it_is_closed(make_records: Mak
             log.append_nowait(make_records(1))
 
 
+@pytest.mark.parametrize("top", ["main", "batch/t1"])  # (a batch task's thread: BATCH/TASK_ID)
 async def test_a_sub_agents_thread_id_with_slashes_is_stored_listed_reopened_and_forked(
-    store_url: str, make_records: MakeRecords
+    store_url: str, make_records: MakeRecords, top: str
 ) -> None:
-    sub = "main/sub/call_1_0"
+    sub = f"{top}/sub/call_1_0"
     async with await open_store(store_url) as store:
-        async with await store.open_thread("main", owner="history") as log:
+        async with await store.open_thread(top, owner="history") as log:
             await log.append(make_records(1))
         async with await store.open_thread(sub, owner="history") as log:
             assert log.store is store
             await log.append(make_records(2))
         await store.fork(sub, 1, f"{sub}.copy")
-        assert [i.thread_id for i in await store.threads()] == ["main", sub, f"{sub}.copy"]
-        assert await store.exists(sub) and not await store.exists("main/sub")
+        assert [i.thread_id for i in await store.threads()] == [top, sub, f"{sub}.copy"]
+        assert await store.exists(sub) and not await store.exists(f"{top}/sub")
     if store_url.startswith("memory:"):
         return
     async with await open_store(store_url) as store:  # reopened: nothing was lost to the '/'
         async with await store.open_reader(sub) as reader:
             assert [r.seq for r in await reader.read()] == [1, 2]
             assert all(r.thread_id == sub for r in await reader.read())
+        async with await store.open_reader(top) as reader:
+            assert [(r.seq, r.thread_id) for r in await reader.read()] == [(1, top)]
