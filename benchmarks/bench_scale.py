@@ -31,8 +31,9 @@ CPU-bound and the second worker has a core's worth of work to take. The printed 
 
 Printed per store: wall seconds, agent turns (model calls) per second for 1 and 2 workers, the
 ratio 2w/1w against the 1.6 target, and the CPU of the run: the ``batch`` process tree's
-(``getrusage`` of waited children) and, on Ray, the Ray cluster's processes' (sampled from
-``/proc``: the workers run there, not under ``batch``, and end unwaited with their job). Ray's own start-up (joining
+(``getrusage`` of waited children), on Ray the Ray cluster's processes' (sampled from
+``/proc``: the workers run there, not under ``batch``, and end unwaited with their job), and
+on PostgreSQL the server's (sampled too; it shares the two cores with the workers). Ray's own start-up (joining
 the cluster, starting worker processes, importing livecontext there) is inside each 2-worker
 timing; it is measured apart as the extra wall time of a batch of 2 zero-latency tasks on Ray
 over the same in one process.
@@ -68,6 +69,8 @@ sys.path.insert(0, str(ROOT))  # run from a checkout too
 from tests.support.postgres import Cluster, free_port, throwaway_cluster  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+CAN_SAMPLE = Path("/proc/self/stat").exists()
+"""Whether other processes' CPU can be read (Linux's ``/proc``)."""
 TARGET = 1.6
 """Issue 19: two workers on two cores at least 1.6x the throughput of one."""
 
@@ -228,31 +231,33 @@ def ray_head(folder: Path) -> Iterator[RayHead]:
 
 
 def run_batch(folder: Path, tasks: int, turns: int, store: str, workers: int, concurrency: int,
-              ray: RayHead | None) -> dict[str, float]:
+              ray: RayHead | None, server_pid: int | None = None) -> dict[str, float]:
     """Run ``livecontext batch`` once in ``folder`` (see :func:`write_inputs`) and check its
-    results file; wall and CPU seconds."""
+    results file; wall and CPU seconds: ``batch_cpu`` (its process tree), ``ray_cpu`` (the Ray
+    cluster's processes, on Ray), ``db_cpu`` (the processes under ``server_pid``, if given)."""
     out = folder / f"run-{time.monotonic_ns()}.results.jsonl"
     command = [str(Path(sys.executable).with_name("livecontext")), "batch", "agent.toml", "--tasks", "tasks.jsonl",
                "--store", store, "--out", str(out), "--concurrency", str(concurrency), "--workers", str(workers)]
     if workers > 1:
         assert ray is not None
         command += ["--ray", ray.address]
-    sampler = TreeCpu(ray.proc.pid) if ray is not None and workers > 1 and Path("/proc/self/stat").exists() else None
+    roots = {"ray_cpu": ray.proc.pid if ray is not None and workers > 1 else None, "db_cpu": server_pid}
+    samplers = {name: TreeCpu(pid) for name, pid in roots.items() if pid is not None and CAN_SAMPLE}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if sampler is not None:
+    for sampler in samplers.values():
         sampler.start()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600,
                           env={**os.environ, **RAY_ENV})
     wall = time.perf_counter() - start
-    ray_cpu = sampler.stop() if sampler is not None else float("nan")
+    sampled = {name: samplers[name].stop() if name in samplers else float("nan") for name in roots}
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise BenchFailure(f"batch --workers {workers} on {store} exited {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['(no output)'])[-1]}")
     check_results(out, tasks, turns)
     batch_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": wall, "batch_cpu": batch_cpu, "ray_cpu": ray_cpu}
+    return {"wall": wall, "batch_cpu": batch_cpu, **sampled}
 
 
 class Stores:
@@ -271,6 +276,12 @@ class Stores:
         name = self._cluster.new_database()
         self._made.append(name)
         return self._cluster.url(name)
+
+    def server_pid(self, kind: str) -> int | None:
+        """The PostgreSQL server's main process (its connections' processes are its children)."""
+        if kind != "postgresql" or self._cluster is None:
+            return None
+        return int((self._cluster.folder / "data" / "postmaster.pid").read_text().split()[0])
 
     def drop_all(self) -> None:
         """Drop the databases made (a full run makes a few GB of WAL otherwise)."""
@@ -320,9 +331,10 @@ def main() -> None:
                 for r in range(rounds):
                     for workers in ((1, 2) if r % 2 == 0 else (2, 1)):
                         got = run_batch(work, tasks, args.turns, stores.fresh(kind), workers, args.concurrency,
-                                        head)
+                                        head, stores.server_pid(kind))
                         runs[workers].append(got)
                         ray_cpu = "" if workers == 1 else f", Ray cluster {got['ray_cpu']:.1f} s"
+                        ray_cpu += f", PostgreSQL server {got['db_cpu']:.1f} s" if kind == "postgresql" else ""
                         print(f"{kind:<10} round {r + 1} {workers}w  wall {got['wall']:6.2f} s  "
                               f"{steps / got['wall']:7.0f} turns/s  CPU: batch {got['batch_cpu']:.1f} s{ray_cpu}",
                               flush=True)
@@ -345,7 +357,7 @@ def report_startup(probe: Path, stores: Stores, kind: str, turns: int, head: Ray
 def summarize(kind: str, runs: dict[int, list[dict[str, float]]], steps: int, tasks: int,
               args: argparse.Namespace, waves: int) -> None:
     """Print a store's medians, the ratio against the target, and the CPU per turn."""
-    med = {w: {m: statistics.median(run[m] for run in runs[w]) for m in ("wall", "batch_cpu", "ray_cpu")}
+    med = {w: {m: statistics.median(run[m] for run in runs[w]) for m in ("wall", "batch_cpu", "ray_cpu", "db_cpu")}
            for w in (1, 2)}
     rate = {w: steps / med[w]["wall"] for w in (1, 2)}
     ratio = rate[2] / rate[1]
@@ -356,7 +368,8 @@ def summarize(kind: str, runs: dict[int, list[dict[str, float]]], steps: int, ta
         cpu = med[w]["batch_cpu"] + (med[w]["ray_cpu"] if w == 2 else 0.0)
         where = "batch process" if w == 1 else "batch driver + Ray cluster"
         print(f"  {w} worker{'s' if w > 1 else ' '}  wall {med[w]['wall']:6.2f} s (latency floor {floor:.2f} s)  "
-              f"{rate[w]:7.0f} turns/s  CPU {cpu:.1f} s ({where}; {per_turn_ms(cpu, steps)})")
+              f"{rate[w]:7.0f} turns/s  CPU {cpu:.1f} s ({where}; {per_turn_ms(cpu, steps)})"
+              + (f"; PostgreSQL server {per_turn_ms(med[w]['db_cpu'], steps)}" if kind == "postgresql" else ""))
     verdict = "meets" if ratio >= TARGET else "misses"
     print(f"  ratio 2w/1w {ratio:.2f}x: {verdict} the target (>= {TARGET}x)\n", flush=True)
 
