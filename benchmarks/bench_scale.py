@@ -100,11 +100,11 @@ def check_results(path: Path, tasks: int, turns: int) -> None:
         if line["status"] != "answered" or line["steps"] != turns:
             raise BenchFailure(f"{path.name}: task {line['id']} ended {line['status']} after {line['steps']} steps "
                                f"(expected answered after {turns}): {line.get('error')}")
-    missing = tasks - len(seen)
     twice = sorted(i for i, n in seen.items() if n > 1)
-    if missing or twice:
-        raise BenchFailure(f"{path.name}: {len(seen)} of {tasks} tasks have a line; written more than once: "
-                           f"{twice[:5]}")
+    if twice:
+        raise BenchFailure(f"{path.name}: {len(twice)} tasks have more than one line, {', '.join(twice[:5])} among them")
+    if len(seen) != tasks:
+        raise BenchFailure(f"{path.name}: {len(seen)} of {tasks} tasks have a line; the others never ended")
 
 
 class TreeCpu:
