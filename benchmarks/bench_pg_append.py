@@ -211,7 +211,9 @@ def main() -> None:
             print(f"engine-like: {args.agents} agents each committing {args.steps} steps of {args.step_records} "
                   f"records of {size} bytes (one transaction a step): {steps:,.0f} steps/s, "
                   f"{got['records']:,.0f} records/s; CPU a step: {got['client_cpu'] * 1000:.2f} ms in this process, "
-                  f"{got['server_cpu'] * 1000:.2f} ms in the server", flush=True)
+                  f"{got['server_cpu'] * 1000:.2f} ms in the server; this one process was busy "
+                  f"{got['client_cpu'] * steps:.0%} of the time (near 100%: the client, not the primary, was the limit)",
+                  flush=True)
             cpu_ms, source = ((args.cpu_per_step_ms, "given") if args.cpu_per_step_ms is not None
                               else (profile["cpu_ms"], "measured by the profile batch"))
             on_paper(cpu_ms, source, steps, profile["appends_per_step"], args.machines, args.cores)
