@@ -476,3 +476,22 @@ async def run_batch(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask],
                           base_url=base_url, api_key=api_key)
     order = {task.id: i for i, task in enumerate(tasks)}
     return sorted(results, key=lambda r: order[r.id])
+
+
+def ray_environment(address: str | None) -> None:
+    """Set what Ray reads from the environment when it is imported, before it is: a local
+    cluster stays on this machine (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), and a cluster at
+    ``address`` started by ``ray start`` (token authentication on) gets the token whenever one
+    is at hand (``RAY_AUTH_MODE=token``, as Ray's docs say: ``ray.init`` sends it only then).
+    What the environment already says is kept.
+    """
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if address is not None and "RAY_AUTH_MODE" not in os.environ and _ray_token_at_hand():
+        os.environ["RAY_AUTH_MODE"] = "token"
+
+
+def _ray_token_at_hand() -> bool:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+    return os.path.isfile(path)

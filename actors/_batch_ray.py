@@ -67,17 +67,23 @@ def start_ray(address: str | None, workers: int = 1) -> None:
         _check_reachable(address)
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
     try:
         if address is None:
             ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
                      num_cpus=max(workers, os.cpu_count() or 1), object_store_memory=OBJECT_STORE_BYTES,
                      log_to_driver=False)
         else:
-            ray.init(address=address, log_to_driver=False)
+            host = address.rpartition(":")[0]
+            # (a cluster on this machine's loopback: this driver's node is there too, not on the
+            # machine's other address, which Ray would pick)
+            node_ip = "127.0.0.1" if host in ("127.0.0.1", "localhost") else None
+            ray.init(address=address, log_to_driver=False, _node_ip_address=node_ip)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise UsageError(f"cannot join a Ray cluster at {address}: {str(exc).splitlines()[0]}; start one with "
-                         "`ray start --head --node-ip-address 127.0.0.1` and give its address") from None
+                         "`ray start --head --node-ip-address 127.0.0.1` and give its address (a cluster with token "
+                         "authentication needs its token in ~/.ray/auth_token or $RAY_AUTH_TOKEN)") from None
+
 
 
 def _check_reachable(address: str) -> None:
@@ -221,7 +227,7 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
     not when Ray collects its handle)."""
     start_ray(address, workers)
     try:
-        cpus = ray.cluster_resources().get("CPU", 0)
+        cpus = ray.cluster_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
         if cpus < workers:
             raise UsageError(f"the Ray cluster has {cpus:g} CPUs and each of --workers {workers} needs one; "
                              f"give --workers {int(cpus)} or add nodes (`ray start --address ...`)")
@@ -232,7 +238,7 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
             made.append(worker)
             placed, _ = ray.wait([worker.ready.remote()], timeout=PLACE_TIMEOUT_S)
             if not placed:
-                free = ray.available_resources().get("CPU", 0)
+                free = ray.available_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
                 raise UsageError(f"Ray placed no batch worker within {PLACE_TIMEOUT_S:g} s ({free:g} CPUs free of "
                                  f"{cpus:g}: another job holds them?); free CPUs or give fewer --workers")
             return worker

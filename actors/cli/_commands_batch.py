@@ -15,7 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url, open_store
 
-from .._batch import ResultsFile, TaskResult, batch_name, check_tasks, read_results, read_tasks, run_batch
+from .._batch import (
+    ResultsFile,
+    TaskResult,
+    batch_name,
+    check_tasks,
+    ray_environment,
+    read_results,
+    read_tasks,
+    run_batch,
+)
 from ..blueprint import load_any_blueprint
 from ._main import _fail, folder_note, main, run_async
 
@@ -70,6 +79,7 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
         if on_ray:
             if importlib.util.find_spec("ray") is None:
                 _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
+            ray_environment(ray_address)  # (before Ray is imported: it reads these then)
             from .._batch_ray import run_on_ray
             async def reachable() -> None:  # (said here in one line, before the cluster starts)
                 async with await open_store(url):
