@@ -15,6 +15,7 @@ ray = pytest.importorskip("ray")
 from click.testing import CliRunner, Result  # noqa: E402
 
 from livecontext.actors.cli import main  # noqa: E402
+from tests.support.postgres import free_port  # noqa: E402
 
 SCRIPT = {"turns": [{"text": "the answer", "delay_s": 0.05}]}
 BLUEPRINT = 'model = "scripted:script.json"\n'
@@ -40,8 +41,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def batch(*args: str) -> Result:
-    return CliRunner().invoke(main, ["batch", "agent.toml", "--tasks", "six.jsonl", "--store", "sqlite:b.db", *args])
+def batch(*args: str, store: str = "sqlite:b.db") -> Result:
+    return CliRunner().invoke(main, ["batch", "agent.toml", "--tasks", "six.jsonl", "--store", store, *args])
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -113,7 +114,7 @@ def tool_result_text(thread: str) -> str:
     return repr(results)
 
 
-def state_of(thread: str) -> Any:
+def state_of(thread: str, store_url: str = "sqlite:b.db") -> Any:
     import trio
 
     from livecontext.actors.history import load_state
@@ -121,7 +122,7 @@ def state_of(thread: str) -> Any:
     from livecontext.runtime.persistence import open_store
 
     async def go() -> Any:
-        async with await open_store("sqlite:b.db") as store:
+        async with await open_store(store_url) as store:
             reader = await store.open_reader(thread)
             async with reader:
                 return await load_state(reader, make_converter(), thread)
@@ -160,3 +161,22 @@ def test_a_system_blueprint_runs_one_system_per_task_on_ray_workers(cluster: Non
     assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]
     assert all(r == {"id": r["id"], "thread": f"six/{r['id']}.lead", "status": "answered", "result": "lead answer",
                      "steps": 3, "tokens": 0, "error": None} for r in lines), lines
+
+
+def test_two_workers_share_one_postgresql_store(cluster: None, project: Path, postgres_url: str) -> None:
+    ran = batch("--workers", "2", "--concurrency", "2", "--ray", "auto", store=postgres_url)
+    assert ran.exit_code == 0, ran.stderr
+    lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]
+    assert all(r["status"] == "answered" and r["result"] == "the answer" for r in lines)
+    assert state_of("six/t3", postgres_url).model_outputs == 1  # (in the database, not in a worker)
+    again = batch("--workers", "2", "--ray", "auto", store=postgres_url)
+    assert again.exit_code == 0 and "(6 finished before)" in again.stdout, again.stderr
+
+
+def test_an_unreachable_postgresql_is_one_line_before_any_worker_starts(project: Path) -> None:
+    port = free_port()
+    ran = batch("--workers", "2", store=f"postgresql://someone@127.0.0.1:{port}/db")
+    assert ran.exit_code == 1
+    assert ran.stderr.count("\n") == 1 and f"cannot reach PostgreSQL at 127.0.0.1:{port}" in ran.stderr, ran.stderr
+    assert not (project / "six.results.jsonl").read_text()  # (no task ran)
