@@ -29,7 +29,7 @@ from typing import Any
 import ray
 import trio
 
-from livecontext.runtime import UsageError
+from livecontext.runtime import LivecontextError, UsageError
 
 from livecontext.runtime.persistence import open_store
 
@@ -182,7 +182,7 @@ class BatchWorker:
         self._send.close()
 
 
-class WorkerFailed(RuntimeError):
+class WorkerFailed(LivecontextError):
     """A worker's Trio run ended by an error (its store could not be opened, a bug): every
     worker would meet it, so the batch stops and says it."""
 
