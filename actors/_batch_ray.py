@@ -154,8 +154,8 @@ class BatchWorker:
         """Take ``tasks``; return the results of the tasks that ended since the last call,
         waiting up to ``wait_s`` for a first one."""
         self._check()
-        for task in tasks:
-            trio.from_thread.run_sync(self._put, task, trio_token=self._token)
+        if tasks:  # (one call into the Trio run for them all: each call waits for its scheduler's next turn)
+            trio.from_thread.run_sync(self._put, tasks, trio_token=self._token)
         ended: list[TaskResult] = []
         try:
             ended.append(self._results.get(timeout=wait_s))
@@ -166,9 +166,10 @@ class BatchWorker:
         self._check()
         return ended
 
-    def _put(self, task: tuple[BatchTask, str]) -> None:
+    def _put(self, tasks: list[tuple[BatchTask, str]]) -> None:
         assert self._send is not None  # (set before __init__ returns)
-        self._send.send_nowait(task)
+        for task in tasks:
+            self._send.send_nowait(task)
 
     def close(self) -> None:
         """End the Trio run once its tasks have ended (the driver gives no more)."""
