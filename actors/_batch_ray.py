@@ -29,7 +29,7 @@ from typing import Any
 import ray
 import trio
 
-from livecontext.runtime import LivecontextError, UsageError
+from livecontext.runtime import LivecontextError, UsageError, error_leaves
 
 from livecontext.runtime.persistence import open_store
 
@@ -189,15 +189,9 @@ class WorkerFailed(LivecontextError):
 
 
 def _first_line(exc: BaseException) -> str:
-    for leaf in _leaves(exc):
+    for leaf in error_leaves(exc):
         return str(leaf).splitlines()[0] if str(leaf) else type(leaf).__name__
     return type(exc).__name__
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
 
 
 MAX_LOST = 2

@@ -13,7 +13,7 @@ from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
 from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
-from ._errors import ActorError, LivecontextError, ModelError, UsageError
+from ._errors import ActorError, LivecontextError, ModelError, UsageError, error_leaves
 from ._kernel_errors import (
     ActorStoppedError,
     AskCycleError,
@@ -49,6 +49,7 @@ __all__ = [
     "Delivery",
     "DuplicateActorError",
     "LivecontextError",
+    "error_leaves",
     "MailboxFullError",
     "MailboxStatistics",
     "ModelError",

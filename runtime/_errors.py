@@ -23,3 +23,11 @@ class ModelError(LivecontextError):
 
 class ActorError(LivecontextError):
     """Something went wrong between actors: see the subclasses in the kernel."""
+
+
+def error_leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``, exception groups opened all the way down (``[exc]``
+    when it is no group): trio wraps even one error of a nursery in a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in error_leaves(inner)]
+    return [exc]

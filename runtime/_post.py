@@ -18,6 +18,7 @@ from livecontext.protocol import ActorId, Envelope, ErrorReply, Message, Topic, 
 
 from ._asks import ReplySlot
 from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._errors import error_leaves
 
 log = logging.getLogger("livecontext.runtime")
 
@@ -33,16 +34,9 @@ def describe(error: BaseException) -> str:
     """The text an :class:`ErrorReply` gives for ``error``: its message, and for an exception
     group (a nursery in the handler) the type and message of every exception it holds."""
     if isinstance(error, BaseExceptionGroup):
-        leaves = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(error))
+        leaves = "; ".join(f"{type(e).__name__}: {e}" for e in error_leaves(error))
         return f"{error.message}: {leaves}"
     return str(error)
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for inner in group.exceptions:
-        out.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
-    return out
 
 
 class PendingReply:

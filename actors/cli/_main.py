@@ -11,14 +11,14 @@ import sqlite3
 import sys
 import warnings
 from pathlib import Path
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TextIO, TypeVar
 
 import click
 import trio
 
 from livecontext.protocol import ProtocolError
-from livecontext.runtime import LivecontextError
+from livecontext.runtime import LivecontextError, error_leaves
 
 from ._interrupt import Interrupt, Interrupted
 
@@ -41,20 +41,12 @@ def run_async(fn: Callable[[], Awaitable[T]], interrupt: Interrupt | None = None
     try:
         return trio.run((interrupt or Interrupt()).guard, fn)
     except BaseException as exc:  # noqa: BLE001  (what is not ours is raised again)
-        leaves = list(_leaves(exc))
+        leaves = error_leaves(exc)
         for kinds, report in _REPORTS:
             for leaf in leaves:
                 if isinstance(leaf, kinds):
                     report(leaf)
         raise
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
 
 
 def _exit(leaf: BaseException) -> NoReturn:
