@@ -1,12 +1,18 @@
-"""The SQLite backend: every thread in one database file, WAL mode, one connection per store.
+"""The SQLite backend: every thread in one database file, WAL mode, two connections per store.
 
-The connection is shared by the store's readers and writers (``check_same_thread=False``)
-and used by one worker thread at a time, under a lock. Each append is one ``BEGIN
-IMMEDIATE`` transaction: it renews the writer's lease (and so checks it still holds it) and
-inserts the batch. The single-writer lock is a row in ``leases``; it is stale when its
-holder's process is gone (same host) or it was not renewed for
-:data:`~._lease.LEASE_TTL_S` (another host). Last seqs come from the primary-key index, so
-no call reads more than it returns.
+One connection writes, one reads (WAL lets readers go on beside a writer); each is shared by
+the store's handles (``check_same_thread=False``) and used by one worker thread at a time,
+under its own lock. Reads must not share the writing connection: a write waits in ``BEGIN
+IMMEDIATE`` while another process writes to the same file, and with one connection every
+read of this process waited behind it (two batch workers on one file spent half their time
+so). A store opened only to read (``mode=ro``, ``immutable=1``) has one connection for both.
+
+Appends are committed in groups (:meth:`SqliteBackend.commit_append`): the appends waiting
+for the writing connection share one ``BEGIN IMMEDIATE`` transaction, each in a savepoint
+that renews its writer's lease (and so checks it still holds it) and inserts its batch. The
+single-writer lock is a row in ``leases``; it is stale when its holder's process is gone
+(same host) or it was not renewed for :data:`~._lease.LEASE_TTL_S` (another host). Last
+seqs come from the primary-key index, so no call reads more than it returns.
 
 Rows are encoded and decoded (compressed, checksums packed) in the calling worker thread,
 never in an actor's task: see :mod:`._sqlite_schema` and :mod:`._sqlite_codec`.
@@ -87,6 +93,17 @@ def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
     return conn
 
 
+def connect_to_read(path: str) -> sqlite3.Connection:
+    """A second connection to ``path``, for reads only (``PRAGMA query_only``)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    try:
+        conn.execute("PRAGMA query_only = 1")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def damaged(exc: sqlite3.Error) -> bool:
     """Whether SQLite failed because the file's pages are damaged."""
     name = getattr(exc, "sqlite_errorname", "") or ""
@@ -135,8 +152,12 @@ class SqliteBackend:
 
     blocking = True
 
-    def __init__(self, conn: sqlite3.Connection, path: str, format_version: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: str, format_version: int,
+                 read_conn: sqlite3.Connection | None = None) -> None:
+        """``conn`` writes (and reads too if there is no ``read_conn``); both are closed by
+        :meth:`close`."""
         self._conn = conn
+        self._read_conn = read_conn
         self._path = path
         self._format_version = format_version  # the file's: as opened, or as our last write left it
         self.select = select_records(has_system_seq(conn))
@@ -144,6 +165,10 @@ class SqliteBackend:
         self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
         """How this file's snapshots are read (see :func:`select_snapshots`)."""
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock() if read_conn is not None else self._lock
+        self._queue_lock = threading.Lock()
+        self._queued: list[_QueuedAppend] = []
+        """Appends waiting for the writing connection (see :meth:`commit_append`)."""
         self._closed = False
         self._structure_checked = False
 
@@ -153,12 +178,14 @@ class SqliteBackend:
         return self._format_version
 
     @contextlib.contextmanager
-    def _using(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+    def _using(self, *, to_read: bool = False) -> Iterator[sqlite3.Connection]:
+        """The writing connection, or with ``to_read`` the reading one (committed rows only:
+        never inside a write's transaction)."""
+        with self._read_lock if to_read else self._lock:
             if self._closed:
                 raise StoreClosedError(f"the store sqlite:{self._path}")
             try:
-                yield self._conn
+                yield self._read_conn if to_read and self._read_conn is not None else self._conn
             except sqlite3.DatabaseError as exc:
                 if damaged(exc):
                     raise StoreCorruptError(self._path, f"sqlite: {exc}") from None
@@ -193,22 +220,102 @@ class SqliteBackend:
         :func:`format_for`; 0: it writes none); an older file is upgraded in the same
         transaction (and stays as it was if the transaction is rolled back).
         """
-        with self._using() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            upgrading = writes > self._format_version
-            try:
-                if upgrading:
-                    upgrade_in(conn, writes)
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        with self._using() as conn, self._begun(conn, writes):
+            yield conn
+
+    @contextlib.contextmanager
+    def _begun(self, conn: sqlite3.Connection, writes: int) -> Iterator[None]:
+        """:meth:`transaction` on ``conn``, whose lock the caller holds."""
+        conn.execute("BEGIN IMMEDIATE")
+        upgrading = writes > self._format_version
+        try:
             if upgrading:
-                self._format_version = writes
-                self.select = select_records(has_system_seq(conn))
-                self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
+                upgrade_in(conn, writes)
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if upgrading:
+            self._format_version = writes
+            self.select = select_records(has_system_seq(conn))
+            self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
+
+    def commit_append(self, writer: _SqliteWriter, records: list[StoredRecord]) -> None:
+        """Commit ``records`` of ``writer``'s thread, in one transaction with the other appends
+        waiting for the writing connection (group commit).
+
+        Every waiting append is queued; whoever takes the connection next commits all those
+        queued by then, each in a savepoint of its own (one whose lease was lost rolls back
+        alone), and the others find theirs done. An append returns once the transaction
+        holding its records has committed, as before; but two hundred agents of one process
+        share one transaction, one ``fsync`` and one wait for another process's write
+        instead of queueing for two hundred.
+
+        Raises:
+            LeaseLostError: the writer no longer holds the thread; nothing was written.
+            LogWriteError: the transaction failed; nothing was written.
+            StoreCorruptError: the file is damaged; nothing was written.
+        """
+        mine = _QueuedAppend(writer, records)
+        with self._queue_lock:
+            self._queued.append(mine)
+        with self._using() as conn:
+            if not mine.done:
+                self._commit_queued(conn)
+        assert mine.done
+        if mine.error is not None:
+            raise mine.error
+
+    def _commit_queued(self, conn: sqlite3.Connection) -> None:
+        """Commit every queued append in one transaction (the caller holds the connection)."""
+        with self._queue_lock:
+            group, self._queued = self._queued, []
+        try:
+            with self._begun(conn, max(format_for(queued.records) for queued in group)):
+                for queued in group:
+                    queued.error = self._append_one(conn, queued)
+                if all(queued.error is not None for queued in group):
+                    raise _NothingWritten  # (rolled back: nor is the file's format upgraded)
+        except _NothingWritten:
+            pass
+        except BaseException as exc:  # (the transaction failed: nothing of the group was written)
+            for queued in group:
+                queued.error = self._group_failed(queued.writer.thread_id, exc)
+            raise  # (in the thread that committed: mapped as its own append's error would be)
+        finally:
+            for queued in group:
+                queued.done = True
+
+    def _append_one(self, conn: sqlite3.Connection, queued: _QueuedAppend) -> Exception | None:
+        """Renew ``queued``'s lease and insert its records in a savepoint of the open
+        transaction; what failed (the savepoint rolled back: the others' rows stay), or None."""
+        thread_id = queued.writer.thread_id
+        conn.execute("SAVEPOINT one_append")
+        try:
+            queued.writer.renew(conn)
+            self.insert(conn, queued.records)
+        except (LeaseLostError, sqlite3.IntegrityError):
+            error: Exception = LeaseLostError(thread_id)
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise  # (the file, not this append: the whole group fails)
+            error = LogWriteError(thread_id, f"sqlite: {exc}")
+        else:
+            conn.execute("RELEASE one_append")
+            return None
+        conn.execute("ROLLBACK TO one_append")
+        conn.execute("RELEASE one_append")
+        return error
+
+    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception:
+        """The error of an append whose group's transaction failed with ``exc``."""
+        if isinstance(exc, sqlite3.DatabaseError) and damaged(exc):
+            return StoreCorruptError(self._path, f"sqlite: {exc}")
+        if isinstance(exc, sqlite3.Error):
+            return LogWriteError(thread_id, f"sqlite: {exc}")
+        return LogWriteError(thread_id, f"the transaction it shared with other appends failed: {exc!r}")
 
     def insert(self, conn: sqlite3.Connection, records: list[StoredRecord]) -> None:
         """Insert ``records`` in a transaction that made the file the format they need."""
@@ -221,7 +328,7 @@ class SqliteBackend:
 
     def list_threads(self) -> list[ThreadInfo]:
         infos = []
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             threads = conn.execute(
                 "SELECT thread_id, created_at, forked_from, forked_at FROM threads"
                 " ORDER BY thread_id"
@@ -236,7 +343,7 @@ class SqliteBackend:
         return infos
 
     def thread_exists(self, thread_id: str) -> bool:
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             return _exists(conn, thread_id)
 
     def _refused(self, thread_id: str, exc: sqlite3.Error) -> StoreReadOnlyError | LogWriteError:
@@ -301,7 +408,7 @@ class SqliteBackend:
     def _fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         self._check_before_writing()
         now = dt.datetime.now(dt.timezone.utc)
-        with self._using() as conn:  # (the rows to copy are committed: they will not change)
+        with self._using(to_read=True) as conn:  # (the rows to copy are committed: they will not change)
             stamped = (self._format_version >= STAMPED_FORMAT_VERSION and conn.execute(
                 "SELECT 1 FROM records WHERE thread_id = ? AND seq <= ? AND system_seq IS NOT NULL LIMIT 1",
                 (src_thread, at_seq)).fetchone() is not None)
@@ -337,26 +444,30 @@ class SqliteBackend:
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._conn.close()
+            if self._closed:
+                return
+            self._closed = True
+            if self._read_conn is not None:
+                with self._read_lock:  # (after a read under way)
+                    self._read_conn.close()
+            self._conn.close()  # (last: the last connection to close checkpoints the -wal away)
 
     # -- used by the handles -------------------------------------------------------------
 
     def read(self, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             return _read_range(conn, self.select, thread_id, from_seq, to_seq)
 
     def committed_last(self, thread_id: str) -> int:
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             return _committed_last(conn, self.select, thread_id)
 
     def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             return _latest_snapshot(conn, self.select, self.select_snapshots, thread_id, at_or_before)
 
     def read_parts(self, thread_id: str, keys: list[str]) -> list[bytes | None]:
-        with self._using() as conn:
+        with self._using(to_read=True) as conn:
             return read_parts(conn, thread_id, keys) if self._format_version >= PARTS_FORMAT_VERSION else [None] * len(keys)
 
     def upsert_snapshot(self, conn: sqlite3.Connection, snapshot: Snapshot) -> None:
@@ -441,6 +552,24 @@ def _snapshot_seq(row: tuple[object, ...]) -> int:
     return row[1] if isinstance(row[1], int) else -1
 
 
+class _NothingWritten(Exception):
+    """Every append of a group failed: its transaction is rolled back, not committed."""
+
+
+class _QueuedAppend:
+    """One append waiting for the writing connection (see :meth:`SqliteBackend.commit_append`)."""
+
+    __slots__ = ("writer", "records", "done", "error")
+
+    def __init__(self, writer: _SqliteWriter, records: list[StoredRecord]) -> None:
+        self.writer = writer
+        self.records = records
+        self.done = False
+        """Whether a transaction holding it has ended (set under the writing connection's lock)."""
+        self.error: Exception | None = None
+        """Why it was not written (``done`` and None: committed)."""
+
+
 class _SqliteWriter(SqlReader[SqliteBackend]):
     def __init__(self, backend: SqliteBackend, thread_id: str, token: str) -> None:
         super().__init__(backend, thread_id)
@@ -500,11 +629,7 @@ class _SqliteWriter(SqlReader[SqliteBackend]):
 
     def append(self, records: list[StoredRecord]) -> None:
         try:
-            with self._backend.transaction(writes=format_for(records)) as conn:
-                self._renew(conn)
-                self._backend.insert(conn, records)
-        except sqlite3.IntegrityError:
-            raise LeaseLostError(self.thread_id) from None
+            self._backend.commit_append(self, records)
         except sqlite3.Error as exc:
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._last = records[-1].seq
@@ -513,7 +638,7 @@ class _SqliteWriter(SqlReader[SqliteBackend]):
         writes = PARTS_FORMAT_VERSION if snapshot.parts else UNSTAMPED_FORMAT_VERSION
         try:
             with self._backend.transaction(writes=writes) as conn:
-                self._renew(conn)
+                self.renew(conn)
                 if snapshot.parts:
                     add_parts(conn, self.thread_id, snapshot.parts, new_parts)
                 self._backend.upsert_snapshot(conn, snapshot)
@@ -531,7 +656,8 @@ class _SqliteWriter(SqlReader[SqliteBackend]):
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._snapshot_seq = snapshot.seq
 
-    def _renew(self, conn: sqlite3.Connection) -> None:
+    def renew(self, conn: sqlite3.Connection) -> None:
+        """Renew the lease in the open transaction; raise LeaseLostError if another took it."""
         renewed = conn.execute(
             "UPDATE leases SET renewed_at = ? WHERE thread_id = ? AND token = ?",
             (time.time(), self.thread_id, self._token),

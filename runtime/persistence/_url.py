@@ -17,7 +17,7 @@ from ._fsync import FsyncLevel, resolve_fsync
 from ._interface import EventStore
 from ._jsonl import JsonlBackend
 from ._memory import MemoryBackend
-from ._sqlite import NO_SPACE, SqliteBackend, connect, damaged, disk_full, refused_to_write
+from ._sqlite import NO_SPACE, SqliteBackend, connect, connect_to_read, damaged, disk_full, refused_to_write
 from ._sqlite_schema import READABLE_FORMAT_VERSIONS, ensure_schema
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
@@ -141,6 +141,7 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
         conn = connect(str(path), level)
         try:
             version = ensure_schema(conn, str(path))
+            read_conn = connect_to_read(str(path))
         except BaseException:
             conn.close()
             raise
@@ -162,7 +163,7 @@ def _open_sqlite(path: Path, level: FsyncLevel) -> SqliteBackend:
                 str(path), f"it is not a livecontext store (sqlite: {exc})"
             ) from None
         raise
-    return SqliteBackend(conn, str(path), version)
+    return SqliteBackend(conn, str(path), version, read_conn)
 
 
 def _open_sqlite_to_read(path: Path, level: FsyncLevel) -> SqliteBackend:

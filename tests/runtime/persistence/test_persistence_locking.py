@@ -151,3 +151,34 @@ def test_a_lease_from_another_host_expires_without_renewal() -> None:
     now = time.time()
     assert holder_alive(holder, now - 10, now)
     assert not holder_alive(holder, now - 10_000, now)
+
+
+async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
+    tmp_path: Path, make_records: MakeRecords
+) -> None:
+    # two batch workers on one file: one's append waits for the other's write; its reads must
+    # not wait behind that append (they did when one connection served both)
+    path = tmp_path / "s.db"
+    async with await open_store(f"sqlite:{path}") as store:
+        async with await store.open_thread("t", owner="history") as log:
+            await log.append(make_records(2))
+            other = sqlite3.connect(path, isolation_level=None)  # another process, writing
+            other.execute("BEGIN IMMEDIATE")
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(log.append, make_records(1, 2))
+                    write_lock = store._backend._lock  # held while the append waits for `other`
+                    with trio.fail_after(10):
+                        while not write_lock.locked():
+                            await trio.sleep(0.01)
+                    async with await store.open_reader("t") as reader:
+                        with trio.fail_after(10):  # (30 s, SQLite's busy timeout, if it waited)
+                            assert await reader.last_seq() == 2
+                            assert len(await reader.read(1, 2)) == 2
+                    assert write_lock.locked()  # the append is still waiting
+                    other.execute("COMMIT")
+            finally:
+                other.close()
+            assert await log.last_seq() == 3
+        async with await store.open_reader("t") as reader:
+            assert [r.seq for r in await reader.read(1, 3)] == [1, 2, 3]
