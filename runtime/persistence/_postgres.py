@@ -4,12 +4,15 @@ It mirrors the SQLite backend (:mod:`._sqlite`): the same tables (created on fir
 ``CREATE TABLE IF NOT EXISTS`` under an advisory lock so that two processes opening a new
 database do not race), the same single-writer lease, the same checks. Calls are blocking
 psycopg 3 calls, run by the frontend in a worker thread, each on a connection borrowed from
-a :class:`psycopg_pool.ConnectionPool`; each append is one transaction, and is durable when
-it has committed (PostgreSQL's ``synchronous_commit``, on by default).
+a :class:`psycopg_pool.ConnectionPool`. Appends are committed in groups
+(:mod:`._group_commit`): the appends of this process waiting to be written share one
+transaction, and each is durable when it has committed (PostgreSQL's ``synchronous_commit``,
+on by default).
 
 The lease is a row in ``leases`` with a random token (the fencing token). Every append and
-snapshot first renews the row *where the token is still ours* inside its own transaction; the
-``UPDATE`` locks the row until commit, so a writer that lost its lease (another took the
+snapshot first renews the row *where the token is still ours* inside its transaction (a
+group's appends renew theirs in one ``UPDATE``; only those renewed insert); the ``UPDATE``
+locks the row until commit, so a writer that lost its lease (another took the
 thread over after its holder died or stopped renewing) cannot append, not even once. A lease
 is stale when its holder's process is gone (same host) or it was not renewed for
 :data:`~._lease.LEASE_TTL_S` (another host), as with SQLite.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,6 +49,7 @@ from ._errors import (
     TornSnapshotWarning,
 )
 from ._backend import SqlReader
+from ._group_commit import GroupCommit, QueuedAppend
 from ._lease import Holder, current_holder, holder_alive
 from ._parts import missing_part, used_parts
 from ._records import (
@@ -193,7 +198,8 @@ def open_postgres(url: str) -> PostgresBackend:
     with probe:
         _ensure_schema(probe, describe_url(url))
     pool = psycopg_pool.ConnectionPool(
-        url, min_size=1, max_size=_POOL_MAX, open=False, kwargs={"connect_timeout": _CONNECT_TIMEOUT_S},
+        url, min_size=1, max_size=_POOL_MAX, open=False,
+        kwargs={"connect_timeout": _CONNECT_TIMEOUT_S, "autocommit": True},  # (reads: one round trip)
         name="livecontext-store")
     try:
         pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
@@ -257,6 +263,10 @@ class PostgresBackend:
         self._pool = pool
         self._where = where
         self._closed = False
+        self._committing = threading.Lock()
+        self.appends: GroupCommit[_PostgresWriter] = GroupCommit(
+            lambda: self._committing, self._commit_group, self._group_failed)
+        """Appends, committed in groups, one group at a time (see :mod:`._group_commit`)."""
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Conn]:
@@ -267,8 +277,46 @@ class PostgresBackend:
         with self._pool.connection() as conn, conn.transaction():
             yield conn
 
+    def _commit_group(self, group: list[QueuedAppend[_PostgresWriter]]) -> None:
+        """Write ``group`` in one transaction: renew every lease in one ``UPDATE`` (the
+        fencing check), insert the rows of the appends whose lease was renewed. If a row
+        collides or two processes' groups deadlock on lease rows, that transaction is rolled
+        back and each append is committed alone, so that only the one at fault fails."""
+        try:
+            with self.transaction() as conn:
+                renewed = {token for (token,) in conn.execute(
+                    "UPDATE leases SET renewed_at = %s FROM unnest(%s::text[], %s::text[]) AS ours(thread_id, token)"
+                    " WHERE leases.thread_id = ours.thread_id AND leases.token = ours.token RETURNING leases.token",
+                    (time.time(), [q.writer.thread_id for q in group], [q.writer.token for q in group])).fetchall()}
+                for queued in group:
+                    queued.error = None if queued.writer.token in renewed else LeaseLostError(queued.writer.thread_id)
+                rows = [_record_to_row(r) for queued in group if queued.error is None for r in queued.records]
+                if rows:
+                    with conn.cursor() as cur:
+                        cur.executemany(_INSERT_RECORD, rows)
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected):
+            for queued in group:
+                queued.error = _append_alone(self, queued)
+
+    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception:
+        """The error of an append whose group's transaction failed with ``exc``."""
+        if isinstance(exc, psycopg.Error):
+            return LogWriteError(thread_id, f"postgresql: {_one_line(exc)}")
+        if isinstance(exc, StoreClosedError):
+            return exc
+        return LogWriteError(thread_id, f"the transaction it shared with other appends failed: {exc!r}")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Conn]:
+        """A pooled connection for reads of committed rows, each statement on its own (no
+        ``BEGIN``/``COMMIT`` round trips: a committed row never changes)."""
+        if self._closed:
+            raise StoreClosedError(f"the store {self._where}")
+        with self._pool.connection() as conn:
+            yield conn
+
     def list_threads(self) -> list[ThreadInfo]:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             rows = conn.execute(
                 "SELECT t.thread_id, t.created_at, t.forked_from, t.forked_at, r.seq, r.sent_at"
                 " FROM threads t LEFT JOIN LATERAL (SELECT seq, sent_at FROM records"
@@ -285,7 +333,7 @@ class PostgresBackend:
         return infos
 
     def thread_exists(self, thread_id: str) -> bool:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             return _exists(conn, thread_id)
 
     def open_writer(self, thread_id: str, create: bool, owner: str) -> _PostgresWriter:
@@ -371,19 +419,19 @@ class PostgresBackend:
     # -- used by the handles -------------------------------------------------------------
 
     def read(self, thread_id: str, from_seq: int, to_seq: int) -> list[StoredRecord]:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             return _read_range(conn, thread_id, from_seq, to_seq)
 
     def committed_last(self, thread_id: str) -> int:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             return _committed_last(conn, thread_id)
 
     def latest_snapshot(self, thread_id: str, at_or_before: int) -> Snapshot | None:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             return _latest_snapshot(conn, thread_id, at_or_before)
 
     def read_parts(self, thread_id: str, keys: list[str]) -> list[bytes | None]:
-        with self.transaction() as conn:
+        with self.reading() as conn:
             found = dict(conn.execute("SELECT key, data FROM snapshot_parts WHERE thread_id = %s AND key = ANY(%s)",
                                       (thread_id, keys)).fetchall())
         return [bytes(found[key]) if key in found else None for key in keys]
@@ -484,15 +532,15 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
     def latest_snapshot_seq(self) -> int:
         return self._snapshot_seq
 
+    @property
+    def token(self) -> str:
+        """The lease's fencing token."""
+        return self._token
+
     def append(self, records: list[StoredRecord]) -> None:
         try:
-            with self._backend.transaction() as conn:
-                self._renew(conn)
-                with conn.cursor() as cur:
-                    cur.executemany(_INSERT_RECORD, [_record_to_row(r) for r in records])
-        except psycopg.errors.UniqueViolation:
-            raise LeaseLostError(self.thread_id) from None
-        except psycopg.Error as exc:
+            self._backend.appends.append(self, records)
+        except psycopg.Error as exc:  # (in the thread that committed the group)
             raise LogWriteError(self.thread_id, f"postgresql: {_one_line(exc)}") from None
         self._last = records[-1].seq
 
@@ -500,7 +548,7 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
         thread_id = self.thread_id
         try:
             with self._backend.transaction() as conn:
-                self._renew(conn)
+                self.renew(conn)
                 if snapshot.parts:
                     held = _held_parts(conn, thread_id)
                     for key in snapshot.parts:
@@ -521,7 +569,7 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
             raise LogWriteError(thread_id, f"postgresql: {_one_line(exc)}") from None
         self._snapshot_seq = snapshot.seq
 
-    def _renew(self, conn: Conn) -> None:
+    def renew(self, conn: Conn) -> None:
         """The fencing check: renew our lease row, in the caller's transaction, or raise."""
         renewed = conn.execute("UPDATE leases SET renewed_at = %s WHERE thread_id = %s AND token = %s",
                                (time.time(), self.thread_id, self._token)).rowcount
@@ -535,6 +583,23 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
         with contextlib.suppress(StoreClosedError, psycopg.Error):
             with self._backend.transaction() as conn:
                 conn.execute("DELETE FROM leases WHERE thread_id = %s AND token = %s", (self.thread_id, self._token))
+
+
+def _append_alone(backend: PostgresBackend, queued: QueuedAppend[_PostgresWriter]) -> Exception | None:
+    """Commit one append in a transaction of its own; what kept it from it, or None."""
+    writer = queued.writer
+    try:
+        with backend.transaction() as conn:
+            writer.renew(conn)
+            with conn.cursor() as cur:
+                cur.executemany(_INSERT_RECORD, [_record_to_row(r) for r in queued.records])
+    except LeaseLostError as exc:
+        return exc
+    except psycopg.errors.UniqueViolation:  # (rows at its seqs: another writer took the thread)
+        return LeaseLostError(writer.thread_id)
+    except psycopg.Error as exc:
+        return LogWriteError(writer.thread_id, f"postgresql: {_one_line(exc)}")
+    return None
 
 
 def _snapshot_problem(conn: Conn, thread_id: str, row: tuple[Any, ...]) -> str | None:

@@ -7,8 +7,8 @@ IMMEDIATE`` while another process writes to the same file, and with one connecti
 read of this process waited behind it (two batch workers on one file spent half their time
 so). A store opened only to read (``mode=ro``, ``immutable=1``) has one connection for both.
 
-Appends are committed in groups (:meth:`SqliteBackend.commit_append`): the appends waiting
-for the writing connection share one ``BEGIN IMMEDIATE`` transaction, each in a savepoint
+Appends are committed in groups (:mod:`._group_commit`): the appends waiting for the
+writing connection share one ``BEGIN IMMEDIATE`` transaction, each in a savepoint
 that renews its writer's lease (and so checks it still holds it) and inserts its batch. The
 single-writer lock is a row in ``leases``; it is stale when its holder's process is gone
 (same host) or it was not renewed for :data:`~._lease.LEASE_TTL_S` (another host). Last
@@ -46,6 +46,7 @@ from ._errors import (
 )
 from ._backend import SqlReader
 from ._fsync import FsyncLevel
+from ._group_commit import GroupCommit, QueuedAppend
 from ._lease import Holder, current_holder, holder_alive
 from ._parts import missing_part, used_parts
 from ._records import (
@@ -166,9 +167,8 @@ class SqliteBackend:
         """How this file's snapshots are read (see :func:`select_snapshots`)."""
         self._lock = threading.Lock()
         self._read_lock = threading.Lock() if read_conn is not None else self._lock
-        self._queue_lock = threading.Lock()
-        self._queued: list[_QueuedAppend] = []
-        """Appends waiting for the writing connection (see :meth:`commit_append`)."""
+        self.appends: GroupCommit[_SqliteWriter] = GroupCommit(self._using, self._commit_group, self._group_failed)
+        """Appends, committed in groups on the writing connection (see :mod:`._group_commit`)."""
         self._closed = False
         self._structure_checked = False
 
@@ -242,36 +242,10 @@ class SqliteBackend:
             self.select = select_records(has_system_seq(conn))
             self.select_snapshots = select_snapshots(has_snapshot_parts(conn))
 
-    def commit_append(self, writer: _SqliteWriter, records: list[StoredRecord]) -> None:
-        """Commit ``records`` of ``writer``'s thread, in one transaction with the other appends
-        waiting for the writing connection (group commit).
-
-        Every waiting append is queued; whoever takes the connection next commits all those
-        queued by then, each in a savepoint of its own (one whose lease was lost rolls back
-        alone), and the others find theirs done. An append returns once the transaction
-        holding its records has committed, as before; but two hundred agents of one process
-        share one transaction, one ``fsync`` and one wait for another process's write
-        instead of queueing for two hundred.
-
-        Raises:
-            LeaseLostError: the writer no longer holds the thread; nothing was written.
-            LogWriteError: the transaction failed; nothing was written.
-            StoreCorruptError: the file is damaged; nothing was written.
-        """
-        mine = _QueuedAppend(writer, records)
-        with self._queue_lock:
-            self._queued.append(mine)
-        with self._using() as conn:
-            if not mine.done:
-                self._commit_queued(conn)
-        assert mine.done
-        if mine.error is not None:
-            raise mine.error
-
-    def _commit_queued(self, conn: sqlite3.Connection) -> None:
-        """Commit every queued append in one transaction (the caller holds the connection)."""
-        with self._queue_lock:
-            group, self._queued = self._queued, []
+    def _commit_group(self, group: list[QueuedAppend[_SqliteWriter]]) -> None:
+        """Write ``group`` in one transaction on the writing connection (held: see
+        :attr:`appends`), each append in a savepoint of its own."""
+        conn = self._conn
         try:
             with self._begun(conn, max(format_for(queued.records) for queued in group)):
                 for queued in group:
@@ -280,15 +254,8 @@ class SqliteBackend:
                     raise _NothingWritten  # (rolled back: nor is the file's format upgraded)
         except _NothingWritten:
             pass
-        except BaseException as exc:  # (the transaction failed: nothing of the group was written)
-            for queued in group:
-                queued.error = self._group_failed(queued.writer.thread_id, exc)
-            raise  # (in the thread that committed: mapped as its own append's error would be)
-        finally:
-            for queued in group:
-                queued.done = True
 
-    def _append_one(self, conn: sqlite3.Connection, queued: _QueuedAppend) -> Exception | None:
+    def _append_one(self, conn: sqlite3.Connection, queued: QueuedAppend[_SqliteWriter]) -> Exception | None:
         """Renew ``queued``'s lease and insert its records in a savepoint of the open
         transaction; what failed (the savepoint rolled back: the others' rows stay), or None."""
         thread_id = queued.writer.thread_id
@@ -556,20 +523,6 @@ class _NothingWritten(Exception):
     """Every append of a group failed: its transaction is rolled back, not committed."""
 
 
-class _QueuedAppend:
-    """One append waiting for the writing connection (see :meth:`SqliteBackend.commit_append`)."""
-
-    __slots__ = ("writer", "records", "done", "error")
-
-    def __init__(self, writer: _SqliteWriter, records: list[StoredRecord]) -> None:
-        self.writer = writer
-        self.records = records
-        self.done = False
-        """Whether a transaction holding it has ended (set under the writing connection's lock)."""
-        self.error: Exception | None = None
-        """Why it was not written (``done`` and None: committed)."""
-
-
 class _SqliteWriter(SqlReader[SqliteBackend]):
     def __init__(self, backend: SqliteBackend, thread_id: str, token: str) -> None:
         super().__init__(backend, thread_id)
@@ -629,7 +582,7 @@ class _SqliteWriter(SqlReader[SqliteBackend]):
 
     def append(self, records: list[StoredRecord]) -> None:
         try:
-            self._backend.commit_append(self, records)
+            self._backend.appends.append(self, records)
         except sqlite3.Error as exc:
             raise LogWriteError(self.thread_id, f"sqlite: {exc}") from None
         self._last = records[-1].seq
