@@ -11,9 +11,9 @@ cluster, see ``tests/support/postgres.py``, with ``fsync=on``: every commit is o
 Three parts, in one run:
 
 1. ``plain``: ``--threads`` threads (agents) append concurrently from one process and one Trio
-   run, each ``--steps`` times a batch of ``--batch`` records of about 450 bytes (one
-   transaction each, as the history store commits a step), through ``open_store`` as the
-   engine does. It prints appends (steps) and records per second for each store.
+   run, each ``--steps`` times a batch of ``--batch`` records of about 450 bytes (one append
+   each, as the history store commits a step; the store commits the appends waiting at once
+   in one transaction: group commit), through ``open_store`` as the engine does. It prints appends (steps) and records per second for each store.
 2. ``engine``: first a small batch run in this process (``--engine-tasks`` agents of
    ``--turns`` turns, a scripted model with no delay, ``--concurrency`` at once, the real
    ``run_batch`` of ``livecontext batch`` on a fresh PostgreSQL database), which measures the
@@ -21,9 +21,9 @@ Three parts, in one run:
    server's) and how the engine commits: appends per step, records per append, bytes per
    record (the PostgreSQL writer's appends are counted on the way). Then ``--agents``
    threads in one process each commit ``--steps`` steps of ``--step-records`` records of
-   that size, as many agents of a worker do at once: each step one transaction from a worker
-   thread (the store's connection pool bounds how many at once; PostgreSQL's group commit
-   shares a WAL flush among the commits waiting for it). It prints records/s and steps/s.
+   that size, as many agents of a worker do at once: each step one append from a worker
+   thread (the store writes the appends waiting at once in one transaction, one group at a
+   time per process). It prints records/s and steps/s.
 3. ``on paper``: from those measured figures (or ``--cpu-per-step-ms``), the agent steps per
    second of ``--machines`` machines of ``--cores`` cores, the agent steps per second one
    PostgreSQL primary takes, how many machines one primary serves, and so where sharding by
@@ -104,8 +104,8 @@ class Commits:
 
 @contextmanager
 def counting_appends() -> Iterator[Commits]:
-    """Count every append of the PostgreSQL store's writers while the block runs (one append is
-    one transaction: what the server has to commit)."""
+    """Count every append of the PostgreSQL store's writers while the block runs (the store
+    commits the appends waiting at once in one transaction: an append is a share of one)."""
     seen = Commits()
     original = _postgres._PostgresWriter.append
 
