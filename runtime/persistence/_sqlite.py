@@ -253,13 +253,16 @@ class SqliteBackend:
 
     @contextlib.contextmanager
     def _begun(self, conn: sqlite3.Connection, writes: int) -> Iterator[None]:
-        """:meth:`transaction` on ``conn``, whose lock the caller holds."""
+        """:meth:`transaction` on ``conn``, whose lock the caller holds (the body may end it
+        with ``ROLLBACK``: then nothing is committed, the file's format included)."""
         _begin_immediate(conn)
         upgrading = writes > self._format_version
         try:
             if upgrading:
                 upgrade_in(conn, writes)
             yield
+            if not conn.in_transaction:
+                return  # (the body rolled back: the file is as it was)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -274,14 +277,11 @@ class SqliteBackend:
         """Write ``group`` in one transaction on the writing connection (held: see
         :attr:`appends`), each append in a savepoint of its own."""
         conn = self._conn
-        try:
-            with self._begun(conn, max(format_for(queued.records) for queued in group)):
-                for queued in group:
-                    queued.error = self._append_one(conn, queued)
-                if all(queued.error is not None for queued in group):
-                    raise _NothingWritten  # (rolled back: nor is the file's format upgraded)
-        except _NothingWritten:
-            pass
+        with self._begun(conn, max(format_for(queued.records) for queued in group)):
+            for queued in group:
+                queued.error = self._append_one(conn, queued)
+            if all(queued.error is not None for queued in group):
+                conn.execute("ROLLBACK")  # (nothing written: nor is the file's format upgraded)
 
     def _append_one(self, conn: sqlite3.Connection, queued: QueuedAppend[_SqliteWriter]) -> Exception | None:
         """Renew ``queued``'s lease and insert its records in a savepoint of the open
@@ -545,10 +545,6 @@ def _covered(conn: sqlite3.Connection, select: str, thread_id: str, seq: int) ->
 
 def _snapshot_seq(row: tuple[object, ...]) -> int:
     return row[1] if isinstance(row[1], int) else -1
-
-
-class _NothingWritten(Exception):
-    """Every append of a group failed: its transaction is rolled back, not committed."""
 
 
 class _SqliteWriter(SqlReader[SqliteBackend]):
