@@ -209,7 +209,8 @@ def main() -> None:
                            args.step_records, size, server_cpu(cluster))
             steps = got["appends"]
             print(f"engine-like: {args.agents} agents each committing {args.steps} steps of {args.step_records} "
-                  f"records of {size} bytes (one transaction a step): {steps:,.0f} steps/s, "
+                  f"records of {size} bytes (one append a step; the appends waiting at once commit together): "
+                  f"{steps:,.0f} steps/s, "
                   f"{got['records']:,.0f} records/s; CPU a step: {got['client_cpu'] * 1000:.2f} ms in this process, "
                   f"{got['server_cpu'] * 1000:.2f} ms in the server; this one process was busy "
                   f"{got['client_cpu'] * steps:.0%} of the time (near 100%: the client, not the primary, was the limit)",
