@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
@@ -182,3 +183,30 @@ async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
             assert await log.last_seq() == 3
         async with await store.open_reader("t") as reader:
             assert [r.seq for r in await reader.read(1, 3)] == [1, 2, 3]
+
+
+async def test_an_sqlite_append_that_waits_too_long_for_another_process_fails_and_writes_nothing(
+    tmp_path: Path, make_records: MakeRecords, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from livecontext.runtime.persistence import LogWriteError, _sqlite
+
+    monkeypatch.setattr(_sqlite, "_WRITE_WAIT_S", 0.3)  # (30 s otherwise)
+    path = tmp_path / "s.db"
+    async with await open_store(f"sqlite:{path}") as store:
+        async with await store.open_thread("t", owner="history") as log:
+            await log.append(make_records(1))
+            other = sqlite3.connect(path, isolation_level=None)  # another process, writing on
+            other.execute("BEGIN IMMEDIATE")
+            try:
+                with pytest.raises(LogWriteError, match=r"thread 't'.*sqlite: database is locked"):
+                    await log.append(make_records(1, 1))
+            finally:
+                other.execute("COMMIT")
+                other.close()
+            assert await log.last_seq() == 1
+            await log.append(make_records(1, 1))  # the lock free again: the next append goes in
+        async with await store.open_reader("t") as reader:
+            assert [r.seq for r in await reader.read(1, 2)] == [1, 2]
+            assert [r.payload for r in await reader.read(2, 2)] == [make_records(1, 1)[0].payload]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 2
