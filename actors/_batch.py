@@ -37,10 +37,13 @@ import trio
 from attrs import frozen
 
 from livecontext.protocol import (
+    AgentStatus,
     EngineState,
+    HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
     ProtocolConverter,
+    RecapEntry,
     SystemDeclared,
     SystemMember,
     TaskStatus,
@@ -295,29 +298,35 @@ class ResultsFile:
         self._sink.flush()
 
 
-def _tokens(state: HistoryState) -> int:
+def _tokens(entries: Sequence[HistoryEntry]) -> int:
     return sum(e.usage.prompt_tokens + e.usage.completion_tokens
-               for e in state.entries if isinstance(e, ModelOutputEntry))
+               for e in entries if isinstance(e, ModelOutputEntry))
 
 
 def _status(state: HistoryState, expected_inputs: int) -> tuple[str, str | None, str | None]:
     """``(status, result, error)`` of a thread, from its replayed log."""
-    status = state.status
+    return _status_of(state.state, state.status, state.entries, expected_inputs)
+
+
+def _status_of(engine: EngineState, status: AgentStatus, entries: Sequence[HistoryEntry],
+               expected_inputs: int) -> tuple[str, str | None, str | None]:
+    """``(status, result, error)`` of a thread whose engine is in ``engine``, its task at
+    ``status``, with these entries (every one, folded included)."""
     if status.status is TaskStatus.COMPLETED:
         return "completed", status.result, None
     if status.status is TaskStatus.FAILED:
         return "failed", None, status.error
-    last = state.last
-    if state.state is EngineState.WAITING_INPUT and _inputs(state) >= expected_inputs:
+    if engine is EngineState.WAITING_INPUT and _inputs(entries) >= expected_inputs:
         if status.question is not None:  # (wait_user_response: no one is there to answer)
             return "waiting", status.question, None
+        last = next((e for e in reversed(entries) if not isinstance(e, RecapEntry)), None)
         if isinstance(last, ModelOutputEntry):
             return "answered", last.content.live.text, None
     return "stopped", None, None
 
 
-def _inputs(state: HistoryState) -> int:
-    return sum(1 for e in state.entries if isinstance(e, ModelInputEntry))
+def _inputs(entries: Sequence[HistoryEntry]) -> int:
+    return sum(1 for e in entries if isinstance(e, ModelInputEntry))
 
 
 async def _read_thread(store: EventStore, thread: str, converter: ProtocolConverter) -> HistoryState | None:
@@ -355,21 +364,21 @@ async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str
         if before is not None:
             status, result, error = _status(before, expected)
             if status in FINISHED:
-                return TaskResult(task.id, thread, status, result, before.model_outputs, _tokens(before),
+                return TaskResult(task.id, thread, status, result, before.model_outputs, _tokens(before.entries),
                                   error, skipped=True)
-            fed = _inputs(before)  # (a resumed thread gets only the inputs its log lacks)
+            fed = _inputs(before.entries)  # (a resumed thread gets only the inputs its log lacks)
             pins_left = made.pins[fed:]
             made = made.override(pins=pins_left, inputs=made.inputs[max(0, fed - len(made.pins)):])
         async with open_agent(blueprint=made, store=store, base_url=base_url, api_key=api_key) as agent:
             reply = await agent.run()
-        after = await _read_thread(store, thread, converter)
-        assert after is not None  # (the run just wrote it)
-        status, result, error = _status(after, expected)
+            # (read from the agent's history store: what its log holds, without replaying it)
+            after, entries = await agent.state(), await agent.history()
+        status, result, error = _status_of(after.state, after.status, entries, expected)
         if reply.reason.startswith("failed"):
             status, error = "failed", reply.reason.removeprefix("failed: ")
         elif reply.reason == "max_steps":
             status = "stopped"
-        return TaskResult(task.id, thread, status, result, after.model_outputs, _tokens(after), error)
+        return TaskResult(task.id, thread, status, result, after.model_outputs, _tokens(entries), error)
     except Exception as exc:  # noqa: BLE001 -- one task's failure is its result, not the batch's
         return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
 
@@ -452,7 +461,7 @@ async def _system_usage(store: EventStore, declared: SystemDeclared,
     for thread in await system_threads(store, declared):
         state = await _read_thread(store, thread, converter)
         if state is not None:
-            steps, tokens = steps + state.model_outputs, tokens + _tokens(state)
+            steps, tokens = steps + state.model_outputs, tokens + _tokens(state.entries)
     return steps, tokens
 
 

@@ -238,3 +238,21 @@ def test_a_system_task_whose_agent_thread_would_be_too_long_is_refused_naming_th
     assert ran.exit_code == 1
     assert f"task '{'x' * 64}' (line 1), for agent {'h' * 64}, makes thread id 'bad/{'x' * 64}.{'h' * 64}': use 1-128" \
         in ran.stderr, ran.stderr
+
+
+@pytest.mark.parametrize(("call", "status", "result"), [
+    ({"name": "task_complete", "arguments": {"result": "3 files renamed"}}, "completed", "3 files renamed"),
+    ({"name": "wait_user_response", "arguments": {"question": "Which folder?"}}, "waiting", "Which folder?"),
+])
+def test_a_task_ended_by_a_control_tool_gets_its_line_and_a_rerun_reads_the_same_line_from_its_log(
+        project: Path, call: dict[str, Any], status: str, result: str) -> None:
+    (project / "script.json").write_text(json.dumps({"turns": [{"text": "", "tool_calls": [call]}]}),
+                                         encoding="utf-8")
+    tasks = write_tasks(project / "ctl.jsonl", [{"id": "c", "inputs": ["Rename them."], "vars": {"topic": "files"}}])
+    ran = batch("--tasks", str(tasks))
+    assert ran.exit_code == 0, ran.stderr
+    lines = (project / "ctl.results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [(line["status"], line["result"], line["steps"]) for line in map(json.loads, lines)] == [(status, result, 1)]
+    again = batch("--tasks", str(tasks))  # (skipped: its line made again from its log, the same, not written twice)
+    assert again.exit_code == 0, again.stderr
+    assert (project / "ctl.results.jsonl").read_text(encoding="utf-8").splitlines() == lines
