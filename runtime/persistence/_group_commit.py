@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
+from ._errors import LogWriteError
 from ._records import StoredRecord
 
 
@@ -52,12 +53,13 @@ class GroupCommit(Generic[W]):
     ``hold``: a context manager that takes the committer (the thread holding it is the only
     one committing; for SQLite, the writing connection's lock). ``commit(group)``: write the
     group in one transaction, setting each append's ``error`` if it alone failed, or raise if
-    the transaction failed (every append of the group gets ``failed(thread_id, exc)``).
+    the transaction failed (every append of the group gets ``failed(thread_id, exc)``, or,
+    if that is None, a :class:`LogWriteError` naming ``exc``).
     """
 
     def __init__(self, hold: Callable[[], contextlib.AbstractContextManager[object]],
                  commit: Callable[[list[QueuedAppend[W]]], None],
-                 failed: Callable[[str, BaseException], Exception]) -> None:
+                 failed: Callable[[str, BaseException], Exception | None]) -> None:
         self._hold = hold
         self._commit = commit
         self._failed = failed
@@ -94,7 +96,9 @@ class GroupCommit(Generic[W]):
             self._commit(group)
         except BaseException as exc:  # (the transaction failed: nothing of the group was written)
             for queued in group:
-                queued.error = self._failed(queued.writer.thread_id, exc)
+                thread_id = queued.writer.thread_id
+                queued.error = self._failed(thread_id, exc) or LogWriteError(
+                    thread_id, f"the transaction it shared with other appends failed: {exc!r}")
             raise  # (in the thread that committed: as its own append's failure)
         finally:
             for queued in group:

@@ -298,13 +298,14 @@ class PostgresBackend:
             for queued in group:
                 queued.error = _append_alone(self, queued)
 
-    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception:
-        """The error of an append whose group's transaction failed with ``exc``."""
+    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception | None:
+        """The error of an append whose group's transaction failed with ``exc`` (None: not
+        the store's; see :class:`GroupCommit`)."""
         if isinstance(exc, psycopg.Error):
             return LogWriteError(thread_id, f"postgresql: {_one_line(exc)}")
         if isinstance(exc, StoreClosedError):
             return exc
-        return LogWriteError(thread_id, f"the transaction it shared with other appends failed: {exc!r}")
+        return None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Conn]:
@@ -498,7 +499,8 @@ def _copy_parts(conn: Conn, src_thread: str, new_thread: str, snapshot: Snapshot
 class _PostgresWriter(SqlReader[PostgresBackend]):
     def __init__(self, backend: PostgresBackend, thread_id: str, token: str) -> None:
         super().__init__(backend, thread_id)
-        self._token = token
+        self.token = token
+        """The lease's fencing token."""
         self._last = 0
         self._snapshot_seq = 0
         self._closed = False
@@ -531,11 +533,6 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
 
     def latest_snapshot_seq(self) -> int:
         return self._snapshot_seq
-
-    @property
-    def token(self) -> str:
-        """The lease's fencing token."""
-        return self._token
 
     def append(self, records: list[StoredRecord]) -> None:
         try:
@@ -572,7 +569,7 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
     def renew(self, conn: Conn) -> None:
         """The fencing check: renew our lease row, in the caller's transaction, or raise."""
         renewed = conn.execute("UPDATE leases SET renewed_at = %s WHERE thread_id = %s AND token = %s",
-                               (time.time(), self.thread_id, self._token)).rowcount
+                               (time.time(), self.thread_id, self.token)).rowcount
         if renewed != 1:
             raise LeaseLostError(self.thread_id)
 
@@ -582,7 +579,7 @@ class _PostgresWriter(SqlReader[PostgresBackend]):
         self._closed = True
         with contextlib.suppress(StoreClosedError, psycopg.Error):
             with self._backend.transaction() as conn:
-                conn.execute("DELETE FROM leases WHERE thread_id = %s AND token = %s", (self.thread_id, self._token))
+                conn.execute("DELETE FROM leases WHERE thread_id = %s AND token = %s", (self.thread_id, self.token))
 
 
 def _append_alone(backend: PostgresBackend, queued: QueuedAppend[_PostgresWriter]) -> Exception | None:

@@ -82,9 +82,14 @@ from ._time import format_time, parse_time
 _FORK_CHUNK = 512
 
 
+BUSY_TIMEOUT_S = 30.0
+"""How long a connection waits for a lock another process holds before SQLite says ``database
+is locked``."""
+
+
 def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
     """A connection to ``path`` in WAL mode with the ``synchronous`` level of ``fsync``."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {fsync.name}")
@@ -96,7 +101,7 @@ def connect(path: str, fsync: FsyncLevel) -> sqlite3.Connection:
 
 def connect_to_read(path: str) -> sqlite3.Connection:
     """A second connection to ``path``, for reads only (``PRAGMA query_only``)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
     try:
         conn.execute("PRAGMA query_only = 1")
     except BaseException:
@@ -105,7 +110,7 @@ def connect_to_read(path: str) -> sqlite3.Connection:
     return conn
 
 
-_WRITE_WAIT_S = 30.0
+_WRITE_WAIT_S = BUSY_TIMEOUT_S
 """How long a write waits for another process's write before it fails (``database is locked``)."""
 _WRITE_POLL_S = 0.0005
 
@@ -130,7 +135,7 @@ def _begin_immediate(conn: sqlite3.Connection) -> None:
                     raise
             time.sleep(_WRITE_POLL_S)
     finally:
-        conn.execute(f"PRAGMA busy_timeout = {int(_WRITE_WAIT_S * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")  # (the connection's own)
 
 
 def damaged(exc: sqlite3.Error) -> bool:
@@ -304,13 +309,14 @@ class SqliteBackend:
         conn.execute("RELEASE one_append")
         return error
 
-    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception:
-        """The error of an append whose group's transaction failed with ``exc``."""
+    def _group_failed(self, thread_id: str, exc: BaseException) -> Exception | None:
+        """The error of an append whose group's transaction failed with ``exc`` (None: not
+        the store's; see :class:`GroupCommit`)."""
         if isinstance(exc, sqlite3.DatabaseError) and damaged(exc):
             return StoreCorruptError(self._path, f"sqlite: {exc}")
         if isinstance(exc, sqlite3.Error):
             return LogWriteError(thread_id, f"sqlite: {exc}")
-        return LogWriteError(thread_id, f"the transaction it shared with other appends failed: {exc!r}")
+        return None
 
     def insert(self, conn: sqlite3.Connection, records: list[StoredRecord]) -> None:
         """Insert ``records`` in a transaction that made the file the format they need."""

@@ -17,7 +17,7 @@ from ._fsync import FsyncLevel, resolve_fsync
 from ._interface import EventStore
 from ._jsonl import JsonlBackend
 from ._memory import MemoryBackend
-from ._sqlite import NO_SPACE, SqliteBackend, connect, connect_to_read, damaged, disk_full, refused_to_write
+from ._sqlite import BUSY_TIMEOUT_S, NO_SPACE, SqliteBackend, connect, connect_to_read, damaged, disk_full, refused_to_write
 from ._sqlite_schema import READABLE_FORMAT_VERSIONS, ensure_schema
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
@@ -184,7 +184,7 @@ def _open_sqlite_to_read(path: Path, level: FsyncLevel) -> SqliteBackend:
     uri = f"file:{urllib.parse.quote(str(path))}"
     try:
         return _checked_to_read(sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None,
-                                                check_same_thread=False, timeout=30.0), path)
+                                                check_same_thread=False, timeout=BUSY_TIMEOUT_S), path)
     except sqlite3.OperationalError as exc:
         wal = Path(f"{path}-wal")
         if wal.exists() and wal.stat().st_size > 0:

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,6 +154,20 @@ def test_a_lease_from_another_host_expires_without_renewal() -> None:
     assert not holder_alive(holder, now - 10_000, now)
 
 
+@contextlib.contextmanager
+def _another_process_writing(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection holding ``path``'s write lock (``BEGIN IMMEDIATE``), as another process
+    writing would; committed (if the block did not) and closed at the end."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield other
+    finally:
+        if other.in_transaction:
+            other.execute("COMMIT")
+        other.close()
+
+
 async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
     tmp_path: Path, make_records: MakeRecords
 ) -> None:
@@ -163,9 +177,7 @@ async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
     async with await open_store(f"sqlite:{path}") as store:
         async with await store.open_thread("t", owner="history") as log:
             await log.append(make_records(2))
-            other = sqlite3.connect(path, isolation_level=None)  # another process, writing
-            other.execute("BEGIN IMMEDIATE")
-            try:
+            with _another_process_writing(path) as other:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(log.append, make_records(1, 2))
                     write_lock = store._backend._lock  # held while the append waits for `other`
@@ -178,8 +190,6 @@ async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
                             assert len(await reader.read(1, 2)) == 2
                     assert write_lock.locked()  # the append is still waiting
                     other.execute("COMMIT")
-            finally:
-                other.close()
             assert await log.last_seq() == 3
         async with await store.open_reader("t") as reader:
             assert [r.seq for r in await reader.read(1, 3)] == [1, 2, 3]
@@ -195,14 +205,9 @@ async def test_an_sqlite_append_that_waits_too_long_for_another_process_fails_an
     async with await open_store(f"sqlite:{path}") as store:
         async with await store.open_thread("t", owner="history") as log:
             await log.append(make_records(1))
-            other = sqlite3.connect(path, isolation_level=None)  # another process, writing on
-            other.execute("BEGIN IMMEDIATE")
-            try:
-                with pytest.raises(LogWriteError, match=r"thread 't'.*sqlite: database is locked"):
-                    await log.append(make_records(1, 1))
-            finally:
-                other.execute("COMMIT")
-                other.close()
+            with _another_process_writing(path), \
+                    pytest.raises(LogWriteError, match=r"thread 't'.*sqlite: database is locked"):
+                await log.append(make_records(1, 1))
             assert await log.last_seq() == 1
             await log.append(make_records(1, 1))  # the lock free again: the next append goes in
         async with await store.open_reader("t") as reader:
