@@ -13,7 +13,7 @@ from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
 from ._context_mgmt import GetFill, HistoryFill, HistorySlice, LimitLevel, ReadHistory
-from ._entries import HistoryEntry, Notification, Usage
+from ._entries import HistoryEntry, Notification, Usage, UsageTotals
 from ._lifecycle import ControlToolEffect
 from ._message import Message
 from ._state import EngineState
@@ -265,6 +265,8 @@ class Tail(Message):
     state: EngineState
     limit: LimitLevel = LimitLevel.OK
     """How full the history is; at TRUNCATE the engine has it folded before a model call."""
+    usage: UsageTotals = UsageTotals()
+    """The model calls the thread recorded, summed (folded outputs included)."""
 
 
 @frozen

@@ -20,6 +20,7 @@ __all__ = [
     "RecapEntry",
     "ToolResultsEntry",
     "Usage",
+    "UsageTotals",
     "id_number",
 ]
 
@@ -53,10 +54,35 @@ class KeyedNote:
 
 @frozen
 class Usage:
-    """Token usage reported by the model for one call."""
+    """Token usage of one model call: what the provider reported, or, for a model that
+    reports none (the offline ones), the rendered count of its input."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Of ``prompt_tokens``, those the provider read from its prompt cache (OpenAI's
+    ``usage.prompt_tokens_details.cached_tokens``); 0 when it said nothing."""
+
+
+@frozen
+class UsageTotals:
+    """Usage summed over model calls: a thread's, an agent's with its sub-agents', a system's."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache."""
+    output_tokens: int = 0
+    model_calls: int = 0
+
+    def plus(self, usage: Usage) -> UsageTotals:
+        """These totals with one more call's ``usage``."""
+        return UsageTotals(self.input_tokens + usage.prompt_tokens, self.cached_input_tokens + usage.cached_tokens,
+                           self.output_tokens + usage.completion_tokens, self.model_calls + 1)
+
+    def __add__(self, other: UsageTotals) -> UsageTotals:
+        return UsageTotals(self.input_tokens + other.input_tokens,
+                           self.cached_input_tokens + other.cached_input_tokens,
+                           self.output_tokens + other.output_tokens, self.model_calls + other.model_calls)
 
 
 @frozen(kw_only=True)

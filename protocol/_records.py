@@ -9,7 +9,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from ._apps import AppHistory
-from ._entries import HistoryEntry, KeyedNote, Notification, ToolResultsEntry
+from ._entries import HistoryEntry, KeyedNote, Notification, ToolResultsEntry, UsageTotals
 from ._lifecycle import TaskMarks
 from ._message import Message
 from ._tools import ToolResult, ToolSpec
@@ -132,6 +132,9 @@ class HistorySnapshot(Message):
     the entry each rode on."""
     input_keys: tuple[str, ...] = ()
     """The keys of the inputs a system's runs fed the thread (see ``InputsGiven``)."""
+    usage: UsageTotals | None = None
+    """The thread's model calls' usage, summed (``None`` in snapshots written before usage
+    was summed: opening one counts the outputs after it only)."""
 
 
 ThreadRecord = (EntryAppended | ToolResultsAppended | ThreadConfigured | ToolStarted | ToolResultRecorded

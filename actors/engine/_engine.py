@@ -91,6 +91,7 @@ from livecontext.protocol import (
     Tools,
     ToolStatus,
     Topic,
+    Usage,
     WaitingInput,
     Windows,
 )
@@ -101,6 +102,8 @@ from livecontext.runtime.tokens import TokenCounter
 from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
 
 log = logging.getLogger("livecontext.engine")
+
+_NO_USAGE = Usage()
 
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
@@ -577,17 +580,26 @@ class Engine(Actor):
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
         reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
-        return await self._record_output(reply)
+        return await self._record_output(reply, rendered.tokens)
 
-    async def _record_output(self, reply: ModelReply) -> Tail:
+    async def _record_output(self, reply: ModelReply, sent_tokens: int) -> Tail:
+        usage = reply.usage if reply.usage != _NO_USAGE else self._counted_usage(reply, sent_tokens)
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
-            reply.text, reply.tool_calls, reply.model, reply.usage), Tail, shield=True)
+            reply.text, reply.tool_calls, reply.model, usage), Tail, shield=True)
         if self.ctx.runtime.has_subscribers(self.topic):  # see _announce
             entry_id = after.last.id if after.last is not None else ""
             with trio.CancelScope(shield=True):
                 await self._after_model_call(AfterModelCall(
                     self.thread_id, entry_id, reply.text, len(reply.tool_calls)))
         return after
+
+    def _counted_usage(self, reply: ModelReply, sent_tokens: int) -> Usage:
+        """The usage of a call whose model reported none (the offline ones): the rendered
+        count of what was sent, the counted text and calls of the answer, nothing cached."""
+        out = self.counter.count(reply.text) if reply.text else 0
+        for call in reply.tool_calls:
+            out += self.counter.count(call.name) + self.counter.count(call.arguments)
+        return Usage(prompt_tokens=sent_tokens, completion_tokens=out)
 
     def _on_text(self, text: str) -> None:
         try:

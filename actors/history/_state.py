@@ -43,6 +43,7 @@ from livecontext.protocol import (
     ToolResultsAppended,
     ToolResultsEntry,
     ToolStarted,
+    UsageTotals,
     UserQuestionAsked,
     app_effect_of,
     derive_state,
@@ -118,6 +119,8 @@ class HistoryState:
         self.apps: dict[str, AppTrack] = {}
         """What each app with committed effects is rebuilt from, by name, in order of first effect."""
         self.model_outputs = 0
+        self.usage = UsageTotals()
+        """The usage of every model output recorded, summed (folded ones included)."""
         self.next_entry = 1
         self.next_notification = 1
         self.system_prompt = ""
@@ -346,6 +349,7 @@ class HistoryState:
         self._index(entry)
         if isinstance(entry, ModelOutputEntry):
             self.model_outputs += 1
+            self.usage = self.usage.plus(entry.usage)
         elif isinstance(entry, ModelInputEntry) and entry.key is not None:
             self.input_keys.add(entry.key)
         elif isinstance(entry, ToolResultsEntry):
@@ -432,6 +436,7 @@ class HistoryState:
             (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
             apps=self.app_histories(), keyed=tuple(self.keyed.values()), input_keys=tuple(sorted(self.input_keys)),
+            usage=self.usage,
         )
         changed, self.changed = self.changed, set()
         if not self._ordered:  # (ids out of order, in a log no history store wrote: no blocks)
@@ -516,6 +521,7 @@ class HistoryState:
         for history in snap.apps:
             state.apps[history.app] = AppTrack(history)
         state.model_outputs = snap.model_outputs
+        state.usage = snap.usage if snap.usage is not None else UsageTotals()
         state.next_entry = snap.next_entry
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt

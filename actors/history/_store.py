@@ -226,7 +226,7 @@ class HistoryStore(Actor):
         last, recorded, started = s.last, s.recorded, s.started
         return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
                     s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None),
-                    self.limits.level_of(s))
+                    self.limits.level_of(s), s.usage)
 
     @handler(inline=True)
     def on_get_tail(self, msg: GetTail) -> Tail:
