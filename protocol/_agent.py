@@ -294,6 +294,10 @@ class AppendOutput(Message):
     tool_calls: tuple[ToolCall, ...] = ()
     model: str = ""
     usage: Usage = field(factory=Usage)
+    sent_tokens: int = 0
+    """The rendered tokens of the context the call was sent."""
+    shared_tokens: int = 0
+    """Of those, the tokens of the leading messages identical to the previous call's context."""
 
 
 @frozen
@@ -355,6 +359,9 @@ class Rendered(Message):
     spans: tuple[RenderedSpan, ...] = ()
     """How each unfolded entry and recap was shown (oldest first); folded entries are
     represented by the recaps."""
+    shared_tokens: int = 0
+    """The tokens of the leading messages identical to the previous call's context (what a
+    provider's prompt cache can serve); 0 for the first call, or after a restart."""
 
 
 @frozen

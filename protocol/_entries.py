@@ -121,6 +121,11 @@ class ModelOutputEntry:
     model: str = ""
     usage: Usage = field(factory=Usage)
     folded: bool = False
+    sent_tokens: int = 0
+    """The tokens of the context the call was sent, as rendered (0: recorded before this was)."""
+    shared_tokens: int = 0
+    """Of :attr:`sent_tokens`, those of the leading messages identical to the previous call's
+    context: the prefix a provider's prompt cache can serve."""
     recent_arguments: tuple[str, ...] = ()
     """The calls' arguments at RECENT, one per call, long strings elided inside valid JSON;
     empty when they are the arguments as written (nothing was long)."""

@@ -580,12 +580,13 @@ class Engine(Actor):
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
         reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
-        return await self._record_output(reply, rendered.tokens)
+        return await self._record_output(reply, rendered)
 
-    async def _record_output(self, reply: ModelReply, sent_tokens: int) -> Tail:
-        usage = reply.usage if reply.usage != _NO_USAGE else self._counted_usage(reply, sent_tokens)
+    async def _record_output(self, reply: ModelReply, rendered: Rendered) -> Tail:
+        usage = reply.usage if reply.usage != _NO_USAGE else self._counted_usage(reply, rendered.tokens)
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
-            reply.text, reply.tool_calls, reply.model, usage), Tail, shield=True)
+            reply.text, reply.tool_calls, reply.model, usage, rendered.tokens, rendered.shared_tokens), Tail,
+            shield=True)
         if self.ctx.runtime.has_subscribers(self.topic):  # see _announce
             entry_id = after.last.id if after.last is not None else ""
             with trio.CancelScope(shield=True):

@@ -324,7 +324,8 @@ class HistoryStore(Actor):
         entry = ModelOutputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
             retention=retention, content=content, tool_calls=msg.tool_calls,
-            model=msg.model, usage=msg.usage, recent_arguments=recent_arguments,
+            model=msg.model, usage=msg.usage, sent_tokens=msg.sent_tokens, shared_tokens=msg.shared_tokens,
+            recent_arguments=recent_arguments,
             gist_arguments=gist_arguments,
         )
         await self._commit([EntryAppended(entry)])
