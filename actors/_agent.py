@@ -33,7 +33,7 @@ from ._subagents import give_store
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
 from .engine import Engine, EngineWiring, control_tools, engine_topic
-from .history import BudgetLimits, HistoryLimits, HistoryStore, history_topic
+from .history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
 from .recap import RecapMaintainer, RecapSettings
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
@@ -102,6 +102,9 @@ class AgentSettings:
     """Run a recap maintainer with these settings (``None``: no recap)."""
     analyzers: tuple[AnalyzerSettings, ...] = ()
     """Analyzers to run beside the engine."""
+    context: ContextPolicy = ContextPolicy()
+    """How each call's context is rendered: ``stable`` (the default: a prefix the provider
+    caches, compacted when full) or ``fill`` (see :class:`~livecontext.actors.history.ContextPolicy`)."""
 
     def history_limits(self) -> HistoryLimits | BudgetLimits:
         """The limits the history store gets: :attr:`limits`, or ones derived from the budget
@@ -166,7 +169,7 @@ async def spawn_agent(
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
                              snapshot_every=settings.snapshot_every, limits=limits, config=config,
-                             pin_task=settings.pin_task),
+                             pin_task=settings.pin_task, policy=settings.context),
         ids.history, capabilities=HISTORY_CAPABILITIES)
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)

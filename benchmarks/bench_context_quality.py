@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sqlite3
 import sys
 import tempfile
@@ -47,7 +48,10 @@ from attrs import define, field
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
+from benchmarks.cache_cost import CACHE_READ_PRICE, CallCosts, PrefixMeter, everything  # noqa: E402
 from benchmarks.quality_metrics import (  # noqa: E402
+    CALL_TOKENS,
+    MESSAGE_TOKENS,
     context_text,
     coverage,
     facts_kept,
@@ -58,9 +62,10 @@ from benchmarks.quality_metrics import (  # noqa: E402
     units_of,
 )
 from benchmarks.replay import CapturingModel, ExtractiveRecapModel, Replay, Workspace  # noqa: E402
+from benchmarks.fake_outputs import ROOT  # noqa: E402
 from benchmarks.transcripts import STEPS, Transcript, generate  # noqa: E402
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
-from livecontext.actors.history import HistoryLimits  # noqa: E402
+from livecontext.actors.history import ContextPolicy, HistoryLimits  # noqa: E402
 from livecontext.actors.recap import RecapSettings  # noqa: E402
 from livecontext.protocol import BeforeModelCall, HistorySlice, Idle, IdleReason, ReadHistory, RunUntilIdle, make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
@@ -72,6 +77,14 @@ COUNTER = TokenCounter.from_env()
 CONVERTER = make_converter()
 BUDGETS = (8_000, 32_000)
 STRATEGIES: tuple[str | None, ...] = (None, "simple_extract", "structured", "model_summary")
+POLICIES = ("stable", "fill")
+LONG_STRATEGIES: tuple[str | None, ...] = (None, "simple_extract")
+"""The recap cases of the long runs (the others cost minutes and show the same)."""
+LONG_STEPS = 300
+LONG_WHOLE = (100_000, 200_000)
+"""A long run's steps and its tokens if sent whole."""
+FILE = re.compile(r"[\w./-]*\w\.(?:py|cfg|toml|txt|md|ini|json)\b")
+"""A file named in a command (``src/halyard/utils.py``, ``reproduce.py``)."""
 THREAD = "bench"
 SYSTEM_PROMPT = (
     "You are a software engineer working in a checked-out repository at /repo. Use the bash tool to "
@@ -111,6 +124,14 @@ class Figures:
     stored: dict[str, int] = field(factory=dict)
     seconds: float = 0.0
     spans_from: set[str] = field(factory=set)
+    sent: CallCosts = field(factory=CallCosts)
+    """The input of every call, tokens sent and cached (see ``cache_cost.py``)."""
+    everything: CallCosts = field(factory=CallCosts)
+    """The same calls sending the whole transcript so far."""
+    runs: list[tuple[str, CallCosts, CallCosts]] = field(factory=list)
+    """Each transcript's (name, sent, everything)."""
+    files: list[int] = field(factory=lambda: [0, 0])
+    """Files the run's commands named that the final call still names, of all."""
 
 
 def store_bytes(kind: str, folder: Path) -> int:
@@ -125,14 +146,14 @@ def store_bytes(kind: str, folder: Path) -> int:
 
 
 async def replay(transcript: Transcript, budget: int, strategy: str | None, kind: str, folder: Path,
-                 figures: Figures | None) -> float:
+                 figures: Figures | None, policy: str = "stable") -> float:
     """Run ``transcript`` through an agent; add its figures to ``figures`` (if given); return
     the run's wall time in seconds."""
     url = f"sqlite:{folder / 'bench.db'}" if kind == "sqlite" else f"jsonl:{folder / 'jsonl'}"
     model = CapturingModel(ScriptedModel.from_turns(transcript.turns(), name=f"transcript-{transcript.seed}"))
     recap = RecapSettings(strategy) if strategy else None
     settings = AgentSettings(thread_id=THREAD, system_prompt=SYSTEM_PROMPT, budget=budget, recap=recap,
-                             limits=recap_limits(budget) if recap else None)
+                             limits=recap_limits(budget) if recap else None, context=ContextPolicy(policy))
     events: list[BeforeModelCall] = []
     async with await open_store(url) as store:
         async with await store.open_thread(THREAD, create=True, owner="bench") as log, open_runtime() as rt:
@@ -177,6 +198,14 @@ def measure(transcript: Transcript, budget: int, model: CapturingModel, events: 
     unit_tokens = transcript.unit_tokens(COUNTER.count)
     fixed = message_tokens(model.requests[0].messages[:1], COUNTER.count) + COUNTER.count("[Window: workspace]\ncwd: /repo") + 1
     by_call = {e.call_index: e for e in events}
+    meter = PrefixMeter(COUNTER.count, MESSAGE_TOKENS, CALL_TOKENS)
+    sent = meter.run([r.messages for r in model.requests])
+    base = everything([fixed + sum(unit_tokens[: r.call_index + 1]) for r in model.requests])
+    for costs, into in ((sent, figures.sent), (base, figures.everything)):
+        into.sent += costs.sent
+        into.cached += costs.cached
+    figures.runs.append((transcript.seed, sent, base))
+    named = sorted({f.removeprefix(f"{ROOT}/") for call in transcript.calls() for f in FILE.findall(call.arguments_json())})
     for request in model.requests:
         c = request.call_index
         whole = fixed + sum(unit_tokens[: c + 1])
@@ -186,6 +215,9 @@ def measure(transcript: Transcript, budget: int, model: CapturingModel, events: 
         if c == len(transcript.steps):
             figures.last.append(message_tokens(messages, COUNTER.count))
             figures.whole.append(whole)
+            text = context_text(messages)
+            figures.files[0] += sum(f in text for f in named)
+            figures.files[1] += len(named)
         if whole <= budget:
             continue
         event = by_call.get(c)
@@ -204,12 +236,13 @@ def measure(transcript: Transcript, budget: int, model: CapturingModel, events: 
     figures.raw_bytes += transcript.raw_bytes()
 
 
-async def run_case(transcripts: Sequence[Transcript], budget: int, strategy: str | None) -> Figures:
+async def run_case(transcripts: Sequence[Transcript], budget: int, strategy: str | None, policy: str,
+                   kinds: Sequence[str] = ("sqlite", "jsonl")) -> Figures:
     figures = Figures()
     for t in transcripts:
-        for kind in ("sqlite", "jsonl"):
+        for kind in kinds:
             with tempfile.TemporaryDirectory(prefix="lc-quality-") as tmp:
-                await replay(t, budget, strategy, kind, Path(tmp), figures if kind == "sqlite" else None)
+                await replay(t, budget, strategy, kind, Path(tmp), figures if kind == "sqlite" else None, policy)
                 figures.stored[kind] = figures.stored.get(kind, 0) + store_bytes(kind, Path(tmp))
     return figures
 
@@ -241,6 +274,11 @@ def rows(f: Figures) -> list[str]:
         stored = f.stored[kind] / f.steps
         cells.append(f"{stored:,.0f} = {stored / raw:.2f}x{mark(stored <= 1.5 * raw + 400)}")
     cells += [f"{1000 * f.seconds / f.steps:.2f}", f"{facts:.3f}" if facts is not None else "-"]
+    files = frac(f.files[0], f.files[1])
+    cells.append(f"{files:.3f}{mark(files >= 0.8)}" if files is not None else "-")
+    ratios = [sent.cost / base.cost for _, sent, base in f.runs]
+    cells += [f"{f.sent.cached_share:.3f}", f"{f.everything.cached_share:.3f}",
+              f"{f.sent.cost / f.everything.cost:.2f}x (max {max(ratios):.2f}x)"]
     return cells
 
 
@@ -254,14 +292,18 @@ LABELS = (
     ("stored B/step jsonl, vs raw", "<=1.5x+400"),
     ("ms per step (sqlite)", "-"),
     ("facts shown (edits made, open errors)", "-"),
+    ("files named in the final call, of all", ">= 0.80"),
+    ("cached share of input tokens", "-"),
+    ("cached share, sending everything", "-"),
+    (f"cost vs sending everything (cache {CACHE_READ_PRICE:g}x)", "-"),
 )
 
 
-def table(budget: int, results: dict[str | None, Figures]) -> None:
+def table(budget: int, policy: str, results: dict[str | None, Figures]) -> None:
     any_case = next(iter(results.values()))
     past = len(any_case.ratios)
-    print(f"\nbudget {budget:,} tokens: {any_case.calls} model calls, {past} with the whole history past the budget; "
-          f"raw text {any_case.raw_bytes / any_case.steps:,.0f} B/step")
+    print(f"\nbudget {budget:,} tokens, policy {policy}: {any_case.calls} model calls, {past} with the whole history "
+          f"past the budget; raw text {any_case.raw_bytes / any_case.steps:,.0f} B/step")
     names = ["no recap" if s is None else s + ("*" if s == "model_summary" else "") for s in results]
     width = 24
     print(f"  {'':41s}{'target':>11s}  " + "".join(f"{n:>{width}s}" for n in names))
@@ -275,7 +317,29 @@ def table(budget: int, results: dict[str | None, Figures]) -> None:
             f"from {', '.join(sorted(sources))}") + ")")
 
 
-async def main(quick: bool, seed: int, count: int | None) -> None:
+def cost_table(per_run: Sequence[tuple[str, int, str | None, str, CallCosts, CallCosts]]) -> None:
+    """Each transcript's cost against sending everything, and its cached share, by budget,
+    recap strategy and policy."""
+    print(f"\ncost of each run's input vs sending everything (cache reads at {CACHE_READ_PRICE:g}x), "
+          "and the cached share of its input tokens:")
+    strategies = sorted({s or "" for _, _, s, _, _, _ in per_run})
+    policies = sorted({p for _, _, _, p, _, _ in per_run}, key=POLICIES.index)
+    heads = [f"{s or 'no recap'} {p}" for s in strategies for p in policies]
+    print(f"  {'transcript':>14s} {'budget':>7s}  {'whole':>9s}" + "".join(f"{h:>26s}" for h in heads))
+    rows_seen: dict[tuple[str, int], dict[tuple[str, str], tuple[CallCosts, CallCosts]]] = {}
+    for name, budget, s, p, sent, base in per_run:
+        rows_seen.setdefault((name, budget), {})[(s or "", p)] = (sent, base)
+    for (name, budget), cells in rows_seen.items():
+        base = next(iter(cells.values()))[1]
+        line = f"  {name:>14s} {budget:>7,}  {base.sent[-1]:>9,}"
+        for s in strategies:
+            for p in policies:
+                got = cells.get((s, p))
+                line += f"{'-':>26s}" if got is None else f"{f'{got[0].cost / got[1].cost:.2f}x, cached {got[0].cached_share:.2f}':>26s}"
+        print(line)
+
+
+async def main(quick: bool, seed: int, count: int | None, policies: Sequence[str], long_runs: int) -> None:
     began = time.perf_counter()
     n = count if count is not None else (1 if quick else 4)
     lo, hi = STEPS
@@ -291,9 +355,23 @@ async def main(quick: bool, seed: int, count: int | None) -> None:
               f"errors {', '.join(f'{e.id}@{e.appeared}' + (f'-{e.fixed}' if e.fixed is not None else ' (open)') for e in t.errors)}")
     limits = "derived by the runtime" if RUNTIME_DERIVES_LIMITS else "max_tokens = budget (benchmark's stand-in)"
     print(f"recap cases: RecapSettings(strategy) defaults, limits {limits}; fsync {os.environ.get('LIVECONTEXT_FSYNC', 'full')}")
+    per_run: list[tuple[str, int, str | None, str, CallCosts, CallCosts]] = []
     for budget in BUDGETS:
-        results = {s: await run_case(transcripts, budget, s) for s in STRATEGIES}
-        table(budget, results)
+        for policy in policies:
+            results = {s: await run_case(transcripts, budget, s, policy) for s in STRATEGIES}
+            table(budget, policy, results)
+            per_run += [(name, budget, s, policy, sent, base) for s, f in results.items() for name, sent, base in f.runs]
+    if long_runs:
+        longs = [generate(f"{seed}.long{i}", steps=LONG_STEPS, whole=LONG_WHOLE) for i in range(long_runs)]
+        print(f"\n{long_runs} long run(s) of {LONG_STEPS} steps: "
+              + ", ".join(f"{t.seed} {t.whole_tokens(COUNTER.count):,} tokens whole" for t in longs))
+        for budget in BUDGETS:
+            for policy in policies:
+                results = {s: await run_case(longs, budget, s, policy, kinds=("sqlite",)) for s in LONG_STRATEGIES}
+                table(budget, policy, results)
+                per_run += [(name, budget, s, policy, sent, base)
+                            for s, f in results.items() for name, sent, base in f.runs]
+    cost_table(per_run)
     print(f"\n* model_summary's recap model is a stand-in, not a real model: {ExtractiveRecapModel.__name__} "
           "(benchmarks/replay.py) reads the steps in its prompt and answers with one line per step (the line "
           "that says most: an error, a test outcome, an edit, the command), merging the oldest into id ranges "
@@ -309,5 +387,14 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="one transcript of 90 steps (seconds)")
     parser.add_argument("--seed", type=int, default=14, help="the transcripts' seed (default 14)")
     parser.add_argument("--transcripts", type=int, default=None, help="how many transcripts (default 4; 1 with --quick)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="render policies to run, comma-separated "
+                        "(default: stable,fill)")
+    parser.add_argument("--long", type=int, default=None, metavar="N",
+                        help=f"also N generated runs of {LONG_STEPS} steps (default 2; 0 with --quick)")
     args = parser.parse_args()
-    trio.run(main, args.quick, args.seed, args.transcripts)
+    chosen = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = [p for p in chosen if p not in POLICIES]
+    if unknown or not chosen:
+        parser.error(f"--policies takes {' and/or '.join(POLICIES)}, got {args.policies!r}")
+    long_runs = args.long if args.long is not None else (0 if args.quick else 2)
+    trio.run(main, args.quick, args.seed, args.transcripts, chosen, long_runs)

@@ -146,13 +146,15 @@ def default_count() -> Count:
     return TokenCounter.from_env().count
 
 
-def generate(seed: str | int, *, steps: int | None = None, count: Count | None = None) -> Transcript:
+def generate(seed: str | int, *, steps: int | None = None, count: Count | None = None,
+             whole: tuple[int, int] = WHOLE_TOKENS) -> Transcript:
     """The transcript of ``seed``: ``steps`` steps (by default 40-140, drawn from the seed),
-    its outputs sized so the whole falls in :data:`WHOLE_TOKENS`."""
+    its outputs sized so the whole falls in ``whole`` tokens (:data:`WHOLE_TOKENS`; a long
+    run of 300 steps wants more room, e.g. ``(100_000, 200_000)``)."""
     count = count or default_count()
     rng = random.Random(f"steps/{seed}")
     target = steps if steps is not None else rng.randint(*STEPS)
-    lo, hi = WHOLE_TOKENS
+    lo, hi = whole
     want = min(max(target * 480, lo * 1.15), hi * 0.9)
     scale = 1.0
     for _ in range(8):

@@ -345,7 +345,12 @@ class Render(Message):
 
     budget: int
     windows: str = ""
-    """The apps' windows, injected into the latest observation alone."""
+    """The apps' windows: injected into the latest observation (``fill``), or sent as the
+    last message (``stable``)."""
+    for_call: bool = False
+    """The context is for a model call (the engine's): under the ``stable`` policy a
+    compaction it makes is kept for the calls that follow, and :attr:`Rendered.shared_tokens`
+    compares it with the previous call's. A render that only looks changes nothing."""
 
 
 @frozen

@@ -573,7 +573,7 @@ class Engine(Actor):
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
-        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text), Rendered)
+        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True), Rendered)
         await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
                                    len(rendered.messages), rendered.tokens, self.budget, rendered.spans)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._limits import BudgetLimits, HistoryLimits
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import BudgetTooSmallError, RenderResult, render
+from ._stable import ContextPolicy, StableRenderer
 from ._state import HistoryState, ReplayError
 from ._store import CAPABILITY_OF, HistoryConflictError, HistoryStore, history_topic, render_state
 from ._units import RenderCache
@@ -14,6 +15,8 @@ __all__ = [
     "BudgetLimits",
     "HistoryLimits",
     "BudgetTooSmallError",
+    "ContextPolicy",
+    "StableRenderer",
     "ReplayError",
     "HistoryConflictError",
     "HistoryState",

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from livecontext.protocol import (
+    ChatMessage,
     AccessDenied,
     ActorId,
     AgentStatus,
@@ -70,6 +71,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Actor, UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
+from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 from livecontext.runtime.tokens import TokenCounter
 
 from ._edits import edit_history, fold_into_recap, read_history, unit_conflicts
@@ -78,6 +80,7 @@ from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import RenderResult, render
+from ._stable import ContextPolicy, StableRenderer, shared_prefix
 from ._units import RenderCache
 from ._state import HistoryState, SnapshotDraft
 
@@ -145,7 +148,8 @@ class HistoryStore(Actor):
     def __init__(self, thread_id: str, log: ThreadLog, converter: ProtocolConverter,
                  counter: TokenCounter, *, system_prompt: str | None = None,
                  snapshot_every: int = 1000, limits: HistoryLimits | BudgetLimits | None = None,
-                 config: ThreadConfigured | None = None, pin_task: bool = True) -> None:
+                 config: ThreadConfigured | None = None, pin_task: bool = True,
+                 policy: ContextPolicy | None = None) -> None:
         """
         Args:
             config: The thread's budget, tools and apps, recorded when they differ from the
@@ -154,6 +158,7 @@ class HistoryStore(Actor):
                 unless its :class:`AppendInput` names another retention class.
             limits: :class:`BudgetLimits` are resolved on start, once the system prompt and
                 the tools are known.
+            policy: How calls are rendered (``None``: the ``stable`` default, see :mod:`._stable`).
         """
         self.thread_id = thread_id
         self.log = log
@@ -171,6 +176,10 @@ class HistoryStore(Actor):
         self.state = HistoryState(thread_id)
         self.topic = history_topic(thread_id)
         self._render_cache = RenderCache()
+        self.policy = policy if policy is not None else ContextPolicy()
+        self._stable = StableRenderer(self.policy) if self.policy.policy == "stable" else None
+        self._last_call: tuple[tuple[ChatMessage, ...], list[int]] = ((), [])
+        """The previous call's messages and what each costs (see :meth:`_shared_tokens`)."""
         self._counted_windows: tuple[str, int] = ("", 0)
         self._sender_texts: dict[ActorId, str] = {}
         self._kept_tail: tuple[HistoryState, int, Tail] | None = None
@@ -263,8 +272,23 @@ class HistoryStore(Actor):
         result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
                               windows_tokens=self._windows_tokens(msg.windows),
                               system_tokens=self.system_tokens, tools_tokens=self.tools_tokens,
-                              cache=self._render_cache)
-        return Rendered(result.messages, result.tokens, result.entries, result.spans)
+                              cache=self._render_cache, stable=self._stable, for_call=msg.for_call)
+        shared = self._shared_tokens(result.messages) if msg.for_call else 0
+        return Rendered(result.messages, result.tokens, result.entries, result.spans, shared)
+
+    def _shared_tokens(self, messages: tuple[ChatMessage, ...]) -> int:
+        """The tokens of the leading messages of this call's context that the previous call
+        sent too (the tools' schemas first, as providers put them), and remember this call's.
+
+        Each message is counted once while calls keep sending it (the ``stable`` policy sends
+        the same objects), so this costs what is new in the call, not the whole context."""
+        previous, costs = self._last_call
+        same = shared_prefix(previous, messages)
+        kept = costs[:same]
+        counted = dict(zip(map(id, previous), costs))
+        now = kept + [counted.get(id(m)) or message_tokens(m, self.counter) for m in messages[same:]]
+        self._last_call = (messages, now)
+        return (self.tools_tokens if same else 0) + sum(kept)
 
     def _windows_tokens(self, windows: str) -> int:
         """The tokens of the apps' windows: counted once while the text stays the same (it
@@ -608,18 +632,43 @@ def reply_after(state: HistoryState, entry_id: str) -> tuple[str | None, bool]:
 
 def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, windows: str = "",
                  windows_tokens: int | None = None, system_tokens: int | None = None,
-                 tools_tokens: int | None = None, cache: RenderCache | None = None) -> RenderResult:
+                 tools_tokens: int | None = None, cache: RenderCache | None = None,
+                 stable: StableRenderer | None = None, for_call: bool = False) -> RenderResult:
     """Render a thread's state as its agent does: its system prompt and recorded tools, its
     pinned entries, ``windows`` in the latest observation (counts not given are counted).
+
+    ``stable`` renders under that policy (see :mod:`._stable`; ``for_call``: a compaction is
+    kept for the calls that follow); without it, the ``fill`` policy.
 
     Raises:
         BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
     """
     if tools_tokens is None:
         tools_tokens = count_tools(state.config.tools, counter) if state.config is not None else 0
+    if system_tokens is None:
+        system_tokens = counter.count(state.system_prompt)
+    if windows_tokens is None:
+        windows_tokens = counter.count(windows)
+    pinned = state.pinned_positions() if state.pinned else ()
+    if stable is not None:
+        return stable.render(state.entries, state.pos, state.active, state.recaps, budget,
+                             system_prompt=state.system_prompt, system_tokens=system_tokens, windows=windows,
+                             windows_tokens=windows_tokens, tools_tokens=tools_tokens, pinned=pinned,
+                             cache=cache, count=counter.count, commit=for_call)
     return render(
-        state.active, state.recaps, budget, system_prompt=state.system_prompt,
-        system_tokens=counter.count(state.system_prompt) if system_tokens is None else system_tokens,
-        windows=windows, windows_tokens=counter.count(windows) if windows_tokens is None else windows_tokens,
-        tools_tokens=tools_tokens, pinned=state.pinned_positions() if state.pinned else (),
+        state.active, state.recaps, budget, system_prompt=state.system_prompt, system_tokens=system_tokens,
+        windows=windows, windows_tokens=windows_tokens, tools_tokens=tools_tokens, pinned=pinned,
         cache=cache, count=counter.count)
+
+
+def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:
+    """What one chat message costs as the renderer counts it: its text, its tool calls and
+    the per-message overhead (an estimate: the renderer's own counts are cached per entry)."""
+    tokens = OVERHEAD + (counter.count(message.content) if message.content else 0)
+    for call in message.tool_calls:
+        tokens += CALL_OVERHEAD_TOKENS + counter.count(call.name) + counter.count(call.arguments)
+    return tokens
+
+
+CALL_OVERHEAD_TOKENS = 3
+"""What a tool call costs beyond its name and arguments (its id and the JSON around them)."""

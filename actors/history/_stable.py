@@ -1,0 +1,225 @@
+"""The ``stable`` render policy: a context that only grows at its end between compactions
+(DESIGN.md, "Keeping the prefix").
+
+Providers cache prompt prefixes and charge about a tenth for the cached part. The ``fill``
+policy (:func:`._render.render` at every call) re-chooses every entry's level each time, so the
+context changes near its top at every call and the cache rarely hits. This policy keeps a
+*frame*: the messages of the last compaction. A call sends the frame unchanged, then every
+entry appended since, each unit at LIVE, then the apps' windows as a last message of their
+own (they change with the apps, so they come after everything that stays). When that would not
+fit under the high-water mark, one **compaction** renders the whole history with the ``fill``
+machinery (levels, recap, pins, the latest observation whole) under the low-water mark, and
+that becomes the new frame, shared by the calls that follow.
+
+What this trades: an edit of an entry already sent (a fold into a recap, a new level, a
+removal) shows at the next compaction, not at the next call; between compactions the context
+uses less of the budget than ``fill`` would. The frame lives in the history store's memory: a
+restarted store compacts at its first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from attrs import frozen
+
+from livecontext.protocol import (
+    ChatMessage,
+    HistoryEntry,
+    Level,
+    RecapEntry,
+    RenderedSpan,
+    Role,
+    Shown,
+    id_number,
+)
+from livecontext.runtime import UsageError
+from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
+
+from ._render import RenderResult, render
+from ._units import RenderCache, answers, unit_messages
+
+POLICIES = ("stable", "fill")
+
+
+@frozen
+class ContextPolicy:
+    """How a thread's context is rendered from one call to the next (blueprint ``[context]``).
+
+    ``stable`` (the default) keeps the prefix a provider caches: the context only grows at its
+    end until the next call would pass ``high_water`` of the budget, then one compaction
+    renders it down to ``low_water``. ``fill`` renders the whole budget's worth at every call:
+    for a model without a prompt cache (it shows the most detail, and changes near the top
+    every call).
+    """
+
+    policy: str = "stable"
+    low_water: float = 0.5
+    """The share of the budget a compaction renders down to: lower means fewer compactions
+    (more calls share each prefix) and less detail right after one."""
+    high_water: float = 1.0
+    """The share of the budget past which a call compacts instead of growing the context."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise UsageError(f"unknown context policy {self.policy!r}: choose one of {', '.join(POLICIES)}")
+        if not 0.05 <= self.low_water <= 1.0:
+            raise UsageError(f"context low_water must be between 0.05 and 1 (a share of the budget), "
+                             f"got {self.low_water}")
+        if not self.low_water <= self.high_water <= 1.0:
+            raise UsageError(f"context high_water must be between low_water ({self.low_water}) and 1, "
+                             f"got {self.high_water}")
+
+
+@frozen
+class Frame:
+    """The messages of the last compaction: sent unchanged at the head of every call until the next."""
+
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    """Their cost, the tools' schemas included (as :attr:`RenderResult.tokens`)."""
+    upto: str
+    """The id of the newest entry they show (``""``: none)."""
+    entries: int
+    spans: tuple[RenderedSpan, ...]
+    key: tuple[int, str, int]
+    """``(budget, system prompt, tools' tokens)`` it was made for: a change of any compacts."""
+
+
+class StableRenderer:
+    """Renders a thread's calls under the ``stable`` policy; one per history store (it keeps
+    the frame between calls)."""
+
+    def __init__(self, policy: ContextPolicy) -> None:
+        self.policy = policy
+        self.frame: Frame | None = None
+        self.compactions = 0
+        """Compactions made for calls (a render that only looks commits nothing)."""
+
+    def render(self, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
+               recaps: Sequence[RecapEntry], budget: int, *, system_prompt: str, system_tokens: int, windows: str,
+               windows_tokens: int, tools_tokens: int, pinned: Sequence[int], cache: RenderCache | None,
+               count: Callable[[str], int], commit: bool) -> RenderResult:
+        """The context of the next call: the frame and what came after it, or a compaction.
+
+        Args:
+            entries: Every entry of the thread, folded ones and recaps included, oldest first;
+                ``index`` their positions by id.
+            active: The unfolded entries, oldest first (recaps apart); the rest as :func:`render`.
+            commit: The render is for a model call: a compaction becomes the frame. A render
+                that only looks (``agent.render()``) leaves the frame as it was.
+        """
+        key = (budget, system_prompt, tools_tokens)
+        tail = _windows_message(windows, windows_tokens)
+        limit = int(budget * self.policy.high_water)
+        frame = self.frame
+        if frame is not None and frame.key == key:
+            grown = _grow(frame, entries, index, active, limit - (tail[1] if tail else 0))
+            if grown is not None:
+                return _with_windows(grown, tail)
+        room = int(budget * self.policy.low_water) - (tail[1] if tail else 0)
+        result = self._compact(active, recaps, budget, room, system_prompt=system_prompt,
+                               system_tokens=system_tokens, tools_tokens=tools_tokens, pinned=pinned,
+                               cache=cache, count=count, windows_tokens=tail[1] if tail else 0)
+        if commit:
+            upto = active[-1].id if len(active) else ""
+            self.frame = Frame(result.messages, result.tokens, upto, result.entries, result.spans, key)
+            self.compactions += 1
+        return _with_windows(result, tail)
+
+    @staticmethod
+    def _compact(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, room: int, *,
+                 system_prompt: str, system_tokens: int, tools_tokens: int, pinned: Sequence[int],
+                 cache: RenderCache | None, count: Callable[[str], int], windows_tokens: int) -> RenderResult:
+        """The fill render of everything under ``room`` tokens, or under more if the latest
+        observation at LIVE needs it (never more than the budget less the windows)."""
+        ceiling = budget - windows_tokens
+        if len(active):
+            latest = _latest_live_tokens(active)
+            floor = system_tokens + (OVERHEAD if system_prompt else 0) + tools_tokens + latest
+            # the latest observation is sent whole if the budget allows, with a quarter of the
+            # budget left for the pinned task, the recap and the steps before it
+            room = max(room, floor + budget // 4)
+        return render(active, recaps, min(room, ceiling), system_prompt=system_prompt, system_tokens=system_tokens,
+                      windows="", windows_tokens=0, tools_tokens=tools_tokens, pinned=pinned, cache=cache,
+                      count=count)
+
+
+def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
+          limit: int) -> RenderResult | None:
+    """The frame with the entries appended since, each unit at LIVE, if that fits in ``limit``
+    and nothing after the frame was folded; ``None`` when a compaction is due."""
+    if frame.upto:
+        at = index.get(frame.upto)
+        if at is None:
+            return None
+        start = at + 1
+    else:
+        start = 0
+    new: list[HistoryEntry] = []
+    for k in range(start, len(entries)):
+        entry = list.__getitem__(entries, k) if isinstance(entries, list) else entries[k]
+        if isinstance(entry, RecapEntry):
+            continue  # a fold of entries the frame shows: it shows at the next compaction
+        if not hasattr(entry, "folded"):  # (an entry still in its snapshot form: a reopened thread)
+            return None
+        if entry.folded:
+            return None  # an entry the frame does not show went into a recap: compact
+        new.append(entry)
+    if not new:
+        return RenderResult(frame.messages, frame.tokens, frame.entries, frame.spans)
+    messages = list(frame.messages)
+    tokens = frame.tokens
+    spans = list(frame.spans)
+    i = 0
+    while i < len(new):
+        if i + 1 < len(new) and answers(new[i], new[i + 1]):
+            unit = new[i:i + 2]
+        else:
+            unit = new[i:i + 1]
+        piece = unit_messages(unit, Level.LIVE)
+        tokens += piece[1]
+        if tokens > limit:
+            return None
+        messages += piece[0]
+        _add_span(spans, unit[0].id, unit[-1].id)
+        i += len(unit)
+    return RenderResult(tuple(messages), tokens, frame.entries + len(new), tuple(spans))
+
+
+def _add_span(spans: list[RenderedSpan], first: str, last: str) -> None:
+    if spans and spans[-1].shown is Shown.LIVE and id_number(spans[-1].last) + 1 == id_number(first):
+        spans[-1] = RenderedSpan(spans[-1].first, last, Shown.LIVE)
+    else:
+        spans.append(RenderedSpan(first, last, Shown.LIVE))
+
+
+def _latest_live_tokens(active: Sequence[HistoryEntry]) -> int:
+    """What the latest unit costs at LIVE (a model output and its results are one unit)."""
+    last = active[-1]
+    if len(active) > 1 and answers(active[-2], last):
+        return unit_messages([active[-2], last], Level.LIVE)[1]
+    return unit_messages([last], Level.LIVE)[1]
+
+
+def _windows_message(windows: str, windows_tokens: int) -> tuple[ChatMessage, int] | None:
+    """The apps' windows as the call's last message, and its cost (``None``: no windows)."""
+    if not windows:
+        return None
+    return ChatMessage(Role.USER, windows), windows_tokens + OVERHEAD
+
+
+def _with_windows(result: RenderResult, tail: tuple[ChatMessage, int] | None) -> RenderResult:
+    if tail is None:
+        return result
+    return RenderResult((*result.messages, tail[0]), result.tokens + tail[1], result.entries, result.spans)
+
+
+def shared_prefix(previous: Sequence[ChatMessage], messages: Sequence[ChatMessage]) -> int:
+    """How many leading messages of ``messages`` equal those of ``previous``."""
+    n = 0
+    for a, b in zip(previous, messages):
+        if a is not b and a != b:
+            break
+        n += 1
+    return n
