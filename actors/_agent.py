@@ -164,7 +164,8 @@ async def spawn_agent(
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     give_store(app_list, log.store, log.clock)  # a sub-agent's thread lives in its parent's store (and system)
-    config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle)
+    config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
+                           context=settings.context)
     limits = settings.history_limits()
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
@@ -196,7 +197,7 @@ async def spawn_agent(
 
 
 def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
-                  lifecycle: bool = True) -> ThreadConfigured:
+                  lifecycle: bool = True, context: ContextPolicy = ContextPolicy()) -> ThreadConfigured:
     """What a thread records of how it runs: the budget, the tools it offers (as the model is
     sent them: its apps', then the control tools if ``lifecycle``), the apps (by name, class
     and the options they were made with) and the model's spec.
@@ -207,7 +208,7 @@ def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
     tools = tuple(spec for app in apps for spec in describe_tools(app))
     if lifecycle:
         tools += control_tools(tools)
-    return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec)
+    return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec, context.recorded())
 
 
 def app_info(app: App) -> AppInfo:

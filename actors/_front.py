@@ -63,7 +63,7 @@ from ._thread_apps import make_recorded_app
 from .analyzers import AnalyzerSettings
 from .apps import App, FunctionTools, Notebook
 from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
-from .history import HistoryLimits
+from .history import ContextPolicy, HistoryLimits
 from .recap import RecapSettings
 
 if TYPE_CHECKING:
@@ -291,6 +291,7 @@ async def open_agent(
     system: str | None = None,
     budget: int | None = None,
     limits: HistoryLimits | None = None,
+    context: ContextPolicy | None = None,
     recap: RecapSettings | None = None,
     recap_model: str | ModelClient | None = None,
     analyzers: Sequence[AnalyzerSettings] | None = None,
@@ -326,6 +327,8 @@ async def open_agent(
         budget: Token budget of each model call's context (default 8000).
         limits: Limits of the unfolded history (default: derived from the budget when a
             recap runs).
+        context: How each call's context is rendered (default: the ``stable`` policy, a
+            prefix the provider caches; ``ContextPolicy("fill")`` for a model without a cache).
         recap: Run a recap maintainer with these settings.
         recap_model: The recap's model (``model_summary``), a spec or a client.
         analyzers: Analyzers run beside the engine.
@@ -357,6 +360,7 @@ async def open_agent(
     kept = given.settings
     settings = attrs.evolve(
         kept, limits=kept.limits if limits is None else limits, recap=kept.recap if recap is None else recap,
+        context=kept.context if context is None else context,
         analyzers=kept.analyzers if analyzers is None else tuple(analyzers),
         lifecycle=kept.lifecycle if lifecycle is None else lifecycle,
         snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every)

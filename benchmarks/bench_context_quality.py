@@ -74,12 +74,16 @@ from livecontext.runtime.persistence import open_store  # noqa: E402
 from livecontext.runtime.tokens import TokenCounter  # noqa: E402
 
 COUNTER = TokenCounter.from_env()
+WINDOWS = "[Window: workspace]\ncwd: /repo"
+"""The window of the transcripts' app (benchmarks/replay.py), the same at every call."""
 CONVERTER = make_converter()
 BUDGETS = (8_000, 32_000)
 STRATEGIES: tuple[str | None, ...] = (None, "simple_extract", "structured", "model_summary")
 POLICIES = ("stable", "fill")
 LONG_STRATEGIES: tuple[str | None, ...] = (None, "simple_extract")
 """The recap cases of the long runs (the others cost minutes and show the same)."""
+LOW_WATER: float | None = None
+"""The stable policy's low-water mark (``None``: the runtime's default); ``--low-water``."""
 LONG_STEPS = 300
 LONG_WHOLE = (100_000, 200_000)
 """A long run's steps and its tokens if sent whole."""
@@ -146,14 +150,15 @@ def store_bytes(kind: str, folder: Path) -> int:
 
 
 async def replay(transcript: Transcript, budget: int, strategy: str | None, kind: str, folder: Path,
-                 figures: Figures | None, policy: str = "stable") -> float:
+                 figures: Figures | None, policy: str = "stable", low_water: float | None = None) -> float:
     """Run ``transcript`` through an agent; add its figures to ``figures`` (if given); return
     the run's wall time in seconds."""
     url = f"sqlite:{folder / 'bench.db'}" if kind == "sqlite" else f"jsonl:{folder / 'jsonl'}"
     model = CapturingModel(ScriptedModel.from_turns(transcript.turns(), name=f"transcript-{transcript.seed}"))
     recap = RecapSettings(strategy) if strategy else None
     settings = AgentSettings(thread_id=THREAD, system_prompt=SYSTEM_PROMPT, budget=budget, recap=recap,
-                             limits=recap_limits(budget) if recap else None, context=ContextPolicy(policy))
+                             limits=recap_limits(budget) if recap else None,
+                             context=ContextPolicy(policy) if low_water is None else ContextPolicy(policy, low_water))
     events: list[BeforeModelCall] = []
     async with await open_store(url) as store:
         async with await store.open_thread(THREAD, create=True, owner="bench") as log, open_runtime() as rt:
@@ -196,11 +201,12 @@ def measure(transcript: Transcript, budget: int, model: CapturingModel, events: 
     """Add the metrics of one run's model calls to ``figures``."""
     units = units_of(entries.entries)
     unit_tokens = transcript.unit_tokens(COUNTER.count)
-    fixed = message_tokens(model.requests[0].messages[:1], COUNTER.count) + COUNTER.count("[Window: workspace]\ncwd: /repo") + 1
+    fixed = message_tokens(model.requests[0].messages[:1], COUNTER.count) + COUNTER.count(WINDOWS) + 1
     by_call = {e.call_index: e for e in events}
     meter = PrefixMeter(COUNTER.count, MESSAGE_TOKENS, CALL_TOKENS)
     sent = meter.run([r.messages for r in model.requests])
-    base = everything([fixed + sum(unit_tokens[: r.call_index + 1]) for r in model.requests])
+    windows = COUNTER.count(WINDOWS) + MESSAGE_TOKENS
+    base = everything([fixed + sum(unit_tokens[: r.call_index + 1]) for r in model.requests], windows)
     for costs, into in ((sent, figures.sent), (base, figures.everything)):
         into.sent += costs.sent
         into.cached += costs.cached
@@ -242,7 +248,8 @@ async def run_case(transcripts: Sequence[Transcript], budget: int, strategy: str
     for t in transcripts:
         for kind in kinds:
             with tempfile.TemporaryDirectory(prefix="lc-quality-") as tmp:
-                await replay(t, budget, strategy, kind, Path(tmp), figures if kind == "sqlite" else None, policy)
+                await replay(t, budget, strategy, kind, Path(tmp), figures if kind == "sqlite" else None, policy,
+                             LOW_WATER)
                 figures.stored[kind] = figures.stored.get(kind, 0) + store_bytes(kind, Path(tmp))
     return figures
 
@@ -271,6 +278,9 @@ def rows(f: Figures) -> list[str]:
         f"{last / 1000:.1f}k / {whole / 1000:.1f}k = {last / whole:.2f}x",
     ]
     for kind in ("sqlite", "jsonl"):
+        if kind not in f.stored:
+            cells.append("- (not run)")
+            continue
         stored = f.stored[kind] / f.steps
         cells.append(f"{stored:,.0f} = {stored / raw:.2f}x{mark(stored <= 1.5 * raw + 400)}")
     cells += [f"{1000 * f.seconds / f.steps:.2f}", f"{facts:.3f}" if facts is not None else "-"]
@@ -391,7 +401,12 @@ if __name__ == "__main__":
                         "(default: stable,fill)")
     parser.add_argument("--long", type=int, default=None, metavar="N",
                         help=f"also N generated runs of {LONG_STEPS} steps (default 2; 0 with --quick)")
+    parser.add_argument("--low-water", type=float, default=None,
+                        help="the stable policy's low-water mark (default: the runtime's)")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="budgets, comma-separated")
     args = parser.parse_args()
+    LOW_WATER = args.low_water
+    BUDGETS = tuple(int(b) for b in args.budgets.split(","))
     chosen = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in chosen if p not in POLICIES]
     if unknown or not chosen:

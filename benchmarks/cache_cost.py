@@ -78,12 +78,14 @@ class PrefixMeter:
         return costs
 
 
-def everything(whole: Sequence[int]) -> CallCosts:
-    """The baseline: call ``k`` sends ``whole[k]`` tokens, of which the previous call's are cached."""
+def everything(whole: Sequence[int], tail: int = 0) -> CallCosts:
+    """The baseline: call ``k`` sends ``whole[k]`` tokens, of which the previous call's are
+    cached, but its last ``tail`` tokens: the apps' windows, sent after everything in either
+    case (an agent shows the apps' state at every call, whatever it does with the history)."""
     costs = CallCosts()
     before = 0
     for tokens in whole:
         costs.sent.append(tokens)
-        costs.cached.append(min(before, tokens))
+        costs.cached.append(min(max(before - tail, 0), tokens))
         before = tokens
     return costs

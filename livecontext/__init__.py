@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         tool,
     )
     from livecontext.actors.blueprint import BlueprintError
-    from livecontext.actors.history import BudgetTooSmallError, HistoryLimits
+    from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, HistoryLimits
     from livecontext.actors.recap import RecapSettings
     from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
     from livecontext.runtime import UsageError
@@ -57,6 +57,7 @@ _HOMES = {
     "AppStateError": "livecontext.actors.apps",
     "BlueprintError": "livecontext.actors.blueprint",
     "BudgetTooSmallError": "livecontext.actors.history",
+    "ContextPolicy": "livecontext.actors.history",
     "EngineState": "livecontext.protocol",
     "HistoryLimits": "livecontext.actors.history",
     "Level": "livecontext.protocol",
@@ -103,6 +104,7 @@ __all__ = [
     "AppStateError",
     "BlueprintError",
     "BudgetTooSmallError",
+    "ContextPolicy",
     "EngineState",
     "HistoryLimits",
     "Level",

@@ -19,6 +19,8 @@ __all__ = [
     "EntryAppended",
     "HistorySnapshot",
     "SystemPromptSet",
+    "ContextCompacted",
+    "RenderPolicy",
     "ThreadConfigured",
     "ThreadRecord",
     "ToolResultRecorded",
@@ -58,6 +60,17 @@ class AppInfo:
 
 
 @frozen
+class RenderPolicy:
+    """How a thread's calls were rendered, as recorded (the settings are
+    ``livecontext.actors.history.ContextPolicy``, which checks them)."""
+
+    name: str = "stable"
+    """``stable`` or ``fill``."""
+    low_water: float = 0.6
+    high_water: float = 1.0
+
+
+@frozen
 class ThreadConfigured(Message):
     """What a thread's agent renders with: its budget, the tools it offers the model and its
     apps (recorded when a thread starts or any of them changes)."""
@@ -68,6 +81,24 @@ class ThreadConfigured(Message):
     model: str = ""
     """The model spec the thread runs with (``echo``, ``scripted:PATH``, ``openai:NAME``);
     empty: not known (a model client given in Python, or a thread recorded before this)."""
+    context: RenderPolicy | None = None
+    """How its calls are rendered (``None``: recorded before there were policies, when every
+    call was rendered as ``fill`` renders it)."""
+
+
+@frozen
+class ContextCompacted(Message):
+    """A model call's context was compacted (the ``stable`` policy): the whole history as of
+    this record, rendered under ``target`` tokens, is the head of every call until the next
+    compaction; each call adds the entries after ``upto``, whole."""
+
+    upto: str
+    """The newest entry the compaction shows (``""``: none)."""
+    target: int
+    """The tokens it was rendered under (the low-water mark, or more for a large latest
+    observation), the windows' room already taken off."""
+    budget: int
+    """The budget of the call that compacted."""
 
 
 @frozen
@@ -135,9 +166,13 @@ class HistorySnapshot(Message):
     usage: UsageTotals | None = None
     """The thread's model calls' usage, summed (``None`` in snapshots written before usage
     was summed: opening one counts the outputs after it only)."""
+    compacted: ContextCompacted | None = None
+    """The thread's last compaction (see :attr:`compacted_at`)."""
+    compacted_at: int = 0
+    """The seq of :attr:`compacted`."""
 
 
 ThreadRecord = (EntryAppended | ToolResultsAppended | ThreadConfigured | ToolStarted | ToolResultRecorded
-                | SystemPromptSet | HistorySnapshot)
+                | SystemPromptSet | HistorySnapshot | ContextCompacted)
 """The records of a thread's log written for its entries, tools and configuration (context
 management and the lifecycle add theirs: :data:`ContextRecord`, :data:`LifecycleRecord`)."""

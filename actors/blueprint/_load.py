@@ -23,7 +23,7 @@ from .._agent import AgentSettings
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
-from ..history import HistoryLimits
+from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings, RecapStrategy
 from ._blueprint import AppUse, Blueprint, importable
 from ._errors import BlueprintError
@@ -220,6 +220,7 @@ def _agent_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: P
     """One agent's rules (the top level of a one-agent blueprint, or an [[agents]] table)."""
     yield from _spec_problem(Where(key="model", agent=agent), keys.model, base)
     yield from _limit_problems(keys, agent)
+    yield from _context_problems(keys, agent)
     yield from _recap_problems(keys, agent, base)
     yield from _import_problems(keys, agent, base)
     names: set[str] = set()
@@ -267,6 +268,14 @@ def _limit_problems(keys: BlueprintFile | AgentTable, agent: int | None) -> Iter
         yield Where("limits", key="hard", agent=agent), f"{head}hard must be >= soft ({lim.soft}), got {lim.hard}"
     if lim.truncate < lim.hard:
         yield Where("limits", key="truncate", agent=agent), f"{head}truncate must be >= hard ({lim.hard}), got {lim.truncate}"
+
+
+def _context_problems(keys: BlueprintFile | AgentTable, agent: int | None) -> Iterator[tuple[Where, str]]:
+    ctx = keys.context
+    if ctx is not None and ctx.high_water < ctx.low_water:
+        head = label(Where("context", agent=agent))
+        yield (Where("context", key="high_water", agent=agent),
+               f"{head}high_water must be >= low_water ({ctx.low_water}), got {ctx.high_water}")
 
 
 def _recap_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: Path) -> Iterator[tuple[Where, str]]:
@@ -361,10 +370,12 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
         r = keys.recap
         recap = RecapSettings(r.strategy, r.window, r.batch, r.max_summary_chars, r.budget, r.max_retries)
     analyzers = tuple(_analyzer(a) for a in keys.analyzers)
+    c = keys.context
+    context = ContextPolicy() if c is None else ContextPolicy(c.policy, c.low_water, c.high_water)
     settings = AgentSettings(thread_id=thread, system_prompt=keys.system_prompt, budget=keys.budget,
                              snapshot_every=keys.snapshot_every, limits=limits, pin_task=keys.pin_task,
                              lifecycle=keys.lifecycle,
-                             recap=recap, analyzers=analyzers)
+                             recap=recap, analyzers=analyzers, context=context)
     return Blueprint(
         path=source,
         settings=settings,

@@ -20,7 +20,7 @@ from livecontext.protocol import Capability
 
 from .._agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
-from ..history import HistoryLimits
+from ..history import POLICIES, ContextPolicy, HistoryLimits
 from ..recap import MIN_SUMMARY_CHARS, RecapSettings, RecapStrategy
 from ._lines import Where
 
@@ -29,6 +29,7 @@ from ._lines import Where
 _AGENT = AgentSettings()
 _LIMITS = HistoryLimits()
 _RECAP = RecapSettings()
+_CONTEXT = ContextPolicy()
 _ANALYZER = AnalyzerSettings("default")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -81,6 +82,22 @@ class LimitsTable(_Table):
     soft: float = Field(default=_LIMITS.soft, gt=0, allow_inf_nan=False)
     hard: float = Field(default=_LIMITS.hard, gt=0, allow_inf_nan=False)
     truncate: float = Field(default=_LIMITS.truncate, gt=0, allow_inf_nan=False)
+
+
+class ContextTable(_Table):
+    """``[context]``: :class:`~livecontext.actors.history.ContextPolicy`, how each call's
+    context is rendered."""
+
+    policy: str = _CONTEXT.policy
+    low_water: float = Field(default=_CONTEXT.low_water, ge=0.05, le=1, allow_inf_nan=False)
+    high_water: float = Field(default=_CONTEXT.high_water, gt=0, le=1, allow_inf_nan=False)
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        if value not in POLICIES:
+            raise ValueError(f"must be one of {', '.join(repr(p) for p in POLICIES)}, got {value!r}")
+        return value
 
 
 class RecapTable(_Table):
@@ -158,6 +175,7 @@ class _AgentKeys(_Table):
     apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
     tools: list[ToolTable] = Field(default_factory=list)
     limits: LimitsTable | None = None
+    context: ContextTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
 
@@ -198,7 +216,7 @@ class BlueprintFile(_AgentKeys):
 SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "agents")
 """The top-level keys of a system blueprint; every other key belongs in each ``[[agents]]``."""
 
-TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable,
+TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable, "context": ContextTable,
                                    "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable}
 """The tables of a blueprint, by name (see :data:`ARRAYS`)."""
 ARRAYS = frozenset({"apps", "tools", "analyzers", "agents"})

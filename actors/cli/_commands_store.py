@@ -51,13 +51,21 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from livecontext.protocol import Shown, id_number
+from livecontext.protocol import ContextCompacted, ModelOutputEntry, Shown, id_number
 
 from .._agent import parent_thread_id
 from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
 from .._thread_apps import rebuild_apps, thread_apps
 from ..apps import App
-from ..history import HistoryState, load_state, render_state, replay_app_effects
+from ..history import (
+    ContextPolicy,
+    HistoryState,
+    StableRenderer,
+    load_state,
+    render_state,
+    replay_app_effects,
+    restore_frame,
+)
 from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json
 from .._session import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
@@ -309,26 +317,44 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
             async def replay(app: str) -> tuple[AppEffect, ...]:
                 return await replay_app_effects(reader, converter, app, st.seq)
             apps = await rebuild_apps(st, converter, replay)
-        print_json(render_json(st, budget, TokenCounter.from_env(), apps))
+            frame = None
+            if st.compacted is not None:  # the stable policy: the calls since start with that compaction
+                at_seq, record = st.compacted
+                frame = (record, await load_state(reader, converter, thread_id, at_seq))
+        print_json(render_json(st, budget, TokenCounter.from_env(), apps, frame))
     run_async(go)
 
 
-def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, apps: list[App]) -> dict[str, Any]:
+def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, apps: list[App],
+                frame: tuple[ContextCompacted, HistoryState] | None = None) -> dict[str, Any]:
     """``render --json``: the messages, their tokens (the tools' included), the budget, the
     tools sent, and how each entry of the thread was shown (``live``, ``recent``, ``gist``,
     ``recap``: folded into a recap, or a recap shown; ``omitted``); ``apps`` (rebuilt as of
-    ``state``) give the windows."""
+    ``state``) give the windows. Also the thread's render ``policy`` and, for each model call
+    it recorded, the tokens it was sent and those it shared with the call before (``calls``).
+
+    Under the ``stable`` policy the messages are those of the thread's last compaction
+    (``frame``: its record and the thread as of it) and the entries after it, as the next call
+    sends them, or a new compaction if they no longer fit; a thread that never compacted is
+    rendered as its first call would be."""
     config = state.config
     if budget is None:
         budget = config.budget if config is not None else DEFAULT_BUDGET
     windows = "\n\n".join(app.window() for app in apps)
-    result = render_state(state, budget, counter, windows=windows)
+    policy = ContextPolicy.of(config.context if config is not None else None)
+    stable = StableRenderer(policy) if policy.policy == "stable" else None
+    if stable is not None and frame is not None:
+        restore_frame(stable, frame[0], frame[1], counter)
+    result = render_state(state, budget, counter, windows=windows, stable=stable)
     return {
         "messages": [chat_json(m) for m in result.messages],
         "tokens": result.tokens,
         "budget": budget,
         "tools": [tool_json(spec) for spec in config.tools] if config is not None else [],
         "entries": [{"id": e.id, "level": level} for e, level in _levels(state, result.spans)],
+        "policy": {"name": policy.policy, "low_water": policy.low_water, "high_water": policy.high_water},
+        "calls": [{"entry": e.id, "sent_tokens": e.sent_tokens, "shared_tokens": e.shared_tokens}
+                  for e in state.entries if isinstance(e, ModelOutputEntry)],
     }
 
 

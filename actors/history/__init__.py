@@ -5,13 +5,14 @@ from __future__ import annotations
 from ._limits import BudgetLimits, HistoryLimits
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import BudgetTooSmallError, RenderResult, render
-from ._stable import ContextPolicy, StableRenderer
+from ._stable import POLICIES, ContextPolicy, StableRenderer
 from ._state import HistoryState, ReplayError
-from ._store import CAPABILITY_OF, HistoryConflictError, HistoryStore, history_topic, render_state
+from ._store import CAPABILITY_OF, HistoryConflictError, HistoryStore, history_topic, plan_state, render_state, restore_frame
 from ._units import RenderCache
 
 __all__ = [
     "CAPABILITY_OF",
+    "POLICIES",
     "BudgetLimits",
     "HistoryLimits",
     "BudgetTooSmallError",
@@ -26,7 +27,9 @@ __all__ = [
     "history_topic",
     "load_state",
     "render",
+    "plan_state",
     "render_state",
+    "restore_frame",
     "replay_app_effects",
     "write_snapshot",
 ]

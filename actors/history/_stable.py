@@ -13,8 +13,12 @@ that becomes the new frame, shared by the calls that follow.
 
 What this trades: an edit of an entry already sent (a fold into a recap, a new level, a
 removal) shows at the next compaction, not at the next call; between compactions the context
-uses less of the budget than ``fill`` would. The frame lives in the history store's memory: a
-restarted store compacts at its first call.
+uses less of the budget than ``fill`` would.
+
+A compaction made for a call is recorded (``ContextCompacted``: the newest entry it shows and
+the tokens it was rendered under), so the frame is a function of the log: ``render --at`` and
+``trace`` rebuild it from the history as of that record. A restarted history store does not
+rebuild it (that would cost a second replay of the log): it compacts at its first call.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
     Level,
+    ContextCompacted,
     RecapEntry,
     RenderedSpan,
+    RenderPolicy,
     Role,
     Shown,
     id_number,
@@ -36,7 +42,7 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 
-from ._render import RenderResult, render
+from ._render import BudgetTooSmallError, RenderResult, render
 from ._units import RenderCache, answers, unit_messages
 
 POLICIES = ("stable", "fill")
@@ -54,11 +60,22 @@ class ContextPolicy:
     """
 
     policy: str = "stable"
-    low_water: float = 0.5
+    low_water: float = 0.6
     """The share of the budget a compaction renders down to: lower means fewer compactions
     (more calls share each prefix) and less detail right after one."""
     high_water: float = 1.0
     """The share of the budget past which a call compacts instead of growing the context."""
+
+    def recorded(self) -> RenderPolicy:
+        """The policy as a thread records it."""
+        return RenderPolicy(self.policy, self.low_water, self.high_water)
+
+    @classmethod
+    def of(cls, recorded: RenderPolicy | None) -> ContextPolicy:
+        """The policy a thread recorded (``None``, a thread recorded before policies: ``fill``)."""
+        if recorded is None:
+            return cls("fill")
+        return cls(recorded.name, recorded.low_water, recorded.high_water)
 
     def __attrs_post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -86,63 +103,92 @@ class Frame:
     """``(budget, system prompt, tools' tokens)`` it was made for: a change of any compacts."""
 
 
+@frozen
+class Planned:
+    """The context of a call, and the compaction it made, if it made one."""
+
+    result: RenderResult
+    compaction: tuple[ContextCompacted, Frame] | None = None
+    """The record a compaction commits and the frame it makes (kept once committed: :meth:`StableRenderer.keep`)."""
+
+
 class StableRenderer:
     """Renders a thread's calls under the ``stable`` policy; one per history store (it keeps
-    the frame between calls)."""
+    the frame between calls). The frame is rebuilt from the log where a compaction was
+    recorded (:meth:`restore`), so that ``render --at`` and ``trace`` show what was sent."""
 
     def __init__(self, policy: ContextPolicy) -> None:
         self.policy = policy
         self.frame: Frame | None = None
         self.compactions = 0
-        """Compactions made for calls (a render that only looks commits nothing)."""
+        """Compactions kept (made for calls, or restored from the log)."""
 
-    def render(self, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
-               recaps: Sequence[RecapEntry], budget: int, *, system_prompt: str, system_tokens: int, windows: str,
-               windows_tokens: int, tools_tokens: int, pinned: Sequence[int], cache: RenderCache | None,
-               count: Callable[[str], int], commit: bool) -> RenderResult:
-        """The context of the next call: the frame and what came after it, or a compaction.
+    def plan(self, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
+             recaps: Sequence[RecapEntry], budget: int, *, system_prompt: str, system_tokens: int, windows: str,
+             windows_tokens: int, tools_tokens: int, pinned: Sequence[int], cache: RenderCache | None,
+             count: Callable[[str], int]) -> Planned:
+        """The context of the next call: the frame and what came after it, or a compaction
+        (kept only once its record is committed: :meth:`keep`).
 
         Args:
             entries: Every entry of the thread, folded ones and recaps included, oldest first;
                 ``index`` their positions by id.
             active: The unfolded entries, oldest first (recaps apart); the rest as :func:`render`.
-            commit: The render is for a model call: a compaction becomes the frame. A render
-                that only looks (``agent.render()``) leaves the frame as it was.
         """
         key = (budget, system_prompt, tools_tokens)
         tail = _windows_message(windows, windows_tokens)
-        limit = int(budget * self.policy.high_water)
+        tail_tokens = tail[1] if tail else 0
         frame = self.frame
         if frame is not None and frame.key == key:
-            grown = _grow(frame, entries, index, active, limit - (tail[1] if tail else 0))
+            grown = _grow(frame, entries, index, active, int(budget * self.policy.high_water) - tail_tokens)
             if grown is not None:
-                return _with_windows(grown, tail)
-        room = int(budget * self.policy.low_water) - (tail[1] if tail else 0)
-        result = self._compact(active, recaps, budget, room, system_prompt=system_prompt,
-                               system_tokens=system_tokens, tools_tokens=tools_tokens, pinned=pinned,
-                               cache=cache, count=count, windows_tokens=tail[1] if tail else 0)
-        if commit:
-            upto = active[-1].id if len(active) else ""
-            self.frame = Frame(result.messages, result.tokens, upto, result.entries, result.spans, key)
-            self.compactions += 1
-        return _with_windows(result, tail)
+                return Planned(_with_windows(grown, tail))
+        room = int(budget * self.policy.low_water) - tail_tokens
+        target, result = _compact(active, recaps, budget, room, system_prompt=system_prompt,
+                                  system_tokens=system_tokens, tools_tokens=tools_tokens, pinned=pinned,
+                                  cache=cache, count=count, windows_tokens=tail_tokens)
+        upto = active[-1].id if len(active) else ""
+        made = Frame(result.messages, result.tokens, upto, result.entries, result.spans, key)
+        return Planned(_with_windows(result, tail), (ContextCompacted(upto, target, budget), made))
 
-    @staticmethod
-    def _compact(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, room: int, *,
-                 system_prompt: str, system_tokens: int, tools_tokens: int, pinned: Sequence[int],
-                 cache: RenderCache | None, count: Callable[[str], int], windows_tokens: int) -> RenderResult:
-        """The fill render of everything under ``room`` tokens, or under more if the latest
-        observation at LIVE needs it (never more than the budget less the windows)."""
-        ceiling = budget - windows_tokens
-        if len(active):
-            latest = _latest_live_tokens(active)
-            floor = system_tokens + (OVERHEAD if system_prompt else 0) + tools_tokens + latest
-            # the latest observation is sent whole if the budget allows, with a quarter of the
-            # budget left for the pinned task, the recap and the steps before it
-            room = max(room, floor + budget // 4)
-        return render(active, recaps, min(room, ceiling), system_prompt=system_prompt, system_tokens=system_tokens,
-                      windows="", windows_tokens=0, tools_tokens=tools_tokens, pinned=pinned, cache=cache,
-                      count=count)
+    def keep(self, frame: Frame) -> None:
+        """Make ``frame`` (of a compaction whose record is committed) the head of the calls to come."""
+        self.frame = frame
+        self.compactions += 1
+
+    def restore(self, record: ContextCompacted, active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], *,
+                system_prompt: str, system_tokens: int, tools_tokens: int, pinned: Sequence[int],
+                cache: RenderCache | None, count: Callable[[str], int]) -> None:
+        """Rebuild the frame of a recorded compaction from the history as it was at its record."""
+        result = render(active, recaps, record.target, system_prompt=system_prompt, system_tokens=system_tokens,
+                        windows="", windows_tokens=0, tools_tokens=tools_tokens, pinned=pinned, cache=cache,
+                        count=count)
+        self.keep(Frame(result.messages, result.tokens, record.upto, result.entries, result.spans,
+                        (record.budget, system_prompt, tools_tokens)))
+
+
+def _compact(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budget: int, room: int, *,
+             system_prompt: str, system_tokens: int, tools_tokens: int, pinned: Sequence[int],
+             cache: RenderCache | None, count: Callable[[str], int], windows_tokens: int) -> tuple[int, RenderResult]:
+    """The fill render of everything under ``room`` tokens, or under more if the latest
+    observation at LIVE needs it (never more than the budget less the windows), and the
+    tokens it was rendered under."""
+    ceiling = budget - windows_tokens
+    if len(active):
+        latest = _latest_live_tokens(active)
+        floor = system_tokens + (OVERHEAD if system_prompt else 0) + tools_tokens + latest
+        # the latest observation is sent whole if the budget allows, with a quarter of the
+        # budget left for the pinned task, the recap and the steps before it
+        room = max(room, floor + budget // 4)
+    needed = 0
+    for target in dict.fromkeys((min(room, ceiling), ceiling)):  # (the whole budget if the mark is too low)
+        try:
+            return target, render(active, recaps, max(target, 0), system_prompt=system_prompt,
+                                  system_tokens=system_tokens, windows="", windows_tokens=0,
+                                  tools_tokens=tools_tokens, pinned=pinned, cache=cache, count=count)
+        except BudgetTooSmallError as exc:
+            needed = exc.needed + windows_tokens
+    raise BudgetTooSmallError(budget, needed)
 
 
 def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],

@@ -13,6 +13,7 @@ from livecontext.protocol import (
     ENTRY_KINDS,
     NO_MARKS,
     AccessDenied,
+    ContextCompacted,
     AgentStatus,
     EnginePaused,
     AppEffect,
@@ -121,6 +122,8 @@ class HistoryState:
         self.model_outputs = 0
         self.usage = UsageTotals()
         """The usage of every model output recorded, summed (folded ones included)."""
+        self.compacted: tuple[int, ContextCompacted] | None = None
+        """The last compaction of a call's context and its seq (the ``stable`` policy)."""
         self.next_entry = 1
         self.next_notification = 1
         self.system_prompt = ""
@@ -196,6 +199,8 @@ class HistoryState:
             self._record(payload)
         elif isinstance(payload, SystemPromptSet):
             self.system_prompt = payload.text
+        elif isinstance(payload, ContextCompacted):
+            self.compacted = (seq, payload)
         elif isinstance(payload, ThreadConfigured):
             self.config = payload
         elif isinstance(payload, HistoryEdited):
@@ -436,7 +441,8 @@ class HistoryState:
             (), self.model_outputs, self.next_entry,
             self.next_notification, self.system_prompt, config=self.config, task=self.task,
             apps=self.app_histories(), keyed=tuple(self.keyed.values()), input_keys=tuple(sorted(self.input_keys)),
-            usage=self.usage,
+            usage=self.usage, compacted=self.compacted[1] if self.compacted is not None else None,
+            compacted_at=self.compacted[0] if self.compacted is not None else 0,
         )
         changed, self.changed = self.changed, set()
         if not self._ordered:  # (ids out of order, in a log no history store wrote: no blocks)
@@ -522,6 +528,7 @@ class HistoryState:
             state.apps[history.app] = AppTrack(history)
         state.model_outputs = snap.model_outputs
         state.usage = snap.usage if snap.usage is not None else UsageTotals()
+        state.compacted = (snap.compacted_at, snap.compacted) if snap.compacted is not None else None
         state.next_entry = snap.next_entry
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt

@@ -8,6 +8,7 @@ from typing import Any
 
 from livecontext.protocol import (
     ChatMessage,
+    ContextCompacted,
     AccessDenied,
     ActorId,
     AgentStatus,
@@ -80,7 +81,7 @@ from ._lod import input_content, output_levels, results_content
 from ._lod import tools_tokens as count_tools
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import RenderResult, render
-from ._stable import ContextPolicy, StableRenderer, shared_prefix
+from ._stable import ContextPolicy, Planned, StableRenderer, shared_prefix
 from ._units import RenderCache
 from ._state import HistoryState, SnapshotDraft
 
@@ -267,12 +268,22 @@ class HistoryStore(Actor):
     def on_get_status(self, msg: GetStatus) -> AgentStatus:
         return self.state.status
 
-    @handler(inline=True)
-    def on_render(self, msg: Render) -> Rendered:
-        result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
-                              windows_tokens=self._windows_tokens(msg.windows),
-                              system_tokens=self.system_tokens, tools_tokens=self.tools_tokens,
-                              cache=self._render_cache, stable=self._stable, for_call=msg.for_call)
+    @handler
+    async def on_render(self, msg: Render) -> Rendered:
+        windows_tokens = self._windows_tokens(msg.windows)
+        if self._stable is None:
+            result = render_state(self.state, msg.budget, self.counter, windows=msg.windows,
+                                  windows_tokens=windows_tokens, system_tokens=self.system_tokens,
+                                  tools_tokens=self.tools_tokens, cache=self._render_cache)
+        else:
+            planned = plan_state(self._stable, self.state, msg.budget, self.counter, windows=msg.windows,
+                                 windows_tokens=windows_tokens, system_tokens=self.system_tokens,
+                                 tools_tokens=self.tools_tokens, cache=self._render_cache)
+            if msg.for_call and planned.compaction is not None:  # recorded, so that the log says what was sent
+                record, frame = planned.compaction
+                await self._commit([record])
+                self._stable.keep(frame)
+            result = planned.result
         shared = self._shared_tokens(result.messages) if msg.for_call else 0
         return Rendered(result.messages, result.tokens, result.entries, result.spans, shared)
 
@@ -633,12 +644,12 @@ def reply_after(state: HistoryState, entry_id: str) -> tuple[str | None, bool]:
 def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, windows: str = "",
                  windows_tokens: int | None = None, system_tokens: int | None = None,
                  tools_tokens: int | None = None, cache: RenderCache | None = None,
-                 stable: StableRenderer | None = None, for_call: bool = False) -> RenderResult:
+                 stable: StableRenderer | None = None) -> RenderResult:
     """Render a thread's state as its agent does: its system prompt and recorded tools, its
     pinned entries, ``windows`` in the latest observation (counts not given are counted).
 
-    ``stable`` renders under that policy (see :mod:`._stable`; ``for_call``: a compaction is
-    kept for the calls that follow); without it, the ``fill`` policy.
+    ``stable`` renders the next call under that policy (:func:`plan_state`, its compaction
+    not kept); without it, the ``fill`` policy.
 
     Raises:
         BudgetTooSmallError: the system prompt, the tools and the latest observation do not fit.
@@ -649,16 +660,33 @@ def render_state(state: HistoryState, budget: int, counter: TokenCounter, *, win
         system_tokens = counter.count(state.system_prompt)
     if windows_tokens is None:
         windows_tokens = counter.count(windows)
-    pinned = state.pinned_positions() if state.pinned else ()
     if stable is not None:
-        return stable.render(state.entries, state.pos, state.active, state.recaps, budget,
-                             system_prompt=state.system_prompt, system_tokens=system_tokens, windows=windows,
-                             windows_tokens=windows_tokens, tools_tokens=tools_tokens, pinned=pinned,
-                             cache=cache, count=counter.count, commit=for_call)
+        return plan_state(stable, state, budget, counter, windows=windows, windows_tokens=windows_tokens,
+                          system_tokens=system_tokens, tools_tokens=tools_tokens, cache=cache).result
+    pinned = state.pinned_positions() if state.pinned else ()
     return render(
         state.active, state.recaps, budget, system_prompt=state.system_prompt, system_tokens=system_tokens,
         windows=windows, windows_tokens=windows_tokens, tools_tokens=tools_tokens, pinned=pinned,
         cache=cache, count=counter.count)
+
+
+def plan_state(stable: StableRenderer, state: HistoryState, budget: int, counter: TokenCounter, *, windows: str,
+               windows_tokens: int, system_tokens: int, tools_tokens: int, cache: RenderCache | None) -> Planned:
+    """The next call's context of a thread under the ``stable`` policy (see :mod:`._stable`)."""
+    return stable.plan(state.entries, state.pos, state.active, state.recaps, budget, system_prompt=state.system_prompt,
+                       system_tokens=system_tokens, windows=windows, windows_tokens=windows_tokens,
+                       tools_tokens=tools_tokens, pinned=state.pinned_positions() if state.pinned else (),
+                       cache=cache, count=counter.count)
+
+
+def restore_frame(stable: StableRenderer, record: ContextCompacted, state: HistoryState, counter: TokenCounter,
+                  cache: RenderCache | None = None) -> None:
+    """Rebuild the frame of ``record`` from ``state``, the thread as of that record (``render
+    --at`` and ``trace``: what the calls after it were sent)."""
+    tools_tokens = count_tools(state.config.tools, counter) if state.config is not None else 0
+    stable.restore(record, state.active, state.recaps, system_prompt=state.system_prompt,
+                   system_tokens=counter.count(state.system_prompt), tools_tokens=tools_tokens,
+                   pinned=state.pinned_positions() if state.pinned else (), cache=cache, count=counter.count)
 
 
 def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:

@@ -75,10 +75,18 @@ class ContextReader:
         from the render's spans (runs of consecutive ids) by binary search on their ids.
         """
         active = state.active
-        recap_ids = {r.id for r in state.recaps}
-        latest = _latest_start(active)
-        with_windows = bool(windows) and bool(result.messages) and result.messages[-1].content.endswith(windows)
+        # (the stable policy sends entries that were folded since its last compaction: they
+        # are looked for among all the entries, the recaps passed over)
+        every = state.entries
+        recap_ids = {span.first for span in result.spans
+                     if span.first == span.last and isinstance(_entry(state, span.first), RecapEntry)}
+        latest_entry = active[_latest_start(active)].id if _latest_start(active) is not None else None
+        last = result.messages[-1] if result.messages else None
+        # the windows: a message of their own last (the stable policy), or in the latest observation's
+        apart = bool(windows) and last is not None and last.role is Role.USER and last.content == windows
+        with_windows = bool(windows) and last is not None and last.content.endswith(windows) and not apart
         entries: list[tuple[int, tuple[Piece, ...]]] = []  # (id number of the unit's first entry, pieces)
+        omitted = 0
         recaps_shown: set[str] = set()
         first_left_out: int | None = None
         i = 0  # (the spans are in id order, as the entries are: each is looked for after the one before)
@@ -91,22 +99,34 @@ class ContextReader:
             if span.shown not in _LEVEL:  # (an omitted run may hold an omitted recap's id too)
                 if first_left_out is None:
                     first_left_out = first
-                i = _position(active, last + 1, i)
+                omitted += last - first + 1
+                i = _position(every, last + 1, i)
                 continue
-            i = _position(active, first, i)
-            while i < len(active) and (number := id_number(active[i].id)) <= last:
-                entry = active[i]
-                unit = [entry, active[i + 1]] if i + 1 < len(active) and answers(entry, active[i + 1]) else [entry]
-                if i == latest:
+            i = _position(every, first, i)
+            while i < len(every) and (number := id_number(every[i].id)) <= last:
+                entry = every[i]
+                if isinstance(entry, RecapEntry):
+                    i += 1
+                    continue
+                j = i + 1  # (a recap made while a tool ran may stand between an output and its results)
+                while j < len(every) and isinstance(every[j], RecapEntry):
+                    j += 1
+                unit = [entry, every[j]] if j < len(every) and answers(entry, every[j]) else [entry]
+                if entry.id == latest_entry:
                     shown = self._pieces(unit, span.shown, windows if with_windows else None)
                 else:
                     shown = self._kept_pieces(unit, span.shown)
                 entries.append((number, shown))
-                i += len(unit)
-        recaps = self._recaps(state.recaps, recaps_shown, result.messages)
-        pieces = _lay_out(self._head(state), entries, recaps, self._note(result.messages), state.recaps,
+                i = j + 1 if len(unit) == 2 else i + 1
+        sent_recaps = [r for r in (_entry(state, i) for i in sorted(recap_ids, key=id_number))
+                       if isinstance(r, RecapEntry)]
+        recaps = self._recaps(sent_recaps, recaps_shown, result.messages)
+        pieces = _lay_out(self._head(state), entries, recaps, self._note(result.messages), sent_recaps,
                           first_left_out)
-        omitted = len(active) - result.entries + len(state.recaps) - len(recaps)
+        if apart:
+            pieces.append(Piece("windows", "live", self.counter.count(windows) + MESSAGE_OVERHEAD_TOKENS,
+                                f"user: {windows}"))
+        omitted += sum(1 for r in sent_recaps if r.id not in recaps_shown)
         return CallContext(tuple(pieces), omitted, result.tokens)
 
     def _head(self, state: HistoryState) -> list[Piece]:
@@ -185,6 +205,11 @@ def _split(unit: list[HistoryEntry], how: Shown, messages: Sequence[ChatMessage]
     output = unit[0].content.at(_LEVEL[how]).tokens + MESSAGE_OVERHEAD_TOKENS
     return (Piece(unit[0].id, how.value, output, _text(messages[:1])),
             Piece(unit[1].id, how.value, tokens - output, _text(messages[1:])))
+
+
+def _entry(state: HistoryState, entry_id: str) -> HistoryEntry | None:
+    at = state.pos.get(entry_id)
+    return None if at is None else state.entries[at]
 
 
 def _position(active: Sequence[HistoryEntry], number: int, lo: int = 0) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from livecontext.protocol import (
+    ContextCompacted,
     TASK_COMPLETE,
     WAIT_USER_RESPONSE,
     AccessDenied,
@@ -29,6 +30,7 @@ from livecontext.protocol import (
     RecapEntry,
     StepFailed,
     SystemPromptSet,
+    RenderPolicy,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
@@ -39,7 +41,15 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from ..history import BudgetTooSmallError, HistoryState, RenderCache, render_state
+from ..history import (
+    BudgetTooSmallError,
+    ContextPolicy,
+    HistoryState,
+    RenderCache,
+    StableRenderer,
+    render_state,
+    restore_frame,
+)
 from ..history._lod import tools_tokens
 from ._context import CallContext, ContextReader
 from ._diagram import Diagram, column_of, line
@@ -88,6 +98,10 @@ class ThreadTracer:
         """The configuration and system prompt last rendered with, and their tools' and prompt's tokens."""
         self.state = HistoryState(thread)
         self.contexts = ContextReader(counter, RenderCache())
+        self._stable: tuple[RenderPolicy | None, StableRenderer | None] = (None, None)
+        """The thread's recorded policy and, under ``stable``, its renderer, which replays the
+        frames as the calls come (each compaction as the history store made it, but after a
+        restart of the agent: its store compacted at its first call, which the log does not say)."""
         self.engine = self._column(f"engine/{thread}")
         self.history = self._column(f"history/{thread}")
         self.subscribers = [self._column(s) for s in subscribers]
@@ -149,6 +163,10 @@ class ThreadTracer:
             self._failed(rec, sender, started, payload)
         elif isinstance(payload, (SystemPromptSet, ThreadConfigured)):
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL, _said(payload))
+        elif isinstance(payload, ContextCompacted):
+            d.send(rec.seq, rec.t, sender, self.history, "ContextCompacted", MessageMode.TELL,
+                   f"the context compacted under {payload.target:,} tokens, up to {payload.upto or 'no entry'}: "
+                   "the calls until the next compaction start with it")
         else:
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL,
                    type(payload).__name__)
@@ -159,8 +177,21 @@ class ThreadTracer:
             self._publish(rec, "NotificationPosted", f"{note.id} from {note.sender}")
         self._apply(rec, thread_seq, payload)
 
+    def _renderer(self) -> StableRenderer | None:
+        """The renderer of the thread's recorded policy (``None``: ``fill``), kept while the policy stays."""
+        state = self.state
+        recorded = state.config.context if state.config is not None else None
+        if self._stable[0] != recorded:
+            policy = ContextPolicy.of(recorded)
+            self._stable = (recorded, StableRenderer(policy) if policy.policy == "stable" else None)
+        return self._stable[1]
+
     def _apply(self, rec: Record, thread_seq: int, payload: Message) -> None:
         self.state.apply(thread_seq, payload)
+        if isinstance(payload, ContextCompacted):
+            renderer = self._renderer()
+            if renderer is not None:  # the calls until the next compaction start with what it rendered
+                restore_frame(renderer, payload, self.state, self.counter, self.contexts.cache)
         if isinstance(payload, ThreadConfigured):
             self.budget = payload.budget
             self.windows.configured()
@@ -249,7 +280,7 @@ class ThreadTracer:
             counted = self._counted = (state.config, state.system_prompt, tools, self.counter.count(state.system_prompt))
         try:
             result = render_state(state, budget, self.counter, windows=windows, tools_tokens=counted[2],
-                                  system_tokens=counted[3], cache=self.contexts.cache)
+                                  system_tokens=counted[3], cache=self.contexts.cache, stable=self._renderer())
         except BudgetTooSmallError as exc:
             return CallContext((), 0, 0), str(exc)
         return self.contexts.read(self.state, result, windows), None

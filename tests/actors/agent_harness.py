@@ -21,7 +21,7 @@ from attrs import define, field
 
 from livecontext.actors import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.actors.history import HistoryLimits
+from livecontext.actors.history import ContextPolicy, HistoryLimits
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     AgentStatus,
@@ -271,7 +271,7 @@ async def open_agent(
     system_prompt: str | None = "You are a test agent.", thread_id: str = "t1",
     tool_timeout_s: float | None = None, listen: bool = True, pin_task: bool = True,
     limits: HistoryLimits | None = None, recap: RecapSettings | None = None, lifecycle: bool = True,
-    store: str = "memory:", snapshot_every: int = 1000,
+    store: str = "memory:", snapshot_every: int = 1000, context: ContextPolicy = ContextPolicy(),
 ) -> AsyncIterator[AgentHarness]:
     """Spawn an agent on a fresh ``memory:`` store (or the thread of ``store``, resumed if it
     exists) and collect its events while the block runs (``listen=False``: nobody subscribes
@@ -279,7 +279,7 @@ async def open_agent(
     client_model = model if model is not None else scripted(turns, retry)
     settings = agent_module.AgentSettings(thread_id=thread_id, system_prompt=system_prompt, budget=budget,
                                           pin_task=pin_task, limits=limits, recap=recap, lifecycle=lifecycle,
-                                          snapshot_every=snapshot_every)
+                                          snapshot_every=snapshot_every, context=context)
     async with await open_store(store) as opened:
         log = await opened.open_thread(thread_id, create=True, owner="tests")
         async with log:

@@ -101,7 +101,8 @@ def test_render_defaults_to_the_threads_own_budget_and_state_lists_only_its_apps
     history = CliRunner().invoke(main, ["history", "--store", store, "--thread", "t"], catch_exceptions=False)
     pinned = [e["id"] for e in json.loads(history.stdout)["entries"] if e["retention"] == "critical"]
     levels = {e["id"]: e["level"] for e in now["entries"]}
-    assert len(pinned) == 2 and [levels[i] for i in pinned] == ["recent", "recent"]  # the task; the note
+    # the task, at RECENT; the note, whole: the stable policy sends what came after its last compaction as it was
+    assert len(pinned) == 2 and [levels[i] for i in pinned] == ["recent", "live"]
     bigger = render(store, "--budget", "50000")
     assert bigger["budget"] == 50000 and "omitted" not in [e["level"] for e in bigger["entries"]]
     result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
+from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, RenderCache, RenderResult, render
 from livecontext.actors.apps import describe_tools
 from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history._lod import output_content, tools_tokens
@@ -50,6 +50,9 @@ AUTHOR = ActorId("engine", "t")
 WINDOW = "[Window: probe]\nWINDOW-MARK"
 """No random text can contain it (the random alphabet has no capitals)."""
 SYSTEM = "You are a test agent."
+FILL = ContextPolicy("fill")
+"""The policy these tests of the renderer go through the history store with (the windows in
+the latest observation); the ``stable`` policy's are in test_render_stable.py."""
 
 
 # -- building entries -------------------------------------------------------------------------
@@ -515,7 +518,7 @@ async def test_render_reads_only_what_it_renders_however_long_the_history() -> N
 async def test_the_history_store_renders_a_real_thread_within_budget_and_without_orphans() -> None:
     record = {"name": "record", "arguments": {"label": "a label that takes some tokens"}}
     turns = [{"text": f"step {k}", "tool_calls": [record, record]} for k in range(8)] + [{"text": "done"}]
-    async with open_agent(turns, inputs=["please record things"], apps=[ProbeApp()]) as h:
+    async with open_agent(turns, inputs=["please record things"], apps=[ProbeApp()], context=FILL) as h:
         await h.run_until_idle()
         await h.provide("and now?")
         await h.step()
