@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors.history import HistoryLimits, HistoryState
+from livecontext.actors.history import ContextPolicy, HistoryLimits, HistoryState
 from livecontext.actors.recap import RecapSettings
 from livecontext.actors.recap._layer import DATA_FACTOR
 from livecontext.protocol import (
@@ -37,13 +38,14 @@ MAX_TOKENS = 4000
 MAX_SUMMARY = 1200
 
 
-async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> None:
+@pytest.mark.parametrize("policy", ["stable", "fill"])
+async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged(policy: str) -> None:
     inputs = [f"task {i}: keep the notes tidy" for i in range(TURNS // 3)]
     model = scripted(agent_turns(len(inputs), words=60))
     settings = AgentSettings(
         thread_id="long", budget=8000, snapshot_every=200,
         limits=HistoryLimits(max_entries=MAX_ENTRIES, max_tokens=MAX_TOKENS),
-        recap=RecapSettings(window=4, batch=4, max_summary_chars=MAX_SUMMARY),
+        recap=RecapSettings(window=4, batch=4, max_summary_chars=MAX_SUMMARY), context=ContextPolicy(policy),
     )
     model_calls: list[BeforeModelCall] = []
     changes: list[HistoryChanged] = []
@@ -82,7 +84,9 @@ async def test_500_turns_stay_within_the_limits_and_every_fold_is_logged() -> No
             recap_sizes.append(len(payload.recap.content.live.text))
     assert published == {seq for seq, _, _ in records if seq > 2}  # (seqs 1-2: the prompt and configuration, set at start)
     for call in model_calls:
-        assert call.tokens <= MAX_TOKENS, call
+        # fill renders the unfolded history alone; stable still sends what was folded since its
+        # last compaction (the prefix stays), so its calls are bound by the budget
+        assert call.tokens <= (MAX_TOKENS if policy == "fill" else call.budget), call
     for request in model.requests:
         check_no_orphan_calls(request.messages, f"request {request.call_index}")
 

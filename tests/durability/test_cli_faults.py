@@ -156,7 +156,7 @@ def test_a_read_only_jsonl_thread_is_read_and_forked_but_not_written(store: str,
     one_line_error(lc("run", "--store", store, "--thread", "t", "--input", "more"), "read-only", str(thread))
     assert files(thread) == before
     assert len(json.loads(ok(lc("history", "--store", store, "--thread", "t")))["entries"]) == 2
-    ok(lc("fork", "--store", store, "--thread", "t", "--at", "4", "--new-thread", "u"))
+    ok(lc("fork", "--store", store, "--thread", "t", "--at", "5", "--new-thread", "u"))  # (seq 4: the compaction)
     forked = json.loads(ok(lc("run", "--store", store, "--thread", "u", "--input", "more", "--json")))
     assert [e["levels"]["live"] for e in forked["entries"]] == ["hello", "echo: hello", "more", "echo: more"]
 
