@@ -51,7 +51,7 @@ from .apps import App, Notebook
 from .history import load_state
 from .recap import recap_topic
 from .telemetry import open_tracing
-from ._usage import live_usage
+from ._usage import OUTPUTS, live_usage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -114,7 +114,7 @@ class Session:
 
     async def usage(self, client: Context, tail: Tail) -> UsageTotals:
         """The thread's usage (``tail``'s, read by ``client``) plus its sub-agents'."""
-        held = await client.ask(self.agent.history, ReadHistory(include_folded=True))
+        held = await client.ask(self.agent.history, OUTPUTS)
         assert isinstance(held, HistorySlice)
         return await live_usage(client, self.store, self.converter, self.agent.thread_id, tail.usage, held.entries)
 

@@ -17,6 +17,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 from livecontext.protocol import (
+    ENTRY_KINDS,
     ActorId,
     GetTail,
     HistoryEntry,
@@ -27,7 +28,7 @@ from livecontext.protocol import (
     Tail,
     UsageTotals,
 )
-from livecontext.runtime import ActorStoppedError, Context, UnknownActorError
+from livecontext.runtime import ActorStoppedError, Context, UnknownActorError, UsageError
 from livecontext.runtime.persistence import EventStore, ThreadReader
 
 from ._agent import sub_thread_id
@@ -37,19 +38,26 @@ from .history import HistoryState, load_state
 SPAWN_TOOL = SubAgents.spawn_subagent.__name__
 """The tool whose calls each name a sub-agent thread."""
 
+OUTPUTS = ReadHistory(kinds=(ENTRY_KINDS[ModelOutputEntry],), include_folded=True)
+"""Where a thread's ``spawn_subagent`` calls are: its model outputs, folded ones included."""
+
 _SEARCH_CHUNK = 512
 """Records read at a time when looking for the last one sent by a moment (``state --at``)."""
 
 
 def spawned_threads(thread_id: str, entries: Iterable[HistoryEntry]) -> list[str]:
     """The sub-agent threads that ``spawn_subagent`` calls of thread ``thread_id`` named, in
-    the order of the calls, each once (a call run again after a crash resumes the same one)."""
+    the order of the calls, each once (a call run again after a crash resumes the same one).
+    A call whose thread id would be too long is left out: it failed without making one."""
     found: dict[str, None] = {}
     for entry in entries:
         if isinstance(entry, ModelOutputEntry):
             for call in entry.tool_calls:
                 if call.name == SPAWN_TOOL:
-                    found[sub_thread_id(thread_id, subagent_name(call.id))] = None
+                    try:
+                        found[sub_thread_id(thread_id, subagent_name(call.id))] = None
+                    except UsageError:
+                        continue
     return list(found)
 
 
@@ -68,13 +76,13 @@ async def _sub_usage(ctx: Context, store: EventStore, converter: ProtocolConvert
     if ctx.runtime.is_running(history):
         try:
             tail = await ctx.ask(history, GetTail())
-            held = await ctx.ask(history, ReadHistory(include_folded=True))
+            held = await ctx.ask(history, OUTPUTS)
         except (ActorStoppedError, UnknownActorError):
             pass  # it stopped meanwhile: its log holds it all
         else:
             assert isinstance(tail, Tail) and isinstance(held, HistorySlice)
             return await live_usage(ctx, store, converter, thread_id, tail.usage, held.entries)
-    return await stored_subagents_usage(store, converter, thread_id)
+    return await _stored_sub_usage(store, converter, thread_id)
 
 
 async def stored_usage(store: EventStore, converter: ProtocolConverter, state: HistoryState,
@@ -84,12 +92,12 @@ async def stored_usage(store: EventStore, converter: ProtocolConverter, state: H
     a thread read as of a seq counts its sub-agents as they were then."""
     total = state.usage
     for sub in spawned_threads(state.thread_id, state.entries):
-        total += await stored_subagents_usage(store, converter, sub, sent_by)
+        total += await _stored_sub_usage(store, converter, sub, sent_by)
     return total
 
 
-async def stored_subagents_usage(store: EventStore, converter: ProtocolConverter, thread_id: str,
-                                 sent_by: dt.datetime | None = None) -> UsageTotals:
+async def _stored_sub_usage(store: EventStore, converter: ProtocolConverter, thread_id: str,
+                            sent_by: dt.datetime | None = None) -> UsageTotals:
     """:func:`stored_usage` of a sub-agent thread, nothing if it does not exist (its spawning
     call failed before it was made)."""
     if not await store.exists(thread_id):
