@@ -37,7 +37,7 @@ def trace_json(trace: Trace) -> dict[str, Any]:
             "output": c.output,
             "usage": None if c.usage is None else {
                 "input_tokens": c.usage.input_tokens, "cached_input_tokens": c.usage.cached_input_tokens,
-                "output_tokens": c.usage.output_tokens},
+                "output_tokens": c.usage.output_tokens, "counted": c.usage.counted},
             "sent_tokens": c.sent_tokens, "shared_tokens": c.shared_tokens,
         } for c in trace.model_calls],
         "texts": dict(trace.texts),

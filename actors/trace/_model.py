@@ -171,6 +171,8 @@ class CallUsage:
     cached_input_tokens: int
     """Of :attr:`input_tokens`, those the provider read from its prompt cache."""
     output_tokens: int
+    counted: bool = False
+    """The model reported nothing: these are the rendered context's and the answer's counts."""
 
 
 @frozen

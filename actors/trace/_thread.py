@@ -328,7 +328,7 @@ def _recorded_cost(entry: ModelOutputEntry) -> tuple[CallUsage | None, int | Non
     older log did not record (all zeros: a call is never sent nothing), so that the page says
     "unknown" rather than 0 or 0%."""
     u = entry.usage
-    usage = None if u == Usage() else CallUsage(u.prompt_tokens, u.cached_tokens, u.completion_tokens)
+    usage = None if u == Usage() else CallUsage(u.prompt_tokens, u.cached_tokens, u.completion_tokens, u.counted)
     if not entry.sent_tokens:
         return usage, None, None
     return usage, entry.sent_tokens, entry.shared_tokens

@@ -59,6 +59,7 @@ async def test_an_offline_model_records_the_rendered_count_of_each_call() -> Non
     (output,) = outputs
     assert output.usage.prompt_tokens == output.sent_tokens > 0
     assert output.usage.completion_tokens > 0 and output.usage.cached_tokens == 0
+    assert output.usage.counted  # (ours, not a provider's: telemetry and the trace say so)
     assert state.usage == UsageTotals(output.usage.prompt_tokens, 0, output.usage.completion_tokens, 1)
 
 

@@ -136,7 +136,8 @@ def recorded_cost(calls: list[dict[str, Any]], tokens: int) -> dict[str, Any]:
         return {"usage": None, "sent_tokens": None, "shared_tokens": None}
     before = calls[-1]["tokens"] if calls else 0
     shared = before if before <= tokens else 0
-    return {"usage": {"input_tokens": tokens, "cached_input_tokens": shared, "output_tokens": 20 + len(calls) % 5},
+    return {"usage": {"input_tokens": tokens, "cached_input_tokens": shared, "output_tokens": 20 + len(calls) % 5,
+                      "counted": False},
             "sent_tokens": tokens, "shared_tokens": shared}
 
 

@@ -48,7 +48,8 @@ CONTRACT: dict[str, Any] = {
     "model_calls": [{"n": int, "seq": int, "t": NUM, "model": str, "tokens": int, "budget": int,
                      "levels": {"live": int, "recent": int, "gist": int, "recap": int, "omitted": int},
                      "entries": [{"id": str, "level": LEVELS, "tokens": int, "text": str}], "output": str,
-                     "usage": OrNull({"input_tokens": int, "cached_input_tokens": int, "output_tokens": int}),
+                     "usage": OrNull({"input_tokens": int, "cached_input_tokens": int, "output_tokens": int,
+                                      "counted": bool}),
                      "sent_tokens": OrNull(int), "shared_tokens": OrNull(int)}],
     "texts": {str: str},
     "marks": [{"seq": int, "t": NUM, "type": OneOf("fold", "notification", "edit", "denial", "pause", "failure"),
@@ -144,6 +145,7 @@ def test_each_model_call_shows_the_usage_and_the_sent_and_shared_tokens_its_outp
             # (offline models report nothing: the rendered count is recorded as the input)
             assert call["usage"]["input_tokens"] == call["sent_tokens"] > 0
             assert call["usage"]["output_tokens"] > 0 and call["usage"]["cached_input_tokens"] == 0
+            assert call["usage"]["counted"] is True
             assert 0 <= call["shared_tokens"] <= call["sent_tokens"]
     assert offline["model_calls"][0]["shared_tokens"] == 0  # (no call before the first)
 

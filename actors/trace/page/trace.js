@@ -794,7 +794,8 @@
     const u = c.usage;
     if (!u) return "unknown (recorded before usage was)";
     const cached = u.input_tokens ? ` (${fmtInt(u.cached_input_tokens)} cached, ${percent(u.cached_input_tokens, u.input_tokens)})` : "";
-    return `input ${fmtInt(u.input_tokens)}${cached}, output ${fmtInt(u.output_tokens)}`;
+    const counted = u.counted ? " (counted here: the model reported none)" : "";
+    return `input ${fmtInt(u.input_tokens)}${cached}, output ${fmtInt(u.output_tokens)}${counted}`;
   }
 
   /** The context a call was sent and the prefix it shared with the call before's. */
