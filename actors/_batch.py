@@ -17,8 +17,8 @@ not named gets none of the blueprint's inputs; pins stay). Its vars go into ever
 system prompt, pins and inputs. The *entry agent* (the first agent, or the first in the
 blueprint's order that the task names) gives the task its ``status`` and ``result`` and its
 ``thread``; ``steps``, ``tokens`` and ``usage`` are summed over every thread of the system
-(sub-agents' too). The system's own log records whether its inputs were given: a re-run skips a system
-whose inputs were all taken and whose entry agent is finished, and otherwise opens it again,
+(sub-agents' too). The system's own log records whether its inputs were given: a re-run skips
+a system whose inputs were all taken and whose entry agent is finished, and otherwise opens it again,
 giving no input twice (a run cut short is resumed by :meth:`~livecontext.actors.System.run_inputs`;
 agents stopped mid-work finish it).
 """
