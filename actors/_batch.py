@@ -16,9 +16,9 @@ each agent named, as ``livecontext run SYSTEM.toml --input AGENT=TEXT`` gives th
 not named gets none of the blueprint's inputs; pins stay). Its vars go into every agent's
 system prompt, pins and inputs. The *entry agent* (the first agent, or the first in the
 blueprint's order that the task names) gives the task its ``status`` and ``result`` and its
-``thread``; ``steps`` and ``tokens`` are summed over every thread of the system (sub-agents'
-too). The system's own log records whether its inputs were given: a re-run skips a system
-whose inputs were all taken and whose entry agent is finished, and otherwise opens it again,
+``thread``; ``steps``, ``tokens`` and ``usage`` are summed over every thread of the system
+(sub-agents' too). The system's own log records whether its inputs were given: a re-run skips
+a system whose inputs were all taken and whose entry agent is finished, and otherwise opens it again,
 giving no input twice (a run cut short is resumed by :meth:`~livecontext.actors.System.run_inputs`;
 agents stopped mid-work finish it).
 """
@@ -47,16 +47,19 @@ from livecontext.protocol import (
     SystemDeclared,
     SystemMember,
     TaskStatus,
+    UsageTotals,
     make_converter,
     thread_id_problem,
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, open_store
 
+from ._format import usage_json
 from ._front import open_agent
 from ._system import open_system
 from ._system_log import check_system_name, read_system_log, system_threads
 from .blueprint import AgentBlueprint, Blueprint, SystemBlueprint
+from ._usage import stored_usage
 from .history import HistoryState, load_state
 
 TASK_KEYS = frozenset({"id", "inputs", "vars"})
@@ -92,16 +95,24 @@ class TaskResult:
     result: str | None
     steps: int
     """Model calls the thread recorded (over every run of it)."""
-    tokens: int
-    """Prompt plus completion tokens the model reported, over every run of the thread."""
+    usage: UsageTotals
+    """The task's model calls, summed over every run of its thread (of every thread of its
+    system) and its sub-agents': what the provider reported, or, for a model that reports
+    nothing (echo, scripted), the rendered counts."""
     error: str | None = None
     skipped: bool = False
     """Finished by an earlier run (read from the log, not run now)."""
 
+    @property
+    def tokens(self) -> int:
+        """Input plus output tokens of :attr:`usage` (the line's ``tokens``, kept for the
+        scripts that read it)."""
+        return self.usage.input_tokens + self.usage.output_tokens
+
     def json(self) -> dict[str, Any]:
         """The RESULTS.jsonl object."""
         return {"id": self.id, "thread": self.thread, "status": self.status, "result": self.result,
-                "steps": self.steps, "tokens": self.tokens, "error": self.error}
+                "steps": self.steps, "tokens": self.tokens, "usage": usage_json(self.usage), "error": self.error}
 
 
 def batch_name(tasks_path: str | os.PathLike[str]) -> str:
@@ -298,11 +309,6 @@ class ResultsFile:
         self._sink.flush()
 
 
-def _tokens(entries: Sequence[HistoryEntry]) -> int:
-    return sum(e.usage.prompt_tokens + e.usage.completion_tokens
-               for e in entries if isinstance(e, ModelOutputEntry))
-
-
 def _status(state: HistoryState, expected_inputs: int) -> tuple[str, str | None, str | None]:
     """``(status, result, error)`` of a thread, from its replayed log."""
     return _status_of(state.state, state.status, state.entries, expected_inputs)
@@ -364,8 +370,8 @@ async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str
         if before is not None:
             status, result, error = _status(before, expected)
             if status in FINISHED:
-                return TaskResult(task.id, thread, status, result, before.model_outputs, _tokens(before.entries),
-                                  error, skipped=True)
+                usage = await stored_usage(store, converter, before)
+                return TaskResult(task.id, thread, status, result, before.model_outputs, usage, error, skipped=True)
             fed = _inputs(before.entries)  # (a resumed thread gets only the inputs its log lacks)
             pins_left = made.pins[fed:]
             made = made.override(pins=pins_left, inputs=made.inputs[max(0, fed - len(made.pins)):])
@@ -378,9 +384,9 @@ async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str
             status, error = "failed", reply.reason.removeprefix("failed: ")
         elif reply.reason == "max_steps":
             status = "stopped"
-        return TaskResult(task.id, thread, status, result, after.model_outputs, _tokens(entries), error)
+        return TaskResult(task.id, thread, status, result, after.model_outputs, after.usage, error)
     except Exception as exc:  # noqa: BLE001 -- one task's failure is its result, not the batch's
-        return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
+        return TaskResult(task.id, thread, "failed", None, 0, UsageTotals(), f"{type(exc).__name__}: {exc}")
 
 
 async def serve_tasks(bp: Blueprint | SystemBlueprint, incoming: trio.MemoryReceiveChannel[tuple[BatchTask, str]],
@@ -430,13 +436,13 @@ async def _run_system_task(bp: SystemBlueprint, task: BatchTask, name: str, stor
             if state is not None:
                 status, result, error = _status(state, expected)
                 if status in FINISHED:
-                    steps, tokens = await _system_usage(store, before.declared, converter)
-                    return TaskResult(task.id, thread, status, result, steps, tokens, error, skipped=True)
+                    steps, usage = await _system_usage(store, before.declared, converter)
+                    return TaskResult(task.id, thread, status, result, steps, usage, error, skipped=True)
         async with open_system(made, store=store, name=name, base_url=base_url, api_key=api_key) as system:
             ran = await system.run_inputs({} if given else None)
             thread = system.agent(entry.name).thread_id
             declared = system.declared
-        steps, tokens = await _system_usage(store, declared, converter)
+        steps, usage = await _system_usage(store, declared, converter)
         after = await _read_thread(store, thread, converter)
         assert after is not None  # (opening the system made it)
         status, result, error = _status(after, expected)
@@ -445,9 +451,9 @@ async def _run_system_task(bp: SystemBlueprint, task: BatchTask, name: str, stor
             status, error = "failed", answer.reason.removeprefix("failed: ")
         elif answer is not None and answer.reason == "max_steps":
             status = "stopped"
-        return TaskResult(task.id, thread, status, result, steps, tokens, error)
+        return TaskResult(task.id, thread, status, result, steps, usage, error)
     except Exception as exc:  # noqa: BLE001 -- one task's failure is its result, not the batch's
-        return TaskResult(task.id, thread, "failed", None, 0, 0, f"{type(exc).__name__}: {exc}")
+        return TaskResult(task.id, thread, "failed", None, 0, UsageTotals(), f"{type(exc).__name__}: {exc}")
 
 
 def _member_thread(members: Sequence[SystemMember], agent: str, default: str) -> str:
@@ -455,14 +461,14 @@ def _member_thread(members: Sequence[SystemMember], agent: str, default: str) ->
 
 
 async def _system_usage(store: EventStore, declared: SystemDeclared,
-                        converter: ProtocolConverter) -> tuple[int, int]:
-    """Model calls and tokens over every thread of a system (its sub-agents' too)."""
-    steps = tokens = 0
+                        converter: ProtocolConverter) -> tuple[int, UsageTotals]:
+    """Model calls and usage over every thread of a system (its sub-agents' too)."""
+    steps, usage = 0, UsageTotals()
     for thread in await system_threads(store, declared):
         state = await _read_thread(store, thread, converter)
         if state is not None:
-            steps, tokens = steps + state.model_outputs, tokens + _tokens(state.entries)
-    return steps, tokens
+            steps, usage = steps + state.model_outputs, usage + state.usage
+    return steps, usage
 
 
 async def run_batch(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask], store_url: str, *, batch: str,

@@ -29,6 +29,7 @@ from typing import Any
 import ray
 import trio
 
+from livecontext.protocol import UsageTotals
 from livecontext.runtime import LivecontextError, UsageError, error_leaves
 
 from livecontext.runtime.persistence import open_store
@@ -271,7 +272,7 @@ def run_on_ray(blueprint_path: str, tasks: Sequence[BatchTask], store_url: str, 
                     lost[task.id] = lost.get(task.id, 0) + 1
                     if lost[task.id] > MAX_LOST:
                         shown = f"{thread}.{entry_agent(bp, task).name}" if isinstance(bp, SystemBlueprint) else thread
-                        result = TaskResult(task.id, shown, "failed", None, 0, 0,
+                        result = TaskResult(task.id, shown, "failed", None, 0, UsageTotals(),
                                             f"worker lost {lost[task.id]} times: {_first_line(exc)}")
                         results.append(result)
                         on_result(result)

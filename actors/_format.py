@@ -1,4 +1,4 @@
-"""JSON shapes printed by the CLI (``run --json``, ``history``, ``state``, ``audit``)."""
+"""JSON shapes printed by the CLI (``run --json``, ``history``, ``state``, ``audit``, ``batch``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolSpec,
     UndecodedEffect,
+    UsageTotals,
 )
 
 
@@ -86,6 +87,13 @@ def status_json(status: AgentStatus) -> dict[str, Any]:
         if value is not None:
             out[key] = value
     return out
+
+
+def usage_json(usage: UsageTotals) -> dict[str, int]:
+    """The ``usage`` object of the CLI's JSON: input tokens (cached ones included in them),
+    cached input tokens, output tokens, model calls."""
+    return {"input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
+            "output_tokens": usage.output_tokens, "model_calls": usage.model_calls}
 
 
 def tool_json(spec: ToolSpec) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from livecontext.protocol import (
     Step,
     StepDone,
     Tail,
+    UsageTotals,
     Windows,
 )
 from livecontext.runtime.models import ModelClient
@@ -97,6 +98,9 @@ class Reply:
     ``failed``), with its result, question or error."""
     entry_id: str = ""
     """The last model output's entry id (empty if the run recorded none)."""
+    usage: UsageTotals = UsageTotals()
+    """The thread's model calls so far (every run's, its sub-agents' included), summed:
+    input tokens (the cached ones among them), output tokens, calls."""
 
 
 @frozen
@@ -113,6 +117,9 @@ class AgentState:
     """Model outputs ever recorded (folded ones included)."""
     apps: Mapping[str, str]
     """Each app's state, as text, by name."""
+    usage: UsageTotals = UsageTotals()
+    """The thread's model calls (its sub-agents' included), summed: input tokens (the cached
+    ones among them), output tokens, calls."""
 
 
 class Agent:
@@ -220,7 +227,8 @@ class Agent:
         assert isinstance(tail, Tail) and isinstance(effects, AppEffects) and isinstance(status, AgentStatus)
         apps = apps_json(effects.apps, self._session.app_names)
         return AgentState(self.thread, tail.state, status, tail.entries, tail.model_outputs,
-                          {name: str(value) for name, value in apps.items()})
+                          {name: str(value) for name, value in apps.items()},
+                          await self._session.usage(self._client, tail))
 
     async def pause(self) -> None:
         """Stop taking steps on its own after the current one."""
@@ -267,7 +275,8 @@ class Agent:
         answer = status.result if status.result is not None else status.question
         if answer is None:
             answer = last.content.live.text if last is not None else ""
-        return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "")
+        return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "",
+                     await self._session.usage(self._client, tail))
 
     async def _ack(self, message: Message) -> None:
         await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)

@@ -36,20 +36,22 @@ from livecontext.protocol import (
     RunUntilIdle,
     Tail,
     ThreadConfigured,
+    UsageTotals,
     make_converter,
 )
-from livecontext.runtime import Runtime, UsageError, open_runtime
+from livecontext.runtime import Context, Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
 from ._text import check_text
-from ._format import apps_json, entry_json, event_json, status_json
+from ._format import apps_json, entry_json, event_json, status_json, usage_json
 from .apps import App, Notebook
 from .history import load_state
 from .recap import recap_topic
 from .telemetry import open_tracing
+from ._usage import OUTPUTS, live_usage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -92,7 +94,7 @@ class Session:
 
     async def summary(self) -> dict[str, Any]:
         """The ``run --json`` object: thread, state, status (with its result, question or
-        error), entries, apps."""
+        error), entries, apps, usage (its sub-agents' included)."""
         client = self.rt.client(f"summary-{trio.current_time():.6f}")
         entries = await client.ask(self.agent.history, ReadHistory(include_folded=True))
         tail = await client.ask(self.agent.history, GetTail())
@@ -100,13 +102,21 @@ class Session:
         status = await client.ask(self.agent.history, GetStatus())
         assert isinstance(entries, HistorySlice) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
         assert isinstance(status, AgentStatus)
+        usage = await live_usage(client, self.store, self.converter, self.agent.thread_id, tail.usage, entries.entries)
         return {
             "thread": self.agent.thread_id,
             "state": tail.state.value,
             **status_json(status),
             "entries": [entry_json(e) for e in entries.entries],
             "apps": apps_json(effects.apps, self.app_names),
+            "usage": usage_json(usage),
         }
+
+    async def usage(self, client: Context, tail: Tail) -> UsageTotals:
+        """The thread's usage (``tail``'s, read by ``client``) plus its sub-agents'."""
+        held = await client.ask(self.agent.history, OUTPUTS)
+        assert isinstance(held, HistorySlice)
+        return await live_usage(client, self.store, self.converter, self.agent.thread_id, tail.usage, held.entries)
 
 
 @asynccontextmanager

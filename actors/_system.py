@@ -56,6 +56,7 @@ from livecontext.protocol import (
     ReadHistory,
     Retention,
     Tail,
+    UsageTotals,
     make_converter,
 )
 from livecontext.runtime import Context, Runtime, UsageError, open_runtime
@@ -84,6 +85,7 @@ from ._system_log import (
     write_system_log,
 )
 from ._turns import AgentAddress, held_turn, run_turn
+from ._usage import live_usage
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
 from .telemetry import open_tracing
 
@@ -144,6 +146,8 @@ class SystemAgentStatus:
     app_histories: tuple[AppHistory, ...]
     """What each app with committed effects is rebuilt from (its state and effects)."""
     apps: tuple[str, ...]
+    usage: UsageTotals = UsageTotals()
+    """Its thread's model calls (its sub-agents' included), summed."""
 
     @property
     def status(self) -> str:
@@ -157,6 +161,11 @@ class SystemStatus:
 
     name: str
     agents: tuple[SystemAgentStatus, ...]
+
+    @property
+    def usage(self) -> UsageTotals:
+        """Every agent's model calls (their sub-agents' included), summed."""
+        return sum((a.usage for a in self.agents), UsageTotals())
 
 
 def _answers(value: Mapping[str, AgentAnswer]) -> Mapping[str, AgentAnswer]:
@@ -333,7 +342,7 @@ class System:
         return await fork_system(self.store, self.name, self.checkpoint() if at is None else at, new_name)
 
     async def status(self) -> SystemStatus:
-        """Each agent's thread, state, status, entries and apps, as now."""
+        """Each agent's thread, state, status, entries, apps and usage, as now."""
         rows = []
         for agent in self.agents.values():
             ids = agent.address
@@ -343,8 +352,10 @@ class System:
             status = await self._client.ask(ids.history, GetStatus())
             assert isinstance(entries, HistorySlice) and isinstance(tail, Tail) and isinstance(effects, AppEffects)
             assert isinstance(status, AgentStatus)
+            usage = await live_usage(self._client, self.store, self._converter, agent.thread_id, tail.usage,
+                                     entries.entries)
             rows.append(SystemAgentStatus(agent.name, agent.thread_id, tail.state, status,
-                                          entries.entries, effects.apps, agent.apps))
+                                          entries.entries, effects.apps, agent.apps, usage))
         return SystemStatus(self.name, tuple(rows))
 
     async def _turn(self, agent: SystemAgent, feed: Sequence[ProvideInput]) -> AgentAnswer:

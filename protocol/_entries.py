@@ -62,6 +62,9 @@ class Usage:
     cached_tokens: int = 0
     """Of ``prompt_tokens``, those the provider read from its prompt cache (OpenAI's
     ``usage.prompt_tokens_details.cached_tokens``); 0 when it said nothing."""
+    counted: bool = False
+    """The model reported nothing: these are our own counts (the rendered context, the
+    answer), not the provider's."""
 
 
 @frozen

@@ -66,8 +66,9 @@ from ..history import (
     replay_app_effects,
     restore_frame,
 )
-from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json
+from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
 from .._session import StoreMissingError, open_existing_store
+from .._usage import stored_usage
 from ._main import main, print_json, run_async, store_option
 
 
@@ -198,11 +199,18 @@ def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> No
 @json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
     """Print a thread's state, status (with its result, question or error), entry count,
-    pending tool results, apps and last seq."""
+    pending tool results, apps, last seq and usage (its sub-agents' included)."""
     async def go() -> None:
-        async with _reader(store_url, thread_id) as reader:
-            st = await _state_at(reader, make_converter(), thread_id, at)
-        print_json(_summary(st))
+        converter = make_converter()
+        store = await open_existing_store(store_url)
+        async with store:
+            reader = await _open_reader(store, thread_id)
+            async with reader:
+                st = await _state_at(reader, converter, thread_id, at)
+                # (as of --at, sub-agents count what they had recorded by then)
+                sent_by = (await reader.read(st.seq, st.seq))[0].sent_at if at is not None and st.seq else None
+            usage = await stored_usage(store, converter, st, sent_by)
+        print_json({**_summary(st), "usage": usage_json(usage)})
     run_async(go)
 
 

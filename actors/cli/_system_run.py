@@ -17,7 +17,7 @@ from livecontext.runtime.persistence import default_store_url
 
 from .._system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
-from .._format import apps_json, entry_json, status_json
+from .._format import apps_json, entry_json, status_json, usage_json
 from ._interrupt import DEADLINE_S, Interrupt
 from ._live import open_live_view
 from ._live_gauge import Watched
@@ -115,12 +115,13 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
 
 
 def system_json(status: SystemStatus) -> dict[str, Any]:
-    """``run SYSTEM.toml --json``: the system's name, and each agent's thread, state, status,
-    entries and apps."""
+    """``run SYSTEM.toml --json``: the system's name, each agent's thread, state, status,
+    entries, apps and usage, and the usage of them all."""
     return {"system": status.name, "agents": [
         {"name": a.name, "thread": a.thread_id, "state": a.state.value, **status_json(a.task),
-         "entries": [entry_json(e) for e in a.entries], "apps": apps_json(a.app_histories, a.apps)}
-        for a in status.agents]}
+         "entries": [entry_json(e) for e in a.entries], "apps": apps_json(a.app_histories, a.apps),
+         "usage": usage_json(a.usage)}
+        for a in status.agents], "usage": usage_json(status.usage)}
 
 
 def _watched(system: System, bp: SystemBlueprint) -> list[Watched]:

@@ -600,7 +600,7 @@ class Engine(Actor):
         out = self.counter.count(reply.text) if reply.text else 0
         for call in reply.tool_calls:
             out += self.counter.count(call.name) + self.counter.count(call.arguments)
-        return Usage(prompt_tokens=sent_tokens, completion_tokens=out)
+        return Usage(prompt_tokens=sent_tokens, completion_tokens=out, counted=True)
 
     def _on_text(self, text: str) -> None:
         try:

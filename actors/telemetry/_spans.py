@@ -338,7 +338,7 @@ class SpanObserver:
         if model:
             self._models[thread] = model
             chat.update_name(f"chat {model}")
-        reported = bool(entry.usage.prompt_tokens or entry.usage.completion_tokens)
+        reported = not entry.usage.counted and bool(entry.usage.prompt_tokens or entry.usage.completion_tokens)
         input_tokens = entry.usage.prompt_tokens if reported else turn.rendered_tokens
         output_tokens = entry.usage.completion_tokens if reported else entry.content.live.tokens
         chat.set_attributes({

@@ -14,6 +14,7 @@ from ._build import build_trace
 from ._json import TRACE_VERSION, trace_json
 from ._model import (
     ActorRole,
+    CallUsage,
     ContextEntry,
     LevelTokens,
     Mark,
@@ -32,6 +33,7 @@ from ._windows import WindowsUnknownWarning
 __all__ = [
     "TRACE_VERSION",
     "ActorRole",
+    "CallUsage",
     "ContextEntry",
     "LevelTokens",
     "Mark",

@@ -35,6 +35,10 @@ def trace_json(trace: Trace) -> dict[str, Any]:
                        "recap": c.levels.recap, "omitted": c.levels.omitted},
             "entries": [{"id": e.id, "level": e.level, "tokens": e.tokens, "text": e.text} for e in c.entries],
             "output": c.output,
+            "usage": None if c.usage is None else {
+                "input_tokens": c.usage.input_tokens, "cached_input_tokens": c.usage.cached_input_tokens,
+                "output_tokens": c.usage.output_tokens, "counted": c.usage.counted},
+            "sent_tokens": c.sent_tokens, "shared_tokens": c.shared_tokens,
         } for c in trace.model_calls],
         "texts": dict(trace.texts),
         "marks": [{"seq": k.seq, "t": k.t, "type": k.type.value, "author": k.author, "summary": k.summary}

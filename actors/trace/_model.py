@@ -152,6 +152,27 @@ class ModelCall:
     """What the model got, in the order it got it."""
     output: str
     """The key of the model's output text in :attr:`Trace.texts`."""
+    usage: CallUsage | None = None
+    """What the call cost, as its output recorded it (``None``: recorded before usage was)."""
+    sent_tokens: int | None = None
+    """The tokens of the context the call was sent, as the engine rendered it when it made
+    the call (``None``: recorded before this was; :attr:`tokens` is the trace's own render)."""
+    shared_tokens: int | None = None
+    """Of :attr:`sent_tokens`, those of the leading messages identical to the call before's
+    context: the prefix a provider's prompt cache can serve (``None``: unknown)."""
+
+
+@frozen
+class CallUsage:
+    """One model call's usage: what the provider reported, or, for a model that reports none,
+    the rendered count of its input and the counted answer."""
+
+    input_tokens: int
+    cached_input_tokens: int
+    """Of :attr:`input_tokens`, those the provider read from its prompt cache."""
+    output_tokens: int
+    counted: bool = False
+    """The model reported nothing: these are the rendered context's and the answer's counts."""
 
 
 @frozen

@@ -37,6 +37,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStarted,
     ToolStatus,
+    Usage,
     app_effect_of,
 )
 from livecontext.runtime.tokens import TokenCounter
@@ -53,7 +54,8 @@ from ..history import (
 from ..history._lod import tools_tokens
 from ._context import CallContext, ContextReader
 from ._diagram import Diagram, column_of, line
-from ._model import ActorRole, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan, TraceActor
+from ._model import (ActorRole, CallUsage, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan,
+                     TraceActor)
 from ._windows import AppWindows
 
 DEFAULT_BUDGET = 8000
@@ -296,7 +298,7 @@ class ThreadTracer:
         levels = LevelTokens(omitted=context.omitted, **by_level)
         calls = "".join(f"\n-> {c.name}({c.arguments})" for c in entry.tool_calls)
         return ModelCall(len(self.calls), rec.seq, t, model.removeprefix("model/"), context.tokens, budget, levels,
-                         tuple(entries), text(entry.content.live.text + calls))
+                         tuple(entries), text(entry.content.live.text + calls), *_recorded_cost(entry))
 
     def _result(self, rec: Record, sender: str, started: tuple[int, float], payload: ToolResultRecorded) -> None:
         d = self.diagram
@@ -350,6 +352,17 @@ class ThreadTracer:
     def _publish(self, rec: Record, kind: str, summary: str) -> None:
         for subscriber in self.subscribers:
             self.diagram.send(rec.seq, rec.t, self.history, subscriber, kind, MessageMode.PUBLISH, summary)
+
+
+def _recorded_cost(entry: ModelOutputEntry) -> tuple[CallUsage | None, int | None, int | None]:
+    """The usage, sent tokens and shared tokens an output recorded; ``None`` for each that an
+    older log did not record (all zeros: a call is never sent nothing), so that the page says
+    "unknown" rather than 0 or 0%."""
+    u = entry.usage
+    usage = None if u == Usage() else CallUsage(u.prompt_tokens, u.cached_tokens, u.completion_tokens, u.counted)
+    if not entry.sent_tokens:
+        return usage, None, None
+    return usage, entry.sent_tokens, entry.shared_tokens
 
 
 def short_spec(spec: str) -> str:

@@ -47,6 +47,9 @@ class OpenAIModel(ModelClient):
         timeout_s: The longest wait for a connection, or for the next bytes of an answer.
         include_usage: Ask for token usage at the end of the stream
             (``stream_options.include_usage``); turn off for servers that refuse the option.
+        send_cache_key: Send the request's thread id as ``prompt_cache_key``, so a provider
+            that shards its prompt cache by key sends a thread's calls where its prefix is
+            cached; turn off for servers that refuse the parameter.
 
     Raises:
         UsageError: No model name, no API key, or a base URL that is not http(s).
@@ -60,6 +63,7 @@ class OpenAIModel(ModelClient):
         api_key: str | None = None,
         timeout_s: float = 120.0,
         include_usage: bool = True,
+        send_cache_key: bool = True,
     ) -> None:
         if not model:
             raise UsageError("no model name: write the spec as openai:MODEL, e.g. openai:gpt-4o-mini")
@@ -81,6 +85,7 @@ class OpenAIModel(ModelClient):
                 "http://localhost:8000/v1 (--base-url or OPENAI_BASE_URL)"
             )
         self._include_usage = include_usage
+        self._send_cache_key = send_cache_key
         self._client = AsyncOpenAI(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout_s)
 
     async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
@@ -105,6 +110,7 @@ class OpenAIModel(ModelClient):
                 tools=tools if tools else openai.omit,  # type: ignore[arg-type]
                 stream=True,
                 stream_options={"include_usage": True} if self._include_usage else openai.omit,
+                prompt_cache_key=request.thread_id if self._send_cache_key and request.thread_id else openai.omit,
             )
             # (stream=True makes it a stream; the ignores above hide that from the overloads)
             stream = typing.cast(AsyncStream[ChatCompletionChunk], stream)
@@ -175,6 +181,8 @@ class OpenAIModel(ModelClient):
             hint = f"check the model name {self.model!r} and the base URL {self.base_url}"
         elif "stream_options" in message:
             hint = "this server may not support stream_options: use OpenAIModel(..., include_usage=False)"
+        elif "prompt_cache_key" in message:
+            hint = "this server may not support prompt_cache_key: use OpenAIModel(..., send_cache_key=False)"
         else:
             hint = "the server's message says what it did not accept"
         return ModelRequestRejected(status, message, hint)

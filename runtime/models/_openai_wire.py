@@ -127,9 +127,12 @@ class ChunkAccumulator:
         if chunk.model:
             self.model = chunk.model
         if chunk.usage is not None:
+            details = chunk.usage.prompt_tokens_details
+            cached = details.cached_tokens if details is not None else None
             self.usage = Usage(
                 prompt_tokens=int(chunk.usage.prompt_tokens or 0),
                 completion_tokens=int(chunk.usage.completion_tokens or 0),
+                cached_tokens=int(cached or 0),
             )
         text = ""
         for choice in chunk.choices:

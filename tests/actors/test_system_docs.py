@@ -18,8 +18,9 @@ def test_the_python_example_of_the_systems_doc_asks_the_researcher_and_reports_e
                           env={**os.environ, "LIVECONTEXT_STORE": ""})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Day 2: Belem, for its tower and its monastery. WaitingInput",
-                                        "planner team.planner waiting_user 4",
-                                        "researcher team.researcher waiting_user 2"]
+                                        "planner team.planner waiting_user 4 2",
+                                        "researcher team.researcher waiting_user 2 1",
+                                        "model calls in all: 3"]
 
 
 def test_the_readme_links_the_systems_doc() -> None:

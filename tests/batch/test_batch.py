@@ -12,7 +12,7 @@ import trio
 from click.testing import CliRunner, Result
 
 from livecontext.actors.cli import main
-from livecontext.protocol import ModelInputEntry, make_converter
+from livecontext.protocol import ModelInputEntry, UsageTotals, make_converter
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.runtime.persistence import open_store
 
@@ -53,6 +53,14 @@ def state_of(thread: str) -> HistoryState:
     return trio.run(go)
 
 
+def usage_line(*threads: str) -> dict[str, Any]:
+    """The ``tokens`` and ``usage`` a result line should carry: the threads' logged usage, summed."""
+    total = sum((state_of(thread).usage for thread in threads), UsageTotals())
+    return {"tokens": total.input_tokens + total.output_tokens,
+            "usage": {"input_tokens": total.input_tokens, "cached_input_tokens": total.cached_input_tokens,
+                      "output_tokens": total.output_tokens, "model_calls": total.model_calls}}
+
+
 def inputs_of(thread: str) -> list[str]:
     return [e.content.live.text for e in state_of(thread).entries if isinstance(e, ModelInputEntry)]
 
@@ -81,7 +89,10 @@ def test_five_tasks_run_in_process_and_each_gets_a_result_line(project: Path) ->
     for i in range(5):
         line = got[f"t{i}"]
         assert line == {"id": f"t{i}", "thread": f"five/t{i}", "status": "answered", "result": "first answer",
-                        "steps": 1, "tokens": 0, "error": None}
+                        "steps": 1, **usage_line(f"five/t{i}"), "error": None}
+        # (the scripted model reports no usage: the rendered counts are recorded, never 0)
+        assert line["usage"]["model_calls"] == 1 and line["usage"]["input_tokens"] > 0
+        assert line["usage"]["output_tokens"] > 0 and line["usage"]["cached_input_tokens"] == 0
         assert inputs_of(f"five/t{i}") == [f"Tell me about topic {i}."]  # (the task's vars were put in)
     assert "5 answered" in ran.stdout
 
@@ -176,7 +187,9 @@ def test_a_system_blueprint_runs_one_system_per_task_named_batch_slash_task(team
     for i in range(3):
         # (status and result are the lead's, who got the input; steps count both agents' model calls)
         assert got[f"t{i}"] == {"id": f"t{i}", "thread": f"trio/t{i}.lead", "status": "answered",
-                                "result": "lead answer", "steps": 3, "tokens": 0, "error": None}
+                                "result": "lead answer", "steps": 3,
+                                **usage_line(f"trio/t{i}.lead", f"trio/t{i}.helper"), "error": None}
+        assert got[f"t{i}"]["usage"]["model_calls"] == 3  # (both agents' calls)
         assert inputs_of(f"trio/t{i}.lead") == [f"Tell me about topic {i}."]
         assert state_of(f"trio/t{i}.lead").system_prompt.startswith(f"You lead the work on topic {i}.")
         assert state_of(f"trio/t{i}.helper").system_prompt.startswith(f"You know topic {i}.")
@@ -215,7 +228,7 @@ def test_a_task_may_give_its_inputs_to_the_agents_it_names(team: Path) -> None:
     assert ran.exit_code == 0, ran.stderr
     assert results(team / "to.results.jsonl")["h"] == {  # (the helper got the input: its status is the task's)
         "id": "h", "thread": "to/h.helper", "status": "answered", "result": "helper facts", "steps": 1,
-        "tokens": 0, "error": None}
+        **usage_line("to/h.helper", "to/h.lead"), "error": None}
     assert inputs_of("to/h.helper") == ["Hi, y."] and inputs_of("to/h.lead") == []
 
 

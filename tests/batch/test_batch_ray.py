@@ -160,7 +160,9 @@ def test_a_system_blueprint_runs_one_system_per_task_on_ray_workers(cluster: Non
     lines = [json.loads(line) for line in (project / "six.results.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in lines) == [f"t{i}" for i in range(6)]
     assert all(r == {"id": r["id"], "thread": f"six/{r['id']}.lead", "status": "answered", "result": "lead answer",
-                     "steps": 3, "tokens": 0, "error": None} for r in lines), lines
+                     "steps": 3, "tokens": r["usage"]["input_tokens"] + r["usage"]["output_tokens"],
+                     "usage": r["usage"], "error": None} for r in lines), lines
+    assert all(r["usage"]["model_calls"] == 3 and r["usage"]["input_tokens"] > 0 for r in lines), lines
 
 
 def test_two_workers_share_one_postgresql_store(cluster: None, project: Path, postgres_url: str) -> None:

@@ -105,8 +105,10 @@ def test_history_prints_the_entries_as_run_json_does_and_as_of_any_seq(store: st
 def test_state_prints_state_counts_notebook_and_seq_as_of_any_seq(store: str) -> None:
     records = audit(store)
     now = ok_json("state", "--store", store, "--thread", "t")
+    usage = now.pop("usage")
     assert now == {"state": "WaitingInput", "status": "waiting_user", "entries": 2 + 2 * EDITS, "pending_tool_results": 0,
                    "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records)}
+    assert usage["model_calls"] == EDITS + 1  # (each edit's call, and the answer)
     first_result = next(r["seq"] for r in records if r["kind"] == "ToolResultRecorded")
     before = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result - 1))
     after = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result))

@@ -38,8 +38,9 @@ async def test_send_runs_until_the_agent_waits_and_gives_a_typed_reply() -> None
     async with livecontext.open_agent(model="echo", store="memory:") as agent:
         reply = await agent.send("hello")
     assert reply == Reply("echo: hello", EngineState.WAITING_INPUT, reply.steps, "no_input",
-                          livecontext.AgentStatus(livecontext.TaskStatus.WAITING_USER), reply.entry_id)
+                          livecontext.AgentStatus(livecontext.TaskStatus.WAITING_USER), reply.entry_id, reply.usage)
     assert reply.steps >= 1 and reply.entry_id
+    assert reply.usage.model_calls == 1 and reply.usage.input_tokens > 0
 
 
 async def test_a_sync_and_an_async_function_tool_are_called_and_bad_arguments_reach_the_model() -> None:

@@ -129,19 +129,25 @@ def chunk(
     }
 
 
-def usage_chunk(prompt_tokens: int, completion_tokens: int, model: str = MODEL) -> dict[str, Any]:
-    """Build the final chunk sent with ``stream_options.include_usage``: no choices, a usage."""
+def usage_chunk(
+    prompt_tokens: int, completion_tokens: int, model: str = MODEL, *, cached_tokens: int | None = None
+) -> dict[str, Any]:
+    """Build the final chunk sent with ``stream_options.include_usage``: no choices, a usage
+    (with ``prompt_tokens_details.cached_tokens`` when ``cached_tokens`` is given)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion.chunk",
         "created": 1_700_000_000,
         "model": model,
         "choices": [],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
 
 

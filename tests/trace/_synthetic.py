@@ -128,6 +128,19 @@ class _Thread:
         return recaps + chosen, {**levels, "omitted": omitted}
 
 
+def recorded_cost(calls: list[dict[str, Any]], tokens: int) -> dict[str, Any]:
+    """What a call's output recorded of its cost: every seventh call as an older log has it
+    (nothing: unknown), the others sent ``tokens`` whose prefix up to the previous call's
+    size was shared (and cached)."""
+    if len(calls) % 7 == 3:
+        return {"usage": None, "sent_tokens": None, "shared_tokens": None}
+    before = calls[-1]["tokens"] if calls else 0
+    shared = before if before <= tokens else 0
+    return {"usage": {"input_tokens": tokens, "cached_input_tokens": shared, "output_tokens": 20 + len(calls) % 5,
+                      "counted": False},
+            "sent_tokens": tokens, "shared_tokens": shared}
+
+
 def synthetic_trace(records: int = 400, *, seed: int = 0, budget: int = 8000, agents: int = 1, nasty: bool = True,
                     needle: str | None = None) -> dict[str, Any]:
     """A made-up trace of about ``records`` records (the last turn may run a few over).
@@ -175,9 +188,10 @@ def synthetic_trace(records: int = 400, *, seed: int = 0, budget: int = 8000, ag
             th.messages[-1]["t"] = th.t
             entries, levels = th.context()
             output = th.words(rng.randint(4, 30))
+            tokens = sum(e["tokens"] for e in entries)
             th.calls.append({"n": len(th.calls), "seq": th.seq, "t": th.t, "model": "scripted",
-                             "tokens": sum(e["tokens"] for e in entries), "budget": budget, "levels": levels,
-                             "entries": entries, "output": th.text_key(output)})
+                             "tokens": tokens, "budget": budget, "levels": levels,
+                             "entries": entries, "output": th.text_key(output), **recorded_cost(th.calls, tokens)})
             th.send(engine, history, "AppendOutput", "ask", f"model output: {output}", reply_kind="Appended")
             th.add_entry(output)
             if rng.random() < 0.55:
@@ -277,7 +291,7 @@ def one_actor_trace() -> dict[str, Any]:
                          "entries": [{"id": "r0", "level": "recap", "tokens": 20, "text": "t3"},
                                      {"id": "e1", "level": "live", "tokens": 50, "text": "t0"},
                                      {"id": "e2", "level": "live", "tokens": 50, "text": "t2"}],
-                         "output": "t1"}],
+                         "output": "t1", "usage": None, "sent_tokens": None, "shared_tokens": None}],
         "texts": texts,
         "marks": [{"seq": 3, "t": 0.5, "type": "denial", "author": me, "summary": NASTY_TEXTS[2][:120]}],
         "counts": {"records": 4, "messages": 4, "model_calls": 1},

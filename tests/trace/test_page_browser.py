@@ -9,6 +9,7 @@ click, filters the sequence diagram by search, actor, kind and time, and draws a
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 import time
@@ -263,6 +264,33 @@ def test_a_click_on_a_model_call_shows_the_context_it_was_given_and_its_output(p
     assert entries == [[e["id"], e["level"], trace["texts"][e["text"]]] for e in call["entries"]]
     assert page.testid("context-output")[0].get_attribute("textContent") == trace["texts"][call["output"]]
     assert f"{call['tokens']:,} of {call['budget']:,}" in page.testid("details")[0].text
+
+
+def js_percent(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as the page writes it (``Math.round``: halves round up)."""
+    return f"{math.floor(100 * part / whole + 0.5)}%"
+
+
+def test_a_model_calls_details_show_its_usage_and_shared_prefix_or_say_they_are_unknown(
+    page: TracePage, trace: dict[str, Any]
+) -> None:
+    page.open(trace)
+    listed = {int(row.get_attribute("data-n")): row for row in page.testid("model-call")}
+    known = next(n for n in sorted(listed) if trace["model_calls"][n]["usage"] and trace["model_calls"][n]["shared_tokens"])
+    unknown = next(n for n in sorted(listed) if trace["model_calls"][n]["usage"] is None)
+    call = trace["model_calls"][known]
+    usage, sent, shared = call["usage"], call["sent_tokens"], call["shared_tokens"]
+    listed[known].click()
+    assert page.testid("call-usage")[0].text == (
+        f"input {usage['input_tokens']:,} ({usage['cached_input_tokens']:,} cached, "
+        f"{js_percent(usage['cached_input_tokens'], usage['input_tokens'])}), output {usage['output_tokens']:,}")
+    assert page.testid("call-shared")[0].text == (
+        f"{sent:,} tokens, {shared:,} of them the call before's prefix ({js_percent(shared, sent)})")
+    assert f"{js_percent(shared, sent)} shared" in listed[known].text
+    listed[unknown].click()
+    assert page.testid("call-usage")[0].text == "unknown (recorded before usage was)"
+    assert page.testid("call-shared")[0].text == "unknown (recorded before the sent size was)"
+    assert "shared" not in listed[unknown].text  # (never 0% for a call whose share is unknown)
 
 
 def test_a_click_on_a_message_shows_its_seq_time_kind_mode_summary_and_ends(page: TracePage, trace: dict[str, Any]) -> None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from livecontext.actors.trace import trace_json
+from livecontext.actors.trace import WindowsUnknownWarning, trace_json
 from livecontext.protocol import EngineState
 from tests.trace._runs import refused_edit_run, run_blueprint, trace
+
+V2 = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
 
 # The contract, as a small schema: a dict maps each key to its schema, a list holds one schema
 # for every item, a tuple is a choice of types, ``MAP`` any string keys, ``ONE_OF`` closed values.
@@ -21,6 +25,13 @@ NUM = (int, float)
 class OneOf:
     def __init__(self, *values: str) -> None:
         self.values = values
+
+
+class OrNull:
+    """``null``, or a value of ``schema``."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema = schema
 
 
 ROLES = OneOf("engine", "history", "apps", "input", "recap", "analyzer", "model", "agent", "system", "other")
@@ -36,7 +47,10 @@ CONTRACT: dict[str, Any] = {
     "states": [{"state": STATES, "t0": NUM, "t1": NUM, "seq0": int, "seq1": int}],
     "model_calls": [{"n": int, "seq": int, "t": NUM, "model": str, "tokens": int, "budget": int,
                      "levels": {"live": int, "recent": int, "gist": int, "recap": int, "omitted": int},
-                     "entries": [{"id": str, "level": LEVELS, "tokens": int, "text": str}], "output": str}],
+                     "entries": [{"id": str, "level": LEVELS, "tokens": int, "text": str}], "output": str,
+                     "usage": OrNull({"input_tokens": int, "cached_input_tokens": int, "output_tokens": int,
+                                      "counted": bool}),
+                     "sent_tokens": OrNull(int), "shared_tokens": OrNull(int)}],
     "texts": {str: str},
     "marks": [{"seq": int, "t": NUM, "type": OneOf("fold", "notification", "edit", "denial", "pause", "failure"),
                "author": str, "summary": str}],
@@ -46,7 +60,10 @@ CONTRACT: dict[str, Any] = {
 
 def check(value: Any, schema: Any, where: str = "$") -> None:
     """Raise ``AssertionError`` naming the first place where ``value`` does not fit ``schema``."""
-    if isinstance(schema, OneOf):
+    if isinstance(schema, OrNull):
+        if value is not None:
+            check(value, schema.schema, where)
+    elif isinstance(schema, OneOf):
         assert value in schema.values, f"{where}: {value!r} is none of {schema.values}"
     elif isinstance(schema, list):
         assert isinstance(value, list), f"{where}: a list expected, got {type(value).__name__}"
@@ -116,3 +133,27 @@ def test_its_lists_are_in_log_order_and_its_references_resolve(traces: list[dict
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", data["started_at"])
         assert dt.datetime.strptime(data["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
         assert 0 <= min(m["t"] for m in messages) and max(m["t"] for m in messages) <= data["duration"]
+
+
+def test_each_model_call_shows_the_usage_and_the_sent_and_shared_tokens_its_output_recorded(
+    traces: list[dict[str, Any]],
+) -> None:
+    offline, _, at_20, team = traces
+    for data in (offline, at_20, team):
+        assert data["model_calls"]
+        for call in data["model_calls"]:
+            # (offline models report nothing: the rendered count is recorded as the input)
+            assert call["usage"]["input_tokens"] == call["sent_tokens"] > 0
+            assert call["usage"]["output_tokens"] > 0 and call["usage"]["cached_input_tokens"] == 0
+            assert call["usage"]["counted"] is True
+            assert 0 <= call["shared_tokens"] <= call["sent_tokens"]
+    assert offline["model_calls"][0]["shared_tokens"] == 0  # (no call before the first)
+
+
+def test_a_log_older_than_usage_shows_each_calls_usage_and_shares_as_unknown_not_as_zero(tmp_path: Path) -> None:
+    shutil.copy(V2 / "store.db", tmp_path / "old.db")  # (written before outputs recorded usage)
+    with pytest.warns(WindowsUnknownWarning):  # (its shell app is not importable here)
+        data = trace_json(trace(f"sqlite:{tmp_path / 'old.db'}", "old"))
+    check(data, CONTRACT)
+    assert data["model_calls"]
+    assert all((c["usage"], c["sent_tokens"], c["shared_tokens"]) == (None, None, None) for c in data["model_calls"])

@@ -780,6 +780,7 @@
         `<div class="call-line"><span class="n">#${esc(c.n)}</span><span class="where">seq ${esc(c.seq)} · ${c.t.toFixed(3)} s</span>` +
         `<span class="model">${esc(c.model || "")}</span>` +
         (omitted ? `<span class="omitted">${fmtInt(omitted)} omitted</span>` : "") +
+        (c.sent_tokens ? `<span class="shared" title="of the tokens sent, the call before's prefix">${percent(c.shared_tokens || 0, c.sent_tokens)} shared</span>` : "") +
         `<span class="tok">${fmtInt(c.tokens || 0)}${budget ? " / " + fmtInt(budget) : ""}</span></div>` +
         `<div class="bar">${levelSegments(c, scale)}${budget ? `<i class="budget" style="left:calc(${(100 * budget) / scale}% - 2px)"></i>` : ""}</div></div>`);
     }
@@ -787,6 +788,26 @@
   }
 
   // ---------------------------------------------------------------- details
+
+  /** A call's usage as its output recorded it; "unknown" for a log older than usage. */
+  function usageText(c) {
+    const u = c.usage;
+    if (!u) return "unknown (recorded before usage was)";
+    const cached = u.input_tokens ? ` (${fmtInt(u.cached_input_tokens)} cached, ${percent(u.cached_input_tokens, u.input_tokens)})` : "";
+    const counted = u.counted ? " (counted here: the model reported none)" : "";
+    return `input ${fmtInt(u.input_tokens)}${cached}, output ${fmtInt(u.output_tokens)}${counted}`;
+  }
+
+  /** The context a call was sent and the prefix it shared with the call before's. */
+  function sharedText(c) {
+    if (c.sent_tokens === null || c.sent_tokens === undefined) return "unknown (recorded before the sent size was)";
+    if (c.shared_tokens === null || c.shared_tokens === undefined) return `${fmtInt(c.sent_tokens)} tokens; shared prefix unknown`;
+    return `${fmtInt(c.sent_tokens)} tokens, ${fmtInt(c.shared_tokens)} of them the call before's prefix (${percent(c.shared_tokens, c.sent_tokens)})`;
+  }
+
+  function percent(part, whole) {
+    return whole ? Math.round((100 * part) / whole) + "%" : "-";
+  }
 
   function dl(pairs) {
     return h("dl", {}, pairs.filter(Boolean).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
@@ -878,7 +899,9 @@
       h("h2", { "data-testid": "call-title" }, `Model call #${c.n}`),
       dl([["seq", h("span", { class: "mono" }, String(c.seq))], ["time", fmtT(c.t)], ["model", c.model || "?"],
         ["tokens", `${fmtInt(c.tokens || 0)}${budget ? ` of ${fmtInt(budget)} (${Math.round((100 * (c.tokens || 0)) / budget)}%)` : ""}`],
-        ["omitted", `${fmtInt(levels.omitted || 0)} entries not shown`]]),
+        ["omitted", `${fmtInt(levels.omitted || 0)} entries not shown`],
+        ["usage", h("span", { "data-testid": "call-usage" }, usageText(c))],
+        ["sent", h("span", { "data-testid": "call-shared" }, sharedText(c))]]),
       h("div", { class: "levels" }, LEVELS.map((level) => h("span", {}, h("i", { style: "background:" + LEVEL_COLOURS[level] }), `${level} ${fmtInt(levels[level] || 0)}`))),
       bar,
       h("p", {}, jump("Show in the diagram", () => scrollToRow(rowOfSeq(c.seq)))),

@@ -52,7 +52,7 @@ def test_the_team_example_runs_offline_in_a_subprocess_and_prints_who_did_what()
 def test_run_json_prints_the_system_and_each_agents_thread_state_status_entries_and_apps() -> None:
     data = run_json(str(EXAMPLES / "team.toml"), "--store", "memory:")
     assert data["system"] == "team"
-    assert [sorted(a) for a in data["agents"]] == [["apps", "entries", "name", "state", "status", "thread"]] * 3
+    assert [sorted(a) for a in data["agents"]] == [["apps", "entries", "name", "state", "status", "thread", "usage"]] * 3
     rows = [(a["name"], a["thread"], a["state"], a["status"], len(a["entries"])) for a in data["agents"]]
     assert rows == [("planner", "team.planner", "WaitingInput", "waiting_user", 10),
                     ("researcher", "team.researcher", "WaitingInput", "waiting_user", 2),
@@ -62,6 +62,24 @@ def test_run_json_prints_the_system_and_each_agents_thread_state_status_entries_
     assert planner["apps"]["notebook"].startswith("Lisbon, three days")
     assert researcher["apps"] == {"messaging": ""}  # the example turns its notebook off
     assert answers(critic) == ["Take the 9:00 train to Sintra: the palaces fill up by noon. Add fado in Alfama on day 1."]
+
+
+def test_run_json_gives_each_agents_usage_and_the_systems_total_as_state_json_reads_them(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'team.db'}"
+    data = run_json(str(EXAMPLES / "team.toml"), "--store", store)
+    usages = [a["usage"] for a in data["agents"]]
+    # (offline models: the rendered counts, one call per model output)
+    assert [u["model_calls"] for u in usages] == [len(answers_and_calls(a)) for a in data["agents"]]
+    assert all(u["input_tokens"] > 0 and u["output_tokens"] > 0 and u["cached_input_tokens"] == 0 for u in usages)
+    assert data["usage"] == {key: sum(u[key] for u in usages) for key in usages[0]}
+    for agent in data["agents"]:
+        state = CliRunner().invoke(main, ["state", "--store", store, "--thread", agent["thread"], "--json"])
+        assert state.exit_code == 0, state.stderr
+        assert json.loads(state.stdout)["usage"] == agent["usage"]
+
+
+def answers_and_calls(agent: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in agent["entries"] if e["kind"] == "model_output"]
 
 
 def test_input_name_equals_text_feeds_that_agent_only(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from livecontext.protocol import (
     ToolCall,
     ToolResultsEntry,
     ToolStatus,
+    Usage,
+    UsageTotals,
 )
 from livecontext.runtime.models import OpenAIModel, RetryingModel, RetryPolicy
 from tests.actors.agent_harness import AgentHarness, open_agent
@@ -141,3 +143,20 @@ async def test_a_stream_that_ends_without_finishing_is_not_recorded(server: Open
         done = await h.step()
         assert "the stream ended before the model finished" in done.error
         assert len(await h.entries()) == 1
+
+
+async def test_the_servers_usage_cached_tokens_included_is_recorded_and_summed_over_the_thread(
+    server: OpenAIServer,
+) -> None:
+    def answer(text: str, prompt: int, cached: int, completion: int) -> Stream:
+        return Stream([chunk(role="assistant", content=text), chunk(finish_reason="stop"),
+                       usage_chunk(prompt, completion, cached_tokens=cached)])
+
+    server.script(answer("one", 900, 0, 12), answer("two", 1300, 896, 20))
+    async with openai_agent(server, ["first", "second"]) as h:
+        await h.run_until_idle()
+        outputs = [e for e in await h.entries() if isinstance(e, ModelOutputEntry)]
+        assert [o.usage for o in outputs] == [Usage(900, 12, 0), Usage(1300, 20, 896)]
+        assert (await h.tail()).usage == UsageTotals(input_tokens=2200, cached_input_tokens=896,
+                                                      output_tokens=32, model_calls=2)
+    assert [r.body["prompt_cache_key"] for r in server.requests] == ["t1", "t1"]

@@ -174,6 +174,62 @@ async def test_a_stream_without_usage_is_fine_and_usage_can_be_left_unasked(serv
     assert "stream_options" not in server.requests[0].body
 
 
+def _usage_stream(usage: dict[str, object]) -> Stream:
+    return Stream([chunk(content="ok"), chunk(finish_reason="stop"),
+                   {**usage_chunk(0, 0), "usage": usage}])
+
+
+async def test_cached_tokens_reported_in_the_final_usage_chunk_are_read(server: OpenAIServer) -> None:
+    server.script(Stream([chunk(content="ok"), chunk(finish_reason="stop"),
+                          usage_chunk(1200, 40, cached_tokens=1024)]))
+    async with _model(server) as model:
+        reply = await model.complete(REQUEST)
+    assert reply.usage == Usage(prompt_tokens=1200, completion_tokens=40, cached_tokens=1024)
+
+
+@pytest.mark.parametrize("details", [{}, {"prompt_tokens_details": None},
+                                     {"prompt_tokens_details": {"audio_tokens": 0}}])
+async def test_a_usage_without_cached_tokens_reads_as_none_cached(
+    server: OpenAIServer, details: dict[str, object]
+) -> None:
+    server.script(_usage_stream({"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35, **details}))
+    async with _model(server) as model:
+        reply = await model.complete(REQUEST)
+    assert reply.usage == Usage(prompt_tokens=30, completion_tokens=5, cached_tokens=0)
+
+
+async def test_cached_tokens_that_are_not_a_number_are_blamed_on_the_server(server: OpenAIServer) -> None:
+    server.script(_usage_stream({"prompt_tokens": 30, "completion_tokens": 5,
+                                 "prompt_tokens_details": {"cached_tokens": "many"}}))
+    async with _model(server) as model:
+        with pytest.raises(IncompatibleServerError, match=re.escape(server.base_url)):
+            await model.complete(REQUEST)
+
+
+async def test_the_thread_id_is_sent_as_the_prompt_cache_key(server: OpenAIServer) -> None:
+    server.script(text_stream("ok"), text_stream("ok"))
+    async with _model(server) as model:
+        await model.complete(ModelRequest(messages=REQUEST.messages, thread_id="research-7"))
+        await model.complete(REQUEST)  # (no thread: no key)
+    first, second = server.requests
+    assert first.body["prompt_cache_key"] == "research-7"
+    assert "prompt_cache_key" not in second.body
+
+
+async def test_the_prompt_cache_key_can_be_left_unsent(server: OpenAIServer) -> None:
+    server.script(text_stream("ok"))
+    async with _model(server, send_cache_key=False) as model:
+        await model.complete(ModelRequest(messages=REQUEST.messages, thread_id="research-7"))
+    assert "prompt_cache_key" not in server.requests[0].body
+
+
+async def test_a_server_refusing_the_prompt_cache_key_says_how_to_stop_sending_it(server: OpenAIServer) -> None:
+    server.script(Status(400, "Unrecognized request argument supplied: prompt_cache_key", "invalid_request_error"))
+    async with _model(server) as model:
+        with pytest.raises(ModelRequestRejected, match=r"send_cache_key=False"):
+            await model.complete(ModelRequest(messages=REQUEST.messages, thread_id="t1"))
+
+
 async def test_a_429_is_a_transient_rate_limit_with_its_retry_after(server: OpenAIServer) -> None:
     server.script(Status(429, "slow down", retry_after="2"))
     async with _model(server) as model:
