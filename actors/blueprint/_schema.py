@@ -142,6 +142,24 @@ class AnalyzerTable(_Table):
         return value
 
 
+class PriceTable(_Table):
+    """One ``[spend.prices."MODEL"]`` table: what a model charges, in money per million tokens."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    cached_input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+
+
+class SpendTable(_Table):
+    """``[spend]``: :class:`~livecontext.actors.spend.SpendLimits` (at the top level of a
+    system blueprint: the system's, for all its agents)."""
+
+    max_input_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    prices: dict[str, PriceTable] = Field(default_factory=dict)
+
+
 class _AgentKeys(_Table):
     """The keys that describe one agent: a one-agent blueprint's top level, and each
     ``[[agents]]`` table of a system blueprint (one list, so that the two never drift apart)."""
@@ -187,6 +205,8 @@ class BlueprintFile(_AgentKeys):
     """A system blueprint's name (``None``: the file's name without ``.toml``)."""
     ask_timeout_s: float | None = Field(default=None, gt=0, lt=300, allow_inf_nan=False)
     """``None``: not given (the default applies; only a system blueprint uses it)."""
+    spend: SpendTable | None = None
+    """The agent's spend limits (a system's: all its agents')."""
     agents: list[AgentTable] = Field(default_factory=list)
 
     @field_validator("system")
@@ -195,11 +215,12 @@ class BlueprintFile(_AgentKeys):
         return None if value is None else _checked_name(value)
 
 
-SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "agents")
+SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "spend", "agents")
 """The top-level keys of a system blueprint; every other key belongs in each ``[[agents]]``."""
 
 TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable,
-                                   "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable}
+                                   "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable,
+                                   "spend": SpendTable}
 """The tables of a blueprint, by name (see :data:`ARRAYS`)."""
 ARRAYS = frozenset({"apps", "tools", "analyzers", "agents"})
 """The arrays of tables (``[[analyzers]]``); ``apps`` may also be the table ``[apps]``."""
