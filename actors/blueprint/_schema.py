@@ -284,6 +284,11 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
     got = error.get("input")
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     name = f"{label(where)}{key_name(where)}"
+    if loc[:2] == ("spend", "prices") and len(loc) > 2:
+        return _price_problem(error, loc)
+    if kind == "extra_forbidden" and where.agent is not None and where.table is None and where.key == "spend":
+        return where, (f"{label(where)}has a [spend] table, but a system's spend limits cover all its agents: "
+                       "put [spend] at the top level of the system blueprint")
     if kind == "extra_forbidden":
         return where, _unknown_key(where)
     if kind == "missing":
@@ -300,6 +305,28 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
     if kind in _EXPECTED:
         return where, f"{name} must be {_EXPECTED[kind]}, got {_toml_type(got)} {_short(got)}"
     return where, f"{name}: {error['msg']}"
+
+
+def _price_problem(error: ErrorDetails, loc: tuple[int | str, ...]) -> tuple[Where, str]:
+    """An error inside ``[spend.prices."MODEL"]``, in that table's terms."""
+    where = Where("spend", None, "prices")
+    table = f'[spend.prices."{loc[2]}"]'
+    kind, got = error["type"], error.get("input")
+    fields = ", ".join(PriceTable.model_fields)
+    if len(loc) == 3:
+        return where, f"{table} must be a table of {fields} (money per million tokens), got {_toml_type(got)}"
+    key = str(loc[3])
+    if kind == "extra_forbidden":
+        return where, f"unknown key {key!r} in {table}; known keys: {fields}"
+    if kind == "missing":
+        return where, f"{table} needs {key} (money per million tokens); it takes {fields}"
+    if kind == "greater_than_equal":
+        return where, f"{table} {key} must be >= 0, got {got!r}"
+    if kind == "finite_number":
+        return where, f"{table} {key} must be a finite number, got {got!r}"
+    if kind in _EXPECTED:
+        return where, f"{table} {key} must be {_EXPECTED[kind]}, got {_toml_type(got)} {_short(got)}"
+    return where, f"{table} {key}: {error['msg']}"
 
 
 def _unknown_key(where: Where) -> str:

@@ -24,6 +24,7 @@ from livecontext.protocol import (
     make_converter,
 )
 from livecontext.runtime import Actor, handler
+from livecontext.runtime.models import Price
 from livecontext.runtime.persistence import EventStore
 
 from ..history import load_state
@@ -68,10 +69,19 @@ class SpendLedger(Actor):
         self.roots = tuple(roots)
         self._threads: dict[str, tuple[str, UsageTotals]] = {}
         """Each thread's model spec and usage, as it last reported them."""
+        self._prices: dict[str, Price | None] = {}
+        """Each model's price, looked up once."""
+
+    def _price(self, model: str) -> Price | None:
+        if model not in self._prices:
+            self._prices[model] = self.limits.price_of(model)
+        return self._prices[model]
 
     async def on_start(self) -> None:
         """Read what the sub-agents of :attr:`roots` spent in earlier runs (their engines
-        report only while they run)."""
+        report only while they run). A sub-agent's thread records its model's spec only if it
+        was opened from one; one made from a client is priced when its engine next reports,
+        and counts its tokens (not its cost) until then."""
         if self.store is None or not self.roots:
             return
         prefixes = tuple(f"{thread}/sub/" for thread in self.roots)
@@ -88,8 +98,8 @@ class SpendLedger(Actor):
         total, cost = UsageTotals(), 0.0
         for model, usage in self._threads.values():
             total = total + usage
-            price = self.limits.price_of(model)
-            cost += price.of_usage(usage) if price is not None else 0.0
+            price = self._price(model)
+            cost += price.of_usage(usage) if price is not None else 0.0  # (an unpriced sub-agent: see on_start)
         return total, cost
 
     @handler(inline=True)
@@ -117,7 +127,7 @@ class SpendLedger(Actor):
             return (f"spend limit: max_output_tokens {lim.max_output_tokens} of {self.scope} is reached: "
                     f"spent {spent.output_tokens}; {_raise('max_output_tokens')}")
         if lim.max_cost is not None:
-            price = lim.price_of(msg.model)
+            price = self._price(msg.model)
             if price is None:  # (refused when the agent opened: a model swapped in since)
                 return f"spend limit: max_cost of {self.scope}: {lim.missing_price(msg.model)}"
             call = price.of_input(msg.input_tokens, msg.shared_tokens)

@@ -72,8 +72,9 @@ class SpendLimits:
                                    "set one, or give no spend limits")
 
     def price_of(self, model: str) -> Price | None:
-        """The price of the model spec ``model``: this object's, else the known default."""
-        return find_price(model, self.prices) or find_price(model, default_prices())
+        """The price of the model spec ``model`` in the known defaults with :attr:`prices` in
+        their place (one table: a dated snapshot takes the longest name of either)."""
+        return find_price(model, {**default_prices(), **self.prices})
 
     def check_model(self, model: str) -> None:
         """Check that calls to the model spec ``model`` can be counted against these limits.
