@@ -165,7 +165,7 @@ class Idle(Message):
             return f"failed: {self.error}"
         if self.reason is IdleReason.PAUSED and self.limit:
             return f"paused: {self.limit}"
-        return self.reason.value
+        return str(self.reason.value)
 
 
 EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel

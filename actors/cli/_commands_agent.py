@@ -26,7 +26,7 @@ from .._session import Stopped, open_events_file, open_session, recorded_config,
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
-from ..spend import override_limits
+from ..spend import SpendLimits, override_limits
 from ._chat import chat as run_chat
 from ._demo import run_demo
 from ._live import LiveView, open_live_view
@@ -103,16 +103,21 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     try:
         if blueprint_path is None:
             _no_system_name(as_system, "an agent without a blueprint")
-        limits = {"max_input_tokens": max_input_tokens, "max_output_tokens": max_output_tokens, "max_cost": max_cost}
+
+        def limited(given: SpendLimits | None) -> SpendLimits | None:
+            """``given`` with the spend flags' limits in place of its own."""
+            return override_limits(given, max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                                   max_cost=max_cost)
+
         settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
                                  snapshot_every=snapshot_every, pin_task=not no_pin_task,
-                                 lifecycle=not no_lifecycle, spend=override_limits(None, **limits))
+                                 lifecycle=not no_lifecycle, spend=limited(None))
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
             loaded = load_any_blueprint(blueprint_path)
             if isinstance(loaded, SystemBlueprint):
-                loaded = loaded.override(spend=override_limits(loaded.spend, **limits))
+                loaded = loaded.override(spend=limited(loaded.spend))
                 run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json, live=live)
                 return
             _no_system_name(as_system, blueprint_path)
@@ -122,7 +127,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),
                 pin_task=False if no_pin_task else None, lifecycle=False if no_lifecycle else None)
             settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
-            settings = attrs.evolve(settings, spend=override_limits(settings.spend, **limits))
+            settings = attrs.evolve(settings, spend=limited(settings.spend))
             inputs, pins, max_steps, store_url = bp.inputs, bp.pins, bp.max_steps, bp.store or store_url
             if "snapshot_every" in given:
                 settings = attrs.evolve(settings, snapshot_every=snapshot_every)
