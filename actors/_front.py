@@ -92,7 +92,8 @@ class Reply:
     steps: int
     """Steps the run took."""
     reason: str
-    """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` or ``failed: ...``."""
+    """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
+    limit: ...`` when a spend limit stopped it before a model call) or ``failed: ...``."""
     status: AgentStatus
     """Where the task stands (``active``, ``waiting_user``, ``completed``, ``paused``,
     ``failed``), with its result, question or error."""

@@ -49,8 +49,6 @@ class SpendVerdict(Message):
 
     stop: str | None = None
     """Why the call must not be made: the limit it would pass and the figures (``None``: go ahead)."""
-    output_allowance: int | None = None
-    """The output tokens left under ``max_output_tokens`` (``None``: no such limit)."""
 
 
 SpendRequest = CheckSpend | SpendReport

@@ -3,7 +3,9 @@
 An agent run with spend limits has a ledger (``spend/THREAD``); a system has one for all its
 agents (``spend/SYSTEM``); a sub-agent uses its parent's. Each engine asks it before a model
 call (:class:`~livecontext.protocol.CheckSpend`) and tells it its thread's totals after one
-(:class:`~livecontext.protocol.SpendReport`). The totals are the threads' own, folded from
+(:class:`~livecontext.protocol.SpendReport`); a call allowed counts as spent (its input) until
+that report, so agents that call at once cannot pass a limit together. The totals are the
+threads' own, folded from
 their logs: a report replaces the thread's last one, so nothing is counted twice and the
 ledger holds nothing a restart could lose for good (each thread's next report restores it).
 What threads spent in earlier runs counts too: each engine reports its thread's totals when
@@ -71,6 +73,9 @@ class SpendLedger(Actor):
         """Each thread's model spec and usage, as it last reported them."""
         self._prices: dict[str, Price | None] = {}
         """Each model's price, looked up once."""
+        self._under_way: dict[str, tuple[int, float]] = {}
+        """The input tokens and input cost of each call allowed and not yet reported (by
+        thread): the agents of a system call at once, and a call under way counts."""
 
     def _price(self, model: str) -> Price | None:
         if model not in self._prices:
@@ -94,27 +99,35 @@ class SpendLedger(Actor):
                 self._threads[info.thread_id] = (model, state.usage)
 
     def spent(self) -> tuple[UsageTotals, float]:
-        """The usage of every covered thread, summed, and what it cost."""
+        """The usage of every covered thread, summed, with the input of the calls under way,
+        and what it cost."""
         total, cost = UsageTotals(), 0.0
         for model, usage in self._threads.values():
             total = total + usage
             price = self._price(model)
             cost += price.of_usage(usage) if price is not None else 0.0  # (an unpriced sub-agent: see on_start)
+        for tokens, call_cost in self._under_way.values():
+            total = total + UsageTotals(input_tokens=tokens)
+            cost += call_cost
         return total, cost
 
     @handler(inline=True)
     def on_report(self, msg: SpendReport) -> None:
         self._threads[msg.thread_id] = (msg.model, msg.usage)
+        self._under_way.pop(msg.thread_id, None)  # (its usage holds the call now)
 
     @handler(inline=True)
     def on_check(self, msg: CheckSpend) -> SpendVerdict:
+        """Allow the call, and count its input as under way until the thread reports again
+        (a failed call is replaced by the thread's next check), or say why not."""
         self._threads[msg.thread_id] = (msg.model, msg.usage)
-        return SpendVerdict(self._stop(msg), self._allowance())
-
-    def _allowance(self) -> int | None:
-        if self.limits.max_output_tokens is None:
-            return None
-        return max(self.limits.max_output_tokens - self.spent()[0].output_tokens, 0)
+        self._under_way.pop(msg.thread_id, None)  # (a thread makes one call at a time)
+        stop = self._stop(msg)
+        if stop is None:
+            price = self._price(msg.model)
+            self._under_way[msg.thread_id] = (
+                msg.input_tokens, price.of_input(msg.input_tokens, msg.shared_tokens) if price is not None else 0.0)
+        return SpendVerdict(stop)
 
     def _stop(self, msg: CheckSpend) -> str | None:
         """Why ``msg``'s call would pass a limit, with the figures; ``None`` if it would not."""

@@ -158,3 +158,26 @@ def test_a_spend_flag_that_is_not_above_zero_is_refused() -> None:
     code, _, err = livecontext("run", "--store", "memory:", "--input", "x", "--max-cost", "0")
     assert code == 2
     assert "Invalid value for '--max-cost': 0.0 is not in the range x>0." in " ".join(err.split())
+
+
+def test_a_systems_limit_covers_all_its_agents_and_run_raises_it(tmp_path: Path) -> None:
+    bp = tmp_path / "team.toml"
+    bp.write_text('system = "team"\n\n[[agents]]\nname = "a"\ninputs = ["hello"]\n\n'
+                  '[[agents]]\nname = "b"\ninputs = ["hello"]\n')
+    unlimited = f"sqlite:{tmp_path / 'unlimited.db'}"
+    as_json(livecontext("run", str(bp), "--store", unlimited, "--json"))
+    a_in, b_in = (outputs(unlimited, f"team.{name}")[0].usage.prompt_tokens for name in ("a", "b"))
+    limit = a_in + b_in - 1  # room for either agent's call, not for both
+    assert limit >= max(a_in, b_in)
+    store = f"sqlite:{tmp_path / 'spend.db'}"
+    stopped = as_json(livecontext("run", str(bp), "--store", store, "--json", "--max-input-tokens", str(limit)))
+    rows = sorted((agent["status"], agent.get("reason", "")) for agent in stopped["agents"])
+    # the two run at once: whichever asked second is the one stopped
+    assert [status for status, _ in rows] == ["paused", "waiting_user"]
+    assert rows[0][1].startswith(f"spend limit: max_input_tokens {limit} of system team would be passed: spent ")
+    assert sum(len(outputs(store, f"team.{name}")) for name in ("a", "b")) == 1
+
+    # raised: the stopped agent makes its call, then both take this run's inputs
+    resumed = as_json(livecontext("run", str(bp), "--store", store, "--json", "--max-input-tokens", str(10 * limit)))
+    assert [agent["status"] for agent in resumed["agents"]] == ["waiting_user", "waiting_user"]
+    assert [len(outputs(store, f"team.{name}")) for name in ("a", "b")] == [2, 2]
