@@ -552,6 +552,8 @@ class Engine(Actor):
                 error = _describe(exc)
                 if not isinstance(exc, ModelError):
                     log.info("engine %s: model step failed: %s", self.thread_id, error)
+                if self.wiring.spend is not None:  # the call allowed is no longer under way
+                    await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:

@@ -205,6 +205,26 @@ async def test_a_systems_limit_covers_all_its_agents() -> None:
                                                                          ("b", "paused", reason)]
 
 
+async def test_a_call_that_failed_no_longer_counts_against_a_shared_limit() -> None:
+    text = 'system = "team"\n{spend}\n[[agents]]\nname = "a"\n\n[[agents]]\nname = "b"\n'
+    async with open_system(system_blueprint(text.format(spend="")), store="memory:",
+                           models={"a": script([{"text": "a answers"}], "a"),
+                                   "b": script([{"text": "b answers"}], "b")}) as system:
+        await system.send("a", "hello")
+        await system.send("b", "hello")
+        a_in, b_in = [[e for e in await entries(system.store, f"team.{name}") if isinstance(e, ModelOutputEntry)][0]
+                      .usage.prompt_tokens for name in ("a", "b")]
+    limit = a_in + b_in - 1
+    failing, b = script([], "a"), script([{"text": "b answers"}], "b")  # a's model has no turn: its call fails
+    bp = system_blueprint(text.format(spend=f"[spend]\nmax_input_tokens = {limit}\n"))
+    async with open_system(bp, store="memory:", models={"a": failing, "b": b}) as system:
+        failed = await system.send("a", "hello")
+        answered = await system.send("b", "hello")
+    assert failed.reason.startswith("failed: ")
+    assert answered.text == "b answers"  # a's call, allowed then failed, is not counted as spent
+    b.check_all_used()
+
+
 SPAWN = [{"tool_calls": [{"name": "spawn_subagent", "arguments": json.dumps({"task": "count to three"})}]},
          {"text": "the sub-agent counted"}]
 SUB = [{"text": "one, two, three"}]
