@@ -35,6 +35,7 @@ from .apps import App, Notebook, describe_tools
 from .engine import Engine, EngineWiring, control_tools, engine_topic
 from .history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
 from .recap import RecapMaintainer, RecapSettings
+from .spend import SpendLedger, SpendLimits, ledger_id
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
 """The engine appends and reads its history."""
@@ -105,6 +106,9 @@ class AgentSettings:
     context: ContextPolicy = ContextPolicy()
     """How each call's context is rendered: ``stable`` (the default: a prefix the provider
     caches, compacted when full) or ``fill`` (see :class:`~livecontext.actors.history.ContextPolicy`)."""
+    spend: SpendLimits | None = None
+    """Stop before a model call that would pass these limits (``None``: no limits); they
+    cover the agent's sub-agents too."""
 
     def history_limits(self) -> HistoryLimits | BudgetLimits:
         """The limits the history store gets: :attr:`limits`, or ones derived from the budget
@@ -135,6 +139,9 @@ class AgentActors:
     input: ActorRef[InputSource]
     recap: ActorRef[RecapMaintainer] | None = None
     analyzers: tuple[ActorRef[Analyzer], ...] = ()
+    spend: ActorId | None = None
+    """The spend ledger its engine asks before each model call (its own, its system's or its
+    parent's; ``None``: no limits)."""
 
     @property
     def events(self) -> Topic:
@@ -152,18 +159,34 @@ async def spawn_agent(
     converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
     apps: Sequence[App] | None = None, auto: bool = False, recap_model: ModelClient | None = None,
     analyzer_models: Mapping[str, ModelClient] | None = None, model_spec: str = "",
+    spend: ActorId | None = None,
 ) -> AgentActors:
-    """Spawn a thread's history store, app host, input source and engine, in that order.
+    """Spawn a thread's history store, app host, input source and engine, in that order
+    (and first, if ``settings.spend`` sets limits, the spend ledger that keeps them).
 
     ``model_spec`` is recorded with the thread (``ThreadConfigured.model``) so that it can be
-    resumed with the same model; empty when the model was given as a client."""
+    resumed with the same model; empty when the model was given as a client. ``spend`` is
+    the spend ledger of limits the agent shares (its system's, its parent's), in place of
+    one of its own.
+
+    Raises:
+        SpendLimitsError: ``settings.spend`` sets a ``max_cost`` and no price is known for
+            the model (nothing is spawned).
+    """
     tid = check_thread_id(settings.thread_id)
     ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
     engine_id = ActorId("engine", tid)
     if settings.recap is not None:
         ids = attrs.evolve(ids, recap=ActorId("recap", tid))
+    if spend is None and settings.spend is not None:
+        limits_given = settings.spend
+        limits_given.check_model(model.name)
+        spend = ledger_id(tid)
+        await rt.spawn(lambda: SpendLedger(limits_given, f"agent {tid}", log.store, (tid,)), spend)
+    ids = attrs.evolve(ids, spend=spend)
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
-    give_store(app_list, log.store, log.clock)  # a sub-agent's thread lives in its parent's store (and system)
+    # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
+    give_store(app_list, log.store, log.clock, spend)
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
                            context=settings.context)
     limits = settings.history_limits()
@@ -193,7 +216,7 @@ async def spawn_agent(
         analyzers.append(await rt.spawn(
             functools.partial(make_analyzer, tid, ids.history, a, model_for),
             ActorId("analyzer", f"{tid}.{a.name}"), capabilities=caps))
-    return AgentActors(tid, engine, history, host, source, recap, tuple(analyzers))
+    return AgentActors(tid, engine, history, host, source, recap, tuple(analyzers), spend)
 
 
 def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,

@@ -80,9 +80,9 @@ def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
 
 def status_json(status: AgentStatus) -> dict[str, Any]:
     """A thread's status as the CLI prints it: ``{"status": ...}``, with ``result``,
-    ``question`` or ``error`` when there is one."""
+    ``question``, ``error`` or (a spend limit's pause) ``reason`` when there is one."""
     out: dict[str, Any] = {"status": status.status.value}
-    for key in ("result", "question", "error"):
+    for key in ("result", "question", "error", "reason"):
         value = getattr(status, key)
         if value is not None:
             out[key] = value

@@ -66,6 +66,7 @@ from .apps import App, FunctionTools, Notebook
 from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
 from .history import ContextPolicy, HistoryLimits
 from .recap import RecapSettings
+from .spend import SpendLimits
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -92,7 +93,8 @@ class Reply:
     steps: int
     """Steps the run took."""
     reason: str
-    """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` or ``failed: ...``."""
+    """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
+    limit: ...`` when a spend limit stopped it before a model call) or ``failed: ...``."""
     status: AgentStatus
     """Where the task stands (``active``, ``waiting_user``, ``completed``, ``paused``,
     ``failed``), with its result, question or error."""
@@ -311,6 +313,7 @@ async def open_agent(
     inputs: Sequence[str] | None = None,
     max_steps: int | None = None,
     snapshot_every: int | None = None,
+    spend: SpendLimits | None = None,
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -349,6 +352,9 @@ async def open_agent(
         inputs: Inputs fed when the agent opens (run them with :meth:`Agent.run`).
         max_steps: Default step limit of each run.
         snapshot_every: Snapshot the thread every this many log records.
+        spend: Spend limits: the engine stops (status ``paused``, with the reason) before a
+            model call that would pass one; reopening with higher limits resumes. Default:
+            the blueprint's ``[spend]``, else none.
         blueprint: A blueprint file (or a loaded :class:`Blueprint`); keywords override it.
         base_url: OpenAI-compatible server for ``openai:`` specs.
         api_key: Its API key (default ``$OPENAI_API_KEY``).
@@ -357,6 +363,7 @@ async def open_agent(
 
     Raises:
         UsageError: a value is not usable (the message says which and what to do).
+        SpendLimitsError: ``spend`` sets a ``max_cost`` and no price is known for the model.
         BlueprintError: the blueprint file is not valid.
         ToolDefinitionError: a tool cannot be described.
         AppDefinitionError: an app path names no App class.
@@ -372,7 +379,8 @@ async def open_agent(
         context=kept.context if context is None else context,
         analyzers=kept.analyzers if analyzers is None else tuple(analyzers),
         lifecycle=kept.lifecycle if lifecycle is None else lifecycle,
-        snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every)
+        snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every,
+        spend=kept.spend if spend is None else spend)
     store_given: str | EventStore = store if store is not None else (given.store or "memory:")
     recorded = None
     if bp is None and isinstance(store_given, str) and (model is None or (apps is None and not tools)):

@@ -149,6 +149,8 @@ async def open_session(
         ThreadBusyError: another writer holds the thread.
         InvalidTextError: an input, a pin or the system prompt is not valid UTF-8 (nothing
             is opened or written).
+        SpendLimitsError: ``settings.spend`` sets a ``max_cost`` and no price is known for the
+            model (nothing is opened or written).
     """
     for text in pins:
         check_text(text, "pinned input")
@@ -156,6 +158,8 @@ async def open_session(
         check_text(text, "input")
     if settings.system_prompt is not None:
         check_text(settings.system_prompt, "system prompt")
+    if settings.spend is not None:  # (before anything is opened or written)
+        settings.spend.check_model(model.name if model is not None else model_spec)
     converter = make_converter()
     counter = TokenCounter.from_env()
     async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from livecontext.protocol import (
+    ActorId,
     IdleReason,
     EngineState,
     GetTail,
@@ -59,25 +60,28 @@ class SubAgents(App):
     longer than ``timeout_s``, gives a failed result: the parent carries on.
 
     ``store`` is the parent's store, ``clock`` its thread's system clock (if it belongs to a
-    system: a sub-agent's records are the system's too); :func:`~livecontext.actors.spawn_agent`
+    system: a sub-agent's records are the system's too), ``spend`` the spend ledger of the
+    parent's limits (a sub-agent spends from them); :func:`~livecontext.actors.spawn_agent`
     gives them to every ``SubAgents`` app it spawns without a store.
     """
 
     name = "subagents"
 
     def __init__(self, model_factory: ModelFactory | None = None, *, timeout_s: float = 60.0,
-                 max_steps: int = 40, store: EventStore | None = None, clock: SystemClock | None = None) -> None:
+                 max_steps: int = 40, store: EventStore | None = None, clock: SystemClock | None = None,
+                 spend: ActorId | None = None) -> None:
         self.model_factory = model_factory
         self.timeout_s = timeout_s
         self.max_steps = max_steps
         self.store = store
         self.clock = clock
+        self.spend = spend
         self.ctx: Context | None = None
         self.runs = 0
 
     def fresh(self) -> SubAgents:
         return SubAgents(self.model_factory, timeout_s=self.timeout_s, max_steps=self.max_steps,
-                         store=self.store, clock=self.clock)
+                         store=self.store, clock=self.clock, spend=self.spend)
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -110,7 +114,8 @@ class SubAgents(App):
             raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
         async with log, self.model_factory() as model:
             agent = await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id),
-                                      converter=make_converter(), counter=TokenCounter.from_env())
+                                      converter=make_converter(), counter=TokenCounter.from_env(),
+                                      spend=self.spend)
             refs = (agent.engine, agent.input, agent.apps, agent.history)
             try:
                 with trio.move_on_after(self.timeout_s) as scope:
@@ -124,6 +129,8 @@ class SubAgents(App):
             raise ToolFailure(f"sub-agent {thread_id} timed out after {self.timeout_s:g} s")
         if idle.reason is IdleReason.FAILED:
             raise ToolFailure(f"sub-agent {thread_id} failed: {idle.error}")
+        if idle.reason is IdleReason.PAUSED and idle.limit:
+            raise ToolFailure(f"sub-agent {thread_id} stopped before its next model call: {idle.limit}")
         if answer is None:
             raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
         return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {_line(answer)}")
@@ -154,10 +161,12 @@ def _line(text: str, limit: int = 120) -> str:
     first = text.strip().split("\n", 1)[0]
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
-def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None = None) -> None:
-    """Give ``store`` and ``clock`` (the parent's) to each :class:`SubAgents` app of ``apps``
-    that has no store."""
+def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None = None,
+               spend: ActorId | None = None) -> None:
+    """Give ``store``, ``clock`` and ``spend`` (the parent's) to each :class:`SubAgents` app of
+    ``apps`` that has no store."""
     for app in apps:
         if isinstance(app, SubAgents) and app.store is None:
             app.store = store
             app.clock = clock
+            app.spend = spend

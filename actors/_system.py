@@ -87,6 +87,7 @@ from ._system_log import (
 from ._turns import AgentAddress, held_turn, run_turn
 from ._usage import live_usage
 from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
+from .spend import SpendLedger, ledger_id
 from .telemetry import open_tracing
 
 if TYPE_CHECKING:
@@ -397,6 +398,8 @@ async def open_system(
         BlueprintError: the blueprint file is missing or wrong.
         UsageError: ``models`` names an agent the system does not have; another writer runs
             the system or one of its threads; ``name`` is not a usable system name.
+        SpendLimitsError: the blueprint's ``[spend]`` sets a ``max_cost`` and no price is
+            known for an agent's model (nothing is written).
     """
     bp = blueprint if isinstance(blueprint, SystemBlueprint) else load_system_blueprint(blueprint)
     given = dict(models or {})
@@ -411,6 +414,8 @@ async def open_system(
                 mine = await stack.enter_async_context(
                     open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key))
             opened[a.name] = mine
+            if bp.spend is not None:  # (before the store is opened: nothing written)
+                bp.spend.check_model(mine.name)
         side = {a.name: await stack.enter_async_context(
             open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
         event_store = store if isinstance(store, EventStore) else await stack.enter_async_context(
@@ -437,13 +442,20 @@ async def open_system(
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)
         opener = rt.client(f"open.{bp.name}")
+        ledger = None
+        if bp.spend is not None:  # one ledger for all the agents: the system's limits cover them all
+            limits = bp.spend
+            ledger = ledger_id(bp.name)
+            roots = tuple(a.blueprint.settings.thread_id for a in bp.agents)
+            await rt.spawn(lambda: SpendLedger(limits, f"system {bp.name}", event_store, roots), ledger)
         agents = []
         for a in bp.agents:
             apps = [*a.blueprint.make_apps(), Messaging(a.name, directory)]
             settings = attrs.evolve(a.blueprint.settings, system_prompt=_prompt(a, directory))
             actors = await spawn_agent(rt, logs[a.name], opened[a.name], settings, converter=converter,
                                        counter=counter, apps=apps, recap_model=side[a.name].recap,
-                                       analyzer_models=side[a.name].analyzers, model_spec=a.blueprint.model)
+                                       analyzer_models=side[a.name].analyzers, model_spec=a.blueprint.model,
+                                       spend=ledger)
             tail = await opener.ask(actors.history, GetTail())
             assert isinstance(tail, Tail)
             agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),

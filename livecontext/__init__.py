@@ -42,8 +42,10 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from livecontext.actors.blueprint import BlueprintError
     from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, HistoryLimits
     from livecontext.actors.recap import RecapSettings
+    from livecontext.actors.spend import SpendLimits, SpendLimitsError
     from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
     from livecontext.runtime import UsageError
+    from livecontext.runtime.models import Price
 
 _HOMES = {
     "Agent": "livecontext.actors._front",
@@ -61,9 +63,12 @@ _HOMES = {
     "EngineState": "livecontext.protocol",
     "HistoryLimits": "livecontext.actors.history",
     "Level": "livecontext.protocol",
+    "Price": "livecontext.runtime.models",
     "RecapSettings": "livecontext.actors.recap",
     "Reply": "livecontext.actors._front",
     "Retention": "livecontext.protocol",
+    "SpendLimits": "livecontext.actors.spend",
+    "SpendLimitsError": "livecontext.actors.spend",
     "System": "livecontext.actors._system",
     "TaskStatus": "livecontext.protocol",
     "ToolDefinitionError": "livecontext.actors.apps",
@@ -108,9 +113,12 @@ __all__ = [
     "EngineState",
     "HistoryLimits",
     "Level",
+    "Price",
     "RecapSettings",
     "Reply",
     "Retention",
+    "SpendLimits",
+    "SpendLimitsError",
     "System",
     "TaskStatus",
     "ToolDefinitionError",

@@ -138,7 +138,7 @@ class IdleReason(enum.Enum):
     MAX_STEPS = "max_steps"
     """It took the ``max_steps`` it was given."""
     PAUSED = "paused"
-    """A ``Pause`` stopped it."""
+    """A ``Pause`` stopped it, or a spend limit (:attr:`Idle.limit` says which)."""
     CANCELLED = "cancelled"
     """A ``Cancel`` (or the engine stopping) cut its step short."""
     FAILED = "failed"
@@ -154,11 +154,18 @@ class Idle(Message):
     reason: IdleReason
     error: str = ""
     """Why the last step failed, when :attr:`reason` is :attr:`IdleReason.FAILED`."""
+    limit: str = ""
+    """The spend limit that paused it and the figures, when one did (:attr:`IdleReason.PAUSED`)."""
 
     @property
     def reason_text(self) -> str:
-        """The reason in words: its value, and the error of a failed step (``failed: ...``)."""
-        return f"failed: {self.error}" if self.reason is IdleReason.FAILED else self.reason.value
+        """The reason in words: its value, with the error of a failed step (``failed: ...``)
+        or the spend limit that paused it (``paused: spend limit: ...``)."""
+        if self.reason is IdleReason.FAILED:
+            return f"failed: {self.error}"
+        if self.reason is IdleReason.PAUSED and self.limit:
+            return f"paused: {self.limit}"
+        return str(self.reason.value)
 
 
 EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel

@@ -33,6 +33,7 @@ from ._entries import HistoryEntry
 from ._kernel import KernelMessage
 from ._lifecycle import ControlToolEffect, LifecycleRecord, StatusReply, StatusRequest
 from ._records import ThreadRecord
+from ._spend import SpendReply, SpendRequest
 from ._system import SwitchboardReply, SwitchboardRequest, SystemLookup, SystemLookupReply, SystemRecord
 
 CHANNELS: tuple[object, ...] = (
@@ -56,6 +57,8 @@ CHANNELS: tuple[object, ...] = (
     SwitchboardReply,
     SystemLookup,
     SystemLookupReply,
+    SpendRequest,
+    SpendReply,
     # what the log stores besides messages in flight
     ThreadRecord,
     ContextRecord,

@@ -9,7 +9,8 @@ says where the task stands, for the people and programs that drive the agent:
   holds its question);
 - ``completed``: the model called ``task_complete``; :attr:`AgentStatus.result` holds the
   result, and the engine takes no step until new input comes;
-- ``paused``: a ``Pause`` or ``Cancel`` stopped the engine with work left;
+- ``paused``: a ``Pause`` or ``Cancel`` stopped the engine with work left, or a spend limit
+  did (then :attr:`AgentStatus.reason` names the limit and the figures);
 - ``failed``: its last step failed (:attr:`AgentStatus.error` says why); the state did not
   change, and the next step tries again.
 
@@ -74,6 +75,9 @@ class AgentStatus(Message):
     """The question given to ``wait_user_response`` (``waiting_user`` after that tool only)."""
     error: str | None = None
     """Why the last step failed (``failed`` only)."""
+    reason: str | None = None
+    """What paused the engine, when it was not a ``Pause`` or ``Cancel`` but a spend limit
+    (``paused`` only): the limit, the figures and how to raise it."""
 
 
 @frozen
@@ -103,15 +107,22 @@ class UserQuestionAsked(Message):
 
 @frozen
 class RecordPause(Message):
-    """The engine stopped because of a ``Pause`` or ``Cancel`` (ask: ``Ack`` once durable).
+    """The engine stopped because of a ``Pause`` or ``Cancel``, or before a model call that
+    would pass a spend limit (ask: ``Ack`` once durable).
 
     The store records :class:`EnginePaused` only if the thread has work left and is not
-    paused already: an engine waiting for input has nothing to pause."""
+    paused already for the same reason: an engine waiting for input has nothing to pause."""
+
+    reason: str | None = None
+    """The spend limit that stopped it, with the figures (``None``: a ``Pause`` or ``Cancel``)."""
 
 
 @frozen
 class EnginePaused(Message):
     """Log record: the engine was paused with work left (until its next step)."""
+
+    reason: str | None = None
+    """What paused it, if a spend limit did (``None``: a ``Pause`` or ``Cancel``)."""
 
 
 @frozen
@@ -154,5 +165,7 @@ class TaskMarks:
     tool-results entry is appended, the engine waits for input (see :func:`~._state.derive_state`)."""
     paused: bool = False
     """A pause stopped the engine with work left, and it has taken no step since."""
+    pause_reason: str | None = None
+    """The spend limit that made the pause, if one did."""
     failure: str | None = None
     """The error of the last step, if it failed and no step succeeded since."""

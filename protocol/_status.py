@@ -39,7 +39,7 @@ def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
     if isinstance(payload, ToolResultsAppended | ToolStarted):
         return _stepped(marks)
     if isinstance(payload, EnginePaused):
-        return attrs.evolve(marks, paused=True)
+        return attrs.evolve(marks, paused=True, pause_reason=payload.reason)
     if isinstance(payload, StepFailed):
         return attrs.evolve(marks, failure=payload.error)
     return marks
@@ -56,7 +56,9 @@ def derive_status(state: EngineState, marks: TaskMarks) -> AgentStatus:
     if marks.failure is not None:
         return AgentStatus(TaskStatus.FAILED, error=marks.failure)
     if state is not EngineState.WAITING_INPUT:
-        return AgentStatus(TaskStatus.PAUSED if marks.paused else TaskStatus.ACTIVE)
+        if marks.paused:
+            return AgentStatus(TaskStatus.PAUSED, reason=marks.pause_reason)
+        return AgentStatus(TaskStatus.ACTIVE)
     ended = marks.ended
     if isinstance(ended, TaskCompleted):
         return AgentStatus(TaskStatus.COMPLETED, result=ended.result)

@@ -104,6 +104,21 @@ def test_the_trace_page_files_are_in_the_wheel(wheel_files: list[str]) -> None:
     assert missing == [], f"list them in pyproject.toml's [tool.setuptools.package-data]: {missing}"
 
 
+def test_the_price_table_is_in_the_wheel_and_the_installed_wheel_reads_it(wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        assert "livecontext/runtime/models/prices.toml" in archive.namelist(), (
+            "list it in pyproject.toml's [tool.setuptools.package-data]")
+        archive.extractall(tmp_path)
+    script = ("import livecontext\n"
+              "from livecontext.runtime.models import default_prices\n"
+              f"assert livecontext.__file__.startswith({str(tmp_path)!r}), livecontext.__file__\n"
+              "print(default_prices()['gpt-4o-mini'].input)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "0.15"
+
+
 def test_the_installed_wheel_renders_the_trace_page_from_its_own_files(wheel: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tmp_path)

@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pydantic
 
 from livecontext.protocol import thread_id_problem
@@ -25,6 +26,8 @@ from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings, RecapStrategy
+from ..spend import SpendLimits
+from livecontext.runtime.models import Price
 from ._blueprint import AppUse, Blueprint, importable
 from ._errors import BlueprintError
 from ._lines import KeyLines, Where
@@ -33,6 +36,7 @@ from ._schema import (
     AgentTable,
     AnalyzerTable,
     BlueprintFile,
+    SpendTable,
     apps_table_as_array,
     describe,
     key_name,
@@ -151,7 +155,8 @@ def _parse(text: str, source: str, base: Path) -> Blueprint | SystemBlueprint:
     try:
         if doc.agents:
             return _system(doc, system, source, base)
-        return _blueprint(doc, source, base, doc.thread, doc.store)
+        bp = _blueprint(doc, source, base, doc.thread, doc.store)
+        return attrs.evolve(bp, settings=attrs.evolve(bp.settings, spend=_spend(doc.spend)))
     except UsageError as exc:  # a rule of the settings classes that the rules above missed
         raise BlueprintError(source, None, None, str(exc)) from None
 
@@ -173,6 +178,30 @@ def _rule_problems(doc: BlueprintFile, base: Path) -> Iterator[tuple[Where, str]
         if problem:
             yield Where(key="store"), f"store {problem}"
     yield from _agent_problems(doc, None, base)
+    yield from _spend_problems(doc.spend, [(Where(key="model"), doc.model)])
+
+
+def _spend_problems(table: SpendTable | None, models: list[tuple[Where, str]]) -> Iterator[tuple[Where, str]]:
+    """``[spend]`` sets no limit, or a ``max_cost`` for a model (at ``Where``) with no price."""
+    if table is None:
+        return
+    if table.max_input_tokens is None and table.max_output_tokens is None and table.max_cost is None:
+        yield (Where("spend"), "[spend] sets none of max_input_tokens, max_output_tokens and max_cost; "
+               "set one, or remove [spend]")
+        return
+    limits = _spend(table)
+    assert limits is not None
+    for where, model in models:
+        missing = limits.missing_price(model)
+        if missing is not None:
+            yield where, f"{label(where)}{key_name(where)} {model!r}: [spend] {missing}"
+
+
+def _spend(table: SpendTable | None) -> SpendLimits | None:
+    if table is None:
+        return None
+    prices = {model: Price(p.input, p.cached_input, p.output) for model, p in table.prices.items()}
+    return SpendLimits(table.max_input_tokens, table.max_output_tokens, table.max_cost, prices)
 
 
 def _system_problems(doc: BlueprintFile, system: str, base: Path, lines: KeyLines) -> Iterator[tuple[Where, str]]:
@@ -208,6 +237,7 @@ def _system_problems(doc: BlueprintFile, system: str, base: Path, lines: KeyLine
                               "give each agent its own thread")
             threads.setdefault(thread, i)
         yield from _agent_problems(agent, i, base)
+    yield from _spend_problems(doc.spend, [(Where(key="model", agent=i), a.model) for i, a in enumerate(doc.agents)])
 
 
 def _thread_problem(where: Where, thread: str) -> Iterator[tuple[Where, str]]:
@@ -401,6 +431,7 @@ def _system(doc: BlueprintFile, system: str, source: str, base: Path) -> SystemB
         path=source, name=system, agents=agents,
         store=None if doc.store is None else _store_url(doc.store, base),
         ask_timeout_s=DEFAULT_ASK_TIMEOUT_S if doc.ask_timeout_s is None else doc.ask_timeout_s,
+        spend=_spend(doc.spend),
     )
 
 

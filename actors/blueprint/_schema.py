@@ -159,6 +159,24 @@ class AnalyzerTable(_Table):
         return value
 
 
+class PriceTable(_Table):
+    """One ``[spend.prices."MODEL"]`` table: what a model charges, in money per million tokens."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    cached_input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+
+
+class SpendTable(_Table):
+    """``[spend]``: :class:`~livecontext.actors.spend.SpendLimits` (at the top level of a
+    system blueprint: the system's, for all its agents)."""
+
+    max_input_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    prices: dict[str, PriceTable] = Field(default_factory=dict)
+
+
 class _AgentKeys(_Table):
     """The keys that describe one agent: a one-agent blueprint's top level, and each
     ``[[agents]]`` table of a system blueprint (one list, so that the two never drift apart)."""
@@ -205,6 +223,8 @@ class BlueprintFile(_AgentKeys):
     """A system blueprint's name (``None``: the file's name without ``.toml``)."""
     ask_timeout_s: float | None = Field(default=None, gt=0, lt=300, allow_inf_nan=False)
     """``None``: not given (the default applies; only a system blueprint uses it)."""
+    spend: SpendTable | None = None
+    """The agent's spend limits (a system's: all its agents')."""
     agents: list[AgentTable] = Field(default_factory=list)
 
     @field_validator("system")
@@ -213,11 +233,12 @@ class BlueprintFile(_AgentKeys):
         return None if value is None else _checked_name(value)
 
 
-SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "agents")
+SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "spend", "agents")
 """The top-level keys of a system blueprint; every other key belongs in each ``[[agents]]``."""
 
 TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable, "context": ContextTable,
-                                   "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable}
+                                   "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable,
+                                   "spend": SpendTable}
 """The tables of a blueprint, by name (see :data:`ARRAYS`)."""
 ARRAYS = frozenset({"apps", "tools", "analyzers", "agents"})
 """The arrays of tables (``[[analyzers]]``); ``apps`` may also be the table ``[apps]``."""
@@ -281,6 +302,11 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
     got = error.get("input")
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     name = f"{label(where)}{key_name(where)}"
+    if loc[:2] == ("spend", "prices") and len(loc) > 2:
+        return _price_problem(error, loc)
+    if kind == "extra_forbidden" and where.agent is not None and where.table is None and where.key == "spend":
+        return where, (f"{label(where)}has a [spend] table, but a system's spend limits cover all its agents: "
+                       "put [spend] at the top level of the system blueprint")
     if kind == "extra_forbidden":
         return where, _unknown_key(where)
     if kind == "missing":
@@ -297,6 +323,28 @@ def describe(error: ErrorDetails) -> tuple[Where, str]:
     if kind in _EXPECTED:
         return where, f"{name} must be {_EXPECTED[kind]}, got {_toml_type(got)} {_short(got)}"
     return where, f"{name}: {error['msg']}"
+
+
+def _price_problem(error: ErrorDetails, loc: tuple[int | str, ...]) -> tuple[Where, str]:
+    """An error inside ``[spend.prices."MODEL"]``, in that table's terms."""
+    where = Where("spend", None, "prices")
+    table = f'[spend.prices."{loc[2]}"]'
+    kind, got = error["type"], error.get("input")
+    fields = ", ".join(PriceTable.model_fields)
+    if len(loc) == 3:
+        return where, f"{table} must be a table of {fields} (money per million tokens), got {_toml_type(got)}"
+    key = str(loc[3])
+    if kind == "extra_forbidden":
+        return where, f"unknown key {key!r} in {table}; known keys: {fields}"
+    if kind == "missing":
+        return where, f"{table} needs {key} (money per million tokens); it takes {fields}"
+    if kind == "greater_than_equal":
+        return where, f"{table} {key} must be >= 0, got {got!r}"
+    if kind == "finite_number":
+        return where, f"{table} {key} must be a finite number, got {got!r}"
+    if kind in _EXPECTED:
+        return where, f"{table} {key} must be {_EXPECTED[kind]}, got {_toml_type(got)} {_short(got)}"
+    return where, f"{table} {key}: {error['msg']}"
 
 
 def _unknown_key(where: Where) -> str:

@@ -10,6 +10,7 @@ from attrs import frozen
 from livecontext.runtime import UsageError
 
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
+from ..spend import SpendLimits
 
 ENGINE_TOOL_LIMIT_S = 300.0
 """How long the engine lets any tool call run (an ask waits inside one)."""
@@ -46,6 +47,9 @@ class SystemBlueprint:
     """The event store URL of every agent's thread; ``None``: the default store."""
     ask_timeout_s: float = DEFAULT_ASK_TIMEOUT_S
     """How long ``ask_agent`` waits for an answer, the receiver's turn included."""
+    spend: SpendLimits | None = None
+    """The system's spend limits (``[spend]`` at the top level): one set for all its agents,
+    their sub-agents included."""
 
     def __attrs_post_init__(self) -> None:
         if not 0 < self.ask_timeout_s < ENGINE_TOOL_LIMIT_S:
@@ -81,7 +85,8 @@ class SystemBlueprint:
                          f"the agents there are: {', '.join(self.names)}")
 
     def override(self, *, store: str | None = None,
-                 inputs: Mapping[str, Sequence[str]] | None = None) -> SystemBlueprint:
+                 inputs: Mapping[str, Sequence[str]] | None = None,
+                 spend: SpendLimits | None = None) -> SystemBlueprint:
         """A copy with the given values in place of the file's (``None`` keeps them).
 
         ``inputs`` (by agent name) replace every agent's inputs as a whole: an agent it does not
@@ -96,4 +101,5 @@ class SystemBlueprint:
                 self.agent(name)
             agents = tuple(attrs.evolve(a, blueprint=attrs.evolve(a.blueprint, inputs=tuple(inputs.get(a.name, ()))))
                            for a in self.agents)
-        return attrs.evolve(self, agents=agents, store=self.store if store is None else store)
+        return attrs.evolve(self, agents=agents, store=self.store if store is None else store,
+                            spend=self.spend if spend is None else spend)

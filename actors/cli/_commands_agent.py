@@ -13,6 +13,7 @@ import attrs
 import click
 import trio
 from rich.console import Console
+from rich.markup import escape
 
 from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
 
@@ -25,6 +26,7 @@ from .._session import Stopped, open_events_file, open_session, recorded_config,
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
+from ..spend import SpendLimits, override_limits
 from ._chat import chat as run_chat
 from ._demo import run_demo
 from ._live import LiveView, open_live_view
@@ -63,6 +65,13 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="An app, by import path or `notebook` (repeatable; replaces the default notebook).")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
+@click.option("--max-input-tokens", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Spend limit: stop before a model call that would take the input tokens sent past N.")
+@click.option("--max-output-tokens", default=None, type=click.IntRange(min=1), metavar="N",
+              help="Spend limit: make no model call once N output tokens were received.")
+@click.option("--max-cost", default=None, type=click.FloatRange(min=0, min_open=True), metavar="X",
+              help="Spend limit: stop before a model call that would take the cost past X (priced per model; "
+                   "[spend.prices] in a blueprint).")
 @click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=0), metavar="N",
               help="Snapshot the thread's state every N log records (0: never); opening replays at most N.")
 @click.option("--events", "events_path", default=None, type=click.Path(dir_okay=False, writable=True), help="Append each engine event as a JSON line to PATH.")
@@ -77,7 +86,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         api_key: str | None, store_url: str, thread_id: str,
         inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, no_lifecycle: bool,
         system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
-        budget: int, max_steps: int | None, snapshot_every: int, events_path: str | None,
+        budget: int, max_steps: int | None, max_input_tokens: int | None, max_output_tokens: int | None,
+        max_cost: float | None, snapshot_every: int, events_path: str | None,
         as_json: bool, live: bool, as_system: str | None) -> None:
     """Run an agent until it waits for input and none is left (or --max-steps).
 
@@ -85,19 +95,29 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     command line override its values (--input replaces its inputs). A blueprint with
     [[agents]] describes a system of agents: every agent with inputs runs, and
     --input NAME=TEXT feeds agent NAME (docs/systems.md).
+
+    --max-input-tokens, --max-output-tokens and --max-cost (or [spend]) stop the agent, paused,
+    before the model call that would pass them; run again with a higher limit to go on.
     """
     bp: Blueprint | None = None
     try:
         if blueprint_path is None:
             _no_system_name(as_system, "an agent without a blueprint")
+
+        def limited(given: SpendLimits | None) -> SpendLimits | None:
+            """``given`` with the spend flags' limits in place of its own."""
+            return override_limits(given, max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                                   max_cost=max_cost)
+
         settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
                                  snapshot_every=snapshot_every, pin_task=not no_pin_task,
-                                 lifecycle=not no_lifecycle)
+                                 lifecycle=not no_lifecycle, spend=limited(None))
         if blueprint_path is not None:
             given = {name: value for name, value in ctx.params.items()
                      if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
             loaded = load_any_blueprint(blueprint_path)
             if isinstance(loaded, SystemBlueprint):
+                loaded = loaded.override(spend=limited(loaded.spend))
                 run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json, live=live)
                 return
             _no_system_name(as_system, blueprint_path)
@@ -107,6 +127,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),
                 pin_task=False if no_pin_task else None, lifecycle=False if no_lifecycle else None)
             settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
+            settings = attrs.evolve(settings, spend=limited(settings.spend))
             inputs, pins, max_steps, store_url = bp.inputs, bp.pins, bp.max_steps, bp.store or store_url
             if "snapshot_every" in given:
                 settings = attrs.evolve(settings, snapshot_every=snapshot_every)
@@ -164,7 +185,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if as_json:
             print_json(summary)
         else:
-            console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({idle.reason_text}); "
+            console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({escape(idle.reason_text)}); "
                           f"store {store_url}[/dim]")
         if idle.reason is IdleReason.FAILED:
             click.echo(f"livecontext: error: {idle.reason_text}", err=True)

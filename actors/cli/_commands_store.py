@@ -282,7 +282,7 @@ def _summarize(message: Message) -> str:
     if isinstance(message, StepFailed):
         return f"step failed: {message.error}"
     if isinstance(message, EnginePaused):
-        return "paused with work left"
+        return "paused with work left" + (f": {message.reason}" if message.reason else "")
     if isinstance(message, SystemDeclared):
         agents = ", ".join(f"{m.name} ({m.thread_id})" for m in message.agents)
         origin = f"; forked from system {message.forked_from} at system seq {message.forked_at}" \

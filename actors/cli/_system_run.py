@@ -10,6 +10,7 @@ from typing import Any
 import click
 import trio
 from rich.console import Console
+from rich.markup import escape
 
 from livecontext.protocol import Topic
 from livecontext.runtime import UsageError
@@ -103,7 +104,8 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
             print_json(system_json(status))
         else:
             for agent in status.agents:
-                console.print(f"[dim]{agent.name} (thread {agent.thread_id}) is {agent.status}: "
+                why = f" ({escape(agent.task.reason)})" if agent.task.reason else ""
+                console.print(f"[dim]{agent.name} (thread {agent.thread_id}) is {agent.status}{why}: "
                               f"{len(agent.entries)} entries[/dim]")
             console.print(f"[dim]system {status.name}; store {store_url}[/dim]")
         failed = [a for a in ran.answers.values() if a.reason.startswith("failed")]

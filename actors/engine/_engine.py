@@ -30,6 +30,11 @@ With ``lifecycle`` on, the engine also offers the control tools ``task_complete`
 engine stops is recorded too, so a thread's status (``protocol._lifecycle``) is in its log: a
 failed step as ``StepFailed``, a stop for a ``Pause`` or ``Cancel`` as ``EnginePaused``
 (both only on those paths: a step that goes well writes nothing more).
+
+With spend limits (``wiring.spend``), the engine asks the spend ledger before each model
+call, once the context is rendered and its size known; a call that would pass a limit is
+not made: the step changes nothing and the engine pauses, recorded as ``EnginePaused`` with
+the ledger's reason.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from livecontext.protocol import (
     BeforeToolExecute,
     Cancel,
     CancelTool,
+    CheckSpend,
     EngineState,
     FoldNow,
     GetTail,
@@ -82,6 +88,8 @@ from livecontext.protocol import (
     Resume,
     RunUntilIdle,
     StateTransition,
+    SpendReport,
+    SpendVerdict,
     Step,
     StepDone,
     Tail,
@@ -128,6 +136,9 @@ class EngineWiring:
     the engine relies on both to skip a pull that would find nothing."""
     recap: ActorId | None = None
     """The recap maintainer, asked to fold at the truncate threshold (if there is one)."""
+    spend: ActorId | None = None
+    """The spend ledger asked before each model call (if the agent has spend limits: see
+    ``livecontext.actors.spend``)."""
 
 
 @frozen
@@ -142,6 +153,17 @@ class StepOutcome:
     """Why the step failed: a model error or an unexpected error (``""``: it did not fail)."""
     cancelled: bool = False
     """A :class:`Cancel` (or the engine stopping) cut the step short: no failure, no error."""
+    limit: str = ""
+    """The spend limit the step's model call would have passed, with the figures: the call
+    was not made and the engine pauses (``""``: no limit stopped it)."""
+
+
+class _SpendStop(Exception):
+    """The spend ledger refused the coming model call (``reason`` says why)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
 
 
 @define
@@ -197,6 +219,9 @@ class Engine(Actor):
         self._deltas_published.set()
 
     async def on_start(self) -> None:
+        if self.wiring.spend is not None:  # what the thread spent in earlier runs counts against the limits
+            tail = await self._tail()
+            await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
         self.ctx.nursery.start_soon(self._runner)
         self.ctx.nursery.start_soon(self._forward_deltas)
 
@@ -326,8 +351,10 @@ class Engine(Actor):
                 self._known_tail = None
                 if outcome.error:
                     await self._record_failure(outcome.error)
+                if outcome.limit:  # recorded with its reason, so that the status says it
+                    await self._record_stop(RecordPause(outcome.limit))
             if job is None:
-                if outcome.waiting_for_input or outcome.error:
+                if outcome.waiting_for_input or outcome.error or outcome.limit:
                     wait = True
                     break
                 if self._jobs or not self.auto:
@@ -375,6 +402,8 @@ class Engine(Actor):
             return IdleReason.NO_INPUT
         if outcome.error:
             return IdleReason.FAILED
+        if outcome.limit:
+            return IdleReason.PAUSED
         if job.max_steps is not None and job.steps >= job.max_steps:
             return IdleReason.MAX_STEPS
         if job.paused:
@@ -395,7 +424,7 @@ class Engine(Actor):
             job.reply.send(StepDone(outcome.from_state, outcome.to_state, outcome.progressed, outcome.error,
                                     outcome.cancelled))
         else:
-            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error))
+            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error, outcome.limit))
 
     async def _record_pause(self) -> None:
         """Have the history store record that a pause stopped the engine (it does so only if
@@ -517,10 +546,14 @@ class Engine(Actor):
         elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
                 after = await self._step_model(tail)
+            except _SpendStop as stop:  # no call made, nothing changed: the engine pauses
+                return StepOutcome(state, state, False, limit=stop.reason)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
                 error = _describe(exc)
                 if not isinstance(exc, ModelError):
                     log.info("engine %s: model step failed: %s", self.thread_id, error)
+                if self.wiring.spend is not None:  # the call allowed is no longer under way
+                    await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:
@@ -573,7 +606,13 @@ class Engine(Actor):
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
-        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True), Rendered)
+        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True),
+                                             Rendered)
+        if self.wiring.spend is not None:
+            verdict: SpendVerdict = await self._ask(self.wiring.spend, CheckSpend(
+                self.thread_id, self.model.name, tail.usage, rendered.tokens, rendered.shared_tokens), SpendVerdict)
+            if verdict.stop is not None:
+                raise _SpendStop(verdict.stop)
         await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
                                    len(rendered.messages), rendered.tokens, self.budget, rendered.spans)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
@@ -587,6 +626,9 @@ class Engine(Actor):
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
             reply.text, reply.tool_calls, reply.model, usage, rendered.tokens, rendered.shared_tokens), Tail,
             shield=True)
+        if self.wiring.spend is not None:  # the threads sharing the limits see this call at once
+            with trio.CancelScope(shield=True):
+                await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, after.usage))
         if self.ctx.runtime.has_subscribers(self.topic):  # see _announce
             entry_id = after.last.id if after.last is not None else ""
             with trio.CancelScope(shield=True):

@@ -403,10 +403,14 @@ class HistoryStore(Actor):
     @handler
     async def on_record_pause(self, msg: RecordPause) -> None:
         """Record that the engine stopped for a pause, if it stopped with work left and the
-        log does not say so already (an engine waiting for input has nothing to pause)."""
+        log does not say so already (an engine waiting for input has nothing to pause). A
+        spend limit's pause is recorded with its reason, unless the log's pause has that
+        reason already (run again under the same limit, the engine stops the same way)."""
         s = self.state
-        if not s.task.paused and s.state is not EngineState.WAITING_INPUT:
-            await self._commit([EnginePaused()])
+        if s.state is EngineState.WAITING_INPUT:
+            return
+        if not s.task.paused or (msg.reason is not None and msg.reason != s.task.pause_reason):
+            await self._commit([EnginePaused(msg.reason)])
 
     @handler
     async def on_record_failure(self, msg: RecordStepFailure) -> None:

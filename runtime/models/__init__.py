@@ -26,10 +26,13 @@ from ._errors import (
 )
 from ._faults import FaultInjectingModel
 from ._open import SPEC_FORMS, make_model_client, open_model_client
+from ._prices import FREE, OFFLINE_MODELS, Price, PriceError, default_prices, find_price, price_from_table
 from ._retry import RetryCallback, RetryingModel, RetryPolicy
 from ._scripted import ScriptedModel
 
 __all__ = [
+    "FREE",
+    "OFFLINE_MODELS",
     "SPEC_FORMS",
     "EchoModel",
     "FailureKind",
@@ -39,6 +42,8 @@ __all__ = [
     "ModelClient",
     "ModelRequestRejected",
     "OpenAIModel",
+    "Price",
+    "PriceError",
     "RetryCallback",
     "RetryPolicy",
     "RetryingModel",
@@ -48,8 +53,11 @@ __all__ = [
     "TextCallback",
     "TransientModelError",
     "UnusedTurnsError",
+    "default_prices",
+    "find_price",
     "make_model_client",
     "open_model_client",
+    "price_from_table",
 ]
 
 

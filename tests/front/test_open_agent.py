@@ -29,7 +29,8 @@ def test_the_package_exports_exactly_the_front_door() -> None:
         "Agent", "AgentEvent", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
         "BlueprintError", "BudgetTooSmallError", "ContextPolicy", "EngineState", "HistoryLimits", "Level", "RecapSettings",
         "Reply", "Retention", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
-        "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus"])
+        "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus",
+        "SpendLimits", "SpendLimitsError", "Price"])
     for name in livecontext.__all__:
         assert getattr(livecontext, name).__doc__, f"{name} has no docstring"
 

@@ -105,7 +105,7 @@ async def test_a_bad_value_in_an_agents_analyzer_names_the_agent_and_the_analyze
 async def test_a_key_of_one_agent_at_the_top_level_of_a_system_is_refused_on_its_line() -> None:
     with pytest.raises(BlueprintError, match=exactly(
             "team.toml:1: model is set at the top level of a system blueprint; put it in each [[agents]] "
-            "table (the top level holds system, store, ask_timeout_s, agents)")):
+            "table (the top level holds system, store, ask_timeout_s, spend, agents)")):
         load('model = "echo"\n\n[[agents]]\nname = "a"\n')
 
 
@@ -133,7 +133,7 @@ async def test_a_file_name_that_cannot_name_the_system_asks_for_a_system_key() -
 
 
 async def test_an_agent_table_takes_every_key_an_agent_takes_at_the_top_level_but_the_store() -> None:
-    system_only = {"store", "system", "ask_timeout_s", "agents"}
+    system_only = {"store", "system", "ask_timeout_s", "spend", "agents"}  # ([spend]: the whole system's)
     assert set(AgentTable.model_fields) == set(BlueprintFile.model_fields) - system_only | {"name", "description"}
 
 
