@@ -7,6 +7,9 @@ among them and adds up their cached token counts. Where a writer gives only the 
 - RECENT of a long text result is its head and tail lines with a marker saying how much was
   elided, at most :data:`RECENT_TOKENS` tokens and at most half the full text's (so a
   result's two texts never cost more than 1.5 times the one).
+- RECENT of a long model input is made the same way (:func:`excerpt`), larger: at most
+  :data:`INPUT_RECENT_TOKENS` and a quarter of the thread's budget. It is what is sent of an
+  input that does not fit the room whole (never its one-line gist).
 - GIST of a result is one line: the tool, its status, the output's size and the line that
   best says what happened (see :func:`~._text.salient_line`).
 - A model output's tool-call arguments are valid JSON at every level; at RECENT and GIST its
@@ -34,6 +37,14 @@ HEAD_SHARE = 2 / 3
 summary and a traceback's error are at its end)."""
 LINE_CHARS = 400
 """A line longer than this is cut inside an excerpt (minified code, a one-line JSON blob)."""
+
+INPUT_RECENT_TOKENS = 2000
+"""The most tokens a model input's RECENT level may cost (a quarter of the default 8,000-token
+budget). An input is the user's word, often the task: it gets five times a tool result's
+excerpt. A quarter, and no more, so that an input cut to it still leaves the system prompt,
+the tools, the pinned task and the steps their room (see :func:`input_recent_tokens`)."""
+INPUT_BUDGET_SHARE = 4
+"""A model input's RECENT costs at most the thread's budget divided by this."""
 
 RECENT_STRING_CHARS = 400
 """At RECENT, a tool-call argument string longer than this is elided..."""
@@ -66,13 +77,29 @@ def notifications_text(notifications: Sequence[Notification]) -> str:
     return "[Notifications]\n" + "\n".join(lines)
 
 
-def input_content(text: str, notifications: Sequence[Notification], counter: TokenCounter) -> Content:
-    """A model input: the text, then the notifications it delivers."""
+def input_recent_tokens(budget: int | None) -> int:
+    """The most a model input's RECENT may cost in a thread rendered under ``budget`` tokens
+    (``None``: not known): :data:`INPUT_RECENT_TOKENS`, and at most a quarter of the budget."""
+    if budget is None:
+        return INPUT_RECENT_TOKENS
+    return max(1, min(INPUT_RECENT_TOKENS, budget // INPUT_BUDGET_SHARE))
+
+
+def input_content(text: str, notifications: Sequence[Notification], counter: TokenCounter,
+                  recent_tokens: int = INPUT_RECENT_TOKENS) -> Content:
+    """A model input: the text, then the notifications it delivers.
+
+    RECENT is the same unless the text costs more than ``recent_tokens``: then its head and
+    tail lines around a line saying how much was elided (:func:`excerpt`), the notifications
+    whole after it (they are short, and each is delivered once).
+    """
     note = notifications_text(notifications)
     full = "\n\n".join(part for part in (text, note) if part)
+    cut = excerpt(text, counter, recent_tokens) if text else text
+    recent = full if cut == text else "\n\n".join(part for part in (cut, note) if part)
     gist_notes = f" (+{len(notifications)} notifications)" if notifications else ""
     gist = f"user: {gist_line(text)}{gist_notes}" if text else f"{len(notifications)} notifications"
-    return counter.content(full, full, gist)
+    return counter.content(full, recent, gist)
 
 
 def output_levels(text: str, tool_calls: Sequence[ToolCall],

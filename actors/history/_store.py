@@ -74,7 +74,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._edits import edit_history, fold_into_recap, read_history, unit_conflicts
 from ._limits import BudgetLimits, HistoryLimits, truncation
-from ._lod import input_content, output_levels, results_content
+from ._lod import input_content, input_recent_tokens, output_levels, results_content
 from ._lod import tools_tokens as count_tools
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import RenderResult, render
@@ -309,11 +309,17 @@ class HistoryStore(Actor):
             retention = Retention.CRITICAL if first and self.pin_task else Retention.COMPRESSIBLE
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=retention, content=input_content(msg.text, notes, self.counter),
+            retention=retention, content=input_content(msg.text, notes, self.counter, self._input_recent_tokens()),
             text=msg.text, notifications=notes, key=msg.key,
         )
         await self._commit([EntryAppended(entry)])
         return self._tail()
+
+    def _input_recent_tokens(self) -> int:
+        """The most an input's RECENT may cost: a quarter of the thread's budget, at most
+        :data:`~._lod.INPUT_RECENT_TOKENS` (see :func:`~._lod.input_recent_tokens`)."""
+        config = self.state.config
+        return input_recent_tokens(config.budget if config is not None else None)
 
     @handler
     async def on_append_output(self, msg: AppendOutput) -> Tail:
