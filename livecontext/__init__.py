@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         tool,
     )
     from livecontext.actors.blueprint import BlueprintError
+    from livecontext.actors import InputTooLargeError
     from livecontext.actors.history import BudgetTooSmallError, HistoryLimits
     from livecontext.actors.recap import RecapSettings
     from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
@@ -59,6 +60,7 @@ _HOMES = {
     "BudgetTooSmallError": "livecontext.actors.history",
     "EngineState": "livecontext.protocol",
     "HistoryLimits": "livecontext.actors.history",
+    "InputTooLargeError": "livecontext.actors",
     "Level": "livecontext.protocol",
     "RecapSettings": "livecontext.actors.recap",
     "Reply": "livecontext.actors._front",
@@ -105,6 +107,7 @@ __all__ = [
     "BudgetTooSmallError",
     "EngineState",
     "HistoryLimits",
+    "InputTooLargeError",
     "Level",
     "RecapSettings",
     "Reply",

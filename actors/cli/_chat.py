@@ -33,6 +33,7 @@ from livecontext.protocol import (
 
 from .._agent import AgentSettings
 from .._format import entry_json
+from .._input import InputTooLargeError, give_input
 from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
 from .._text import InvalidTextError, check_text
 from ._interrupt import Interrupt, say_interrupted
@@ -171,7 +172,12 @@ class _Conversation:
                 click.echo(f"livecontext: error: {exc}", err=True)
                 continue
             self.since, self.sent = await session.log.last_seq(), [line]
-            await self.client.ask(session.agent.input, ProvideInput(line))
+            try:
+                await give_input(self.client, session.agent.input, ProvideInput(line))
+            except InputTooLargeError as exc:  # (the task, pinned: nothing recorded, the chat goes on)
+                self.failures += 1
+                click.echo(f"livecontext: error: {exc}", err=True)
+                continue
             await self._turn()
 
     async def _turn(self) -> None:

@@ -95,7 +95,7 @@ def input_content(text: str, notifications: Sequence[Notification], counter: Tok
     """
     note = notifications_text(notifications)
     full = "\n\n".join(part for part in (text, note) if part)
-    cut = excerpt(text, counter, recent_tokens) if text else text
+    cut = excerpt(text, counter, recent_tokens, line_chars=None) if text else text
     recent = full if cut == text else "\n\n".join(part for part in (cut, note) if part)
     gist_notes = f" (+{len(notifications)} notifications)" if notifications else ""
     gist = f"user: {gist_line(text)}{gist_notes}" if text else f"{len(notifications)} notifications"
@@ -187,18 +187,22 @@ def result_gist(name: str, status: ToolStatus, text: str) -> str:
     return f"{head}: {_cut(said, GIST_CHARS - min(len(head), GIST_CHARS // 2) - 2)}"
 
 
-def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS) -> str:
+def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS,
+            line_chars: int | None = LINE_CHARS) -> str:
     """``text`` itself if it costs at most ``max_tokens``, else its head and tail lines around
     a marker saying how many lines and characters were left out (``… [269 lines, 8,802 chars
-    elided] …``), costing at most ``max_tokens`` and half of ``text``'s tokens."""
+    elided] …``), costing at most ``max_tokens`` and half of ``text``'s tokens.
+
+    A line longer than ``line_chars`` is cut to it (``None``: a line is cut only where the
+    room ends; a person's input is prose, a paragraph one long line, not a log's JSON blob)."""
     total = counter.count(text)
     if total <= max_tokens:
         return text
     room = min(max_tokens, total // 2)
     lines = text.splitlines()
-    head = _take(lines, counter, int(room * HEAD_SHARE))
+    head = _take(lines, counter, int(room * HEAD_SHARE), line_chars)
     used = sum(counter.count(shown) + 1 for shown, _ in head)
-    tail = _take(lines[len(head):][::-1], counter, room - used)[::-1]
+    tail = _take(lines[len(head):][::-1], counter, room - used, line_chars)[::-1]
     out = _around(text, len(lines), head, tail)
     while (head or tail) and counter.count(out) > room:  # (the marker costs a few tokens too)
         if len(head) >= len(tail):
@@ -226,14 +230,14 @@ def _marker(lines: int, chars: int) -> str:
     return f"… [{what} elided] …"
 
 
-def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> list[_Kept]:
+def _take(lines: Sequence[str], counter: TokenCounter, room: int, line_chars: int | None) -> list[_Kept]:
     """The first lines of ``lines`` that fit ``room`` tokens (each line with its newline); a
-    line too long to fit (or longer than :data:`LINE_CHARS`) is cut, ending in ``…``, and
-    taking stops at the first that does not fit even cut."""
+    line too long to fit (or longer than ``line_chars``) is cut, ending in ``…``, and taking
+    stops at the first that does not fit even cut."""
     taken: list[_Kept] = []
     used = 0
     for line in lines:
-        shown = line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…"
+        shown = line if line_chars is None or len(line) <= line_chars else line[:line_chars] + "…"
         cost = counter.count(shown) + 1
         if used + cost > room:
             left = room - used - 2
@@ -244,7 +248,7 @@ def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> list[_Kept]
                 if cut:
                     taken.append((cut + "…", len(cut)))
             break
-        taken.append((shown, min(len(line), LINE_CHARS)))
+        taken.append((shown, len(line) if line_chars is None else min(len(line), line_chars)))
         used += cost
     return taken
 

@@ -13,6 +13,8 @@ from livecontext.protocol import (
     AppEffects,
     AppHistory,
     AppendInput,
+    InputMeasured,
+    MeasureInput,
     AppendOutput,
     AppendToolResults,
     Capability,
@@ -70,7 +72,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Actor, UsageError, handler
 from livecontext.runtime.persistence import NewRecord, PersistenceError, StoredRecord, ThreadLog
-from livecontext.runtime.tokens import TokenCounter
+from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 from ._edits import edit_history, fold_into_recap, read_history, unit_conflicts
 from ._limits import BudgetLimits, HistoryLimits, truncation
@@ -294,6 +296,19 @@ class HistoryStore(Actor):
                 f"cannot {what} in thread {self.thread_id}: its state is "
                 f"{self.state.state.value}, expected {' or '.join(a.value for a in allowed)}"
             )
+
+    @handler(inline=True)
+    def on_measure_input(self, msg: MeasureInput) -> InputMeasured:
+        """What an input would cost and the room it would have, and whether it would be pinned
+        (the same rule as :meth:`on_append_input`), before it is given."""
+        first = not msg.queued and self.state.next_entry == 1 and not self.state.entries
+        pinned = msg.retention is Retention.CRITICAL or (msg.retention is None and first and self.pin_task)
+        tokens = self.counter.count(msg.text) + MESSAGE_OVERHEAD_TOKENS
+        config = self.state.config
+        if config is None:
+            return InputMeasured(tokens, 0, 0, pinned)
+        system = self.system_tokens + MESSAGE_OVERHEAD_TOKENS if self.state.system_prompt else 0
+        return InputMeasured(tokens, config.budget - system - self.tools_tokens, config.budget, pinned)
 
     @handler
     async def on_append_input(self, msg: AppendInput) -> Tail:
