@@ -80,7 +80,8 @@ class InputSource(Actor):
             queued = bool(self.buffer) or self._handed
             measured = await self.ctx.ask(self.history, MeasureInput(msg.text, msg.retention, queued))
             assert isinstance(measured, InputMeasured)
-            if measured.pinned and measured.budget and measured.tokens > measured.room:
+            # (no room at all is the budget's fault, not the input's: the render says so)
+            if measured.pinned and measured.room > 0 and measured.tokens > measured.room:
                 raise InputTooLargeError(measured.tokens, measured.room, measured.budget)
         self.buffer.append(msg)
         if self.notify is None:

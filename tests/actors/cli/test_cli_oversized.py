@@ -1,0 +1,64 @@
+"""``livecontext run`` with an input too large for the context: sent cut and said in one
+line, or, pinned, refused in one line naming both sizes (``--cut-oversized`` takes it)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from click.testing import CliRunner
+
+from livecontext.actors.cli import main
+
+WORDS_900 = "word " * 900
+WORDS_20000 = "word " * 20000
+CUT_LINE = r"^input e1 did not fit the context whole: sent cut to its head and tail \([\d,]+ of its {whole} tokens\)$"
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None, "COLUMNS": "200"})
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_an_input_too_large_for_the_budget_is_sent_cut_and_the_run_says_so_in_one_line() -> None:
+    code, out, _ = invoke("run", "--store", "memory:", "--budget", "1000", "--no-pin-task", "--input", WORDS_900)
+    assert code == 0
+    assert re.search(r"echo: word word .*wo…\n… \[[\d,]+ chars elided\] …\n", out, re.DOTALL)  # it was sent its head
+    assert re.match(CUT_LINE.format(whole="901"), out.strip().splitlines()[-1])
+
+
+def test_a_20000_word_input_under_the_default_budget_is_sent_cut_not_as_its_gist() -> None:
+    code, out, _ = invoke("run", "--store", "memory:", "--no-pin-task", "--input", WORDS_20000, "--json")
+    assert code == 0
+    ran = json.loads(out)
+    answer = ran["entries"][-1]["levels"]["live"]
+    assert re.search(r"\n… \[[\d,]+ chars elided\] …$", answer) and len(answer) > 2000
+    assert len(ran["cut"]) == 1 and re.match(CUT_LINE.format(whole="20,001"), ran["cut"][0])
+
+
+def test_a_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_is_recorded(tmp_path: object) -> None:
+    store = f"sqlite:{tmp_path}/store.db"
+    code, out, err = invoke("run", "--store", store, "--budget", "1000", "--input", WORDS_900)
+    assert code == 1 and out == ""
+    assert err.strip() == (
+        "livecontext: error: the pinned input is 905 tokens, more than the 474 a model call has room for "
+        "(budget 1,000 minus 526 for the system prompt and the tools); nothing was recorded; shorten it, raise "
+        "the budget, or have it sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)")
+    code, out, _ = invoke("history", "--store", store, "--thread", "main", "--json")
+    assert code == 0 and json.loads(out)["entries"] == []
+
+
+def test_a_pinned_input_larger_than_the_budget_is_taken_cut_with_cut_oversized() -> None:
+    code, out, _ = invoke("run", "--store", "memory:", "--budget", "1000", "--cut-oversized", "--pin", WORDS_900,
+                          "--json")
+    assert code == 0
+    ran = json.loads(out)
+    assert ran["entries"][0]["retention"] == "critical" and ran["entries"][0]["levels"]["live"] == WORDS_900
+    assert len(ran["cut"]) == 1 and re.match(CUT_LINE.format(whole="901"), ran["cut"][0])
+
+
+def test_a_run_whose_inputs_fit_prints_no_cut_line() -> None:
+    code, out, _ = invoke("run", "--store", "memory:", "--input", "a short task", "--json")
+    assert code == 0 and json.loads(out)["cut"] == []

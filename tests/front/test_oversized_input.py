@@ -1,0 +1,108 @@
+"""An input too large for the context is never lost without a word: it is sent cut to its
+head and tail and the reply says so; a pinned one is refused, unless asked to be cut."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import livecontext
+from livecontext.protocol import AfterModelCall, BeforeModelCall, ObservationCut, Retention
+
+WORDS_900 = "word " * 900
+WORDS_20000 = "word " * 20000
+REFUSED_AT_1000 = re.escape(
+    "the pinned input is 905 tokens, more than the 474 a model call has room for (budget 1,000 minus 526 "
+    "for the system prompt and the tools); nothing was recorded; shorten it, raise the budget, or have it "
+    "sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)")
+"""The default system prompt and tools (the notebook's and the control tools) cost 526 tokens."""
+
+
+def cut_note(entry: str, whole: int) -> str:
+    return rf"^input {entry} did not fit the context whole: sent cut to its head and tail \([\d,]+ of its {whole:,} tokens\)$"
+
+
+async def test_an_input_too_large_for_the_room_is_sent_cut_to_its_head_and_tail_and_the_reply_says_so() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000, pin_task=False) as agent:
+        reply = await agent.send(WORDS_900)
+        entries = await agent.history()
+    # the echo model answers with what it was sent: the head, then the line saying what was left out
+    assert reply.text.startswith("echo: word word word")
+    assert re.search(r"\n… \[[\d,]+ chars elided\] …$", reply.text)
+    assert len(reply.text) < len(WORDS_900) // 2
+    assert len(reply.cut) == 1 and re.match(cut_note("e1", 901), reply.cut[0])
+    assert entries[0].content.live.text == WORDS_900  # recorded whole: only what is sent is cut
+
+
+async def test_a_20000_word_input_is_sent_cut_under_the_default_budget_not_as_its_gist() -> None:
+    async with livecontext.open_agent(model="echo", pin_task=False) as agent:
+        reply = await agent.send(WORDS_20000)
+    assert re.search(r"\n… \[[\d,]+ chars elided\] …$", reply.text)
+    assert len(reply.text) > 2000  # far more than a one-line gist
+    assert len(reply.cut) == 1 and re.match(cut_note("e1", 20001), reply.cut[0])
+
+
+async def test_an_input_that_fits_is_sent_whole_and_the_reply_lists_no_cut() -> None:
+    async with livecontext.open_agent(model="echo") as agent:
+        reply = await agent.send("short task")
+    assert reply.text == "echo: short task" and reply.cut == ()
+
+
+async def test_stream_yields_the_cut_right_after_the_model_call_starts() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000, pin_task=False) as agent:
+        events = [event async for event in agent.stream(WORDS_900)]
+    kinds = [type(e) for e in events]
+    at = kinds.index(ObservationCut)
+    assert kinds[at - 1] is BeforeModelCall and AfterModelCall in kinds[at:]
+    cut = events[at]
+    assert isinstance(cut, ObservationCut)
+    assert (cut.entry_id, cut.what, cut.tokens) == ("e1", "input", 901) and 0 < cut.sent_tokens < 250
+    assert isinstance(events[-1], livecontext.Reply) and events[-1].cut == (cut.note,)
+
+
+async def test_the_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_is_recorded() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000) as agent:
+        with pytest.raises(livecontext.InputTooLargeError, match=f"^{REFUSED_AT_1000}$"):
+            await agent.send(WORDS_900)
+        assert await agent.history() == ()
+        reply = await agent.send("a task that fits")  # the thread is as it was: this is its task
+        entries = await agent.history()
+    assert reply.text == "echo: a task that fits"
+    assert entries[0].retention is Retention.CRITICAL
+
+
+async def test_a_pinned_input_larger_than_the_budget_is_refused_even_after_the_task() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000) as agent:
+        await agent.send("the task")
+        before = await agent.history()
+        with pytest.raises(livecontext.InputTooLargeError, match=f"^{REFUSED_AT_1000}$"):
+            await agent.send(WORDS_900, pin=True)
+        assert await agent.history() == before
+        reply = await agent.send(WORDS_900)  # not pinned: taken, and sent cut
+    assert len(reply.cut) == 1
+
+
+async def test_a_pinned_input_given_at_open_is_refused_before_the_agent_opens() -> None:
+    with pytest.raises(livecontext.InputTooLargeError, match=f"^{REFUSED_AT_1000}$"):
+        async with livecontext.open_agent(model="echo", budget=1000, inputs=[WORDS_900]):
+            pass  # pragma: no cover
+    with pytest.raises(livecontext.InputTooLargeError, match=f"^{REFUSED_AT_1000}$"):
+        async with livecontext.open_agent(model="echo", budget=1000, pins=[WORDS_900]):
+            pass  # pragma: no cover
+
+
+async def test_a_pinned_input_larger_than_the_budget_is_taken_and_sent_cut_when_asked() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000) as agent:
+        reply = await agent.send(WORDS_900, cut_oversized=True)
+        entries = await agent.history()
+    assert entries[0].retention is Retention.CRITICAL and entries[0].content.live.text == WORDS_900
+    assert re.search(r"\n… \[[\d,]+ chars elided\] …$", reply.text)
+    assert len(reply.cut) == 1 and re.match(cut_note("e1", 901), reply.cut[0])
+
+
+async def test_open_agent_cut_oversized_applies_to_its_inputs_and_every_send() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000, cut_oversized=True, inputs=[WORDS_900]) as agent:
+        first = await agent.run()
+        second = await agent.send(WORDS_900, pin=True)
+    assert len(first.cut) == 1 and len(second.cut) == 1
