@@ -262,11 +262,15 @@ def demo(store_url: str, thread_id: str | None) -> None:
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
               help="Do not offer the model the control tools task_complete and wait_user_response.")
+@click.option("--cut-oversized", "cut_oversized", is_flag=True,
+              help="Take a task larger than the budget leaves for it and send it cut to its head and tail "
+                   "(by default it is refused).")
 @click.option("--live", is_flag=True,
               help="Follow each turn with a live panel (answers shown whole; plain lines when not on a terminal).")
 @click.pass_context
 def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
-         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool, live: bool) -> None:
+         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool, cut_oversized: bool,
+         live: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL).
 
     Each line is answered before the next is read. A thread resumes with the model it ran
@@ -284,5 +288,6 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
 
     given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
     code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
-                                      interrupt=interrupt, resume=resume, on_open=opened, live=live), interrupt)
+                                      interrupt=interrupt, resume=resume, on_open=opened, live=live,
+                                      cut_oversized=cut_oversized), interrupt)
     sys.exit(code)
