@@ -106,3 +106,11 @@ async def test_open_agent_cut_oversized_applies_to_its_inputs_and_every_send() -
         first = await agent.run()
         second = await agent.send(WORDS_900, pin=True)
     assert len(first.cut) == 1 and len(second.cut) == 1
+
+
+async def test_an_input_given_behind_the_task_still_waiting_is_not_taken_for_the_task() -> None:
+    async with livecontext.open_agent(model="echo", budget=1000, inputs=["the task"]) as agent:
+        reply = await agent.send(WORDS_900)  # queued behind the task: not pinned, so sent cut
+        entries = await agent.history()
+    assert [e.retention for e in entries if e.id in ("e1", "e3")] == [Retention.CRITICAL, Retention.COMPRESSIBLE]
+    assert len(reply.cut) == 1 and re.match(cut_note("e3", 901), reply.cut[0])
