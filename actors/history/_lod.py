@@ -200,6 +200,8 @@ def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS,
         return text
     room = min(max_tokens, total // 2)
     lines = text.splitlines()
+    if line_chars is None and len(lines) == 1:
+        return _around_chars(text, counter, room)
     head = _take(lines, counter, int(room * HEAD_SHARE), line_chars)
     used = sum(counter.count(shown) + 1 for shown, _ in head)
     tail = _take(lines[len(head):][::-1], counter, room - used, line_chars)[::-1]
@@ -211,6 +213,35 @@ def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS,
             tail.pop(0)
         out = _around(text, len(lines), head, tail)
     return out
+
+
+def _around_chars(line: str, counter: TokenCounter, room: int) -> str:
+    """One long line (a paragraph pasted whole) in ``room`` tokens: its first and last
+    characters around the marker, as :func:`excerpt` shows lines (its end often asks the
+    question)."""
+    spare = counter.count(_marker(0, len(line))) + 4  # (and the "…" and newlines around it)
+    head_room = int((room - spare) * HEAD_SHARE)
+    head = _fit_chars(line, counter, head_room, from_end=False)
+    tail = _fit_chars(line[head:], counter, room - spare - head_room, from_end=True)
+    while True:
+        shown_tail = line[len(line) - tail:] if tail else ""
+        out = f"{line[:head]}…\n{_marker(0, len(line) - head - tail)}\n…{shown_tail}"
+        if counter.count(out) <= room or not (head or tail):
+            return out
+        head, tail = head * 9 // 10, tail * 9 // 10
+
+
+def _fit_chars(text: str, counter: TokenCounter, room: int, *, from_end: bool) -> int:
+    """How many characters of ``text``'s start (or end) cost at most ``room`` tokens (a
+    binary search: a few counts of at most ``room * 8`` characters)."""
+    low, high = 0, min(len(text), max(room, 0) * 8)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if counter.count(text[len(text) - mid:] if from_end else text[:mid]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 _Kept = tuple[str, int]

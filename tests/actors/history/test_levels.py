@@ -217,3 +217,14 @@ def test_an_input_s_recent_is_at_most_a_quarter_of_the_thread_s_budget() -> None
     assert input_recent_tokens(None) == INPUT_RECENT_TOKENS == input_recent_tokens(8000)
     assert input_recent_tokens(1000) == 250
     assert input_recent_tokens(100_000) == INPUT_RECENT_TOKENS
+
+
+def test_an_input_of_one_long_line_keeps_its_first_and_last_words_and_the_question_at_its_end() -> None:
+    c = counter()
+    text = "This is a long paragraph about the bug. " * 300 + "What should I do?"
+    made = input_content(text, (), c, recent_tokens=200)
+    assert made.recent.tokens <= 200
+    head, marker, tail = made.recent.text.split("\n")
+    assert text.startswith(head.removesuffix("…")) and text.endswith(tail.removeprefix("…"))
+    assert tail.endswith("What should I do?")
+    assert marker == f"… [{len(text) - len(head) - len(tail) + 2:,} chars elided] …"
