@@ -8,7 +8,16 @@ import re
 import pytest
 
 import livecontext
-from livecontext.protocol import AfterModelCall, BeforeModelCall, ObservationCut, Retention
+from livecontext.protocol import (
+    AfterModelCall,
+    BeforeModelCall,
+    ModelReply,
+    ModelRequest,
+    ObservationCut,
+    Retention,
+    Role,
+)
+from livecontext.runtime.models import EchoModel, TextCallback
 
 WORDS_900 = "word " * 900
 WORDS_20000 = "word " * 20000
@@ -19,40 +28,60 @@ REFUSED_AT_1000 = re.escape(
 """The default system prompt and tools (the notebook's and the control tools) cost 526 tokens."""
 
 
+class Recording(EchoModel):
+    """The echo model, keeping each request it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
+        self.requests.append(request)
+        return await super().complete(request, on_text)
+
+    def input_sent(self, call: int = 0) -> str:
+        """The input as the model was sent it at call ``call`` (the apps' windows apart)."""
+        said = [m.content for m in self.requests[call].messages if m.role is Role.USER and m.content.startswith("word")]
+        return said[-1].split("\n\n[Window: ", 1)[0]
+
 
 def head_and_tail(sent: str) -> bool:
-    """Whether ``sent`` (what the echo model answered) is the input's head and tail around the
-    line saying how much was left out between them."""
-    return re.fullmatch(r"echo: word [a-z ]+…\n… \[[\d,]+ chars elided\] …\n…[a-z ]+ word ", sent) is not None
+    """Whether ``sent`` is the input's head and tail around the line saying how much was left
+    out between them."""
+    return re.fullmatch(r"word [a-z ]+…\n… \[[\d,]+ chars elided\] …\n…[a-z ]+ word ", sent) is not None
+
 
 def cut_note(entry: str, whole: int) -> str:
     return rf"^input {entry} did not fit the context whole: sent cut to its head and tail \([\d,]+ of its {whole:,} tokens\)$"
 
 
 async def test_an_input_too_large_for_the_room_is_sent_cut_to_its_head_and_tail_and_the_reply_says_so() -> None:
-    async with livecontext.open_agent(model="echo", budget=1000, pin_task=False) as agent:
+    model = Recording()
+    async with livecontext.open_agent(model=model, budget=1000, pin_task=False) as agent:
         reply = await agent.send(WORDS_900)
         entries = await agent.history()
-    # the echo model answers with what it was sent: the head, then the line saying what was left out
-    assert reply.text.startswith("echo: word word word")
-    assert head_and_tail(reply.text)
-    assert len(reply.text) < len(WORDS_900) // 2
+    sent = model.input_sent()
+    assert head_and_tail(sent) and len(sent) < len(WORDS_900) // 2
     assert len(reply.cut) == 1 and re.match(cut_note("e1", 901), reply.cut[0])
     assert entries[0].content.live.text == WORDS_900  # recorded whole: only what is sent is cut
 
 
 async def test_a_20000_word_input_is_sent_cut_under_the_default_budget_not_as_its_gist() -> None:
-    async with livecontext.open_agent(model="echo", pin_task=False) as agent:
+    model = Recording()
+    async with livecontext.open_agent(model=model, pin_task=False) as agent:
         reply = await agent.send(WORDS_20000)
-    assert head_and_tail(reply.text)
-    assert len(reply.text) > 2000  # far more than a one-line gist
+    sent = model.input_sent()
+    assert head_and_tail(sent) and len(sent) > 2000  # far more than a one-line gist
     assert len(reply.cut) == 1 and re.match(cut_note("e1", 20001), reply.cut[0])
 
 
 async def test_an_input_that_fits_is_sent_whole_and_the_reply_lists_no_cut() -> None:
-    async with livecontext.open_agent(model="echo") as agent:
+    model = Recording()
+    async with livecontext.open_agent(model=model) as agent:
         reply = await agent.send("short task")
-    assert reply.text == "echo: short task" and reply.cut == ()
+    assert [m.content.split("\n\n[Window: ")[0] for m in model.requests[0].messages if m.role is Role.USER][0] == (
+        "short task")
+    assert reply.cut == ()
 
 
 async def test_stream_yields_the_cut_right_after_the_model_call_starts() -> None:
@@ -72,10 +101,9 @@ async def test_the_task_larger_than_the_budget_is_refused_naming_both_sizes_and_
         with pytest.raises(livecontext.InputTooLargeError, match=f"^{REFUSED_AT_1000}$"):
             await agent.send(WORDS_900)
         assert await agent.history() == ()
-        reply = await agent.send("a task that fits")  # the thread is as it was: this is its task
+        await agent.send("a task that fits")  # the thread is as it was: this is its task
         entries = await agent.history()
-    assert reply.text == "echo: a task that fits"
-    assert entries[0].retention is Retention.CRITICAL
+    assert entries[0].content.live.text == "a task that fits" and entries[0].retention is Retention.CRITICAL
 
 
 async def test_a_pinned_input_larger_than_the_budget_is_refused_even_after_the_task() -> None:
@@ -99,11 +127,12 @@ async def test_a_pinned_input_given_at_open_is_refused_before_the_agent_opens() 
 
 
 async def test_a_pinned_input_larger_than_the_budget_is_taken_and_sent_cut_when_asked() -> None:
-    async with livecontext.open_agent(model="echo", budget=1000) as agent:
+    model = Recording()
+    async with livecontext.open_agent(model=model, budget=1000) as agent:
         reply = await agent.send(WORDS_900, cut_oversized=True)
         entries = await agent.history()
     assert entries[0].retention is Retention.CRITICAL and entries[0].content.live.text == WORDS_900
-    assert head_and_tail(reply.text)
+    assert head_and_tail(model.input_sent())
     assert len(reply.cut) == 1 and re.match(cut_note("e1", 901), reply.cut[0])
 
 

@@ -100,7 +100,7 @@ def test_a_piped_task_larger_than_the_budget_is_refused_in_one_line_and_the_next
                           capture_output=True, env={**cli_env(), "COLUMNS": "200"}, timeout=60, check=False)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 1
-    assert "model: echo: short task" in out and "word word" not in out
+    assert out.count("model: echo:") == 1 and "word word" not in out  # the second line alone was answered
     assert err.splitlines() == [
         "livecontext: error: the pinned input is 905 tokens, more than the 474 a model call has room for "
         "(budget 1,000 minus 526 for the system prompt and the tools); nothing was recorded; shorten it, raise "
@@ -112,5 +112,5 @@ def test_a_piped_task_larger_than_the_budget_is_sent_cut_with_cut_oversized() ->
                           input=(("word " * 900) + "\n").encode(), capture_output=True,
                           env={**cli_env(), "COLUMNS": "200"}, timeout=60, check=False)
     out = done.stdout.decode()
-    assert done.returncode == 0, done.stderr.decode()
-    assert re.search(r"model: echo: word word .*chars elided\] …", out, re.S)
+    assert done.returncode == 0 and done.stderr.decode() == ""
+    assert out.count("model: echo:") == 1  # taken and answered (what it was sent: test_cli_oversized.py)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -17,9 +18,9 @@ CUT_LINE = r"^input e1 did not fit the context whole: sent cut to its head and t
 
 
 def head_and_tail(sent: str) -> bool:
-    """Whether ``sent`` (what the echo model answered) is the input's head and tail around the
-    line saying how much was left out between them."""
-    return re.fullmatch(r"echo: word [a-z ]+…\n… \[[\d,]+ chars elided\] …\n…[a-z ]+ word ", sent) is not None
+    """Whether ``sent`` is the input's head and tail around the line saying how much was left
+    out between them."""
+    return re.fullmatch(r"word [a-z ]+…\n… \[[\d,]+ chars elided\] …\n…[a-z ]+ word ", sent) is not None
 
 def invoke(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None, "COLUMNS": "200"})
@@ -28,23 +29,37 @@ def invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_an_input_too_large_for_the_budget_is_sent_cut_and_the_run_says_so_in_one_line() -> None:
-    code, out, _ = invoke("run", "--store", "memory:", "--budget", "1000", "--no-pin-task", "--input", WORDS_900)
+def input_sent(store: str) -> tuple[str, str]:
+    """The input as the first model call was sent it (the apps' windows apart), and its level:
+    ``render --at 3`` rebuilds that call's context (records 1-2 configure the thread, 3 is
+    the input)."""
+    code, out, _ = invoke("render", "--store", store, "--thread", "main", "--at", "3")
     assert code == 0
-    assert re.search(r"echo: word word .*…\n… \[[\d,]+ chars elided\] …\n… word word", out, re.DOTALL)  # it was sent its head
+    rendered = json.loads(out)
+    said = [m["content"] for m in rendered["messages"] if m["role"] == "user" and m["content"].startswith("word")]
+    return said[-1].split("\n\n[Window: ", 1)[0], rendered["entries"][-1]["level"]
+
+
+def test_an_input_too_large_for_the_budget_is_sent_cut_and_the_run_says_so_in_one_line(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path}/store.db"
+    code, out, _ = invoke("run", "--store", store, "--budget", "1000", "--no-pin-task", "--input", WORDS_900)
+    assert code == 0
     assert re.match(CUT_LINE.format(whole="901"), out.strip().splitlines()[-1])
+    sent, level = input_sent(store)
+    assert head_and_tail(sent) and level == "recent"
 
 
-def test_a_20000_word_input_under_the_default_budget_is_sent_cut_not_as_its_gist() -> None:
-    code, out, _ = invoke("run", "--store", "memory:", "--no-pin-task", "--input", WORDS_20000, "--json")
+def test_a_20000_word_input_under_the_default_budget_is_sent_cut_not_as_its_gist(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path}/store.db"
+    code, out, _ = invoke("run", "--store", store, "--no-pin-task", "--input", WORDS_20000, "--json")
     assert code == 0
     ran = json.loads(out)
-    answer = ran["entries"][-1]["levels"]["live"]
-    assert head_and_tail(answer) and len(answer) > 2000
     assert len(ran["cut"]) == 1 and re.match(CUT_LINE.format(whole="20,001"), ran["cut"][0])
+    sent, level = input_sent(store)
+    assert head_and_tail(sent) and len(sent) > 2000 and level == "recent"  # far more than a one-line gist
 
 
-def test_a_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_is_recorded(tmp_path: object) -> None:
+def test_a_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_is_recorded(tmp_path: Path) -> None:
     store = f"sqlite:{tmp_path}/store.db"
     code, out, err = invoke("run", "--store", store, "--budget", "1000", "--input", WORDS_900)
     assert code == 1 and out == ""
@@ -56,13 +71,15 @@ def test_a_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_
     assert code == 0 and json.loads(out)["entries"] == []
 
 
-def test_a_pinned_input_larger_than_the_budget_is_taken_cut_with_cut_oversized() -> None:
-    code, out, _ = invoke("run", "--store", "memory:", "--budget", "1000", "--cut-oversized", "--pin", WORDS_900,
-                          "--json")
+def test_a_pinned_input_larger_than_the_budget_is_taken_cut_with_cut_oversized(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path}/store.db"
+    code, out, _ = invoke("run", "--store", store, "--budget", "1000", "--cut-oversized", "--pin", WORDS_900, "--json")
     assert code == 0
     ran = json.loads(out)
     assert ran["entries"][0]["retention"] == "critical" and ran["entries"][0]["levels"]["live"] == WORDS_900
     assert len(ran["cut"]) == 1 and re.match(CUT_LINE.format(whole="901"), ran["cut"][0])
+    sent, level = input_sent(store)
+    assert head_and_tail(sent) and level == "recent"
 
 
 def test_a_run_whose_inputs_fit_prints_no_cut_line() -> None:
