@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ._agent import AgentActors, AgentSettings, check_thread_id, parent_thread_id, spawn_agent, sub_thread_id
 from ._host import AppHost
-from ._input import InputSource
+from ._input import InputSource, InputTooLargeError
 from ._messaging import Directory, Messaging
 from ._subagents import SubAgents
 from ._switchboard import Switchboard
@@ -37,6 +37,7 @@ __all__ = [
     "Directory",
     "ForkedThread",
     "InputSource",
+    "InputTooLargeError",
     "InputsRun",
     "Messaging",
     "SubAgents",

@@ -198,7 +198,7 @@ async def spawn_agent(
     host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
                           capabilities=APP_HOST_CAPABILITIES)
     pending = collections.deque(ProvideInput(text) for text in inputs)  # kept across the source's restarts
-    source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending), ids.input)
+    source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending, history=ids.history), ids.input)
     recap: ActorRef[RecapMaintainer] | None = None
     if settings.recap is not None and ids.recap is not None:
         recap_settings = settings.recap

@@ -38,6 +38,7 @@ from livecontext.protocol import (
     Message,
     ModelOutputEntry,
     ModelTextDelta,
+    ObservationCut,
     Pause,
     ProvideInput,
     ReadHistory,
@@ -58,6 +59,7 @@ from livecontext.runtime.persistence import EventStore, ThreadInfo
 
 from ._agent import AgentSettings, check_thread_id
 from ._format import apps_json
+from ._input import give_input
 from ._session import Session, open_session, recorded_config
 from ._text import check_text
 from ._thread_apps import make_recorded_app
@@ -76,9 +78,11 @@ ToolLike = Callable[..., Any] | str
 AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
-AgentEvent = ModelTextDelta | BeforeModelCall | AfterModelCall | BeforeToolExecute | AfterToolExecute | StateTransition
+AgentEvent = (ModelTextDelta | BeforeModelCall | ObservationCut | AfterModelCall | BeforeToolExecute | AfterToolExecute
+              | StateTransition)
 """What :meth:`Agent.stream` yields before its :class:`Reply`."""
-_STREAMED = (ModelTextDelta, BeforeModelCall, AfterModelCall, BeforeToolExecute, AfterToolExecute, StateTransition)
+_STREAMED = (ModelTextDelta, BeforeModelCall, ObservationCut, AfterModelCall, BeforeToolExecute, AfterToolExecute,
+             StateTransition)
 
 
 @frozen
@@ -103,6 +107,10 @@ class Reply:
     usage: UsageTotals = UsageTotals()
     """The thread's model calls so far (every run's, its sub-agents' included), summed:
     input tokens (the cached ones among them), output tokens, calls."""
+    cut: tuple[str, ...] = ()
+    """One line for each observation the run sent cut to its head and tail because it did not
+    fit the context whole (see :class:`~livecontext.protocol.ObservationCut`); empty when
+    every one was sent whole."""
 
 
 @frozen
@@ -131,8 +139,10 @@ class Agent:
     :meth:`send` waits for the first to end.
     """
 
-    def __init__(self, session: Session, nursery: trio.Nursery, budget: int, max_steps: int | None) -> None:
+    def __init__(self, session: Session, nursery: trio.Nursery, budget: int, max_steps: int | None,
+                 cut_oversized: bool = False) -> None:
         self._session = session
+        self._cut_oversized = cut_oversized
         self._budget = budget
         self._nursery = nursery
         self._client = session.rt.client(f"front-{session.agent.thread_id}")
@@ -149,16 +159,27 @@ class Agent:
         """The store the thread lives in (open while the agent is)."""
         return self._session.store
 
-    async def send(self, text: str, *, pin: bool = False, max_steps: int | None = None) -> Reply:
+    async def send(self, text: str, *, pin: bool = False, max_steps: int | None = None,
+                   cut_oversized: bool | None = None) -> Reply:
         """Give the agent ``text`` as input and run it until it waits for input again.
+
+        An input too large for the context is sent cut to its head and tail, and
+        :attr:`Reply.cut` says so; a pinned one (``pin``, or the thread's task) is refused
+        instead, unless ``cut_oversized``: it would be cut in every call.
 
         Args:
             text: The input.
             pin: Keep it in every context (CRITICAL: never folded).
             max_steps: Stop after this many steps (default: ``open_agent(max_steps=)``).
+            cut_oversized: Take a pinned input larger than the room and send it cut to its
+                head and tail (default: ``open_agent(cut_oversized=)``).
+
+        Raises:
+            InputTooLargeError: the input would be pinned and costs more than the budget
+                leaves beside the system prompt and the tools (nothing is recorded).
         """
         async with self._lock:
-            await self._provide(text, pin)
+            await self._provide(text, pin, cut_oversized)
             return await self._run(max_steps)
 
     async def run(self, *, max_steps: int | None = None) -> Reply:
@@ -166,10 +187,10 @@ class Agent:
         async with self._lock:
             return await self._run(max_steps)
 
-    async def stream(self, text: str, *, pin: bool = False,
-                     max_steps: int | None = None) -> AsyncIterator[AgentEvent | Reply]:
+    async def stream(self, text: str, *, pin: bool = False, max_steps: int | None = None,
+                     cut_oversized: bool | None = None) -> AsyncIterator[AgentEvent | Reply]:
         """Like :meth:`send`, yielding the engine's events as they happen (text deltas, model
-        calls, tool calls, state changes), then the :class:`Reply`.
+        calls, observations sent cut, tool calls, state changes), then the :class:`Reply`.
 
         Stopping early (``break``) does not stop the run: it goes on in the agent's nursery
         and the next :meth:`send` waits for it.
@@ -188,7 +209,7 @@ class Agent:
                                 if isinstance(env.payload, _STREAMED):
                                     _offer(send, env.payload)
                         nursery.start_soon(forward)
-                        await self._provide(text, pin)
+                        await self._provide(text, pin, cut_oversized)
                         reply = await self._run(max_steps)
                         nursery.cancel_scope.cancel()
                     while True:  # every event was published before the reply
@@ -256,11 +277,11 @@ class Agent:
         seq = await self._session.log.last_seq() if at is None else at
         return await self._session.store.fork(self.thread, seq, check_thread_id(thread))
 
-    async def _provide(self, text: str, pin: bool) -> None:
+    async def _provide(self, text: str, pin: bool, cut_oversized: bool | None) -> None:
         check_text(text, "pinned input" if pin else "input")
-        retention = Retention.CRITICAL if pin else None
-        given = ProvideInput(text) if retention is None else ProvideInput(text, retention)
-        await self._client.ask(self._session.agent.input, given)
+        cut = self._cut_oversized if cut_oversized is None else cut_oversized
+        given = ProvideInput(text, Retention.CRITICAL if pin else None, cut_oversized=cut)
+        await give_input(self._client, self._session.agent.input, given)
 
     async def _run(self, max_steps: int | None) -> Reply:
         before = await self._client.ask(self._session.agent.history, GetTail())
@@ -278,7 +299,7 @@ class Agent:
         if answer is None:
             answer = last.content.live.text if last is not None else ""
         return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "",
-                     await self._session.usage(self._client, tail))
+                     await self._session.usage(self._client, tail), tuple(cut.note for cut in idle.cut))
 
     async def _ack(self, message: Message) -> None:
         await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)
@@ -314,6 +335,7 @@ async def open_agent(
     max_steps: int | None = None,
     snapshot_every: int | None = None,
     spend: SpendLimits | None = None,
+    cut_oversized: bool = False,
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -355,6 +377,9 @@ async def open_agent(
         spend: Spend limits: the engine stops (status ``paused``, with the reason) before a
             model call that would pass one; reopening with higher limits resumes. Default:
             the blueprint's ``[spend]``, else none.
+        cut_oversized: Take a pinned input (``pins``, the task, ``send(pin=True)``) larger
+            than the room a model call has for it, and send it cut to its head and tail,
+            rather than refuse it with :class:`InputTooLargeError`.
         blueprint: A blueprint file (or a loaded :class:`Blueprint`); keywords override it.
         base_url: OpenAI-compatible server for ``openai:`` specs.
         api_key: Its API key (default ``$OPENAI_API_KEY``).
@@ -364,6 +389,8 @@ async def open_agent(
     Raises:
         UsageError: a value is not usable (the message says which and what to do).
         SpendLimitsError: ``spend`` sets a ``max_cost`` and no price is known for the model.
+        InputTooLargeError: a pinned input given (``pins``, or the task in ``inputs``) is
+            larger than the room, and ``cut_oversized`` is not set.
         BlueprintError: the blueprint file is not valid.
         ToolDefinitionError: a tool cannot be described.
         AppDefinitionError: an app path names no App class.
@@ -399,12 +426,12 @@ async def open_agent(
                             **{k: v for k, v in (analyzer_models or {}).items() if isinstance(v, ModelClient)}}
         session = await stack.enter_async_context(open_session(
             store_given, settings, model_spec,
-            inputs=given.inputs, pins=given.pins,
+            inputs=given.inputs, pins=given.pins, cut_oversized=cut_oversized,
             base_url=base_url, api_key=api_key, apps=app_list,
             model=model if isinstance(model, ModelClient) else None,
             recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider))
         nursery = await stack.enter_async_context(trio.open_nursery())
-        yield Agent(session, nursery, settings.budget, given.max_steps)
+        yield Agent(session, nursery, settings.budget, given.max_steps, cut_oversized)
         nursery.cancel_scope.cancel()
 
 

@@ -5,8 +5,47 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
-from livecontext.protocol import ActorId, InputAvailable, InputText, ProvideInput, PullInput
-from livecontext.runtime import Actor, ActorStoppedError, MailboxFullError, handler
+from livecontext.protocol import (
+    ActorId,
+    InputAvailable,
+    InputMeasured,
+    InputText,
+    MeasureInput,
+    ProvideInput,
+    PullInput,
+    Retention,
+)
+from livecontext.runtime import (
+    Actor,
+    ActorRef,
+    ActorStoppedError,
+    Context,
+    MailboxFullError,
+    RemoteActorError,
+    UsageError,
+    handler,
+)
+
+
+class InputTooLargeError(UsageError):
+    """A pinned input (the thread's task, or one given pinned) costs more than the whole room
+    of a model call: it could never be sent whole, so it is refused and nothing of it is
+    recorded, unless it was given with ``cut_oversized`` (then it is sent cut to its head and
+    tail). Contrast with :class:`~livecontext.actors.history.BudgetTooSmallError`: raised when
+    a call is rendered, about what is already recorded."""
+
+    def __init__(self, tokens: int, room: int, budget: int) -> None:
+        self.tokens = tokens
+        """What the input costs, whole."""
+        self.room = room
+        """The budget minus what the system prompt and the tools cost."""
+        self.budget = budget
+        super().__init__(
+            f"the pinned input is {tokens:,} tokens, more than the {room:,} a model call has room for "
+            f"(budget {budget:,} minus {budget - room:,} for the system prompt and the tools); nothing was "
+            "recorded; shorten it, raise the budget, or have it sent cut to its head and tail "
+            "(--cut-oversized; in Python cut_oversized=True)"
+        )
 
 
 class InputSource(Actor):
@@ -19,18 +58,31 @@ class InputSource(Actor):
     so that a restart keeps the input not pulled yet and brings back no line already pulled;
     ``lines`` are added to the buffer by each instance made. Each input keeps the retention
     class it was given with (:attr:`ProvideInput.retention`) until the engine records it.
+
+    With ``history`` (the thread's history store), an input that would be pinned is measured
+    first, and one larger than the room refused (:class:`InputTooLargeError`). Every input
+    enters here, so this is the one place that refuses it, whoever gives it (the front door,
+    the command line, a system, a sub-agent's parent).
     """
 
     def __init__(self, lines: Iterable[str] = (), notify: ActorId | None = None, *,
-                 buffer: collections.deque[ProvideInput] | None = None) -> None:
+                 buffer: collections.deque[ProvideInput] | None = None, history: ActorId | None = None) -> None:
         self.buffer: collections.deque[ProvideInput] = buffer if buffer is not None else collections.deque()
         self.buffer.extend(ProvideInput(line) for line in lines)
         self.notify = notify
+        self.history = history
+        self._handed = False
+        """An input was pulled: the next one given is not the thread's first."""
 
-    @handler(inline=True)
-    def on_provide(self, msg: ProvideInput) -> None:
-        # no await here: told to an idle source, this runs in the sender's task, and so does
-        # the engine's InputAvailable handler (no task switch for either)
+    @handler
+    async def on_provide(self, msg: ProvideInput) -> None:
+        if self.history is not None and not msg.cut_oversized and self._may_pin(msg):
+            queued = bool(self.buffer) or self._handed
+            measured = await self.ctx.ask(self.history, MeasureInput(msg.text, msg.retention, queued))
+            assert isinstance(measured, InputMeasured)
+            # (no room at all is the budget's fault, not the input's: the render says so)
+            if measured.pinned and measured.room > 0 and measured.tokens > measured.room:
+                raise InputTooLargeError(measured.tokens, measured.room, measured.budget)
         self.buffer.append(msg)
         if self.notify is None:
             return
@@ -42,6 +94,13 @@ class InputSource(Actor):
             self.ctx.nursery.start_soon(self._notify)
         except ActorStoppedError:  # the input stays buffered for the engine's next start
             pass
+
+    def _may_pin(self, msg: ProvideInput) -> bool:
+        """Whether the input may be recorded CRITICAL: given so, or given with the store's
+        default while nothing is ahead of it (the history store knows if it pins the task)."""
+        if msg.retention is Retention.CRITICAL:
+            return True
+        return msg.retention is None and not self.buffer and not self._handed
 
     async def _notify(self) -> None:
         assert self.notify is not None
@@ -55,4 +114,17 @@ class InputSource(Actor):
         if not self.buffer:
             return InputText(None, 0)
         given = self.buffer.popleft()
+        self._handed = self._handed or bool(given.text.strip())
         return InputText(given.text, len(self.buffer), given.retention, given.key)
+
+
+async def give_input(asker: Context, source: ActorRef[InputSource], given: ProvideInput) -> None:
+    """Ask ``source`` to take ``given``, raising what it refused the input with (an
+    :class:`InputTooLargeError`, a :class:`UsageError`) as itself rather than wrapped in the
+    runtime's :class:`RemoteActorError`: the caller gave the input, the mistake is theirs."""
+    try:
+        await asker.ask(source, given)
+    except RemoteActorError as exc:
+        if isinstance(exc.__cause__, UsageError):
+            raise exc.__cause__ from None
+        raise

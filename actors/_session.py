@@ -45,6 +45,7 @@ from livecontext.runtime.persistence import EventStore, ThreadLockedError, Threa
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
+from ._input import give_input
 from ._text import check_text
 from ._format import apps_json, entry_json, event_json, status_json, usage_json
 from .apps import App, Notebook
@@ -122,7 +123,7 @@ class Session:
 @asynccontextmanager
 async def open_session(
     store_url: str | EventStore, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
-    pins: Sequence[str] = (),
+    pins: Sequence[str] = (), cut_oversized: bool = False,
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None,
@@ -142,6 +143,10 @@ async def open_session(
     resume a thread is usually the one that started it: feeding its input again would do
     that input twice.
 
+    A pinned input larger than the room (a pin, or the task when the thread pins it) is
+    refused, nothing of it recorded, unless ``cut_oversized`` (see
+    :class:`~livecontext.actors.InputTooLargeError`).
+
     The session is traced with ``tracer_provider``, or as the ``OTEL_*`` variables say (see
     :func:`~livecontext.actors.telemetry.open_tracing`).
 
@@ -151,6 +156,7 @@ async def open_session(
             is opened or written).
         SpendLimitsError: ``settings.spend`` sets a ``max_cost`` and no price is known for the
             model (nothing is opened or written).
+        InputTooLargeError: a pinned input is larger than the room (nothing of it is written).
     """
     for text in pins:
         check_text(text, "pinned input")
@@ -162,6 +168,8 @@ async def open_session(
         settings.spend.check_model(model.name if model is not None else model_spec)
     converter = make_converter()
     counter = TokenCounter.from_env()
+    refused: UsageError | None = None
+    """An input refused (:class:`InputTooLargeError`): nothing of it was written."""
     async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:
         try:
             log = await store.open_thread(settings.thread_id, create=True,
@@ -174,16 +182,22 @@ async def open_session(
                                           counter=counter, apps=apps, auto=auto,
                                           model_spec=_recordable(model_spec) if model is None else "",
                                           recap_model=recap_model, analyzer_models=analyzer_models)
-                given = [ProvideInput(text, Retention.CRITICAL) for text in pins]
-                given += [ProvideInput(text) for text in inputs]
-                state, held = await _feed(rt, agent, given)
-                if held:
-                    (on_note or _note)(
-                        f"thread {settings.thread_id} was stopped in the middle of a step "
-                        f"({state.value}); it resumes where it stopped and the given input "
-                        "is not fed (it was probably fed before); run again to give new input")
-                names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
-                yield Session(rt, agent, store, log, converter, state, held, names)
+                given = [ProvideInput(text, Retention.CRITICAL, cut_oversized=cut_oversized) for text in pins]
+                given += [ProvideInput(text, cut_oversized=cut_oversized) for text in inputs]
+                try:
+                    state, held = await _feed(rt, agent, given)
+                except UsageError as exc:  # (raised below, once closed: not inside the runtime's group)
+                    refused = exc
+                else:
+                    if held:
+                        (on_note or _note)(
+                            f"thread {settings.thread_id} was stopped in the middle of a step "
+                            f"({state.value}); it resumes where it stopped and the given input "
+                            "is not fed (it was probably fed before); run again to give new input")
+                    names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
+                    yield Session(rt, agent, store, log, converter, state, held, names)
+    if refused is not None:
+        raise refused
 
 
 @frozen
@@ -290,7 +304,7 @@ async def _feed(rt: Runtime, agent: AgentActors,
     if tail.state is not EngineState.WAITING_INPUT:
         return tail.state, tuple(given.text for given in inputs)
     for given in inputs:
-        await client.ask(agent.input, given)
+        await give_input(client, agent.input, given)
     return tail.state, ()
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         tool,
     )
     from livecontext.actors.blueprint import BlueprintError
+    from livecontext.actors import InputTooLargeError
     from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, HistoryLimits
     from livecontext.actors.recap import RecapSettings
     from livecontext.actors.spend import SpendLimits, SpendLimitsError
@@ -62,6 +63,7 @@ _HOMES = {
     "ContextPolicy": "livecontext.actors.history",
     "EngineState": "livecontext.protocol",
     "HistoryLimits": "livecontext.actors.history",
+    "InputTooLargeError": "livecontext.actors",
     "Level": "livecontext.protocol",
     "Price": "livecontext.runtime.models",
     "RecapSettings": "livecontext.actors.recap",
@@ -112,6 +114,7 @@ __all__ = [
     "ContextPolicy",
     "EngineState",
     "HistoryLimits",
+    "InputTooLargeError",
     "Level",
     "Price",
     "RecapSettings",

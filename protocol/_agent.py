@@ -45,13 +45,16 @@ __all__ = [
     "Idle",
     "IdleReason",
     "InputAvailable",
+    "InputMeasured",
     "InputSourceReply",
     "InputSourceRequest",
     "InputText",
     "InvokeTool",
     "ListTools",
+    "MeasureInput",
     "ModelTextDelta",
     "NotificationPosted",
+    "ObservationCut",
     "Pause",
     "PostNotification",
     "ProvideInput",
@@ -156,6 +159,9 @@ class Idle(Message):
     """Why the last step failed, when :attr:`reason` is :attr:`IdleReason.FAILED`."""
     limit: str = ""
     """The spend limit that paused it and the figures, when one did (:attr:`IdleReason.PAUSED`)."""
+    cut: tuple[ObservationCut, ...] = ()
+    """The observations this run sent cut to their head and tail (they did not fit whole),
+    in the order of its model calls."""
 
     @property
     def reason_text(self) -> str:
@@ -197,6 +203,31 @@ class BeforeModelCall(Message):
     """The token budget the context was rendered under."""
     spans: tuple[RenderedSpan, ...] = ()
     """How each unfolded entry and recap was shown (see :attr:`Rendered.spans`)."""
+
+
+@frozen
+class ObservationCut(Message):
+    """The latest observation (an input, or tool results) did not fit the context whole and is
+    sent cut to its head and tail, with a line saying how much was left out (published right
+    after :class:`BeforeModelCall`)."""
+
+    thread_id: str
+    call_index: int
+    entry_id: str
+    """The observation's entry."""
+    what: str
+    """The observation in words, for the note: ``input`` or ``tool results``."""
+    tokens: int
+    """What it costs whole (LIVE)."""
+    sent_tokens: int
+    """What it costs as sent (RECENT)."""
+
+    @property
+    def note(self) -> str:
+        """One line saying so: ``input e1 did not fit the context whole: sent cut to its head
+        and tail (1,985 of its 100,004 tokens)``."""
+        return (f"{self.what} {self.entry_id} did not fit the context whole: sent cut to its head and "
+                f"tail ({self.sent_tokens:,} of its {self.tokens:,} tokens)")
 
 
 @frozen
@@ -248,8 +279,8 @@ class StateTransition(Message):
     to_state: EngineState
 
 
-EngineEvent = (WaitingInput | BeforeModelCall | ModelTextDelta | AfterModelCall | BeforeToolExecute
-               | AfterToolExecute | StateTransition)
+EngineEvent = (WaitingInput | BeforeModelCall | ObservationCut | ModelTextDelta | AfterModelCall
+               | BeforeToolExecute | AfterToolExecute | StateTransition)
 """What the engine publishes on its events topic."""
 
 
@@ -291,6 +322,33 @@ class AppendInput(Message):
     first input when it pins the task, COMPRESSIBLE otherwise)."""
     key: str | None = None
     """The key of the run of a system that fed it (see :attr:`ProvideInput.key`)."""
+
+
+@frozen
+class MeasureInput(Message):
+    """How an input would be recorded, asked before it is given (ask: :class:`InputMeasured`):
+    a pinned input larger than the room is refused before anything of it is written."""
+
+    text: str
+    retention: Retention | None = None
+    """The retention class it is given with (see :attr:`AppendInput.retention`)."""
+    queued: bool = False
+    """Other input is given before it and not recorded yet (so it is not the thread's first)."""
+
+
+@frozen
+class InputMeasured(Message):
+    """The answer to :class:`MeasureInput`."""
+
+    tokens: int
+    """What the input costs as a message, whole."""
+    room: int
+    """The thread's budget minus what its system prompt and tools cost (0 when the budget is
+    not known)."""
+    budget: int
+    """The thread's budget (0: not known)."""
+    pinned: bool
+    """It would be recorded CRITICAL: given so, or the thread's first input when it pins its task."""
 
 
 @frozen
@@ -434,14 +492,15 @@ class HistoryChanged(Message):
     history holds it (a tool-results entry with its results); ``None`` for other changes."""
 
 
-AgentHistoryRequest = (GetTail | AppendInput | AppendOutput | RecordToolStarted | RecordToolResult
+AgentHistoryRequest = (GetTail | AppendInput | MeasureInput | AppendOutput | RecordToolStarted | RecordToolResult
                        | AppendToolResults | PostNotification | Render | ReadHistory | GetAppEffects
                        | ReplayAppEffects | SaveAppState | GetFill)
 """What the agent's own actors (engine, app host) ask or tell the history store, and the one
 way any reader reads entries (:class:`~livecontext.protocol.ReadHistory`); the edits of
 context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
 
-AgentHistoryReply = Tail | NotificationPosted | Rendered | HistorySlice | AppEffects | HistoryChanged | HistoryFill
+AgentHistoryReply = (Tail | InputMeasured | NotificationPosted | Rendered | HistorySlice | AppEffects
+                     | HistoryChanged | HistoryFill)
 """The history store's answers to :data:`AgentHistoryRequest`, and what it publishes."""
 
 
@@ -522,6 +581,9 @@ class ProvideInput(Message):
     key: str | None = None
     """Kept on its entry (:attr:`ModelInputEntry.key`): a system's run of inputs keys each of
     them, so that a run resumed after a crash feeds each input once."""
+    cut_oversized: bool = False
+    """A pinned input larger than the room is taken and sent cut to its head and tail, rather
+    than refused (:class:`~livecontext.actors.InputTooLargeError`)."""
 
 
 @frozen

@@ -33,6 +33,7 @@ from livecontext.protocol import (
 
 from .._agent import AgentSettings
 from .._format import entry_json
+from .._input import InputTooLargeError, give_input
 from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
 from .._text import InvalidTextError, check_text
 from ._interrupt import Interrupt, say_interrupted
@@ -92,13 +93,14 @@ class Terminal:
 
 async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, *, base_url: str | None,
                api_key: str | None, interrupt: Interrupt, resume: str | None,
-               on_open: Callable[[], None], live: bool = False) -> int:
+               on_open: Callable[[], None], live: bool = False, cut_oversized: bool = False) -> int:
     """Chat on the thread of ``settings`` until the input ends; return the exit code (1 if a
     turn failed or a line could not be sent). Ctrl-C stops the thread and exits 130.
 
     ``model_spec`` ``None``: the model the thread last ran with (``echo`` for a new thread).
     ``live``: each turn is followed by a live panel (see ``_live``); the answer is shown
     whole once it is recorded, above the panel, rather than streamed.
+    ``cut_oversized``: the task larger than the room is taken and sent cut (else refused).
     """
     console = Console()
     terminal = Terminal()
@@ -116,7 +118,8 @@ async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, 
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
                 # on a terminal the answers are printed above the panel; in plain lines, among them
                 watched = Watched(thread_id, session.agent, settings.budget, answers=not draws_panels(console))
-                conversation = _Conversation(session, events, console, terminal, interrupt, watched if live else None)
+                conversation = _Conversation(session, events, console, terminal, interrupt, watched if live else None,
+                                             cut_oversized)
                 await conversation.run()
             if interrupt.caught:
                 stopped = await stop_interrupted(session, conversation.sent, conversation.since)
@@ -131,8 +134,10 @@ class _Conversation:
     """Lines read and answered in turn, until the input ends or Ctrl-C."""
 
     def __init__(self, session: Session, events: trio.MemoryReceiveChannel[Envelope], console: Console,
-                 terminal: Terminal, interrupt: Interrupt, live: Watched | None = None) -> None:
+                 terminal: Terminal, interrupt: Interrupt, live: Watched | None = None,
+                 cut_oversized: bool = False) -> None:
         self.session = session
+        self.cut_oversized = cut_oversized
         self.events = events
         self.console = console
         self.terminal = terminal
@@ -171,7 +176,12 @@ class _Conversation:
                 click.echo(f"livecontext: error: {exc}", err=True)
                 continue
             self.since, self.sent = await session.log.last_seq(), [line]
-            await self.client.ask(session.agent.input, ProvideInput(line))
+            try:
+                await give_input(self.client, session.agent.input, ProvideInput(line, cut_oversized=self.cut_oversized))
+            except InputTooLargeError as exc:  # (the task, pinned: nothing recorded, the chat goes on)
+                self.failures += 1
+                click.echo(f"livecontext: error: {exc}", err=True)
+                continue
             await self._turn()
 
     async def _turn(self) -> None:

@@ -56,6 +56,9 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="A pinned input: never folded, always in the context (repeatable; fed before --input).")
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
+@click.option("--cut-oversized", "cut_oversized", is_flag=True,
+              help="Take a pinned input (--pin, the task) larger than the budget leaves for it and send it "
+                   "cut to its head and tail (by default it is refused).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
               help="Do not offer the model the control tools task_complete and wait_user_response.")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
@@ -84,7 +87,7 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
-        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, no_lifecycle: bool,
+        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, cut_oversized: bool, no_lifecycle: bool,
         system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, max_input_tokens: int | None, max_output_tokens: int | None,
         max_cost: float | None, snapshot_every: int, events_path: str | None,
@@ -159,7 +162,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         try:
             async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
                     open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
-                                 api_key=api_key, apps=apps,
+                                 api_key=api_key, apps=apps, cut_oversized=cut_oversized,
                                  recap_model=side.recap, analyzer_models=side.analyzers) as session:
                 for note in notes:  # (once the thread is ours: a busy thread says only that)
                     click.echo(f"livecontext: note: {note}", err=True)
@@ -183,10 +186,12 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         if stopped is not None:
             say_interrupted(thread_id, stopped, resume)
         if as_json:
-            print_json(summary)
+            print_json({**summary, "cut": [cut.note for cut in idle.cut]})
         else:
             console.print(f"[dim]thread {thread_id} is {idle.state.value} after {idle.steps} steps ({escape(idle.reason_text)}); "
                           f"store {store_url}[/dim]")
+            for cut in idle.cut:  # (what was not sent whole is said, once the run is over)
+                console.print(f"[yellow]{escape(cut.note)}[/yellow]", highlight=False, soft_wrap=True)
         if idle.reason is IdleReason.FAILED:
             click.echo(f"livecontext: error: {idle.reason_text}", err=True)
             sys.exit(1)
@@ -277,11 +282,15 @@ def demo(store_url: str, thread_id: str | None) -> None:
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
               help="Do not offer the model the control tools task_complete and wait_user_response.")
+@click.option("--cut-oversized", "cut_oversized", is_flag=True,
+              help="Take a task larger than the budget leaves for it and send it cut to its head and tail "
+                   "(by default it is refused).")
 @click.option("--live", is_flag=True,
               help="Follow each turn with a live panel (answers shown whole; plain lines when not on a terminal).")
 @click.pass_context
 def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str | None, store_url: str, thread_id: str,
-         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool, live: bool) -> None:
+         system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool, cut_oversized: bool,
+         live: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL).
 
     Each line is answered before the next is read. A thread resumes with the model it ran
@@ -299,5 +308,6 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
 
     given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
     code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
-                                      interrupt=interrupt, resume=resume, on_open=opened, live=live), interrupt)
+                                      interrupt=interrupt, resume=resume, on_open=opened, live=live,
+                                      cut_oversized=cut_oversized), interrupt)
     sys.exit(code)

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import Any, assert_never
 
 import trio
-from attrs import define, frozen
+from attrs import define, field, frozen
 
 from livecontext.protocol import (
     ActorId,
@@ -68,6 +68,8 @@ from livecontext.protocol import (
     Idle,
     IdleReason,
     InputAvailable,
+    Level,
+    ModelInputEntry,
     InputText,
     InvokeTool,
     LimitLevel,
@@ -77,6 +79,7 @@ from livecontext.protocol import (
     ModelReply,
     ModelRequest,
     ModelTextDelta,
+    ObservationCut,
     Pause,
     PullInput,
     RecordPause,
@@ -87,6 +90,7 @@ from livecontext.protocol import (
     Rendered,
     Resume,
     RunUntilIdle,
+    Shown,
     StateTransition,
     SpendReport,
     SpendVerdict,
@@ -96,12 +100,14 @@ from livecontext.protocol import (
     ToolCall,
     ToolInvoked,
     ToolResult,
+    ToolResultsEntry,
     Tools,
     ToolStatus,
     Topic,
     Usage,
     WaitingInput,
     Windows,
+    id_number,
 )
 from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
 from livecontext.runtime.models import ModelClient
@@ -174,6 +180,8 @@ class _Job:
     steps: int = 0
     paused: bool = False
     """A ``Pause`` arrived: an idle job ends after its current step."""
+    cuts: list[ObservationCut] = field(factory=list)
+    """The observations its model calls sent cut (an idle job's :attr:`Idle.cut`)."""
 
 
 class Engine(Actor):
@@ -424,7 +432,7 @@ class Engine(Actor):
             job.reply.send(StepDone(outcome.from_state, outcome.to_state, outcome.progressed, outcome.error,
                                     outcome.cancelled))
         else:
-            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error, outcome.limit))
+            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error, outcome.limit, tuple(job.cuts)))
 
     async def _record_pause(self) -> None:
         """Have the history store record that a pause stopped the engine (it does so only if
@@ -615,6 +623,11 @@ class Engine(Actor):
                 raise _SpendStop(verdict.stop)
         await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
                                    len(rendered.messages), rendered.tokens, self.budget, rendered.spans)
+        cut = observation_cut(self.thread_id, tail, rendered)
+        if cut is not None:
+            await self._tell_listeners(lambda: cut)
+            if self._current is not None:
+                self._current.cuts.append(cut)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
@@ -729,3 +742,27 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, LivecontextError) and text:
         return text.splitlines()[0]
     return f"{type(exc).__name__}: {text}".rstrip(": ").splitlines()[0]
+
+
+def observation_cut(thread_id: str, tail: Tail, rendered: Rendered) -> ObservationCut | None:
+    """What says that the latest observation (``tail.last``) went cut into ``rendered``, read
+    off its spans (nothing is rendered again); ``None`` when it went whole."""
+    last = tail.last
+    if not isinstance(last, (ModelInputEntry, ToolResultsEntry)):
+        return None
+    number = id_number(last.id)
+    shown = next((span.shown for span in rendered.spans if span.shown is not Shown.RECAP
+                  and id_number(span.first) <= number <= id_number(span.last)), None)
+    if shown not in (Shown.RECENT, Shown.GIST):
+        return None
+    level = Level.RECENT if shown is Shown.RECENT else Level.GIST
+
+    def cost(at: Level) -> int:
+        results = last.results if isinstance(last, ToolResultsEntry) else ()
+        return last.content.at(at).tokens + sum(r.content.at(at).tokens for r in results)
+
+    whole, sent = cost(Level.LIVE), cost(level)
+    if sent >= whole:  # (only the windows were left out: the observation itself went whole)
+        return None
+    what = "input" if isinstance(last, ModelInputEntry) else "tool results"
+    return ObservationCut(thread_id, tail.model_outputs, last.id, what, whole, sent)

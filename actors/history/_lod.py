@@ -7,6 +7,9 @@ among them and adds up their cached token counts. Where a writer gives only the 
 - RECENT of a long text result is its head and tail lines with a marker saying how much was
   elided, at most :data:`RECENT_TOKENS` tokens and at most half the full text's (so a
   result's two texts never cost more than 1.5 times the one).
+- RECENT of a long model input is made the same way (:func:`excerpt`), larger: at most
+  :data:`INPUT_RECENT_TOKENS` and a quarter of the thread's budget. It is what is sent of an
+  input that does not fit the room whole (never its one-line gist).
 - GIST of a result is one line: the tool, its status, the output's size and the line that
   best says what happened (see :func:`~._text.salient_line`).
 - A model output's tool-call arguments are valid JSON at every level; at RECENT and GIST its
@@ -34,6 +37,14 @@ HEAD_SHARE = 2 / 3
 summary and a traceback's error are at its end)."""
 LINE_CHARS = 400
 """A line longer than this is cut inside an excerpt (minified code, a one-line JSON blob)."""
+
+INPUT_RECENT_TOKENS = 2000
+"""The most tokens a model input's RECENT level may cost (a quarter of the default 8,000-token
+budget). An input is the user's word, often the task: it gets five times a tool result's
+excerpt. A quarter, and no more, so that an input cut to it still leaves the system prompt,
+the tools, the pinned task and the steps their room (see :func:`input_recent_tokens`)."""
+INPUT_BUDGET_SHARE = 4
+"""A model input's RECENT costs at most the thread's budget divided by this."""
 
 RECENT_STRING_CHARS = 400
 """At RECENT, a tool-call argument string longer than this is elided..."""
@@ -66,13 +77,29 @@ def notifications_text(notifications: Sequence[Notification]) -> str:
     return "[Notifications]\n" + "\n".join(lines)
 
 
-def input_content(text: str, notifications: Sequence[Notification], counter: TokenCounter) -> Content:
-    """A model input: the text, then the notifications it delivers."""
+def input_recent_tokens(budget: int | None) -> int:
+    """The most a model input's RECENT may cost in a thread rendered under ``budget`` tokens
+    (``None``: not known): :data:`INPUT_RECENT_TOKENS`, and at most a quarter of the budget."""
+    if budget is None:
+        return INPUT_RECENT_TOKENS
+    return max(1, min(INPUT_RECENT_TOKENS, budget // INPUT_BUDGET_SHARE))
+
+
+def input_content(text: str, notifications: Sequence[Notification], counter: TokenCounter,
+                  recent_tokens: int = INPUT_RECENT_TOKENS) -> Content:
+    """A model input: the text, then the notifications it delivers.
+
+    RECENT is the same unless the text costs more than ``recent_tokens``: then its head and
+    tail lines around a line saying how much was elided (:func:`excerpt`), the notifications
+    whole after it (they are short, and each is delivered once).
+    """
     note = notifications_text(notifications)
     full = "\n\n".join(part for part in (text, note) if part)
+    cut = excerpt(text, counter, recent_tokens, line_chars=None) if text else text
+    recent = full if cut == text else "\n\n".join(part for part in (cut, note) if part)
     gist_notes = f" (+{len(notifications)} notifications)" if notifications else ""
     gist = f"user: {gist_line(text)}{gist_notes}" if text else f"{len(notifications)} notifications"
-    return counter.content(full, full, gist)
+    return counter.content(full, recent, gist)
 
 
 def output_levels(text: str, tool_calls: Sequence[ToolCall],
@@ -160,18 +187,24 @@ def result_gist(name: str, status: ToolStatus, text: str) -> str:
     return f"{head}: {_cut(said, GIST_CHARS - min(len(head), GIST_CHARS // 2) - 2)}"
 
 
-def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS) -> str:
+def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS,
+            line_chars: int | None = LINE_CHARS) -> str:
     """``text`` itself if it costs at most ``max_tokens``, else its head and tail lines around
     a marker saying how many lines and characters were left out (``… [269 lines, 8,802 chars
-    elided] …``), costing at most ``max_tokens`` and half of ``text``'s tokens."""
+    elided] …``), costing at most ``max_tokens`` and half of ``text``'s tokens.
+
+    A line longer than ``line_chars`` is cut to it (``None``: a line is cut only where the
+    room ends; a person's input is prose, a paragraph one long line, not a log's JSON blob)."""
     total = counter.count(text)
     if total <= max_tokens:
         return text
     room = min(max_tokens, total // 2)
     lines = text.splitlines()
-    head = _take(lines, counter, int(room * HEAD_SHARE))
+    if line_chars is None and len(lines) == 1:
+        return _around_chars(text, counter, room)
+    head = _take(lines, counter, int(room * HEAD_SHARE), line_chars)
     used = sum(counter.count(shown) + 1 for shown, _ in head)
-    tail = _take(lines[len(head):][::-1], counter, room - used)[::-1]
+    tail = _take(lines[len(head):][::-1], counter, room - used, line_chars)[::-1]
     out = _around(text, len(lines), head, tail)
     while (head or tail) and counter.count(out) > room:  # (the marker costs a few tokens too)
         if len(head) >= len(tail):
@@ -180,6 +213,35 @@ def excerpt(text: str, counter: TokenCounter, max_tokens: int = RECENT_TOKENS) -
             tail.pop(0)
         out = _around(text, len(lines), head, tail)
     return out
+
+
+def _around_chars(line: str, counter: TokenCounter, room: int) -> str:
+    """One long line (a paragraph pasted whole) in ``room`` tokens: its first and last
+    characters around the marker, as :func:`excerpt` shows lines (its end often asks the
+    question)."""
+    spare = counter.count(_marker(0, len(line))) + 4  # (and the "…" and newlines around it)
+    head_room = int((room - spare) * HEAD_SHARE)
+    head = _fit_chars(line, counter, head_room, from_end=False)
+    tail = _fit_chars(line[head:], counter, room - spare - head_room, from_end=True)
+    while True:
+        shown_tail = line[len(line) - tail:] if tail else ""
+        out = f"{line[:head]}…\n{_marker(0, len(line) - head - tail)}\n…{shown_tail}"
+        if counter.count(out) <= room or not (head or tail):
+            return out
+        head, tail = head * 9 // 10, tail * 9 // 10
+
+
+def _fit_chars(text: str, counter: TokenCounter, room: int, *, from_end: bool) -> int:
+    """How many characters of ``text``'s start (or end) cost at most ``room`` tokens (a
+    binary search: a few counts of at most ``room * 8`` characters)."""
+    low, high = 0, min(len(text), max(room, 0) * 8)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if counter.count(text[len(text) - mid:] if from_end else text[:mid]) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 _Kept = tuple[str, int]
@@ -199,14 +261,14 @@ def _marker(lines: int, chars: int) -> str:
     return f"… [{what} elided] …"
 
 
-def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> list[_Kept]:
+def _take(lines: Sequence[str], counter: TokenCounter, room: int, line_chars: int | None) -> list[_Kept]:
     """The first lines of ``lines`` that fit ``room`` tokens (each line with its newline); a
-    line too long to fit (or longer than :data:`LINE_CHARS`) is cut, ending in ``…``, and
-    taking stops at the first that does not fit even cut."""
+    line too long to fit (or longer than ``line_chars``) is cut, ending in ``…``, and taking
+    stops at the first that does not fit even cut."""
     taken: list[_Kept] = []
     used = 0
     for line in lines:
-        shown = line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…"
+        shown = line if line_chars is None or len(line) <= line_chars else line[:line_chars] + "…"
         cost = counter.count(shown) + 1
         if used + cost > room:
             left = room - used - 2
@@ -217,7 +279,7 @@ def _take(lines: Sequence[str], counter: TokenCounter, room: int) -> list[_Kept]
                 if cut:
                     taken.append((cut + "…", len(cut)))
             break
-        taken.append((shown, min(len(line), LINE_CHARS)))
+        taken.append((shown, len(line) if line_chars is None else min(len(line), line_chars)))
         used += cost
     return taken
 

@@ -3,8 +3,10 @@
 What goes in, in order of priority:
 
 1. the system prompt and the tools' schemas (they are sent with every call, so they count);
-2. the latest observation at LIVE with the apps' windows, falling back level by level, with
-   room kept for the pinned entries' gists;
+2. the latest observation at LIVE with the apps' windows, else cut to its head and tail
+   (RECENT) with them, else at RECENT without them, with room kept for the pinned entries'
+   gists if it can be; never at GIST (an input or a tool's output replaced by one line is lost
+   without a word): if even RECENT does not fit, :class:`BudgetTooSmallError`;
 3. the pinned entries (retention CRITICAL: the task), at RECENT, else GIST;
 4. the recaps, newest first, at LIVE else GIST, stopping at the first that does not fit;
 5. older entries, newest first: at RECENT while they fit in half of the room left
@@ -70,15 +72,21 @@ SHOWN_RANGES = 3
 
 
 class BudgetTooSmallError(UsageError):
-    """Not even the system prompt, the tools and the latest observation at GIST fit in the budget."""
+    """Not even the system prompt, the tools and the latest observation cut to its head and
+    tail (RECENT) fit in the budget: rendering refuses rather than send less of it."""
 
-    def __init__(self, budget: int, needed: int) -> None:
+    def __init__(self, budget: int, needed: int, fixed: int | None = None) -> None:
         self.budget = budget
         self.needed = needed
-        super().__init__(
-            f"token budget {budget} is too small: the system prompt, the tools and the latest "
-            f"observation need at least {needed} tokens; raise --budget"
-        )
+        """What the system prompt, the tools and the latest observation at RECENT cost."""
+        self.fixed = fixed
+        """What the system prompt and the tools cost (``None``: they alone do not fit)."""
+        if fixed is None:
+            what = "the system prompt, the tools and the latest observation"
+        else:
+            what = (f"the system prompt and the tools ({fixed} tokens) and the latest observation "
+                    f"cut to its head and tail ({needed - fixed})")
+        super().__init__(f"token budget {budget} is too small: {what} need at least {needed} tokens; raise --budget")
 
 
 @frozen
@@ -212,18 +220,25 @@ class _Planner:
         return sorted(units.items())
 
     def _place_latest(self, latest: tuple[int, int], windows: Windows, reserve: int) -> None:
+        """The latest observation: at LIVE with the windows, else cut to its head and tail
+        (RECENT) with them, else at RECENT without them; first keeping room for the pinned
+        entries' gists (``reserve``), then not. Never at GIST: an observation is not replaced
+        by its one-line gist without a word (the span says it was cut; the engine tells).
+
+        Raises:
+            BudgetTooSmallError: it does not fit even at RECENT without the windows.
+        """
         start, stop = latest
-        choices = ((Level.LIVE, True), (Level.RECENT, True), (Level.GIST, True), (Level.GIST, False))
+        choices = ((Level.LIVE, True), (Level.RECENT, True), (Level.RECENT, False))
         entries = self.entries(start, stop)
         for keep in (reserve, 0):  # room for the pinned entries' gists first, if there is any
             for level, with_windows in choices:
                 piece = unit_messages(entries, level, windows if with_windows else None)
                 if self.fits(piece[1], keep):
                     # no levels kept: its messages hold the windows, and it is never upgraded
-                    self.take(start, stop, Shown.LIVE if level is Level.LIVE else _SHOWN[level], piece, entries, None)
+                    self.take(start, stop, _SHOWN[level], piece, entries, None)
                     return
-        needed = self.used + unit_messages(entries, Level.GIST)[1]
-        raise BudgetTooSmallError(self.budget, needed)
+        raise BudgetTooSmallError(self.budget, self.used + unit_messages(entries, Level.RECENT)[1], self.used)
 
     def _place_pinned(self, pins: list[tuple[int, int]], pin_levels: dict[int, UnitLevels], reserve: int) -> None:
         """The pinned units, oldest first, at RECENT else GIST, keeping room for the gists of

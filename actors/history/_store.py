@@ -15,6 +15,8 @@ from livecontext.protocol import (
     AppEffects,
     AppHistory,
     AppendInput,
+    InputMeasured,
+    MeasureInput,
     AppendOutput,
     AppendToolResults,
     Capability,
@@ -77,7 +79,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._edits import edit_history, fold_into_recap, read_history, unit_conflicts
 from ._limits import BudgetLimits, HistoryLimits, truncation
-from ._lod import input_content, output_levels, results_content
+from ._lod import input_content, input_recent_tokens, output_levels, results_content
 from ._lod import tools_tokens as count_tools
 from ._log import load_state, replay_app_effects, write_snapshot
 from ._render import RenderResult, render
@@ -330,6 +332,19 @@ class HistoryStore(Actor):
                 f"{self.state.state.value}, expected {' or '.join(a.value for a in allowed)}"
             )
 
+    @handler(inline=True)
+    def on_measure_input(self, msg: MeasureInput) -> InputMeasured:
+        """What an input would cost and the room it would have, and whether it would be pinned
+        (the same rule as :meth:`on_append_input`), before it is given."""
+        first = not msg.queued and self.state.next_entry == 1 and not self.state.entries
+        pinned = msg.retention is Retention.CRITICAL or (msg.retention is None and first and self.pin_task)
+        tokens = self.counter.count(msg.text) + OVERHEAD
+        config = self.state.config
+        if config is None:
+            return InputMeasured(tokens, 0, 0, pinned)
+        system = self.system_tokens + OVERHEAD if self.state.system_prompt else 0
+        return InputMeasured(tokens, config.budget - system - self.tools_tokens, config.budget, pinned)
+
     @handler
     async def on_append_input(self, msg: AppendInput) -> Tail:
         self._expect(EngineState.WAITING_INPUT, what="append an input")
@@ -344,11 +359,17 @@ class HistoryStore(Actor):
             retention = Retention.CRITICAL if first and self.pin_task else Retention.COMPRESSIBLE
         entry = ModelInputEntry(
             id=self._next_id(), revision=1, author=self._sender(), created_at=self._now(),
-            retention=retention, content=input_content(msg.text, notes, self.counter),
+            retention=retention, content=input_content(msg.text, notes, self.counter, self._input_recent_tokens()),
             text=msg.text, notifications=notes, key=msg.key,
         )
         await self._commit([EntryAppended(entry)])
         return self._tail()
+
+    def _input_recent_tokens(self) -> int:
+        """The most an input's RECENT may cost: a quarter of the thread's budget, at most
+        :data:`~._lod.INPUT_RECENT_TOKENS` (see :func:`~._lod.input_recent_tokens`)."""
+        config = self.state.config
+        return input_recent_tokens(config.budget if config is not None else None)
 
     @handler
     async def on_append_output(self, msg: AppendOutput) -> Tail:

@@ -27,7 +27,8 @@ def call(name: str, **arguments: object) -> dict[str, object]:
 def test_the_package_exports_exactly_the_front_door() -> None:
     assert sorted(livecontext.__all__) == sorted([
         "Agent", "AgentEvent", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
-        "BlueprintError", "BudgetTooSmallError", "ContextPolicy", "EngineState", "HistoryLimits", "Level", "RecapSettings",
+        "BlueprintError", "BudgetTooSmallError", "ContextPolicy", "EngineState", "HistoryLimits",
+        "InputTooLargeError", "Level", "RecapSettings",
         "Reply", "Retention", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
         "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus",
         "SpendLimits", "SpendLimitsError", "Price"])

@@ -92,3 +92,25 @@ def test_a_piped_line_that_is_not_utf8_is_reported_and_the_others_answered(tmp_p
     assert err.splitlines() == [
         "livecontext: error: the input 'bad \\xff\\xfe' is not valid UTF-8 (at character 4); give it as UTF-8 "
         "text (check the encoding of your terminal or file); nothing was written"]
+
+
+def test_a_piped_task_larger_than_the_budget_is_refused_in_one_line_and_the_next_line_is_the_task() -> None:
+    lines = ("word " * 900) + "\nshort task\n"
+    done = subprocess.run([*LIVECONTEXT, "chat", "--store", "memory:", "--budget", "1000"], input=lines.encode(),
+                          capture_output=True, env={**cli_env(), "COLUMNS": "200"}, timeout=60, check=False)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 1
+    assert out.count("model: echo:") == 1 and "word word" not in out  # the second line alone was answered
+    assert err.splitlines() == [
+        "livecontext: error: the pinned input is 905 tokens, more than the 474 a model call has room for "
+        "(budget 1,000 minus 526 for the system prompt and the tools); nothing was recorded; shorten it, raise "
+        "the budget, or have it sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)"]
+
+
+def test_a_piped_task_larger_than_the_budget_is_sent_cut_with_cut_oversized() -> None:
+    done = subprocess.run([*LIVECONTEXT, "chat", "--store", "memory:", "--budget", "1000", "--cut-oversized"],
+                          input=(("word " * 900) + "\n").encode(), capture_output=True,
+                          env={**cli_env(), "COLUMNS": "200"}, timeout=60, check=False)
+    out = done.stdout.decode()
+    assert done.returncode == 0 and done.stderr.decode() == ""
+    assert out.count("model: echo:") == 1  # taken and answered (what it was sent: test_cli_oversized.py)

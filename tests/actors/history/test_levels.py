@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -14,9 +15,13 @@ from livecontext.actors.history._lod import (
     GIST_STRING_CHARS,
     RECENT_KEEP_CHARS,
     RECENT_STRING_CHARS,
+    INPUT_RECENT_TOKENS,
     RECENT_TOKENS,
     elide_arguments,
     excerpt,
+    input_content,
+    input_recent_tokens,
+    notifications_text,
     output_levels,
     result_content,
     result_gist,
@@ -26,6 +31,7 @@ from livecontext.protocol import (
     ActorId,
     Level,
     ModelOutputEntry,
+    Notification,
     Retention,
     Role,
     ToolCall,
@@ -182,3 +188,43 @@ def test_at_recent_an_output_with_elided_arguments_still_comes_with_its_results(
         assert json.loads(messages[0].tool_calls[0].arguments)["command"].endswith("chars elided]")
     live, _ = unit_messages([output, results], Level.LIVE)
     assert live[0].tool_calls == calls
+
+
+# -- a model input's RECENT -------------------------------------------------------------------------
+
+
+def test_a_long_input_is_cut_at_recent_to_its_head_and_tail_with_a_line_saying_what_was_elided() -> None:
+    c = counter()
+    text = "\n".join(f"step {k}: the user pasted this line" for k in range(2000))
+    made = input_content(text, (), c)
+    assert made.live.text == text
+    assert made.recent.text.startswith("step 0: ") and made.recent.text.endswith("step 1999: the user pasted this line")
+    assert "lines, " in made.recent.text and "chars elided] …" in made.recent.text
+    assert made.recent.tokens <= INPUT_RECENT_TOKENS
+    assert made.gist.text == "user: step 0: the user pasted this line"
+
+
+def test_a_short_input_is_whole_at_recent_and_a_cut_one_keeps_its_notifications_whole() -> None:
+    c = counter()
+    assert input_content("fix the test", (), c).recent.text == "fix the test"
+    note = Notification(id="n1", sender=ActorId("analyzer", "a"), text="the build is red", posted_at=dt.datetime(2025, 1, 2, tzinfo=dt.timezone.utc))
+    made = input_content("word\n" * 3000, (note,), c, recent_tokens=100)
+    assert made.recent.tokens <= 100 + c.count(notifications_text((note,))) + 1
+    assert made.recent.text.endswith("\n\n" + notifications_text((note,)))
+
+
+def test_an_input_s_recent_is_at_most_a_quarter_of_the_thread_s_budget() -> None:
+    assert input_recent_tokens(None) == INPUT_RECENT_TOKENS == input_recent_tokens(8000)
+    assert input_recent_tokens(1000) == 250
+    assert input_recent_tokens(100_000) == INPUT_RECENT_TOKENS
+
+
+def test_an_input_of_one_long_line_keeps_its_first_and_last_words_and_the_question_at_its_end() -> None:
+    c = counter()
+    text = "This is a long paragraph about the bug. " * 300 + "What should I do?"
+    made = input_content(text, (), c, recent_tokens=200)
+    assert made.recent.tokens <= 200
+    head, marker, tail = made.recent.text.split("\n")
+    assert text.startswith(head.removesuffix("…")) and text.endswith(tail.removeprefix("…"))
+    assert tail.endswith("What should I do?")
+    assert marker == f"… [{len(text) - len(head) - len(tail) + 2:,} chars elided] …"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, RenderCache, RenderResult, render
 from livecontext.actors.apps import describe_tools
 from livecontext.actors.engine import CONTROL_TOOLS
-from livecontext.actors.history._lod import output_content, tools_tokens
+from livecontext.actors.history._lod import input_content, output_content, tools_tokens
 from livecontext.actors.history._render import MAX_MISFITS, RECAP_PREFIX, RECAP_PREFIX_TOKENS, omission_note
 from livecontext.actors.history._units import (
     JOIN_TOKENS,
@@ -283,14 +283,55 @@ async def test_a_budget_too_small_for_the_latest_observation_raises_and_says_wha
         do_render([], 3)
 
 
-async def test_the_latest_observation_falls_back_to_gist_and_drops_the_window_before_failing() -> None:
-    history = [inp(0, "word " * 400)]
+def _long_input(lines: int = 400) -> ModelInputEntry:
+    """An input as the history store writes it: its RECENT is its head and tail lines."""
+    text = "\n".join(f"line {k} of the pasted log" for k in range(lines))
+    content = input_content(text, (), counter())
+    return ModelInputEntry(id="e0", revision=1, author=AUTHOR, created_at=T0,
+                           retention=Retention.CRITICAL, content=content, text=text)
+
+
+async def test_the_latest_observation_is_cut_to_its_head_and_tail_and_drops_the_window_before_failing() -> None:
+    # (this test once pinned the old fallback to the observation's one-line gist)
+    history = [_long_input()]
+    recent = history[0].content.recent.text
+    assert "lines, " in recent and "chars elided] …" in recent
     window_heavy = WINDOW + " filler" * 300
     c = counter()
-    needed = c.count(SYSTEM) + c.count(history[0].content.gist.text) + 2 * MESSAGE_OVERHEAD_TOKENS
+    needed = c.count(SYSTEM) + history[0].content.recent.tokens + 2 * MESSAGE_OVERHEAD_TOKENS
     result = do_render(history, needed + 5, windows=window_heavy)
-    assert result.messages[-1].content == history[0].content.gist.text
+    assert result.messages[-1].content == recent
+    assert result.spans == (RenderedSpan("e0", "e0", Shown.RECENT),)
     assert result.tokens <= needed + 5
+
+
+async def test_the_latest_observation_is_never_sent_as_its_gist_the_render_fails_naming_the_sizes() -> None:
+    history = [_long_input()]
+    c = counter()
+    fixed = c.count(SYSTEM) + MESSAGE_OVERHEAD_TOKENS
+    recent = history[0].content.recent.tokens + MESSAGE_OVERHEAD_TOKENS
+    gist = history[0].content.gist.tokens + MESSAGE_OVERHEAD_TOKENS
+    assert fixed + gist < fixed + recent - 1  # (the gist would fit: it is not sent)
+    budget = fixed + recent - 1
+    with pytest.raises(BudgetTooSmallError, match=(
+            rf"^token budget {budget} is too small: the system prompt and the tools \({fixed} tokens\) and the "
+            rf"latest observation cut to its head and tail \({recent}\) need at least {fixed + recent} tokens; "
+            r"raise --budget$")):
+        do_render(history, budget, windows="")
+
+
+async def test_the_latest_observation_cut_to_recent_still_leaves_room_for_a_pinned_gist() -> None:
+    task = attrs.evolve(inp(0, "the task, which says what to do in many words " * 20), retention=Retention.CRITICAL)
+    latest = attrs.evolve(_long_input(), id="e2")
+    history: list[HistoryEntry] = [task, out(1), latest]
+    c = counter()
+    budget = (c.count(SYSTEM) + latest.content.recent.tokens + task.content.gist.tokens + out(1).content.gist.tokens
+              + 4 * MESSAGE_OVERHEAD_TOKENS + 40)
+    result = do_render(history, budget, windows="", pinned=[0])
+    assert result.spans[-1].last == "e2" and result.spans[-1].shown is Shown.RECENT
+    assert result.spans[0].first == "e0" and result.spans[0].shown in (Shown.GIST, Shown.RECENT)
+    assert result.messages[-1].content == latest.content.recent.text
+    assert result.tokens <= budget
 
 
 async def test_recaps_are_rendered_after_the_system_prompt_within_the_budget() -> None:
@@ -867,15 +908,16 @@ def test_the_latest_observation_never_takes_a_token_more_than_the_budget_when_th
         assert result.spans[0] == RenderedSpan("e0", "e0", Shown.OMITTED)
 
 
-def test_the_latest_observation_keeps_the_windows_as_its_gist_when_only_that_fits() -> None:
+def test_the_latest_observation_keeps_the_windows_at_recent_when_only_that_fits() -> None:
+    # (this test once pinned the old fallback to the gist with the windows)
     latest = attrs.evolve(inp(0), content=levels("word " * 400, "word " * 200, "in short"))
     with_windows = do_render([latest], 100_000, windows=WINDOW)
-    budget = do_render([attrs.evolve(latest, content=levels("in short", "in short", "in short"))],
+    budget = do_render([attrs.evolve(latest, content=levels("word " * 200, "word " * 200, "in short"))],
                        100_000, windows=WINDOW).tokens
     assert budget < with_windows.tokens
     result = do_render([latest], budget, windows=WINDOW)
-    assert result.messages[-1].content == "in short\n\n" + WINDOW
-    assert result.spans == (RenderedSpan("e0", "e0", Shown.GIST),)
+    assert result.messages[-1].content == "word " * 200 + "\n\n" + WINDOW
+    assert result.spans == (RenderedSpan("e0", "e0", Shown.RECENT),)
 
 
 def test_older_steps_each_keep_a_line_before_newer_ones_get_more_than_half_the_room() -> None:
