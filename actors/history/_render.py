@@ -44,6 +44,7 @@ from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,
     Level,
+    ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
     RenderedSpan,
@@ -242,11 +243,16 @@ class _Planner:
 
     def _place_pinned(self, pins: list[tuple[int, int]], pin_levels: dict[int, UnitLevels], reserve: int) -> None:
         """The pinned units, oldest first, at RECENT else GIST, keeping room for the gists of
-        those still to come (``reserve``: all their gists); one that fits not even so is left out."""
+        those still to come (``reserve``: all their gists); one that fits not even so is left out.
+        A pinned input whose RECENT is cut (a long task) is sent whole where it fits: a task is
+        pinned so that the model always has all of it."""
         for start, stop in pins:
             levels = pin_levels[start]
             reserve -= levels.gist[1]
-            if self.fits(levels.recent[1], reserve):
+            whole = levels.live_shows_more and isinstance(self.at(start), ModelInputEntry) and stop == start + 1
+            if whole and self.fits(levels.live[1], reserve):
+                self.take(start, stop, Shown.LIVE, levels.live, self.entries(start, stop), levels)
+            elif self.fits(levels.recent[1], reserve):
                 self.take(start, stop, Shown.RECENT, levels.recent, self.entries(start, stop), levels)
             elif self.fits(levels.gist[1], reserve):
                 self.take(start, stop, Shown.GIST, levels.gist, self.entries(start, stop), levels)

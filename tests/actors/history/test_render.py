@@ -960,3 +960,18 @@ def test_a_pinned_task_left_out_is_named_once_when_rendering_stops_looking_back(
     assert expand(result.spans, history) == [e.id for e in history]
     assert f"[{len(big) + 1} earlier entries left out for want of budget: e0–e{len(big)}]" in [
         m.content for m in result.messages]
+
+
+def test_a_pinned_task_longer_than_an_inputs_recent_is_sent_whole_where_it_fits() -> None:
+    task = " ".join(f"requirement {k} of the task." for k in range(700))
+    content = input_content(task, (), counter())
+    assert content.recent.text != task  # (its RECENT is cut to head and tail)
+    pinned = ModelInputEntry(id="e1", revision=1, author=AUTHOR, created_at=T0, retention=Retention.CRITICAL,
+                             content=content, text=task)
+    first = out(2, calls=1)
+    history = [pinned, first, results(3, first), inp(4)]
+    whole = do_render(history, 8000, pinned=[0])
+    assert whole.messages[1] == ChatMessage(Role.USER, task)
+    assert whole.spans[0].first == "e1" and whole.spans[0].shown is Shown.LIVE
+    tight = do_render(history, content.live.tokens + 200, pinned=[0])  # no room for all of it: cut, never gone
+    assert tight.messages[1] == ChatMessage(Role.USER, content.recent.text)
