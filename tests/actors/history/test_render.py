@@ -973,5 +973,5 @@ def test_a_pinned_task_longer_than_an_inputs_recent_is_sent_whole_where_it_fits(
     whole = do_render(history, 8000, pinned=[0])
     assert whole.messages[1] == ChatMessage(Role.USER, task)
     assert whole.spans[0].first == "e1" and whole.spans[0].shown is Shown.LIVE
-    tight = do_render(history, content.live.tokens + 200, pinned=[0])  # no room for all of it: cut, never gone
+    tight = do_render(history, content.live.tokens - 100, pinned=[0])  # no room for all of it: cut, never gone
     assert tight.messages[1] == ChatMessage(Role.USER, content.recent.text)
