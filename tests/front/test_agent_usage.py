@@ -5,27 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attrs
 import trio
 
 import livecontext
 from livecontext.actors import SubAgents
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import ModelOutputEntry, ModelReply, ModelRequest, Usage, UsageTotals
-from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
-
-
-class Metered(ModelClient):
-    """A scripted model that reports ``usage`` for every call, as a provider would."""
-
-    def __init__(self, turns: list[dict[str, object]], usage: Usage) -> None:
-        self.inner = ScriptedModel.from_turns(turns)
-        self.name = "metered"
-        self.usage = usage
-
-    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
-        reply = await self.inner.complete(request, on_text)
-        return attrs.evolve(reply, usage=self.usage)
+from livecontext.protocol import ModelOutputEntry, Usage, UsageTotals
+from tests.support.metered import Metered
 
 
 def spawn(task: str) -> dict[str, object]:

@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 import trio
 from click.testing import CliRunner
 
 import livecontext
 from livecontext.actors import SubAgents
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import EntryAppended, ModelOutputEntry, ModelReply, ModelRequest, Usage, make_converter
-from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
+from livecontext.protocol import EntryAppended, ModelOutputEntry, Usage, make_converter
 from livecontext.runtime.persistence import open_store
 
 from livecontext.actors.cli import main
+from tests.support.metered import Metered
 
 KEYS = ["cached_input_tokens", "input_tokens", "model_calls", "output_tokens"]
 
@@ -44,17 +43,6 @@ def test_run_json_and_state_json_print_the_same_usage_which_grows_with_each_run(
     assert cli("state", "--store", store, "--thread", "t", "--at", "1", "--json")["usage"] == {
         "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "model_calls": 0}
 
-
-class Metered(ModelClient):
-    """A scripted model that reports ``usage`` for every call."""
-
-    def __init__(self, turns: list[dict[str, object]], usage: Usage) -> None:
-        self.inner = ScriptedModel.from_turns(turns)
-        self.name = "metered"
-        self.usage = usage
-
-    async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
-        return attrs.evolve(await self.inner.complete(request, on_text), usage=self.usage)
 
 
 def test_state_json_counts_the_sub_agents_and_as_of_a_seq_only_what_they_had_recorded_by_then(
