@@ -164,8 +164,9 @@ class StepOutcome:
     was not made and the engine pauses (``""``: no limit stopped it)."""
 
 
-class _SpendStop(Exception):
-    """The spend ledger refused the coming model call (``reason`` says why)."""
+class _SpendStop(LivecontextError):
+    """The spend ledger refused the coming model call (``reason`` says why): caught by the
+    step, which pauses the engine with that reason (never seen outside the engine)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

@@ -143,10 +143,20 @@ class StableRenderer:
             grown = _grow(frame, entries, index, active, int(budget * self.policy.high_water) - tail_tokens)
             if grown is not None:
                 return Planned(_with_windows(grown, tail))
-        room = int(budget * self.policy.low_water) - tail_tokens
-        target, result = _compact(active, recaps, budget, room, system_prompt=system_prompt,
-                                  system_tokens=system_tokens, tools_tokens=tools_tokens, pinned=pinned,
-                                  cache=cache, count=count, windows_tokens=tail_tokens)
+        try:
+            target, result = _compact(active, recaps, budget, int(budget * self.policy.low_water) - tail_tokens,
+                                      system_prompt=system_prompt, system_tokens=system_tokens,
+                                      tools_tokens=tools_tokens, pinned=pinned, cache=cache, count=count,
+                                      windows_tokens=tail_tokens)
+        except BudgetTooSmallError:
+            if tail is None:
+                raise
+            # a budget too small for the windows too: the call goes without them (as fill's does)
+            tail = None
+            target, result = _compact(active, recaps, budget, int(budget * self.policy.low_water),
+                                      system_prompt=system_prompt, system_tokens=system_tokens,
+                                      tools_tokens=tools_tokens, pinned=pinned, cache=cache, count=count,
+                                      windows_tokens=0)
         upto = active[-1].id if len(active) else ""
         made = Frame(result.messages, result.tokens, upto, result.entries, result.spans, key)
         return Planned(_with_windows(result, tail), (ContextCompacted(upto, target, budget), made))

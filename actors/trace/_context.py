@@ -80,11 +80,12 @@ class ContextReader:
         every = state.entries
         recap_ids = {span.first for span in result.spans
                      if span.first == span.last and isinstance(_entry(state, span.first), RecapEntry)}
-        latest_entry = active[_latest_start(active)].id if _latest_start(active) is not None else None
-        last = result.messages[-1] if result.messages else None
+        start = _latest_start(active)
+        latest_entry = active[start].id if start is not None else None
+        final = result.messages[-1] if result.messages else None
         # the windows: a message of their own last (the stable policy), or in the latest observation's
-        apart = bool(windows) and last is not None and last.role is Role.USER and last.content == windows
-        with_windows = bool(windows) and last is not None and last.content.endswith(windows) and not apart
+        apart = bool(windows) and final is not None and final.role is Role.USER and final.content == windows
+        with_windows = bool(windows) and final is not None and final.content.endswith(windows) and not apart
         entries: list[tuple[int, tuple[Piece, ...]]] = []  # (id number of the unit's first entry, pieces)
         omitted = 0
         recaps_shown: set[str] = set()
@@ -111,7 +112,7 @@ class ContextReader:
                 j = i + 1  # (a recap made while a tool ran may stand between an output and its results)
                 while j < len(every) and isinstance(every[j], RecapEntry):
                     j += 1
-                unit = [entry, every[j]] if j < len(every) and answers(entry, every[j]) else [entry]
+                unit: list[HistoryEntry] = [entry, every[j]] if j < len(every) and answers(entry, every[j]) else [entry]
                 if entry.id == latest_entry:
                     shown = self._pieces(unit, span.shown, windows if with_windows else None)
                 else:

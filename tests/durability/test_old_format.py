@@ -160,8 +160,9 @@ async def test_a_new_session_resumes_a_v1_thread_and_reads_it_all_back(backend: 
     for record in records:
         record.verify()
     assert [r.schema_version for r in records] == [1] * before.seq + [SCHEMA_VERSION] * (len(records) - before.seq)
-    assert [r.kind for r in records[before.seq:]] == ["ThreadConfigured", "EntryAppended", "EntryAppended",
-                                                      "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
+    assert [r.kind for r in records[before.seq:]] == ["ThreadConfigured", "EntryAppended", "ContextCompacted",
+                                                      "EntryAppended", "ToolResultRecorded", "ToolResultsAppended",
+                                                      "EntryAppended"]
     assert snapshot is not None and snapshot.seq == records[-1].seq and snapshot.schema_version == SCHEMA_VERSION
     snapshot.verify(records[snapshot.seq - 1])
     reopened = await folded(url)

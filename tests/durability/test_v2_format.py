@@ -319,9 +319,9 @@ async def test_a_new_session_resumes_a_v2_thread_its_notebook_continuing_from_it
     records = await every_record_verified(url)
     assert [r.schema_version for r in records] == [2] * V2_RECORDS + [SCHEMA_VERSION] * (len(records) - V2_RECORDS)
     new = records[V2_RECORDS:]
-    assert [r.kind for r in new] == ["ThreadConfigured", "EntryAppended", "EntryAppended",
+    assert [r.kind for r in new] == ["ThreadConfigured", "EntryAppended", "ContextCompacted", "EntryAppended",
                                      "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
-    effect = json.loads(new[3].payload)["effect"]
+    effect = json.loads(new[4].payload)["effect"]
     assert (effect["type"], effect["app"], effect["effect"]) == (
         "AppEffect", "notebook", {"text": "plan: fix step_3\ndone: tasks one, three", "type": "NotebookEdited"})
     # render shows the window as the resumed agent saw it; audit lists every record

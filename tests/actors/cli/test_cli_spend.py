@@ -117,7 +117,9 @@ def _blueprint(tmp: Path, spend: str) -> Path:
 def test_a_blueprints_max_cost_prices_with_its_own_table_and_the_flag_raises_it(tmp_path: Path) -> None:
     found = calls(tmp_path)
     cost = [(c.usage.prompt_tokens * 1000 + c.usage.completion_tokens * 2000) / 1e6 for c in found]
-    limit = round(cost[0] + cost[1] + found[2].usage.prompt_tokens * 1000 / 1e6 / 2, 6)
+    third = found[2]  # (its shared prefix is priced as cached input)
+    estimate = ((third.usage.prompt_tokens - third.shared_tokens) * 1000 + third.shared_tokens * 100) / 1e6
+    limit = round(cost[0] + cost[1] + estimate / 2, 6)
     bp = _blueprint(tmp_path, f'[spend]\nmax_cost = {limit}\n\n[spend.prices."scripted"]\n'
                               "input = 1000\ncached_input = 100\noutput = 2000\n")
     store = f"sqlite:{tmp_path / 'spend.db'}"
