@@ -60,7 +60,7 @@ class ContextPolicy:
     """
 
     policy: str = "stable"
-    low_water: float = 0.6
+    low_water: float = 0.4
     """The share of the budget a compaction renders down to: lower means fewer compactions
     (more calls share each prefix) and less detail right after one."""
     high_water: float = 1.0
@@ -203,8 +203,9 @@ def _compact(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budge
 
 def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
           limit: int) -> RenderResult | None:
-    """The frame with the entries appended since, each unit at LIVE, if that fits in ``limit``
-    and nothing after the frame was folded; ``None`` when a compaction is due."""
+    """The frame with the entries appended since, each unit at LIVE (folded or not: the recap
+    that stands for them is sent from the next compaction on), if that fits in ``limit``;
+    ``None`` when a compaction is due."""
     if frame.upto:
         at = index.get(frame.upto)
         if at is None:
@@ -216,12 +217,10 @@ def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], 
     for k in range(start, len(entries)):
         entry = list.__getitem__(entries, k) if isinstance(entries, list) else entries[k]
         if isinstance(entry, RecapEntry):
-            continue  # a fold of entries the frame shows: it shows at the next compaction
+            continue  # a fold: its recap shows from the next compaction on
         if not hasattr(entry, "folded"):  # (an entry still in its snapshot form: a reopened thread)
             return None
-        if entry.folded:
-            return None  # an entry the frame does not show went into a recap: compact
-        new.append(entry)
+        new.append(entry)  # (folded since, it is still sent as it was: the recap is not sent yet)
     if not new:
         return RenderResult(frame.messages, frame.tokens, frame.entries, frame.spans)
     messages = list(frame.messages)
