@@ -4,8 +4,8 @@ A unit is an entry, or a model output and the tool results answering exactly its
 (:mod:`livecontext.actors.history._units`). These tests pin what a mutation tool found
 unchecked: results that outnumber the calls, call ids equal but not the same objects (as a
 log reads them back), a unit that would reach from the oldest entry round to the newest, the
-exact cost of results of any length rendered as user text, and levels equal in text but not
-in identity.
+exact cost of results of any length rendered as user text, levels equal in text but not in
+identity, and the render cache's bound at its default size.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livecontext.actors.history import BudgetTooSmallError, RenderResult, render
+from livecontext.actors.history import BudgetTooSmallError, RenderCache, RenderResult, render
 from livecontext.actors.history._lod import output_content
 from livecontext.actors.history._units import (
     JOIN_TOKENS,
@@ -197,3 +197,16 @@ def test_levels_equal_in_text_but_read_back_as_separate_objects_show_nothing_mor
     assert not levels.shows_more(Level.RECENT) and not levels.shows_more(Level.LIVE)
     more = attrs.evolve(entry, content=attrs.evolve(same, live=level_text("all of it, and more")))
     assert differs([more], Level.RECENT, Level.LIVE) and not differs([more], Level.GIST, Level.RECENT)
+
+
+def test_a_render_cache_of_the_default_size_starts_afresh_past_4096_units() -> None:
+    cache = RenderCache()
+    assert cache.max_units == 4096
+    entries = [inp(n, f"step {n}") for n in range(4097)]
+    for entry in entries[:4096]:
+        cache.levels([entry])
+    assert len(cache) == 4096
+    kept = cache.levels([entries[0]])
+    assert cache.levels([entries[0]]) is kept and len(cache) == 4096  # (read, not built again)
+    cache.levels([entries[4096]])
+    assert len(cache) == 1  # (never more than max_units: a long run's cache stays bounded)
