@@ -1,4 +1,5 @@
-"""How ``structured`` fits ``max_chars``: which item goes first, and how much room the steps take.
+"""How ``structured`` fits ``max_chars`` (which item goes first, how much room the steps take),
+and how it keeps a decision said again.
 
 The order (``_structured``'s module doc): the steps take what the fields leave, at least a
 third; then the oldest item of the longest list goes (errors: the fixed ones first); then the
@@ -78,3 +79,11 @@ def test_once_the_lists_are_empty_the_steps_take_the_room_the_task_leaves_if_mor
     assert room > 470 // 4
     # the last line is cut to that room, not to a quarter
     assert data["steps"] == ["e1–e3 (2 steps): 2 calls", "e5 bash: python -m pytest tests/test_m2.py -x -q → 15 passe…"]
+
+
+def test_a_decision_holding_a_colon_said_again_is_kept_once_at_its_newest_step() -> None:
+    s = Session()
+    s.say("Plan: keep the cache key as it is.")
+    s.say("Plan: keep the cache key as it is.")
+    data = json.loads(structured(Recap(), s.entries, 2000).text)
+    assert data["decisions"] == ["e2: Plan: keep the cache key as it is."]
