@@ -31,7 +31,7 @@ def first_loss(entries: list[HistoryEntry], keys: tuple[str, ...]) -> dict[str, 
     text = structured(Recap(), entries, 100_000).text
     whole = json.loads(text)
     for max_chars in range(len(text), 100, -1):
-        data = json.loads(structured(Recap(), entries, max_chars).text)
+        data: dict[str, Any] = json.loads(structured(Recap(), entries, max_chars).text)
         if any(len(data[k]) < len(whole[k]) for k in keys):
             return data
     raise AssertionError("nothing was dropped")

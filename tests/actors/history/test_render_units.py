@@ -82,7 +82,7 @@ def do_render(active: Sequence[HistoryEntry], budget: int = 100_000, pinned: Seq
 
 def read_back(text: str) -> str:
     """``text`` as a log decodes it: equal, but another object than the one written."""
-    copy = json.loads(json.dumps(text))
+    copy: str = json.loads(json.dumps(text))
     assert copy == text and copy is not text
     return copy
 
