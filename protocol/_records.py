@@ -66,7 +66,7 @@ class RenderPolicy:
 
     name: str = "stable"
     """``stable`` or ``fill``."""
-    low_water: float = 0.4
+    low_water: float = 0.35
     high_water: float = 1.0
 
 

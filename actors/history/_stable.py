@@ -60,7 +60,7 @@ class ContextPolicy:
     """
 
     policy: str = "stable"
-    low_water: float = 0.4
+    low_water: float = 0.35
     """The share of the budget a compaction renders down to: lower means fewer compactions
     (more calls share each prefix) and less detail right after one."""
     high_water: float = 1.0

@@ -23,7 +23,7 @@ def test_it_writes_the_trace_as_json_or_svg_as_the_extension_says(store: str, tm
     assert code == 0, err
     data = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
     assert data["thread"] == "lake-trip" and data["counts"]["model_calls"] == 9
-    assert out.startswith(f"wrote {tmp_path / 't.json'} (json): thread lake-trip, 42 records, ")
+    assert out.startswith(f"wrote {tmp_path / 't.json'} (json): thread lake-trip, 40 records, ")
     code, _, err = cli("trace", "--store", store, "--thread", "lake-trip", "-o", str(tmp_path / "t.svg"))
     assert code == 0, err
     assert (tmp_path / "t.svg").read_text(encoding="utf-8").startswith('<?xml version="1.0" encoding="UTF-8"?>\n<svg')
@@ -47,8 +47,8 @@ BAD_INPUTS: dict[str, Callable[[str, Path], tuple[list[str], str]]] = {
         f"thread 'nope' does not exist in {store}; its threads: lake-trip "
         f"(`livecontext threads --store {store}` lists them)"),
     "an --at past the end says the last seq": lambda store, tmp: (
-        ["--thread", "lake-trip", "--at", "43", "-o", str(tmp / "t.json")],
-        "--at 43 is past the end of thread lake-trip: its last seq is 42"),
+        ["--thread", "lake-trip", "--at", "41", "-o", str(tmp / "t.json")],
+        "--at 41 is past the end of thread lake-trip: its last seq is 40"),
     "an output in a missing folder says which": lambda store, tmp: (
         ["--thread", "lake-trip", "-o", str(tmp / "no" / "such" / "t.svg")],
         f"-o {tmp / 'no' / 'such' / 't.svg'}: the folder {tmp / 'no' / 'such'} does not exist; make it first "

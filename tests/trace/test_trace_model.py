@@ -82,7 +82,9 @@ def test_each_model_output_is_one_call_whose_levels_add_up_to_its_tokens_within_
         assert 0 < call.tokens <= call.budget == got.budget == 4000
         assert call.entries[0].id == "system" and got.texts[call.entries[0].text].startswith("You plan trips.")
         assert call.levels.recap == sum(e.tokens for e in call.entries if e.level == "recap")
-    assert any(c.levels.recap for c in got.model_calls)  # (the recap folds as the run goes)
+    # the recap folds as the run goes; the stable policy sends it from its next compaction on,
+    # which this short run (9 calls in 4,000 tokens) never needs
+    assert any(m.type is MarkType.FOLD for m in got.marks)
     answer = got.model_calls[-1]
     assert got.texts[answer.output].startswith("The plan: day 1 drive up")
 
