@@ -119,9 +119,7 @@ class AgentSettings:
         if given is not None and (given.max_entries or given.max_tokens or given.max_bytes):
             return given
         reserved = self.recap.max_summary_chars // 3 + RECAP_MESSAGE_TOKENS  # (~3 chars a token, at worst)
-        # under the stable policy a compaction renders the history under its low-water mark:
-        # the recap folds so that what it leaves unfolded fits there, every step shown or recapped
-        budget = self.budget if self.context.policy == "fill" else int(self.budget * self.context.low_water)
+        budget = int(self.budget * self.context.recap_share())
         if given is None:
             return BudgetLimits(budget, reserved)
         return BudgetLimits(budget, reserved, given.soft, given.hard, given.truncate)

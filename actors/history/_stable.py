@@ -46,6 +46,8 @@ from ._render import BudgetTooSmallError, RenderResult, render
 from ._units import RenderCache, answers, unit_messages
 
 POLICIES = ("stable", "fill")
+RECAP_SHARE_FLOOR = 0.5
+"""The least share of the budget a recap's derived limits are made from (see :meth:`ContextPolicy.recap_share`)."""
 
 
 @frozen
@@ -65,6 +67,17 @@ class ContextPolicy:
     (more calls share each prefix) and less detail right after one."""
     high_water: float = 1.0
     """The share of the budget past which a call compacts instead of growing the context."""
+
+    def recap_share(self) -> float:
+        """The share of the budget a recap's derived limits are made from (no ``[limits]``).
+
+        ``fill`` renders the whole budget. A ``stable`` compaction renders the history under
+        its low-water mark, so the recap folds to keep what it leaves unfolded near that size
+        (the older steps at GIST then fit in a compaction: every step shown or recapped), but
+        never under half the budget: below that it folds so often that rewriting the recap
+        outweighs the steps in the log (measured: 2.25x the raw text a step at 0.35 of 8,000
+        tokens, 1.49x at 0.5)."""
+        return 1.0 if self.policy == "fill" else max(self.low_water, RECAP_SHARE_FLOOR)
 
     def recorded(self) -> RenderPolicy:
         """The policy as a thread records it."""
