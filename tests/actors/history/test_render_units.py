@@ -10,7 +10,6 @@ identity, and the render cache's bound at its default size.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Sequence
 
@@ -48,9 +47,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 from tests.actors.agent_harness import counter
-
-T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-AUTHOR = ActorId("engine", "t")
+from tests.actors.history.test_render import AUTHOR, T0
 
 
 def inp(n: int, text: str) -> ModelInputEntry:
