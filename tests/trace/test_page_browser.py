@@ -275,22 +275,27 @@ def test_a_model_calls_details_show_its_usage_and_shared_prefix_or_say_they_are_
     page: TracePage, trace: dict[str, Any]
 ) -> None:
     page.open(trace)
-    listed = {int(row.get_attribute("data-n")): row for row in page.testid("model-call")}
-    known = next(n for n in sorted(listed) if trace["model_calls"][n]["usage"] and trace["model_calls"][n]["shared_tokens"])
-    unknown = next(n for n in sorted(listed) if trace["model_calls"][n]["usage"] is None)
+
+    def row(n: int) -> Any:
+        """Call ``n``'s row in the list, found afresh (a click draws the list anew)."""
+        return next(r for r in page.testid("model-call") if int(r.get_attribute("data-n")) == n)
+
+    listed = sorted(int(r.get_attribute("data-n")) for r in page.testid("model-call"))
+    known = next(n for n in listed if trace["model_calls"][n]["usage"] and trace["model_calls"][n]["shared_tokens"])
+    unknown = next(n for n in listed if trace["model_calls"][n]["usage"] is None)
     call = trace["model_calls"][known]
     usage, sent, shared = call["usage"], call["sent_tokens"], call["shared_tokens"]
-    listed[known].click()
+    row(known).click()
     assert page.testid("call-usage")[0].text == (
         f"input {usage['input_tokens']:,} ({usage['cached_input_tokens']:,} cached, "
         f"{js_percent(usage['cached_input_tokens'], usage['input_tokens'])}), output {usage['output_tokens']:,}")
     assert page.testid("call-shared")[0].text == (
         f"{sent:,} tokens, {shared:,} of them the call before's prefix ({js_percent(shared, sent)})")
-    assert f"{js_percent(shared, sent)} shared" in listed[known].text
-    listed[unknown].click()
+    assert f"{js_percent(shared, sent)} shared" in row(known).text
+    row(unknown).click()
     assert page.testid("call-usage")[0].text == "unknown (recorded before usage was)"
     assert page.testid("call-shared")[0].text == "unknown (recorded before the sent size was)"
-    assert "shared" not in listed[unknown].text  # (never 0% for a call whose share is unknown)
+    assert "shared" not in row(unknown).text  # (never 0% for a call whose share is unknown)
 
 
 def test_a_click_on_a_message_shows_its_seq_time_kind_mode_summary_and_ends(page: TracePage, trace: dict[str, Any]) -> None:
