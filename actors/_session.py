@@ -192,8 +192,8 @@ async def open_session(
                     if held:
                         (on_note or _note)(
                             f"thread {settings.thread_id} was stopped in the middle of a step "
-                            f"({state.value}); it resumes where it stopped and the given input "
-                            "is not fed (it was probably fed before); run again to give new input")
+                            f"({state.value}) after it recorded the input {held[0]!r}; it resumes "
+                            "where it stopped, and the inputs given (the same again) are not fed twice")
                     names = tuple(app.name for app in apps) if apps is not None else (Notebook.name,)
                     yield Session(rt, agent, store, log, converter, state, held, names)
     if refused is not None:
@@ -297,15 +297,36 @@ def _note(text: str) -> None:
 
 async def _feed(rt: Runtime, agent: AgentActors,
                 inputs: Sequence[ProvideInput]) -> tuple[EngineState, tuple[str, ...]]:
-    """Feed ``inputs`` if the thread waits for input; return its state and what was held back."""
+    """Feed ``inputs``; return the thread's state and what was held back.
+
+    A thread stopped in the middle of a step (a crash, ``--max-steps``) resumes that step
+    first; inputs given meanwhile wait their turn, unless the first of them is the input
+    the thread recorded last: then the command that stopped is being run again, and feeding
+    them would give the agent its input twice (they are held back, and said so)."""
     client = rt.client(f"feed-{agent.thread_id}")
     tail = await client.ask(agent.history, GetTail())
     assert isinstance(tail, Tail)
-    if tail.state is not EngineState.WAITING_INPUT:
-        return tail.state, tuple(given.text for given in inputs)
+    if tail.state is not EngineState.WAITING_INPUT and inputs:
+        if inputs[0].text == await _last_input(client, agent, tail):
+            return tail.state, tuple(given.text for given in inputs)
     for given in inputs:
         await give_input(client, agent.input, given)
     return tail.state, ()
+
+
+LAST_INPUT_WINDOW = 256
+"""How many of the newest entries :func:`_last_input` looks through (a turn is shorter)."""
+
+
+async def _last_input(client: Context, agent: AgentActors, tail: Tail) -> str | None:
+    """The text of the thread's newest input entry among its last :data:`LAST_INPUT_WINDOW`."""
+    if isinstance(tail.last, ModelInputEntry):
+        return tail.last.text
+    got = await client.ask(agent.history, ReadHistory(start=max(tail.entries - LAST_INPUT_WINDOW, 0),
+                                                      kinds=("model_input",), include_folded=True))
+    assert isinstance(got, HistorySlice)
+    texts = [e.text for e in got.entries if isinstance(e, ModelInputEntry) and e.text]
+    return texts[-1] if texts else None
 
 
 @asynccontextmanager

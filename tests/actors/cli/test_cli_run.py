@@ -247,3 +247,19 @@ def test_a_blueprint_with_a_recap_and_no_limits_folds_by_limits_derived_from_its
     assert sum(e["kind"] == "recap" for e in entries) >= 1
     assert sum(e["folded"] for e in entries) > 10
     assert entries[0]["retention"] == "critical" and not entries[0]["folded"]
+
+
+def test_an_input_given_after_a_max_steps_stop_is_fed_once_the_step_in_flight_is_done(tmp_path: Path) -> None:
+    store = ["--store", f"sqlite:{tmp_path / 'm.db'}"]
+    stopped = _invoke(["run", *store, "--input", "first", "--max-steps", "1"])
+    assert stopped.code == 0 and "PendingInput" in stopped.out
+    resumed = _invoke(["run", *store, "--input", "second"])
+    assert resumed.code == 0 and "not fed" not in resumed.err
+    again = _invoke(["run", *store, "--input", "first", "--max-steps", "1"])
+    rerun = _invoke(["run", *store, "--input", "first"])  # the command that stopped, run again
+    assert again.code == rerun.code == 0
+    assert ("after it recorded the input 'first'; it resumes where it stopped, and the inputs given (the same "
+            "again) are not fed twice") in " ".join(rerun.err.split())
+    history = _json(_invoke(["history", *store, "--thread", "main"]))
+    assert [e["levels"]["live"] for e in history["entries"]] == [  # type: ignore[index, union-attr]
+        "first", "echo: first", "second", "echo: second", "first", "echo: first"]
