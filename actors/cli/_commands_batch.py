@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 import click
 from rich.console import Console
@@ -72,10 +73,11 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
     url = store_url or loaded.store or default_store_url()
     out = Path(out_path or f"{name}.results.jsonl")
     written = read_results(out)
+    sink = _results_file(out)
     made_folder = folder_note(url)
     if made_folder:
         click.echo(f"livecontext: note: {made_folder}", err=True)
-    with out.open("a", encoding="utf-8") as sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
+    with sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
         if on_ray:
             if importlib.util.find_spec("ray") is None:
                 _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
@@ -108,6 +110,20 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
                + f"; results in {out}; store {url}")
     if by_status["failed"]:
         sys.exit(1)
+
+
+def _results_file(out: Path) -> TextIO:
+    """``out`` opened for appending result lines, or one line saying why it cannot be (before
+    any task runs)."""
+    try:
+        return out.open("a", encoding="utf-8")
+    except OSError as exc:
+        folder = out.parent
+        if not folder.exists():
+            _fail(f"--out {out}: the folder {folder} does not exist; make it first (mkdir -p {folder}) "
+                  "or write the results elsewhere")
+        _fail(f"--out {out}: cannot append to it ({exc.strerror or exc}); check the path and its "
+              "permissions, or write the results elsewhere")
 
 
 class _Reporter:

@@ -153,6 +153,15 @@ def test_a_bad_tasks_file_is_one_line_naming_the_line(project: Path, lines: list
     assert ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
 
 
+def test_results_into_a_missing_folder_are_one_line_before_any_task_runs(project: Path) -> None:
+    write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"]}])
+    ran = batch("--tasks", "five.jsonl", "--out", str(project / "no" / "r.jsonl"))
+    assert ran.exit_code == 1
+    assert ran.stderr == (f"livecontext: error: --out {project / 'no' / 'r.jsonl'}: the folder {project / 'no'} "
+                          f"does not exist; make it first (mkdir -p {project / 'no'}) or write the results elsewhere\n")
+    assert not (project / "b.db").exists()  # (no task ran)
+
+
 # -- a system of agents per task ------------------------------------------------------------------
 
 SYSTEM = '''
