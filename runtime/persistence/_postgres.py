@@ -152,11 +152,15 @@ def describe_url(url: str) -> str:
 
 def connect_error(url: str, exc: psycopg.Error) -> StoreOpenError:
     """One line saying why connecting to ``url`` failed and what to do."""
-    params = conninfo_to_dict(url)
+    text = " ".join(str(exc).split())
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:  # (libpq cannot read the URL itself)
+        return StoreOpenError(url, f"not a PostgreSQL URL ({text})",
+                              "write it as postgresql://USER@HOST:PORT/DATABASE ([::1] for an IPv6 host)")
     host = params.get("host") or "localhost"
     port = params.get("port") or "5432"
     where = describe_url(url)
-    text = " ".join(str(exc).split())
     lowered = text.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered:
         return StoreOpenError(where, f"PostgreSQL refused the password of user {params.get('user', '')!r}",
@@ -164,6 +168,10 @@ def connect_error(url: str, exc: psycopg.Error) -> StoreOpenError:
     if "does not exist" in lowered and "database" in lowered:
         return StoreOpenError(where, f"PostgreSQL at {host}:{port} has no database {params.get('dbname', '')!r}",
                               f"create it (createdb -h {host} -p {port} {params.get('dbname', '')}) or name another")
+    if "role" in lowered and "does not exist" in lowered:
+        user = params.get("user", "")
+        return StoreOpenError(where, f"PostgreSQL at {host}:{port} has no role {user!r}",
+                              f"create it (createuser -h {host} -p {port} {user}) or name another user in the URL")
     if "connection refused" in lowered or "could not connect" in lowered or "timeout" in lowered \
             or "no such file" in lowered or "resolve host" in lowered or "translate host name" in lowered:
         return StoreOpenError(where, f"cannot reach PostgreSQL at {host}:{port} ({_reason(text)})",

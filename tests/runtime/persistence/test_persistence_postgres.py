@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,23 @@ async def test_a_missing_database_is_one_line_naming_it(postgres_cluster: Cluste
     text = _one_line(info.value)
     assert f"PostgreSQL at 127.0.0.1:{postgres_cluster.port} has no database 'no_such_db'" in text
     assert "createdb" in text
+
+
+async def test_a_missing_role_is_one_line_naming_it_and_how_to_make_it(postgres_cluster: Cluster) -> None:
+    with pytest.raises(StoreOpenError) as info:
+        await open_store(postgres_cluster.url("postgres", "no_such_role"))
+    text = _one_line(info.value)
+    assert f"PostgreSQL at 127.0.0.1:{postgres_cluster.port} has no role 'no_such_role'" in text
+    assert f"createuser -h 127.0.0.1 -p {postgres_cluster.port} no_such_role" in text
+    assert "choose a path you can write to" not in text
+
+
+async def test_a_url_libpq_cannot_read_is_one_line_saying_how_to_write_it() -> None:
+    with pytest.raises(StoreOpenError, match=re.escape(
+            'cannot open the store at postgresql://lc@[::1:5432/runs: not a PostgreSQL URL (end of string reached '
+            'when looking for matching "]" in IPv6 host address in URI: "postgresql://lc@[::1:5432/runs"); write '
+            "it as postgresql://USER@HOST:PORT/DATABASE ([::1] for an IPv6 host)")):
+        await open_store("postgresql://lc@[::1:5432/runs")
 
 
 async def test_a_second_writer_of_a_live_holder_is_refused(postgres_url: str) -> None:
