@@ -16,6 +16,9 @@ def main() -> None:
         command(prog_name="livecontext")
     except KeyboardInterrupt:  # (before the command took Ctrl-C over, or after it gave it back)
         _interrupted()
+    except BrokenPipeError:  # (what reads the output stopped reading: `livecontext history | head`)
+        from livecontext.actors.cli import reader_gone
+        reader_gone()
 
 
 def _interrupted() -> None:

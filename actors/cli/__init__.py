@@ -7,6 +7,6 @@ wires actors together, and dependencies point one way: actors -> runtime -> prot
 from __future__ import annotations
 
 from . import _commands_agent, _commands_batch, _commands_store, _commands_trace  # (each adds its commands to main)
-from ._main import main
+from ._main import main, reader_gone
 
-__all__ = ["main"]
+__all__ = ["main", "reader_gone"]

@@ -65,8 +65,20 @@ def _ours(leaf: BaseException) -> NoReturn:
 
 def _os_error(leaf: BaseException) -> NoReturn:
     assert isinstance(leaf, OSError)
+    if isinstance(leaf, BrokenPipeError):
+        reader_gone()
     where = f": {leaf.filename}" if leaf.filename else ""
     _fail(f"{leaf.strerror or leaf}{where}; check that path and its permissions (and the free disk space)")
+
+
+def reader_gone() -> NoReturn:
+    """What reads our output stopped reading (``livecontext audit | head -1``): end quietly,
+    as a Unix tool killed by SIGPIPE does (exit 141), with nothing more written to the pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python flushes it on exit)
+    except OSError:
+        pass
+    sys.exit(141)
 
 
 def _sqlite_error(leaf: BaseException) -> NoReturn:

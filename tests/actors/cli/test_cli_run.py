@@ -263,3 +263,15 @@ def test_an_input_given_after_a_max_steps_stop_is_fed_once_the_step_in_flight_is
     history = _json(_invoke(["history", *store, "--thread", "main"]))
     assert [e["levels"]["live"] for e in history["entries"]] == [  # type: ignore[index, union-attr]
         "first", "echo: first", "second", "echo: second", "first", "echo: first"]
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly_as_sigpipe_does(tmp_path: Path) -> None:
+    store = ["--store", f"sqlite:{tmp_path / 'p.db'}"]
+    assert _invoke(["run", *store, "--input", "hello"]).code == 0
+    for command in (["audit", *store, "--thread", "main"], ["history", *store, "--thread", "main"]):
+        proc = subprocess.Popen([str(LIVECONTEXT), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "LIVECONTEXT_STORE": ""})
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # (as `| head -0` would: every write finds the pipe closed)
+        err = proc.stderr.read()
+        assert (proc.wait(), err) == (141, ""), command
