@@ -36,7 +36,8 @@ from ._main import _fail, folder_note, main, run_async
               help='One task per line: {"id": ..., "inputs": [...], "vars": {...}} (a system\'s inputs may be '
                    '{"AGENT": [...]}).')
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Worker processes (more than 1 needs --ray).")
+              help="Worker processes (more than 1 run on Ray: a local cluster started for the batch, or "
+                   "the one --ray names).")
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS", help="Run the workers on this Ray cluster.")
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(min=1),
               help="Tasks run at once by each worker.")

@@ -70,8 +70,9 @@ class OpenAIModel(ModelClient):
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             raise UsageError(
-                f"no API key for openai:{model}: set the OPENAI_API_KEY environment variable or "
-                "pass --api-key (for a local server that ignores keys, any value will do)"
+                f"no API key for openai:{model}: set the OPENAI_API_KEY environment variable, or give one "
+                "(--api-key on the command line, api_key= in Python; for a local server that ignores keys, "
+                "any value will do)"
             )
         self.name = f"openai:{model}"
         self.model = model
@@ -174,7 +175,7 @@ class OpenAIModel(ModelClient):
         if status == 409 or status >= 500:
             return TransientModelError(FailureKind.SERVER, f"HTTP {status}: {message}")
         if status == 401:
-            hint = "check the API key (OPENAI_API_KEY or --api-key)"
+            hint = "check the API key (OPENAI_API_KEY, --api-key or api_key=)"
         elif status == 403:
             hint = f"check that the API key may use the model {self.model!r}"
         elif status == 404:
