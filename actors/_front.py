@@ -122,7 +122,8 @@ class AgentState:
     status: AgentStatus
     """Where the task stands, with its result, question or error."""
     entries: int
-    """Unfolded entries in the history."""
+    """Entries in the thread's history, every one: those folded into a recap and the recaps
+    included (``history()`` gives them)."""
     model_outputs: int
     """Model outputs ever recorded (folded ones included)."""
     apps: Mapping[str, str]
@@ -227,7 +228,8 @@ class Agent:
                 yield item
 
     async def history(self) -> tuple[HistoryEntry, ...]:
-        """The thread's unfolded entries, oldest first."""
+        """Every entry of the thread, oldest first: those folded into a recap included (their
+        ``folded`` is true) and the recaps themselves."""
         entries = await self._client.ask(self._session.agent.history, ReadHistory(include_folded=True))
         assert isinstance(entries, HistorySlice)
         return entries.entries
