@@ -136,6 +136,15 @@ async def test_a_missing_blueprint_exits_non_zero_with_one_line(tmp_path: Path) 
     assert done.stderr.decode() == "livecontext: error: nope.toml: no such blueprint file; check the path\n"
 
 
+async def test_the_readmes_next_input_resumes_the_notebook_example_where_it_stopped(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'r.db'}"
+    await run_json("--model", "scripted:examples/notebook_script.json", "--input", "Start a plan", "--store", store)
+    data = await run_json("--thread", "main", "--input", "next", "--store", store)  # its model, resumed
+    assert data["state"] == "WaitingInput"
+    assert "- gather the requirements (in progress)" in data["apps"]["notebook"]
+    assert last_answer(data) == "I have started gathering the requirements; the notebook says so."
+
+
 async def test_run_without_a_blueprint_still_runs_the_readme_example() -> None:
     data = await run_json("--model", "scripted:examples/notebook_script.json", "--input", "Start a plan",
                           "--store", "memory:")
