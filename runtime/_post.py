@@ -162,8 +162,9 @@ class Post:
         env = self.stamp(responder, request.sender, payload, correlation_id=request.message_id,
                          causation_id=request.message_id)
         if slot is None:
+            # (quiet: the asker gave up, and was told so: a late answer is nobody's fault)
             self.drop(env, f"no caller waits for correlation id {request.message_id} "
-                           "(the ask timed out or was cancelled)")
+                           "(the ask timed out or was cancelled)", quiet=True)
             return
         slot.answer(payload, error)
         self.audit(AuditRecord(AuditEvent.REPLIED, env))

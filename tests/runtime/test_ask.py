@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
@@ -204,8 +206,10 @@ async def test_an_ask_without_a_reply_in_time_raises_ask_timeout_error(autojump_
         assert info.value.message_type == "Slow"
 
 
-async def test_a_late_reply_is_an_audited_drop_naming_its_correlation_id(autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_late_reply_is_an_audited_drop_naming_its_correlation_id_and_no_warning(
+        autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
     records: list[AuditRecord] = []
+    caplog.set_level(logging.WARNING, logger="livecontext")
     async with open_runtime() as rt:
         rt.add_audit_hook(records.append)
         ref = await rt.spawn(Worker, "worker/w")
@@ -221,6 +225,7 @@ async def test_a_late_reply_is_an_audited_drop_naming_its_correlation_id(autojum
     assert drops[0].envelope.correlation_id == request.message_id
     assert drops[0].reason == (f"no caller waits for correlation id {request.message_id} "
                                "(the ask timed out or was cancelled)")
+    assert "dropped" not in caplog.text  # (the asker was told it gave up: nothing to warn anyone of)
 
 
 async def test_the_timeout_also_covers_waiting_for_room_in_a_full_mailbox(autojump_clock: trio.testing.MockClock) -> None:
