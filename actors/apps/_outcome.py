@@ -72,10 +72,30 @@ class ToolOutcome:
         return cls(ToolStatus.FAILED, message)
 
     def to_result(self, call: ToolCall, tokens: TokenCounter) -> ToolResult:
-        """The :class:`~livecontext.protocol.ToolResult` answering ``call``, with token counts."""
+        """The :class:`~livecontext.protocol.ToolResult` answering ``call``, with token counts.
+
+        Text that is not valid Unicode (a lone surrogate, as ``bytes.decode(errors=
+        "surrogateescape")`` leaves) cannot be counted, stored or sent: such characters are
+        replaced by U+FFFD and the output says how many were, so the model still reads what
+        the tool said (the tool ran; its result is not a failure of ours)."""
+        live, replaced = _valid(self.live)
+        recent = _valid(self.recent)[0] if self.recent is not None else None
+        gist = _valid(self.gist)[0] if self.gist is not None else None
+        if replaced:
+            live += f"\n[{replaced} characters that are not valid Unicode replaced by \ufffd]"
         return ToolResult(
             call_id=call.id,
             name=call.name,
             status=self.status,
-            content=result_content(call.name, self.status, self.live, self.recent, self.gist, tokens),
+            content=result_content(call.name, self.status, live, recent, gist, tokens),
         )
+
+
+def _valid(text: str) -> tuple[str, int]:
+    """``text`` with its lone surrogates replaced by U+FFFD, and how many there were."""
+    try:
+        text.encode("utf-8")  # (the common case, checked at C speed)
+    except UnicodeEncodeError:
+        bad = sum(1 for ch in text if "\ud800" <= ch <= "\udfff")
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text), bad
+    return text, 0

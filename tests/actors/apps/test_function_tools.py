@@ -133,3 +133,22 @@ def test_an_apps_method_is_not_a_plain_tool() -> None:
 
 def test_the_tools_app_has_no_window() -> None:
     assert FunctionTools([ft.add]).window() == ""
+
+
+async def test_a_tool_returning_text_that_is_not_valid_unicode_ran_and_says_what_was_replaced() -> None:
+    import livecontext
+    from livecontext.protocol import ToolResultsEntry
+    from livecontext.runtime.models import ScriptedModel
+
+    @livecontext.tool
+    def undecodable() -> str:
+        """Return bytes decoded with surrogateescape, as a subprocess's output may be."""
+        return b"bad \xff and \xfe".decode("utf-8", "surrogateescape")
+
+    model = ScriptedModel.from_turns([{"tool_calls": [{"name": "undecodable", "arguments": {}}]}, {"text": "ok"}])
+    async with livecontext.open_agent(model=model, tools=[undecodable]) as agent:
+        await agent.send("go")
+        results = [e for e in await agent.history() if isinstance(e, ToolResultsEntry)]
+    (result,) = results[0].results
+    assert result.status is ToolStatus.OK
+    assert result.content.live.text == "bad \ufffd and \ufffd\n[2 characters that are not valid Unicode replaced by \ufffd]"
