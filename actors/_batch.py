@@ -215,6 +215,32 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
     return text
 
 
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A ``{NAME}`` a task's vars may fill (a JSON brace, with its quotes, is none)."""
+
+
+def unset_placeholders(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask]) -> list[str]:
+    """One line for each ``{NAME}`` of the blueprint's prompts and pins, or of a task's
+    inputs, that some task gives no var for: it stays as written in what the agent reads
+    (:func:`substitute` replaces the names given alone). Said, not refused: the braces may
+    be meant."""
+    agents = [bp] if isinstance(bp, Blueprint) else [a.blueprint for a in bp.agents]
+    shared = [text for b in agents for text in (b.settings.system_prompt or "", *b.pins)]
+    missing: dict[str, list[str]] = {}
+    for task in tasks:
+        texts = [*shared, *task.inputs, *(text for given in task.addressed.values() for text in given)]
+        for name in dict.fromkeys(m for text in texts for m in PLACEHOLDER.findall(text)):
+            if name not in task.vars:
+                missing.setdefault(name, []).append(task.id)
+    lines = []
+    for name, ids in missing.items():
+        named = ", ".join(ids[:3]) + (", …" if len(ids) > 3 else "")
+        lines.append(f"{{{name}}} is given by no var of {len(ids)} task(s) ({named}): it stays as written in "
+                     f"what their agents read; give \"{name}\" in their \"vars\" (or ignore this if the braces "
+                     "are meant)")
+    return lines
+
+
 def task_blueprint(bp: Blueprint, task: BatchTask, thread: str) -> Blueprint:
     """The blueprint one task runs: its thread, its vars in the system prompt and inputs."""
     return _with_vars(bp, task.vars, task.inputs).override(thread=thread)

@@ -21,6 +21,7 @@ from .._batch import (
     TaskResult,
     batch_name,
     check_tasks,
+    unset_placeholders,
     ray_environment,
     read_results,
     read_tasks,
@@ -71,6 +72,8 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
         check_tasks(loaded, tasks, name)
     except UsageError as exc:
         _fail(str(exc))
+    for line in unset_placeholders(loaded, tasks):
+        click.echo(f"livecontext: note: {line}", err=True)
     url = store_url or loaded.store or default_store_url()
     out = Path(out_path or f"{name}.results.jsonl")
     written = read_results(out)

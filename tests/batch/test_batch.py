@@ -153,6 +153,18 @@ def test_a_bad_tasks_file_is_one_line_naming_the_line(project: Path, lines: list
     assert ran.stderr.count("\n") == 1 and said in ran.stderr, ran.stderr
 
 
+def test_a_placeholder_a_task_gives_no_var_for_is_said_in_one_line_and_left_as_written(project: Path) -> None:
+    write_tasks(project / "vars.jsonl", [{"id": "t0", "inputs": ["Tell me about {topic}."], "vars": {"topic": "owls"}},
+                                         {"id": "t1", "inputs": ["Tell me about {topic}."]},
+                                         {"id": "t2", "inputs": ['Answer in JSON: {"a": 1}'], "vars": {"topic": "x"}}])
+    ran = batch("--tasks", "vars.jsonl")
+    assert ran.exit_code == 0, ran.stderr
+    notes = [line for line in ran.stderr.splitlines() if line.startswith("livecontext: note: {")]
+    assert notes == ['livecontext: note: {topic} is given by no var of 1 task(s) (t1): it stays as written in what '
+                     'their agents read; give "topic" in their "vars" (or ignore this if the braces are meant)']
+    assert inputs_of("vars/t1") == ["Tell me about {topic}."] and inputs_of("vars/t0") == ["Tell me about owls."]
+
+
 def test_results_into_a_missing_folder_are_one_line_before_any_task_runs(project: Path) -> None:
     write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"]}])
     ran = batch("--tasks", "five.jsonl", "--out", str(project / "no" / "r.jsonl"))
