@@ -166,7 +166,7 @@ def test_a_placeholder_a_task_gives_no_var_for_is_said_in_one_line_and_left_as_w
 
 
 def test_results_into_a_missing_folder_are_one_line_before_any_task_runs(project: Path) -> None:
-    write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"]}])
+    write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"], "vars": {"topic": "owls"}}])
     ran = batch("--tasks", "five.jsonl", "--out", str(project / "no" / "r.jsonl"))
     assert ran.exit_code == 1
     assert ran.stderr == (f"livecontext: error: --out {project / 'no' / 'r.jsonl'}: the folder {project / 'no'} "
