@@ -19,6 +19,7 @@ from livecontext.protocol import (
     ProtocolConverter,
     ProvideInput,
     ThreadConfigured,
+    ThreadSettings,
     Topic,
     thread_id_problem,
 )
@@ -29,6 +30,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
+from ._resume import thread_settings
 from ._subagents import give_store
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
@@ -160,13 +162,15 @@ async def spawn_agent(
     converter: ProtocolConverter, counter: TokenCounter, inputs: Sequence[str] = (),
     apps: Sequence[App] | None = None, auto: bool = False, recap_model: ModelClient | None = None,
     analyzer_models: Mapping[str, ModelClient] | None = None, model_spec: str = "",
-    spend: ActorId | None = None,
+    spend: ActorId | None = None, recap_model_spec: str = "", analyzer_model_specs: Mapping[str, str] | None = None,
 ) -> AgentActors:
     """Spawn a thread's history store, app host, input source and engine, in that order
     (and first, if ``settings.spend`` sets limits, the spend ledger that keeps them).
 
     ``model_spec`` is recorded with the thread (``ThreadConfigured.model``) so that it can be
-    resumed with the same model; empty when the model was given as a client. ``spend`` is
+    resumed with the same model; empty when the model was given as a client; so are
+    ``recap_model_spec`` and ``analyzer_model_specs`` (by analyzer name), the specs of the
+    side models, with the rest of ``settings`` (see ``_resume``). ``spend`` is
     the spend ledger of limits the agent shares (its system's, its parent's), in place of
     one of its own.
 
@@ -189,7 +193,9 @@ async def spawn_agent(
     # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
     give_store(app_list, log.store, log.clock, spend)
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
-                           context=settings.context)
+                           context=settings.context,
+                           settings=thread_settings(settings, recap_model=recap_model_spec,
+                                                    analyzer_models=analyzer_model_specs))
     limits = settings.history_limits()
     history = await rt.spawn(
         lambda: HistoryStore(tid, log, converter, counter, system_prompt=settings.system_prompt,
@@ -221,10 +227,12 @@ async def spawn_agent(
 
 
 def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
-                  lifecycle: bool = True, context: ContextPolicy = ContextPolicy()) -> ThreadConfigured:
+                  lifecycle: bool = True, context: ContextPolicy = ContextPolicy(),
+                  settings: ThreadSettings | None = None) -> ThreadConfigured:
     """What a thread records of how it runs: the budget, the tools it offers (as the model is
     sent them: its apps', then the control tools if ``lifecycle``), the apps (by name, class
-    and the options they were made with) and the model's spec.
+    and the options they were made with), the model's spec, the context policy and its other
+    ``settings`` (limits, recap, analyzers, spend limits...).
 
     Raises:
         ToolNameClashError: with ``lifecycle``, an app offers a tool named like a control tool.
@@ -232,7 +240,8 @@ def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
     tools = tuple(spec for app in apps for spec in describe_tools(app))
     if lifecycle:
         tools += control_tools(tools)
-    return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec, context.recorded())
+    return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec, context.recorded(),
+                            settings)
 
 
 def app_info(app: App) -> AppInfo:

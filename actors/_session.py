@@ -128,7 +128,7 @@ async def open_session(
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None,
     recap_model: ModelClient | None = None, analyzer_models: Mapping[str, ModelClient] | None = None,
-    tracer_provider: TracerProvider | None = None,
+    tracer_provider: TracerProvider | None = None, side_specs: tuple[str, Mapping[str, str]] = ("", {}),
 ) -> AsyncIterator[Session]:
     """Everything needed to run one thread, closed in order on exit.
 
@@ -146,6 +146,9 @@ async def open_session(
     A pinned input larger than the room (a pin, or the task when the thread pins it) is
     refused, nothing of it recorded, unless ``cut_oversized`` (see
     :class:`~livecontext.actors.InputTooLargeError`).
+
+    ``side_specs`` are the specs of the recap's model and of each analyzer's (by name), for
+    the thread to record (empty: none, or a client given in Python).
 
     The session is traced with ``tracer_provider``, or as the ``OTEL_*`` variables say (see
     :func:`~livecontext.actors.telemetry.open_tracing`).
@@ -181,7 +184,10 @@ async def open_session(
                 agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                           counter=counter, apps=apps, auto=auto,
                                           model_spec=_recordable(model_spec) if model is None else "",
-                                          recap_model=recap_model, analyzer_models=analyzer_models)
+                                          recap_model=recap_model, analyzer_models=analyzer_models,
+                                          recap_model_spec=_recordable(side_specs[0]),
+                                          analyzer_model_specs={name: _recordable(spec)
+                                                                for name, spec in side_specs[1].items()})
                 given = [ProvideInput(text, Retention.CRITICAL, cut_oversized=cut_oversized) for text in pins]
                 given += [ProvideInput(text, cut_oversized=cut_oversized) for text in inputs]
                 try:
@@ -261,21 +267,28 @@ def _recordable(spec: str) -> str:
     return spec
 
 
-async def recorded_config(store_url: str, thread_id: str) -> ThreadConfigured | None:
-    """How an existing thread last ran (model spec, apps, tools), from its log; ``None`` for a
-    new thread or one recorded before threads said so."""
-    if store_url.startswith("memory:"):
+async def recorded_config(store: str | EventStore, thread_id: str) -> ThreadConfigured | None:
+    """How an existing thread last ran (model spec, apps, tools, settings), from its log, in
+    the store at a URL or an open one; ``None`` for a new thread or one recorded before
+    threads said so."""
+    if not isinstance(store, str):
+        return await _config_in(store, thread_id)
+    if store.startswith("memory:"):
         return None  # (a memory store lives and dies with its process: nothing to resume)
     try:
-        store = await open_existing_store(store_url)  # (finding out creates nothing)
+        opened = await open_existing_store(store)  # (finding out creates nothing)
     except StoreMissingError:
         return None
-    async with store:
-        if not await store.exists(thread_id):
-            return None
-        reader = await store.open_reader(thread_id)
-        async with reader:
-            state = await load_state(reader, make_converter(), thread_id)
+    async with opened:
+        return await _config_in(opened, thread_id)
+
+
+async def _config_in(store: EventStore, thread_id: str) -> ThreadConfigured | None:
+    if not await store.exists(thread_id):
+        return None
+    reader = await store.open_reader(thread_id)
+    async with reader:
+        state = await load_state(reader, make_converter(), thread_id)
     return state.config
 
 

@@ -6,7 +6,7 @@ No I/O and no trio here: everything in this package can be built, compared and s
 
 from __future__ import annotations
 
-from . import _agent, _apps, _context_mgmt, _entries, _kernel, _lifecycle, _records, _spend, _system
+from . import _agent, _apps, _context_mgmt, _entries, _kernel, _lifecycle, _records, _setup, _spend, _system
 from ._agent import *  # noqa: F403  (the module's __all__)
 from ._apps import *  # noqa: F403  (the module's __all__)
 from ._context_mgmt import *  # noqa: F403  (the module's __all__)
@@ -14,6 +14,7 @@ from ._entries import *  # noqa: F403  (the module's __all__)
 from ._kernel import *  # noqa: F403  (the module's __all__)
 from ._lifecycle import *  # noqa: F403  (the module's __all__)
 from ._records import *  # noqa: F403  (the module's __all__)
+from ._setup import *  # noqa: F403  (the module's __all__)
 from ._spend import *  # noqa: F403  (the module's __all__)
 from ._system import *  # noqa: F403  (the module's __all__)
 from ._catalog import CHANNELS, TAGGED_TYPES, members
@@ -110,5 +111,6 @@ __all__ += _entries.__all__
 __all__ += _kernel.__all__
 __all__ += _lifecycle.__all__
 __all__ += _records.__all__
+__all__ += _setup.__all__
 __all__ += _spend.__all__
 __all__ += _system.__all__

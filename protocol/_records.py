@@ -12,6 +12,7 @@ from ._apps import AppHistory
 from ._entries import HistoryEntry, KeyedNote, Notification, ToolResultsEntry, UsageTotals
 from ._lifecycle import TaskMarks
 from ._message import Message
+from ._setup import ThreadSettings
 from ._tools import ToolResult, ToolSpec
 
 __all__ = [
@@ -72,8 +73,9 @@ class RenderPolicy:
 
 @frozen
 class ThreadConfigured(Message):
-    """What a thread's agent renders with: its budget, the tools it offers the model and its
-    apps (recorded when a thread starts or any of them changes)."""
+    """How a thread's agent runs: its budget, the tools it offers the model, its apps, its
+    model, how its calls are rendered and its other settings (recorded when a thread starts
+    or any of them changes; a resumed thread runs with them unless told otherwise)."""
 
     budget: int
     tools: tuple[ToolSpec, ...] = ()
@@ -84,6 +86,9 @@ class ThreadConfigured(Message):
     context: RenderPolicy | None = None
     """How its calls are rendered (``None``: recorded before there were policies, when every
     call was rendered as ``fill`` renders it)."""
+    settings: ThreadSettings | None = None
+    """Its limits, recap, analyzers, spend limits and the rest (``None``: recorded before
+    threads recorded them; resumed with the defaults)."""
 
 
 @frozen

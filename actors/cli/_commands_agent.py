@@ -22,6 +22,7 @@ from livecontext.runtime import Runtime, UsageError
 from livecontext.protocol import ThreadConfigured
 
 from .._agent import AgentSettings, check_thread_id
+from .._resume import SETTINGS, changed_settings, recorded_models, resumed_settings
 from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
@@ -144,7 +145,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     interrupt = interrupting(thread_id, store_url, resume)
 
     async def go() -> None:
-        nonlocal model_spec
+        nonlocal model_spec, settings
         if os.getcwd() not in sys.path:  # --tool/--app and recorded apps import from here too
             sys.path.insert(0, os.getcwd())
         try:
@@ -155,15 +156,22 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
             sys.exit(1)
         events_file = open_events_file(events_path) if events_path else None  # (before the thread)
         notes = [made_folder] if made_folder else []
+        side_models = bp
         if recorded is not None:  # a thread resumes as it was, unless told otherwise
             model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
                                                    apps, notes)
+            try:
+                settings, side_models = _resume_settings(ctx, recorded, settings, bp, limited, notes)
+            except UsageError as exc:
+                click.echo(f"livecontext: error: {exc}", err=True)
+                sys.exit(1)
         stopped: Stopped | None = None
         try:
-            async with open_blueprint_models(bp, base_url=base_url, api_key=api_key) as side, \
+            async with open_blueprint_models(side_models, base_url=base_url, api_key=api_key) as side, \
                     open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
                                  api_key=api_key, apps=apps, cut_oversized=cut_oversized,
-                                 recap_model=side.recap, analyzer_models=side.analyzers) as session:
+                                 recap_model=side.recap, analyzer_models=side.analyzers,
+                                 side_specs=_side_specs(side_models)) as session:
                 for note in notes:  # (once the thread is ours: a busy thread says only that)
                     click.echo(f"livecontext: note: {note}", err=True)
                 since = await session.log.last_seq()  # (what is fed is taken by the run below)
@@ -228,6 +236,51 @@ def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint
     if tools:
         apps.append(FunctionTools(tools))
     return apps
+
+
+RUN_FLAGS = {"budget": ("budget",), "pin_task": ("no_pin_task",), "lifecycle": ("no_lifecycle",),
+             "spend": ("max_input_tokens", "max_output_tokens", "max_cost")}
+"""The settings ``run`` has flags for, and their parameters."""
+
+
+def _given_flags(ctx: click.Context) -> dict[str, str]:
+    """The settings typed on the command line, each with the flag that gave it."""
+    given = {}
+    for name, params in RUN_FLAGS.items():
+        typed = [p for p in params if ctx.get_parameter_source(p) is click.core.ParameterSource.COMMANDLINE]
+        if typed:
+            given[name] = ", ".join(f"--{p.replace('_', '-')}" for p in typed)
+    return given
+
+
+def _resume_settings(ctx: click.Context, recorded: ThreadConfigured, settings: AgentSettings,
+                     bp: Blueprint | None, limited: Callable[[SpendLimits | None], SpendLimits | None],
+                     notes: list[str]) -> tuple[AgentSettings, Blueprint | None]:
+    """The settings a resumed thread runs with: those typed and the blueprint's, else the
+    recorded ones (spend flags change the recorded limits they name); each change is added to
+    ``notes``. Also what to open the side models from: the blueprint, else the recorded specs.
+
+    Raises:
+        UsageError: a recorded setting is not usable.
+    """
+    flags = _given_flags(ctx)
+    given = {name: f"blueprint {bp.path}" for name in SETTINGS} if bp is not None else {}
+    given.update(flags)
+    settings = resumed_settings(recorded, settings, {name for name in given if name != "spend" or bp is not None})
+    if bp is None and "spend" in flags:
+        settings = attrs.evolve(settings, spend=limited(settings.spend))
+    notes.extend(changed_settings(recorded, settings, given))
+    if bp is not None:
+        return settings, bp
+    recap_spec, analyzer_specs = recorded_models(recorded)
+    return settings, Blueprint(path="<recorded>", settings=settings, recap_model=recap_spec if settings.recap else None,
+                               analyzer_models={a.name: analyzer_specs[a.name] for a in settings.analyzers
+                                                if a.name in analyzer_specs})
+
+
+def _side_specs(bp: Blueprint | None) -> tuple[str, dict[str, str]]:
+    """The side models' specs a thread records (``bp``'s)."""
+    return ("", {}) if bp is None else (bp.recap_model or "", dict(bp.analyzer_models))
 
 
 def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: str | None,

@@ -1,0 +1,173 @@
+"""A thread resumed as it ran: the settings its log recorded (``ThreadConfigured``) are taken
+for every one not given again, and each one given that changes what was recorded is said in
+one line.
+
+What counts as *given* is the caller's to say: a command-line flag typed (click's
+``ParameterSource``), a keyword of :func:`~livecontext.open_agent` passed, every key of a
+blueprint. A setting a thread never recorded (a log written before threads recorded it) is
+left as given, defaults included, and nothing is said of it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+
+from livecontext.protocol import (
+    RecordedAnalyzer,
+    RecordedLimits,
+    RecordedPrice,
+    RecordedRecap,
+    RecordedSpend,
+    ThreadConfigured,
+    ThreadSettings,
+)
+from livecontext.runtime.models import Price
+
+from .analyzers import AnalyzerSettings
+from .history import ContextPolicy, HistoryLimits
+from .recap import RecapSettings
+from .spend import SpendLimits
+
+if TYPE_CHECKING:
+    from ._agent import AgentSettings  # (which records a thread's settings with this module)
+
+SETTINGS = ("budget", "context", "limits", "recap", "analyzers", "spend", "pin_task", "lifecycle")
+"""The :class:`AgentSettings` a thread records and resumes with, in the order changes are said."""
+
+
+def thread_settings(settings: AgentSettings, *, recap_model: str = "",
+                    analyzer_models: Mapping[str, str] | None = None) -> ThreadSettings:
+    """What a thread records of ``settings`` besides its budget and context policy, with the
+    specs of its recap's and analyzers' models (empty: none, or a client given in Python)."""
+    specs = analyzer_models or {}
+    limits = settings.limits
+    recap = settings.recap
+    spend = settings.spend
+    return ThreadSettings(
+        limits=None if limits is None else RecordedLimits(
+            limits.max_entries, limits.max_tokens, limits.max_bytes, limits.soft, limits.hard, limits.truncate),
+        recap=None if recap is None else RecordedRecap(
+            recap.strategy.value, recap.window, recap.batch, recap.max_summary_chars, recap.budget,
+            recap.max_retries, recap_model),
+        analyzers=tuple(RecordedAnalyzer(a.name, a.kind.value, a.trigger.value, a.period_s, a.prompt, a.threshold,
+                                         a.window, tuple(a.capabilities), specs.get(a.name, ""))
+                        for a in settings.analyzers),
+        spend=None if spend is None else RecordedSpend(
+            spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
+            tuple(RecordedPrice(model, p.input, p.cached_input, p.output) for model, p in sorted(spend.prices.items()))),
+        pin_task=settings.pin_task, lifecycle=settings.lifecycle)
+
+
+def recorded_values(recorded: ThreadConfigured) -> dict[str, object]:
+    """The settings ``recorded`` holds, by name, as :class:`AgentSettings` holds them (a name
+    the thread did not record is missing).
+
+    Raises:
+        UsageError: a recorded value is not a usable setting (the log was written by hand).
+    """
+    values: dict[str, object] = {"budget": recorded.budget}
+    if recorded.context is not None:
+        values["context"] = ContextPolicy.of(recorded.context)
+    s = recorded.settings
+    if s is None:
+        return values
+    limits, recap, spend = s.limits, s.recap, s.spend
+    values["limits"] = None if limits is None else HistoryLimits(
+        limits.max_entries, limits.max_tokens, limits.max_bytes, limits.soft, limits.hard, limits.truncate)
+    values["recap"] = None if recap is None else RecapSettings(
+        recap.strategy, recap.window, recap.batch, recap.max_summary_chars, recap.budget, recap.max_retries)
+    values["analyzers"] = tuple(AnalyzerSettings(a.name, a.kind, a.trigger, a.period_s, a.prompt, a.threshold,
+                                                 a.window, a.capabilities) for a in s.analyzers)
+    values["spend"] = None if spend is None else SpendLimits(
+        spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
+        {p.model: Price(p.input, p.cached_input, p.output) for p in spend.prices})
+    values["pin_task"] = s.pin_task
+    values["lifecycle"] = s.lifecycle
+    return values
+
+
+def recorded_models(recorded: ThreadConfigured | None) -> tuple[str | None, dict[str, str]]:
+    """The specs of the recap's and the analyzers' models a thread recorded (``None``, and no
+    analyzer: none recorded)."""
+    s = recorded.settings if recorded is not None else None
+    if s is None:
+        return None, {}
+    recap = s.recap.model if s.recap is not None and s.recap.model else None
+    return recap, {a.name: a.model for a in s.analyzers if a.model}
+
+
+def resumed_settings(recorded: ThreadConfigured | None, settings: AgentSettings,
+                     given: Collection[str]) -> AgentSettings:
+    """``settings`` with the recorded value of every setting (of :data:`SETTINGS`) not in
+    ``given``; a new thread (``recorded`` ``None``) keeps ``settings``.
+
+    Raises:
+        UsageError: a recorded value is not a usable setting.
+    """
+    if recorded is None:
+        return settings
+    taken = {name: value for name, value in recorded_values(recorded).items() if name not in given}
+    return attrs.evolve(settings, **taken)  # type: ignore[arg-type]  (names of AgentSettings fields)
+
+
+def resume(recorded: ThreadConfigured | None, settings: AgentSettings,
+           given: Mapping[str, str]) -> tuple[AgentSettings, tuple[str, ...]]:
+    """:func:`resumed_settings` and what they change (:func:`changed_settings`): the settings a
+    thread runs with and a line for each one ``given`` that changes it."""
+    resumed = resumed_settings(recorded, settings, given)
+    return resumed, changed_settings(recorded, resumed, given)
+
+
+def changed_settings(recorded: ThreadConfigured | None, settings: AgentSettings,
+                     given: Mapping[str, str]) -> tuple[str, ...]:
+    """One line for each setting ``settings`` runs the thread with that differs from what it
+    recorded, naming how it was given (``given[name]``: ``--budget``, ``budget=``...):
+    ``thread lake-trip: budget 4000 -> 8000 (--budget)``. Nothing for a new thread, for a
+    setting the thread did not record, or for one not in ``given``.
+
+    Raises:
+        UsageError: a recorded value is not a usable setting.
+    """
+    if recorded is None:
+        return ()
+    was = recorded_values(recorded)
+    lines = []
+    for name in SETTINGS:
+        if name not in given or name not in was:
+            continue
+        old, new = was[name], getattr(settings, name)
+        if old != new:
+            lines.append(f"thread {settings.thread_id}: {name.replace('_', ' ')} {said(old)} -> {said(new)} "
+                         f"({given[name]})")
+    return tuple(lines)
+
+
+def said(value: object) -> str:
+    """A setting's value in a line: a number, ``on``/``off``, ``none``, or a settings
+    object's fields that differ from their defaults (``max_entries=8 soft=0.5``)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(said(v) for v in value) + "]" if value else "none"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {said(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, ContextPolicy):
+        rest = said(attrs.evolve(value, policy=ContextPolicy().policy))
+        return value.policy if rest == "defaults" else f"{value.policy} {rest}"
+    if attrs.has(type(value)):
+        parts = []
+        for f in attrs.fields(type(value)):
+            v = getattr(value, f.name)
+            default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[misc]
+            if f.name == "name" or v != default:
+                parts.append(said(v) if f.name == "name" else f"{f.name}={said(v)}")
+        return " ".join(parts) if parts else "defaults"
+    return str(value)
