@@ -9,11 +9,13 @@ talks to its actors only through their messages, like any other client of the ru
 
 from __future__ import annotations
 
+import enum
+import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import trio
@@ -48,6 +50,7 @@ from livecontext.protocol import (
     Retention,
     RunUntilIdle,
     StateTransition,
+    ThreadConfigured,
     Step,
     StepDone,
     Tail,
@@ -60,6 +63,7 @@ from livecontext.runtime.persistence import EventStore, ThreadInfo
 from ._agent import AgentSettings, check_thread_id
 from ._format import apps_json
 from ._input import give_input
+from ._resume import SETTINGS, recorded_models, resume
 from ._session import Session, open_session, recorded_config
 from ._text import check_text
 from ._thread_apps import make_recorded_app
@@ -72,6 +76,17 @@ from .spend import SpendLimits
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+log = logging.getLogger("livecontext")
+
+
+class _Given(enum.Enum):
+    NOT_GIVEN = "not given"
+
+
+NOT_GIVEN: Literal[_Given.NOT_GIVEN] = _Given.NOT_GIVEN
+"""The default of :func:`open_agent`'s keywords whose ``None`` means "none" (``recap``,
+``limits``, ``spend``): not given, so the blueprint's, else what a resumed thread recorded."""
 
 ToolLike = Callable[..., Any] | str
 """A tool: a function (marked with ``@tool`` or not) or its import path ``module:function``."""
@@ -141,8 +156,13 @@ class Agent:
     """
 
     def __init__(self, session: Session, nursery: trio.Nursery, budget: int, max_steps: int | None,
-                 cut_oversized: bool = False) -> None:
+                 cut_oversized: bool = False, changed: tuple[str, ...] = ()) -> None:
         self._session = session
+        self.changed = changed
+        """One line for each setting given to :func:`open_agent` (or by its blueprint) that
+        differs from what the resumed thread recorded, as it is logged (a warning of the
+        ``livecontext`` logger): ``thread lake-trip: budget 4000 -> 8000 (budget=)``; empty
+        when nothing changed, and for a new thread."""
         self._cut_oversized = cut_oversized
         self._budget = budget
         self._nursery = nursery
@@ -324,9 +344,9 @@ async def open_agent(
     thread: str | None = None,
     system: str | None = None,
     budget: int | None = None,
-    limits: HistoryLimits | None = None,
+    limits: HistoryLimits | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
     context: ContextPolicy | None = None,
-    recap: RecapSettings | None = None,
+    recap: RecapSettings | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
     recap_model: str | ModelClient | None = None,
     analyzers: Sequence[AnalyzerSettings] | None = None,
     analyzer_models: Mapping[str, str | ModelClient] | None = None,
@@ -336,7 +356,7 @@ async def open_agent(
     inputs: Sequence[str] | None = None,
     max_steps: int | None = None,
     snapshot_every: int | None = None,
-    spend: SpendLimits | None = None,
+    spend: SpendLimits | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
     cut_oversized: bool = False,
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
@@ -347,6 +367,12 @@ async def open_agent(
 
     ``async with livecontext.open_agent(model="echo", tools=[add]) as agent:
     reply = await agent.send("hello")``
+
+    An existing thread is resumed as it ran: a setting not given (``budget``, ``context``,
+    ``limits``, ``recap``, ``analyzers``, ``spend``, ``pin_task``, ``lifecycle``; the model
+    and apps likewise) is the one it recorded, not the default. One given (or given by the
+    blueprint) that differs from the recorded one is used, logged as a warning of the
+    ``livecontext`` logger, and listed in :attr:`Agent.changed`.
 
     Args:
         model: A model spec (``echo``, ``scripted:PATH``, ``openai:MODEL``) or an open
@@ -361,11 +387,11 @@ async def open_agent(
         thread: The thread id; an existing thread is resumed. Default ``main``.
         system: The system prompt (``None``: a resumed thread keeps its own).
         budget: Token budget of each model call's context (default 8000).
-        limits: Limits of the unfolded history (default: derived from the budget when a
-            recap runs).
+        limits: Limits of the unfolded history (``None``: none given, derived from the
+            budget when a recap runs, the default).
         context: How each call's context is rendered (default: the ``stable`` policy, a
             prefix the provider caches; ``ContextPolicy("fill")`` for a model without a cache).
-        recap: Run a recap maintainer with these settings.
+        recap: Run a recap maintainer with these settings (``None``: no recap, the default).
         recap_model: The recap's model (``model_summary``), a spec or a client.
         analyzers: Analyzers run beside the engine.
         analyzer_models: Each ``model`` analyzer's model, by analyzer name.
@@ -377,8 +403,8 @@ async def open_agent(
         max_steps: Default step limit of each run.
         snapshot_every: Snapshot the thread every this many log records.
         spend: Spend limits: the engine stops (status ``paused``, with the reason) before a
-            model call that would pass one; reopening with higher limits resumes. Default:
-            the blueprint's ``[spend]``, else none.
+            model call that would pass one; reopening with higher limits resumes (``None``:
+            no limits). Default: the blueprint's ``[spend]``, else none.
         cut_oversized: Take a pinned input (``pins``, the task, ``send(pin=True)``) larger
             than the room a model call has for it, and send it cut to its head and tail,
             rather than refuse it with :class:`InputTooLargeError`.
@@ -404,25 +430,32 @@ async def open_agent(
         pins=pins, pin_task=pin_task)
     kept = given.settings
     settings = attrs.evolve(
-        kept, limits=kept.limits if limits is None else limits, recap=kept.recap if recap is None else recap,
+        kept, limits=kept.limits if limits is NOT_GIVEN else limits,
+        recap=kept.recap if recap is NOT_GIVEN else recap,
         context=kept.context if context is None else context,
         analyzers=kept.analyzers if analyzers is None else tuple(analyzers),
         lifecycle=kept.lifecycle if lifecycle is None else lifecycle,
         snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every,
-        spend=kept.spend if spend is None else spend)
+        spend=kept.spend if spend is NOT_GIVEN else spend)
     store_given: str | EventStore = store if store is not None else (given.store or "memory:")
-    recorded = None
-    if bp is None and isinstance(store_given, str) and (model is None or (apps is None and not tools)):
-        recorded = await recorded_config(store_given, settings.thread_id)  # resumed as it was
-    if recorded is not None and apps is None and not tools and recorded.apps:
+    recorded = await recorded_config(store_given, settings.thread_id)  # resumed as it was
+    typed = {"budget": budget is not None, "context": context is not None, "analyzers": analyzers is not None,
+             "pin_task": pin_task is not None, "lifecycle": lifecycle is not None, "limits": limits is not NOT_GIVEN,
+             "recap": recap is not NOT_GIVEN, "spend": spend is not NOT_GIVEN}
+    labels = {name: f"blueprint {bp.path}" for name in SETTINGS} if bp is not None else {}
+    labels.update({name: f"{name}=" for name, was_given in typed.items() if was_given})
+    settings, changed = resume(recorded, settings, labels)
+    for line in changed:
+        log.warning("%s", line)
+    if bp is None and recorded is not None and apps is None and not tools and recorded.apps:
         app_list = [make_recorded_app(settings.thread_id, info) for info in recorded.apps]
     else:
         app_list = _apps(apps, bp) + ([FunctionTools(tools)] if tools else [])
     model_spec = model if isinstance(model, str) else (
         bp.model if bp is not None else (recorded.model if recorded is not None and recorded.model else "echo"))
     async with AsyncExitStack() as stack:
-        side = await stack.enter_async_context(open_blueprint_models(
-            _side_models(bp, recap_model, analyzer_models), base_url=base_url, api_key=api_key))
+        side_specs = _side_models(bp, recap_model, analyzer_models, recorded if bp is None else None, settings)
+        side = await stack.enter_async_context(open_blueprint_models(side_specs, base_url=base_url, api_key=api_key))
         recap_client = recap_model if isinstance(recap_model, ModelClient) else side.recap
         analyzer_clients = {**side.analyzers,
                             **{k: v for k, v in (analyzer_models or {}).items() if isinstance(v, ModelClient)}}
@@ -431,9 +464,10 @@ async def open_agent(
             inputs=given.inputs, pins=given.pins, cut_oversized=cut_oversized,
             base_url=base_url, api_key=api_key, apps=app_list,
             model=model if isinstance(model, ModelClient) else None,
-            recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider))
+            recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider,
+            side_specs=(side_specs.recap_model or "", dict(side_specs.analyzer_models))))
         nursery = await stack.enter_async_context(trio.open_nursery())
-        yield Agent(session, nursery, settings.budget, given.max_steps, cut_oversized)
+        yield Agent(session, nursery, settings.budget, given.max_steps, cut_oversized, changed)
         nursery.cancel_scope.cancel()
 
 
@@ -444,13 +478,18 @@ def _blueprint(given: str | os.PathLike[str] | Blueprint | None) -> Blueprint | 
 
 
 def _side_models(bp: Blueprint | None, recap_model: str | ModelClient | None,
-                 analyzer_models: Mapping[str, str | ModelClient] | None) -> Blueprint:
+                 analyzer_models: Mapping[str, str | ModelClient] | None,
+                 recorded: ThreadConfigured | None, settings: AgentSettings) -> Blueprint:
     """What :func:`open_blueprint_models` should open: the side models named by spec (the
-    blueprint's, or the ones given in their place); clients given are used as they are."""
-    recap_spec = bp.recap_model if bp is not None else None
+    blueprint's, else the ones the resumed thread ``recorded`` for the recap and analyzers
+    it runs with, or the ones given in their place); clients given are used as they are."""
+    recorded_recap, recorded_analyzers = recorded_models(recorded)
+    recap_spec = bp.recap_model if bp is not None else (recorded_recap if settings.recap is not None else None)
     if recap_model is not None:
         recap_spec = recap_model if isinstance(recap_model, str) else None
-    specs = dict(bp.analyzer_models) if bp is not None else {}
+    names = {a.name for a in settings.analyzers}
+    specs = dict(bp.analyzer_models) if bp is not None else {
+        name: spec for name, spec in recorded_analyzers.items() if name in names}
     for name, given in (analyzer_models or {}).items():
         specs.pop(name, None)
         if isinstance(given, str):

@@ -146,6 +146,10 @@ def changed_settings(recorded: ThreadConfigured | None, settings: AgentSettings,
     return tuple(lines)
 
 
+NAMING = frozenset({"name", "policy", "strategy"})
+"""Fields said bare, whatever their value (an analyzer's name, a policy, a recap's strategy)."""
+
+
 def said(value: object) -> str:
     """A setting's value in a line: a number, ``on``/``off``, ``none``, or a settings
     object's fields that differ from their defaults (``max_entries=8 soft=0.5``)."""
@@ -159,15 +163,14 @@ def said(value: object) -> str:
         return "[" + ", ".join(said(v) for v in value) + "]" if value else "none"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k}: {said(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, ContextPolicy):
-        rest = said(attrs.evolve(value, policy=ContextPolicy().policy))
-        return value.policy if rest == "defaults" else f"{value.policy} {rest}"
     if attrs.has(type(value)):
         parts = []
         for f in attrs.fields(type(value)):
             v = getattr(value, f.name)
             default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[misc]
-            if f.name == "name" or v != default:
-                parts.append(said(v) if f.name == "name" else f"{f.name}={said(v)}")
+            if f.name in NAMING:
+                parts.append(said(v))
+            elif v != default:
+                parts.append(f"{f.name}={said(v)}")
         return " ".join(parts) if parts else "defaults"
     return str(value)

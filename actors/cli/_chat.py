@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -30,15 +30,19 @@ from livecontext.protocol import (
     ReadHistory,
     RunUntilIdle,
 )
+from livecontext.runtime import UsageError
 
 from .._agent import AgentSettings
 from .._format import entry_json
 from .._input import InputTooLargeError, give_input
+from .._resume import resume as resumed_with
 from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
 from .._text import InvalidTextError, check_text
+from ..blueprint import open_blueprint_models
 from ._interrupt import Interrupt, say_interrupted
 from ._live import LiveView, draws_panels, open_live_view
 from ._live_gauge import Watched
+from ._resumed import recorded_side_models, side_specs
 from ._transcript import ChatView, Transcript
 
 SHOWN_ENTRIES = 6
@@ -93,7 +97,8 @@ class Terminal:
 
 async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, *, base_url: str | None,
                api_key: str | None, interrupt: Interrupt, resume: str | None,
-               on_open: Callable[[], None], live: bool = False, cut_oversized: bool = False) -> int:
+               on_open: Callable[[], None], live: bool = False, cut_oversized: bool = False,
+               given: Mapping[str, str] | None = None) -> int:
     """Chat on the thread of ``settings`` until the input ends; return the exit code (1 if a
     turn failed or a line could not be sent). Ctrl-C stops the thread and exits 130.
 
@@ -101,17 +106,30 @@ async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, 
     ``live``: each turn is followed by a live panel (see ``_live``); the answer is shown
     whole once it is recorded, above the panel, rather than streamed.
     ``cut_oversized``: the task larger than the room is taken and sent cut (else refused).
+    ``given``: the settings typed, by name, with their flags (see ``given_flags``): a resumed
+    thread keeps the others as it recorded them, and a change is said in one line.
     """
     console = Console()
     terminal = Terminal()
     thread_id = settings.thread_id
-    if model_spec is None:  # a thread resumes with its own model
-        recorded = await recorded_config(store_url, thread_id)
+    recorded = await recorded_config(store_url, thread_id)
+    if model_spec is None:  # a thread resumes with its own model, and its settings
         model_spec = recorded.model if recorded is not None and recorded.model else "echo"
+    try:
+        settings, changed = resumed_with(recorded, settings, given or {})
+    except UsageError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
+        return 1
+    side = recorded_side_models(recorded, settings)
     stopped: Stopped | None = None
     try:
-        async with open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key) as session:
+        async with open_blueprint_models(side, base_url=base_url, api_key=api_key) as models, \
+                open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key,
+                             recap_model=models.recap, analyzer_models=models.analyzers,
+                             side_specs=side_specs(side)) as session:
             on_open()
+            for line in changed:
+                click.echo(f"livecontext: note: {line}", err=True)
             console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D "
                           "ends[/dim]")
             await _show_so_far(session, console)

@@ -22,7 +22,7 @@ from livecontext.runtime import Runtime, UsageError
 from livecontext.protocol import ThreadConfigured
 
 from .._agent import AgentSettings, check_thread_id
-from .._resume import SETTINGS, changed_settings, recorded_models, resumed_settings
+from .._resume import SETTINGS, changed_settings, resumed_settings
 from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
@@ -33,6 +33,7 @@ from ._demo import run_demo
 from ._live import LiveView, open_live_view
 from ._live_gauge import Watched
 from ._interrupt import interrupting, resume_command, say_interrupted
+from ._resumed import given_flags, recorded_side_models, side_specs
 from ._main import folder_note, main, print_json, run_async, store_option
 from ._system_run import run_system
 from ._transcript import ChatView, Transcript
@@ -171,7 +172,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                     open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
                                  api_key=api_key, apps=apps, cut_oversized=cut_oversized,
                                  recap_model=side.recap, analyzer_models=side.analyzers,
-                                 side_specs=_side_specs(side_models)) as session:
+                                 side_specs=side_specs(side_models)) as session:
                 for note in notes:  # (once the thread is ours: a busy thread says only that)
                     click.echo(f"livecontext: note: {note}", err=True)
                 since = await session.log.last_seq()  # (what is fed is taken by the run below)
@@ -238,21 +239,6 @@ def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint
     return apps
 
 
-RUN_FLAGS = {"budget": ("budget",), "pin_task": ("no_pin_task",), "lifecycle": ("no_lifecycle",),
-             "spend": ("max_input_tokens", "max_output_tokens", "max_cost")}
-"""The settings ``run`` has flags for, and their parameters."""
-
-
-def _given_flags(ctx: click.Context) -> dict[str, str]:
-    """The settings typed on the command line, each with the flag that gave it."""
-    given = {}
-    for name, params in RUN_FLAGS.items():
-        typed = [p for p in params if ctx.get_parameter_source(p) is click.core.ParameterSource.COMMANDLINE]
-        if typed:
-            given[name] = ", ".join(f"--{p.replace('_', '-')}" for p in typed)
-    return given
-
-
 def _resume_settings(ctx: click.Context, recorded: ThreadConfigured, settings: AgentSettings,
                      bp: Blueprint | None, limited: Callable[[SpendLimits | None], SpendLimits | None],
                      notes: list[str]) -> tuple[AgentSettings, Blueprint | None]:
@@ -263,24 +249,14 @@ def _resume_settings(ctx: click.Context, recorded: ThreadConfigured, settings: A
     Raises:
         UsageError: a recorded setting is not usable.
     """
-    flags = _given_flags(ctx)
+    flags = given_flags(ctx)
     given = {name: f"blueprint {bp.path}" for name in SETTINGS} if bp is not None else {}
     given.update(flags)
     settings = resumed_settings(recorded, settings, {name for name in given if name != "spend" or bp is not None})
     if bp is None and "spend" in flags:
         settings = attrs.evolve(settings, spend=limited(settings.spend))
     notes.extend(changed_settings(recorded, settings, given))
-    if bp is not None:
-        return settings, bp
-    recap_spec, analyzer_specs = recorded_models(recorded)
-    return settings, Blueprint(path="<recorded>", settings=settings, recap_model=recap_spec if settings.recap else None,
-                               analyzer_models={a.name: analyzer_specs[a.name] for a in settings.analyzers
-                                                if a.name in analyzer_specs})
-
-
-def _side_specs(bp: Blueprint | None) -> tuple[str, dict[str, str]]:
-    """The side models' specs a thread records (``bp``'s)."""
-    return ("", {}) if bp is None else (bp.recap_model or "", dict(bp.analyzer_models))
+    return settings, bp if bp is not None else recorded_side_models(recorded, settings)
 
 
 def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: str | None,
@@ -362,5 +338,5 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
     given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
     code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
                                       interrupt=interrupt, resume=resume, on_open=opened, live=live,
-                                      cut_oversized=cut_oversized), interrupt)
+                                      cut_oversized=cut_oversized, given=given_flags(ctx)), interrupt)
     sys.exit(code)
