@@ -18,6 +18,11 @@ from livecontext.protocol import (
     Capability,
     ProtocolConverter,
     ProvideInput,
+    RecordedAnalyzer,
+    RecordedLimits,
+    RecordedPrice,
+    RecordedRecap,
+    RecordedSpend,
     ThreadConfigured,
     ThreadSettings,
     Topic,
@@ -30,7 +35,6 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
-from ._resume import thread_settings
 from ._subagents import give_store
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
@@ -242,6 +246,29 @@ def thread_config(budget: int, apps: Sequence[App], model_spec: str = "", *,
         tools += control_tools(tools)
     return ThreadConfigured(budget, tools, tuple(app_info(app) for app in apps), model_spec, context.recorded(),
                             settings)
+
+
+def thread_settings(settings: AgentSettings, *, recap_model: str = "",
+                    analyzer_models: Mapping[str, str] | None = None) -> ThreadSettings:
+    """What a thread records of ``settings`` besides its budget and context policy, with the
+    specs of its recap's and analyzers' models (empty: none, or a client given in Python)."""
+    specs = analyzer_models or {}
+    limits = settings.limits
+    recap = settings.recap
+    spend = settings.spend
+    return ThreadSettings(
+        limits=None if limits is None else RecordedLimits(
+            limits.max_entries, limits.max_tokens, limits.max_bytes, limits.soft, limits.hard, limits.truncate),
+        recap=None if recap is None else RecordedRecap(
+            recap.strategy.value, recap.window, recap.batch, recap.max_summary_chars, recap.budget,
+            recap.max_retries, recap_model),
+        analyzers=tuple(RecordedAnalyzer(a.name, a.kind.value, a.trigger.value, a.period_s, a.prompt, a.threshold,
+                                         a.window, tuple(a.capabilities), specs.get(a.name, ""))
+                        for a in settings.analyzers),
+        spend=None if spend is None else RecordedSpend(
+            spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
+            tuple(RecordedPrice(model, p.input, p.cached_input, p.output) for model, p in sorted(spend.prices.items()))),
+        pin_task=settings.pin_task, lifecycle=settings.lifecycle)
 
 
 def app_info(app: App) -> AppInfo:

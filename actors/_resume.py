@@ -12,54 +12,20 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 
 import attrs
 
-from livecontext.protocol import (
-    RecordedAnalyzer,
-    RecordedLimits,
-    RecordedPrice,
-    RecordedRecap,
-    RecordedSpend,
-    ThreadConfigured,
-    ThreadSettings,
-)
+from livecontext.protocol import ThreadConfigured
 from livecontext.runtime.models import Price
 
+from ._agent import AgentSettings
 from .analyzers import AnalyzerSettings
 from .history import ContextPolicy, HistoryLimits
 from .recap import RecapSettings
 from .spend import SpendLimits
 
-if TYPE_CHECKING:
-    from ._agent import AgentSettings  # (which records a thread's settings with this module)
-
 SETTINGS = ("budget", "context", "limits", "recap", "analyzers", "spend", "pin_task", "lifecycle")
 """The :class:`AgentSettings` a thread records and resumes with, in the order changes are said."""
-
-
-def thread_settings(settings: AgentSettings, *, recap_model: str = "",
-                    analyzer_models: Mapping[str, str] | None = None) -> ThreadSettings:
-    """What a thread records of ``settings`` besides its budget and context policy, with the
-    specs of its recap's and analyzers' models (empty: none, or a client given in Python)."""
-    specs = analyzer_models or {}
-    limits = settings.limits
-    recap = settings.recap
-    spend = settings.spend
-    return ThreadSettings(
-        limits=None if limits is None else RecordedLimits(
-            limits.max_entries, limits.max_tokens, limits.max_bytes, limits.soft, limits.hard, limits.truncate),
-        recap=None if recap is None else RecordedRecap(
-            recap.strategy.value, recap.window, recap.batch, recap.max_summary_chars, recap.budget,
-            recap.max_retries, recap_model),
-        analyzers=tuple(RecordedAnalyzer(a.name, a.kind.value, a.trigger.value, a.period_s, a.prompt, a.threshold,
-                                         a.window, tuple(a.capabilities), specs.get(a.name, ""))
-                        for a in settings.analyzers),
-        spend=None if spend is None else RecordedSpend(
-            spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
-            tuple(RecordedPrice(model, p.input, p.cached_input, p.output) for model, p in sorted(spend.prices.items()))),
-        pin_task=settings.pin_task, lifecycle=settings.lifecycle)
 
 
 def recorded_values(recorded: ThreadConfigured) -> dict[str, object]:
