@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Mapping
+from typing import Any, cast
 
 import attrs
 
@@ -76,8 +77,8 @@ def resumed_settings(recorded: ThreadConfigured | None, settings: AgentSettings,
     """
     if recorded is None:
         return settings
-    taken = {name: value for name, value in recorded_values(recorded).items() if name not in given}
-    return attrs.evolve(settings, **taken)  # type: ignore[arg-type]  (names of AgentSettings fields)
+    taken: dict[str, Any] = {name: value for name, value in recorded_values(recorded).items() if name not in given}
+    return attrs.evolve(settings, **taken)
 
 
 def resume(recorded: ThreadConfigured | None, settings: AgentSettings,
@@ -131,9 +132,10 @@ def said(value: object) -> str:
         return "{" + ", ".join(f"{k}: {said(v)}" for k, v in value.items()) + "}"
     if attrs.has(type(value)):
         parts = []
-        for f in attrs.fields(type(value)):
+        for f in attrs.fields(cast("type[attrs.AttrsInstance]", type(value))):
             v = getattr(value, f.name)
-            default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[misc]
+            factory = getattr(f.default, "factory", None)
+            default = factory() if factory is not None else f.default
             if f.name in NAMING:
                 parts.append(said(v))
             elif v != default:

@@ -37,8 +37,9 @@ What version 3 changed, and how version 2 still reads:
 - A history snapshot keeps, per app, its latest saved state and the effects after it
   (``apps``); version 2's ``app_effects`` (each app's last effect) still read.
 - The task lifecycle's records (:class:`TaskCompleted`, :class:`UserQuestionAsked`,
-  :class:`StepFailed`, :class:`EnginePaused`), ``ThreadConfigured.model`` and
-  ``AppInfo.options`` are new; a record without them reads with their defaults.
+  :class:`StepFailed`, :class:`EnginePaused`), ``ThreadConfigured.model``,
+  ``ThreadConfigured.settings`` and ``AppInfo.options`` are new; a record without them
+  reads with their defaults (``settings`` ``None``: not recorded).
 
 What version 2 changed, and how version 1 still reads:
 
