@@ -156,16 +156,16 @@ def sqlite_store(tmp_path: Path) -> tuple[str, Path]:
     return url, path
 
 
-def damage_second_leaf_of_records(path: Path) -> None:
+def damage_second_leaf_of_records(path: Path, leaf: int = 1) -> None:
     """Zero the page-type byte of the records table's second leaf page in key order (thread
-    ``t``'s records after its first page; ``u`` sorts after ``t``)."""
+    ``t``'s records after its first page; ``u`` sorts after ``t``), or of its ``leaf``-th."""
     with sqlite3.connect(path) as conn:
         size = conn.execute("PRAGMA page_size").fetchone()[0]
         leaves = conn.execute("SELECT pageno FROM dbstat WHERE name = 'records' AND pagetype = 'leaf'"
                               " ORDER BY path").fetchall()
     assert len(leaves) >= 4, leaves
     raw = bytearray(path.read_bytes())
-    raw[(leaves[1][0] - 1) * size] = 0
+    raw[(leaves[leaf][0] - 1) * size] = 0
     path.write_bytes(bytes(raw))
 
 
@@ -201,3 +201,16 @@ def test_verify_of_a_damaged_sqlite_page_names_what_cannot_be_read_and_never_say
     assert "damaged: the store's file is damaged where it is kept" in threads.stdout.splitlines()[0]
     assert "entries" in threads.stdout.splitlines()[1]
     assert threads.exit_code == 1
+
+
+def test_threads_lists_every_thread_when_the_page_of_a_thread_s_last_record_is_damaged(
+        sqlite_store: tuple[str, Path]) -> None:
+    url, path = sqlite_store
+    damage_second_leaf_of_records(path, leaf=-1)  # (u's records, and t's last ones)
+    result = lc("threads", "--store", url)
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["t", "u"]
+    assert all("damaged: the store's file is damaged where it is kept" in line for line in lines)
+    assert result.exit_code == 1
+    rows = [json.loads(line) for line in lc("threads", "--store", url, "--json").stdout.splitlines()]
+    assert rows[1]["seq"] > 1  # (its last seq, from the index: the listing says how long it is)
