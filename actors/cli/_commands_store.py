@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,21 @@ from livecontext.protocol import (
     ToolResultsAppended,
     ToolStarted,
     UndecodedEffect,
+    UnsupportedSchemaVersionError,
     app_effect_of,
     make_converter,
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
+    CorruptRecordError,
+    Damage,
     EventStore,
+    StoreCorruptError,
     StoreCheck,
     ThreadNotFoundError,
     ThreadReader,
     open_store,
+    read_past_damage,
     verify_store,
 )
 from livecontext.runtime.tokens import TokenCounter
@@ -140,41 +145,83 @@ json_option = click.option("--json", "as_json", is_flag=True, help="JSON output 
 @store_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per thread, one per line.")
 def threads(store_url: str, as_json: bool) -> None:
-    """List threads with entry count, state, status and last activity."""
-    async def go() -> None:
+    """List threads with entry count, state, status and last activity.
+
+    A damaged thread is listed too, with a note naming the damage and the command that shows
+    it (``"damaged"`` in the JSON); the others are listed as usual, and the command exits 1
+    once the whole listing is printed (as ``verify`` does: the output is complete, the status
+    says something needs attention).
+    """
+    async def go() -> tuple[list[dict[str, Any]], int]:
         converter = make_converter()
         store = await open_existing_store(store_url)
+        rows, damaged = [], 0
         async with store:
-            infos = await store.threads()
-            rows = []
-            for info in infos:
-                reader = await store.open_reader(info.thread_id)
-                async with reader:
-                    state = await load_state(reader, converter, info.thread_id)
+            for info in await store.threads():
                 system = info.thread_id.removeprefix(SYSTEM_LOG_PREFIX)
-                rows.append({"thread": info.thread_id, "entries": len(state.entries),
-                             "state": state.state.value, "status": state.status.status.value,
-                             "seq": info.last_seq,
-                             "last_activity": info.last_activity.isoformat() if info.last_activity else None,
-                             "forked_from": info.forked_from, "forked_at": info.forked_at,
-                             "parent": parent_thread_id(info.thread_id), **_undecoded(state),
-                             **({"system": system} if system != info.thread_id else {})})
-        for row in rows:
-            if as_json:
-                print_json(row)
-                continue
-            if "system" in row:
-                click.echo(f"{row['thread']:<32} the log of system {row['system']} (its agents and origin)")
-                continue
-            parent = f"  (sub-agent of {row['parent']})" if row["parent"] else ""
-            click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
-                       f"{row['status']:<13} {row['last_activity']}{parent}")
-            for u in row.get("undecoded", ()):
-                click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
-                           f"the latest: {_clip(json.dumps(u['latest'], ensure_ascii=False))}")
-        if not rows and not as_json:
-            click.echo(f"no threads in {store_url}")
-    run_async(go)
+                row: dict[str, Any] = {"thread": info.thread_id}
+                try:
+                    reader = await store.open_reader(info.thread_id)
+                    async with reader:
+                        state = await load_state(reader, converter, info.thread_id)
+                except READ_DAMAGE as exc:
+                    damaged += 1
+                    row |= {"seq": info.last_seq, "damaged": _damage_json(exc, store_url, info.thread_id)}
+                else:
+                    row |= {"entries": len(state.entries), "state": state.state.value,
+                            "status": state.status.status.value, "seq": info.last_seq}
+                row |= {"last_activity": info.last_activity.isoformat() if info.last_activity else None,
+                        "forked_from": info.forked_from, "forked_at": info.forked_at,
+                        "parent": parent_thread_id(info.thread_id),
+                        **(_undecoded(state) if "damaged" not in row else {}),
+                        **({"system": system} if system != info.thread_id else {})}
+                rows.append(row)
+        return rows, damaged
+
+    rows, damaged = run_async(go)
+    for row in rows:
+        if as_json:
+            print_json(row)
+            continue
+        if "damaged" in row:
+            note = row["damaged"]
+            click.echo(f"{row['thread']:<32} damaged: {note['what']}; `{note['shows']}` shows it")
+            continue
+        if "system" in row:
+            click.echo(f"{row['thread']:<32} the log of system {row['system']} (its agents and origin)")
+            continue
+        parent = f"  (sub-agent of {row['parent']})" if row["parent"] else ""
+        click.echo(f"{row['thread']:<32} {row['entries']:>6} entries  {row['state']:<20} "
+                   f"{row['status']:<13} {row['last_activity']}{parent}")
+        for u in row.get("undecoded", ()):
+            click.echo(f"  effects {u['type']} of app {u['app']} are not decoded here ({u['decode']}); "
+                       f"the latest: {_clip(json.dumps(u['latest'], ensure_ascii=False))}")
+    if not rows and not as_json:
+        click.echo(f"no threads in {store_url}")
+    if damaged:
+        click.echo(f"livecontext: error: {damaged} of {len(rows)} thread(s) cannot be read whole (listed with "
+                   f"what is damaged); `livecontext verify --store {store_url}` lists every problem and what to do",
+                   err=True)
+        raise SystemExit(1)
+
+
+READ_DAMAGE = (CorruptRecordError, UnsupportedSchemaVersionError, StoreCorruptError)
+"""What reading a damaged thread raises: a record's damage, or the store file's below it."""
+
+
+def _damage_json(exc: Exception, store_url: str, thread_id: str) -> dict[str, Any]:
+    """A damaged thread's note: the seq (if known), what is wrong, and the command that shows it."""
+    seq = getattr(exc, "seq", None)
+    if isinstance(exc, CorruptRecordError):
+        what = f"the {exc.what} at seq {exc.seq} is corrupt ({' '.join(exc.detail.split())})"
+    elif isinstance(exc, StoreCorruptError):
+        what = f"the store's file is damaged where it is kept ({' '.join(exc.detail.split())})"
+    elif seq is not None:
+        what = f"the record at seq {seq} has unsupported schema version {exc.version!r}"  # type: ignore[attr-defined]
+    else:
+        what = " ".join(str(exc).split())
+    return {"seq": seq if isinstance(seq, int) and seq >= 1 else None, "what": what,
+            "shows": f"livecontext verify --store {store_url} --thread {thread_id}"}
 
 
 @main.command()
@@ -220,18 +267,37 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
 @json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
     """Print one JSON line per log record: seq (and, in a system's thread, system_seq),
-    sender, sent_at, kind, summary (and, for a sub-agent's thread, its parent)."""
-    async def go() -> None:
-        async with _reader(store_url, thread_id) as reader:
-            records = await reader.read(1)
+    sender, sent_at, kind, summary (and, for a sub-agent's thread, its parent).
+
+    Records are printed as they are read. A damaged record (or a stretch of them a damaged
+    SQLite page hides) is not skipped silently: one ``livecontext: error:`` line on stderr
+    names it where it lies (thread, seq, what, what to do), the readable records after it are
+    printed too, and the command exits 1 at the end.
+    """
+    async def go() -> int:
         converter = make_converter()
         parent = parent_thread_id(thread_id)  # a sub-agent's lines name the thread that spawned it
-        for rec in records:
-            line = {"seq": rec.seq, **({"system_seq": rec.system_seq} if rec.system_seq is not None else {}),
-                    "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
-                    "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
-            print_json(line if parent is None else {**line, "parent": parent})
-    run_async(go)
+        damaged = 0
+        async with _reader(store_url, thread_id) as reader, \
+                aclosing(read_past_damage(reader, chunk=AUDIT_CHUNK)) as items:
+            async for item in items:
+                if isinstance(item, Damage):
+                    damaged += 1
+                    click.echo(f"livecontext: error: {item.text}", err=True)
+                    continue
+                for rec in item:
+                    line = {"seq": rec.seq, **({"system_seq": rec.system_seq} if rec.system_seq is not None else {}),
+                            "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
+                            "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
+                    print_json(line if parent is None else {**line, "parent": parent})
+        return damaged
+
+    if run_async(go):
+        raise SystemExit(1)
+
+
+AUDIT_CHUNK = 200
+"""Records ``audit`` reads at a time (each chunk printed before the next is read)."""
 
 
 def _record_summary(converter: ProtocolConverter, kind: str, payload: str) -> str:

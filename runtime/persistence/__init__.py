@@ -45,6 +45,7 @@ from ._errors import (
     TornRecordWarning,
     TornSnapshotWarning,
     TornTailWarning,
+    UnsupportedRecordVersionError,
 )
 from ._fsync import FSYNC_ENV_VAR, FsyncLevel
 from ._interface import EventStore, ThreadLog, ThreadReader
@@ -58,6 +59,7 @@ from ._records import (
     snapshot_checksum,
 )
 from ._url import DEFAULT_STORE_PATH, STORE_ENV_VAR, default_store_url, open_store
+from ._salvage import Damage, read_past_damage
 from ._verify import Problem, StoreCheck, verify_store
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "LEASE_TTL_S",
     "STORE_ENV_VAR",
     "CorruptRecordError",
+    "Damage",
     "DamagedSnapshotWarning",
     "EventStore",
     "FsyncLevel",
@@ -98,8 +101,10 @@ __all__ = [
     "TornRecordWarning",
     "TornSnapshotWarning",
     "TornTailWarning",
+    "UnsupportedRecordVersionError",
     "default_store_url",
     "open_store",
+    "read_past_damage",
     "record_checksum",
     "snapshot_checksum",
     "verify_store",

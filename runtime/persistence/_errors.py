@@ -4,11 +4,14 @@ Every error derives from :class:`PersistenceError`. Those the caller can fix (a 
 thread that does not exist, a seq past the end) also derive from
 :class:`~livecontext.runtime.UsageError`; those that mean the data on disk is damaged
 (:class:`CorruptRecordError`) or that the disk failed us (:class:`LogWriteError`) do not.
-An unknown schema version is reported with the protocol's own
-:class:`~livecontext.protocol.UnsupportedSchemaVersionError`.
+A record of an unknown schema version is reported with
+:class:`UnsupportedRecordVersionError`, a kind of the protocol's own
+:class:`~livecontext.protocol.UnsupportedSchemaVersionError` that names its thread and seq.
 """
 
 from __future__ import annotations
+
+from livecontext.protocol import UnsupportedSchemaVersionError
 
 from .._errors import LivecontextError, UsageError
 
@@ -176,10 +179,42 @@ class CorruptRecordError(PersistenceError):
             advice = ("a snapshot only shortens replay: the state is rebuilt from the records, and the "
                       "thread's next run drops it")
         else:
-            advice = (f"restore the store from a backup, or fork the thread at seq {max(seq - 1, 0)} "
-                      f"(`livecontext fork --thread {thread_id} --at {max(seq - 1, 0)} --new-thread NEW`) "
-                      "to go on without it")
+            advice = _fork_advice(thread_id, seq)
         super().__init__(f"thread {thread_id!r}: the {what} at seq {seq} is corrupt ({_one_line(detail)}); {advice}")
+
+
+def _fork_advice(thread_id: str, seq: int) -> str:
+    before = max(seq - 1, 0)
+    return (f"restore the store from a backup, or fork the thread at seq {before} "
+            f"(`livecontext fork --thread {thread_id} --at {before} --new-thread NEW`) to go on without it")
+
+
+class UnsupportedRecordVersionError(UnsupportedSchemaVersionError, PersistenceError):
+    """A stored record carries a schema version this build does not read; the message names
+    its thread and seq.
+
+    Contrast with :class:`CorruptRecordError`: a record whose checksum shows that its version
+    was changed by a damaged byte is reported as corrupt, not as newer. When its checksum
+    matches neither (``checksum_matches`` false), it is either a newer build's (which may
+    checksum otherwise) or damaged: the message says both.
+    """
+
+    def __init__(self, thread_id: str, seq: int, version: object, supported: tuple[int, ...],
+                 *, checksum_matches: bool) -> None:
+        self.thread_id = thread_id
+        self.seq = seq
+        self.version = version
+        self.supported = supported
+        self.checksum_matches = checksum_matches
+        """Whether the record's checksum is that of its fields as stored (a newer build's record)."""
+        head = (f"thread {thread_id!r}: the record at seq {seq} has unsupported schema version {version!r} "
+                f"(this build reads versions {', '.join(map(str, supported))})")
+        if checksum_matches:
+            tail = "; upgrade livecontext to read it"
+        else:
+            tail = (f"; its checksum does not match either: a newer livecontext wrote it (upgrade to read it), "
+                    f"or it is damaged: {_fork_advice(thread_id, seq)}")
+        PersistenceError.__init__(self, head + tail)
 
 
 class LogWriteError(PersistenceError):

@@ -21,7 +21,6 @@ import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from livecontext.protocol import check_schema_version
 
 from ._errors import (
     InvalidThreadIdError,
@@ -54,7 +53,7 @@ from ._jsonl_snapshots import (
 )
 from ._lease import current_holder
 from ._parts import checked_parts
-from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot, snapshot_damage
+from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot, snapshot_damage, supported_version
 
 RECORDS = "records.jsonl"
 SNAPSHOTS = "snapshots.jsonl"
@@ -420,7 +419,8 @@ class _JsonlWriter(_JsonlReader):
     def _repair_records(self) -> None:
         tail = self._files.tail(self.thread_id)
         if tail.last is not None:
-            check_schema_version(tail.last.schema_version)  # never append after unknown data
+            if not supported_version(tail.last.schema_version):
+                tail.last.verify()  # never append after unknown data (it raises: newer, or damaged)
         if tail.torn_lines:
             self._truncate(self._files.records, tail.end)
             self.repairs.append(

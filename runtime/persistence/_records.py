@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from attrs import evolve, field, frozen
 from livecontext.protocol import (
     SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
     UnsupportedSchemaVersionError,
     check_schema_version,
     dump_json,
@@ -37,7 +38,7 @@ from livecontext.protocol import (
     thread_id_problem,
 )
 
-from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError
+from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError, UnsupportedRecordVersionError
 from ._time import format_time
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -126,11 +127,24 @@ class StoredRecord:
     def verify(self) -> None:
         """Check the schema version, then the checksum.
 
+        A record whose version this build does not read is a newer build's, unless its
+        checksum is that of the same fields with a version this build reads: then a damaged
+        byte changed its version (as a flipped bit turns SQLite's 3 into 49), and it is corrupt.
+
         Raises:
-            UnsupportedSchemaVersionError: the record was written by an unknown schema version.
+            UnsupportedRecordVersionError: the record was written by an unknown schema version
+                (the message names its thread and seq).
             CorruptRecordError: the checksum does not match the fields.
         """
-        check_schema_version(self.schema_version)
+        if not supported_version(self.schema_version):
+            matches = checksum_matches(self)
+            for known in () if matches else SUPPORTED_SCHEMA_VERSIONS:
+                if checksum_matches(evolve(self, schema_version=known)):
+                    raise CorruptRecordError(self.thread_id, self.seq,
+                                             f"its schema version reads {self.schema_version!r}, but its "
+                                             f"checksum is that of version {known}: a damaged byte")
+            raise UnsupportedRecordVersionError(self.thread_id, self.seq, self.schema_version,
+                                                SUPPORTED_SCHEMA_VERSIONS, checksum_matches=matches)
         if not checksum_matches(self):
             raise CorruptRecordError(self.thread_id, self.seq, "checksum mismatch")
 

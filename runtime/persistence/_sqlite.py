@@ -336,7 +336,16 @@ class SqliteBackend:
             ).fetchall()
             for thread_id, created, forked_from, forked_at in threads:
                 created_at = parse_time(created)
-                last_seq, last_sent = _committed_tail(conn, self.select, thread_id)
+                try:
+                    last_seq, last_sent = _committed_tail(conn, self.select, thread_id)
+                except sqlite3.DatabaseError as exc:
+                    if not damaged(exc):
+                        raise
+                    # its last record sits on a damaged page: list it anyway (reading it says
+                    # what is damaged), its last seq taken from the index, which holds no record
+                    last_seq = conn.execute("SELECT max(seq) FROM records WHERE thread_id = ?",
+                                            (thread_id,)).fetchone()[0] or 0
+                    last_sent = None
                 activity = max(last_sent, created_at) if last_sent else created_at
                 infos.append(
                     ThreadInfo(thread_id, last_seq, created_at, activity, forked_from, forked_at)

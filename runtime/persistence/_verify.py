@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from contextlib import aclosing
 
 from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
 
-from ._errors import CorruptRecordError
+from ._errors import CorruptRecordError, StoreCorruptError
 from ._interface import EventStore, ThreadReader
+from ._salvage import CHUNK, Damage, read_past_damage
 
-CHUNK = 1000
-"""Records read at a time."""
 MAX_PROBLEMS_PER_THREAD = 20
 """Problems listed for one thread before the rest are counted only."""
 
@@ -64,21 +64,28 @@ async def verify_store(store: EventStore, thread_ids: Sequence[str] | None = Non
     Raises:
         ThreadNotFoundError: a thread of ``thread_ids`` does not exist.
     """
-    problems = [Problem(None, None, f"the store's file is damaged: {line}")
-                for found in await store.check_structure() for line in found.splitlines()
-                if line.strip() and not line.startswith("*** in database")]  # (one line each)
+    problems = _structure_problems(store.url, await store.check_structure())
     notes: list[str] = []
     records = snapshots = 0
-    ids = list(thread_ids) if thread_ids is not None else [t.thread_id for t in await store.threads()]
+    try:
+        ids = list(thread_ids) if thread_ids is not None else [t.thread_id for t in await store.threads()]
+    except StoreCorruptError as exc:  # (the list itself sits on a damaged page)
+        problems.append(Problem(None, None, f"the store's file is damaged: its list of threads cannot be read "
+                                            f"({exc.detail})"))
+        ids = []
     for thread_id in ids:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            reader = await store.open_reader(thread_id)
-        notes.extend(str(w.message) for w in caught)
-        async with reader:
-            found: list[Problem] = []
-            records += await _check_records(reader, found)
-            snapshots += await _check_snapshots(reader, found)
+        found: list[Problem] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                reader = await store.open_reader(thread_id)
+            notes.extend(str(w.message) for w in caught)
+            async with reader:
+                records += await _check_records(reader, found)
+                snapshots += await _check_snapshots(reader, found)
+        except StoreCorruptError as exc:  # (where the thread's last record or snapshots are)
+            found.append(Problem(None, None, f"the store's file is damaged: thread {thread_id!r} cannot be "
+                                             f"read whole ({exc.detail})"))
         if len(found) > MAX_PROBLEMS_PER_THREAD:
             more = len(found) - MAX_PROBLEMS_PER_THREAD
             found = found[:MAX_PROBLEMS_PER_THREAD] + [Problem(thread_id, None, f"thread {thread_id!r}: "
@@ -87,31 +94,30 @@ async def verify_store(store: EventStore, thread_ids: Sequence[str] | None = Non
     return StoreCheck(len(ids), records, snapshots, tuple(problems), tuple(notes))
 
 
+def _structure_problems(url: str, found: list[str]) -> list[Problem]:
+    """One problem per line ``check_structure`` found; the first says what to do."""
+    lines = [line for text in found for line in text.splitlines()
+             if line.strip() and not line.startswith("*** in database")]
+    path = url.partition(":")[2]
+    advice = (f"; restore {path} from a backup: nothing writes into a damaged file, not even `fork` "
+              f"(SQLite may salvage the rest: sqlite3 {path} .recover); the lines below name what cannot be read")
+    return [Problem(None, None, f"the store's file is damaged: {line}{advice if k == 0 else ''}")
+            for k, line in enumerate(lines)]
+
+
 async def _check_records(reader: ThreadReader, found: list[Problem]) -> int:
-    """Read every record of ``reader``'s thread; each damaged one is a problem. Returns how
-    many were read sound."""
-    last = await reader.last_seq()
-    seq, sound = 1, 0
-    while seq <= last and len(found) <= MAX_PROBLEMS_PER_THREAD:
-        end = min(seq + CHUNK - 1, last)
-        try:
-            sound += len(await reader.read(seq, end))
-            seq = end + 1
-        except (CorruptRecordError, UnsupportedSchemaVersionError) as exc:
-            bad = getattr(exc, "seq", seq)
-            bad = bad if seq <= bad <= end else seq
-            found.append(Problem(reader.thread_id, bad, _line(reader.thread_id, exc)))
-            if bad > seq:  # the records before it are sound: count them
-                sound += len(await _sound_prefix(reader, seq, bad - 1))
-            seq = bad + 1
+    """Read every record of ``reader``'s thread; each damaged one (or stretch a damaged file
+    keeps from being read) is a problem. Returns how many were read sound."""
+    sound = 0
+    async with aclosing(read_past_damage(reader, chunk=CHUNK)) as items:
+        async for item in items:
+            if isinstance(item, Damage):
+                found.append(Problem(reader.thread_id, item.first, item.text))
+                if len(found) > MAX_PROBLEMS_PER_THREAD:
+                    break
+            else:
+                sound += len(item)
     return sound
-
-
-async def _sound_prefix(reader: ThreadReader, start: int, stop: int) -> list[object]:
-    try:
-        return list(await reader.read(start, stop))
-    except (CorruptRecordError, UnsupportedSchemaVersionError):
-        return []
 
 
 async def _check_snapshots(reader: ThreadReader, found: list[Problem]) -> int:

@@ -135,7 +135,7 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
 
 
 @pytest.mark.parametrize("store", ["sqlite"], indirect=True)
-def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_a_one_line_error_naming_the_thread_and_seq(
+def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_one_error_line_naming_the_thread_and_seq(
         store: str) -> None:
     path = store.removeprefix("sqlite:")
     with sqlite3.connect(path) as conn:  # a compressed record before the last one: bit rot
@@ -144,7 +144,11 @@ def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_a_one_line_error_nam
         damaged = bytearray(payload)
         damaged[len(damaged) // 2] ^= 0xFF
         conn.execute("UPDATE records SET payload = ? WHERE seq = ?", (bytes(damaged), seq))
-    line = one_line_error(lc("audit", "--store", store, "--thread", "t"))
+    result = lc("audit", "--store", store, "--thread", "t")
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    last = len(json_lines(lc("audit", "--store", store, "--thread", "t").stdout)) + 1
+    assert [r["seq"] for r in json_lines(result.stdout)] == [s for s in range(1, last + 1) if s != seq]  # the rest
     assert line.startswith(f"livecontext: error: thread 't': the record at seq {seq} is corrupt (undecodable row: "
                            "the compressed payload does not decompress (zlib: "), line
     assert line.endswith(f"restore the store from a backup, or fork the thread at seq {seq - 1} (`livecontext fork "

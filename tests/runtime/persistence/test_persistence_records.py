@@ -178,8 +178,23 @@ def test_verify_names_the_seq_of_a_damaged_record() -> None:
         match=r"thread 't': the record at seq 7 is corrupt \(checksum mismatch\)",
     ):
         attrs.evolve(record, payload='{"x":1}').verify()
-    with pytest.raises(UnsupportedSchemaVersionError, match="unsupported schema version 4"):
-        attrs.evolve(record, schema_version=4).verify()
+    newer = attrs.evolve(record, schema_version=4)
+    with pytest.raises(UnsupportedSchemaVersionError,
+                       match="thread 't': the record at seq 7 has unsupported schema version 4"):
+        attrs.evolve(newer, checksum=record_checksum(**{f: getattr(newer, f) for f in CHECKSUMMED})).verify()
+
+
+CHECKSUMMED = ("thread_id", "seq", "sender", "sent_at", "sent_mono_ns", "kind", "payload", "schema_version")
+
+
+def test_a_schema_version_changed_by_a_damaged_byte_is_corruption_named_by_its_seq_not_a_newer_record() -> None:
+    (record,) = seal_records("t", 7, [NewRecord("s", dt.datetime.now(dt.timezone.utc), 1, "k", "{}")])
+    with pytest.raises(CorruptRecordError, match=r"thread 't': the record at seq 7 is corrupt \(its schema "
+                       r"version reads 49, but its checksum is that of version 3: a damaged byte\)"):
+        attrs.evolve(record, schema_version=49).verify()  # (SQLite's integer 3, one bit flipped)
+    with pytest.raises(UnsupportedSchemaVersionError, match="thread 't': the record at seq 7 has unsupported "
+                       "schema version 49 .*checksum does not match either.*or it is damaged: restore"):
+        attrs.evolve(record, schema_version=49, payload='{"x":1}').verify()
 
 
 def test_a_stored_record_holding_text_that_is_not_utf8_fails_verification_as_corrupt() -> None:
