@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import logging
@@ -11,7 +12,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
@@ -57,7 +58,7 @@ def _exit(leaf: BaseException) -> NoReturn:
     raise leaf
 
 
-def _interrupted(leaf: BaseException) -> NoReturn:
+def _interrupted(leaf: BaseException | None) -> NoReturn:
     click.echo("livecontext: interrupted", err=True)
     sys.exit(130)
 
@@ -169,6 +170,16 @@ def folder_note(store_url: str) -> str | None:
     return f"created the folder {folder} for the store {store_url}"
 
 
+@contextlib.contextmanager
+def _interrupt_said() -> Iterator[None]:
+    """A Ctrl-C before a command took it over (while its modules are imported) ends the command
+    as one later does: one line, exit 130 (click would say "Aborted!" and exit 1)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        _interrupted(None)
+
+
 class _Commands(click.Group):
     """The commands, each module of them imported when one of its commands is asked for (every
     one for ``--help``), so that a command does not pay for the others' imports."""
@@ -189,6 +200,15 @@ class _Commands(click.Group):
     }
     """The module that adds each command to :func:`main` (``tests/actors/cli/test_cli_startup.py``
     checks that this lists every command of those modules)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _interrupt_said():  # (`--help` imports every command's module here)
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _interrupt_said():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.modules)
