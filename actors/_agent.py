@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from attrs import frozen
 
 from livecontext.protocol import (
-    SUB_MARK,
     ActorId,
     AppInfo,
     Capability,
@@ -26,9 +25,8 @@ from livecontext.protocol import (
     ThreadConfigured,
     ThreadSettings,
     Topic,
-    thread_id_problem,
 )
-from livecontext.runtime import ActorRef, Runtime, UsageError
+from livecontext.runtime import ActorRef, Runtime
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import ThreadLog
 from livecontext.runtime.tokens import TokenCounter
@@ -36,6 +34,7 @@ from livecontext.runtime.tokens import TokenCounter
 from ._host import AppHost
 from ._input import InputSource
 from ._subagents import give_store
+from ._thread_ids import check_thread_id
 from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from .apps import App, Notebook, describe_tools
 from .engine import Engine, EngineWiring, control_tools, engine_topic
@@ -52,37 +51,6 @@ RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
 """The recap maintainer reads and folds."""
 ANALYZER_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
 """Analyzers read and notify."""
-
-def check_thread_id(thread_id: str) -> str:
-    """Return ``thread_id`` if an agent can run in it, else raise :class:`UsageError` saying
-    what is allowed.
-
-    The rule is :func:`~livecontext.protocol.thread_id_problem` with ``agent=True``: 1-128
-    letters, digits and ``_ . : @ + -``; a sub-agent's adds ``/sub/NAME`` to its parent's
-    (see :func:`sub_thread_id`), the only form with a '/'. (A store holds more: any thread
-    an agent runs in is one a store holds, not the other way round.)
-    """
-    problem = thread_id_problem(thread_id, agent=True)
-    if problem is not None:
-        raise UsageError(f"invalid thread id {thread_id!r}: {problem}")
-    return thread_id
-
-
-def sub_thread_id(parent: str, name: str) -> str:
-    """The thread id of sub-agent ``name`` of thread ``parent``: ``PARENT/sub/NAME``.
-
-    Raises:
-        UsageError: the result is not a usable thread id (``name`` is not 1-64 letters,
-            digits and ``_ . : @ + -``, or the whole is too long).
-    """
-    return check_thread_id(f"{parent}{SUB_MARK}{name}")
-
-
-def parent_thread_id(thread_id: str) -> str | None:
-    """The thread that spawned sub-agent thread ``thread_id`` (``None`` for a top-level thread)."""
-    parent, mark, _ = thread_id.rpartition(SUB_MARK)
-    return parent if mark else None
-
 
 @frozen
 class AgentSettings:

@@ -60,7 +60,8 @@ from livecontext.protocol import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
-from ._agent import AgentSettings, check_thread_id
+from ._agent import AgentSettings
+from ._thread_ids import check_thread_id
 from ._format import apps_json
 from ._input import give_input
 from ._resume import SETTINGS, recorded_models, resume

@@ -45,6 +45,7 @@ from livecontext.runtime.persistence import EventStore, ThreadLockedError, Threa
 from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
+from ._existing_store import StoreMissingError, open_existing_store
 from ._input import give_input
 from ._text import check_text
 from ._format import apps_json, entry_json, event_json, status_json, usage_json
@@ -239,23 +240,6 @@ async def stop_interrupted(session: Session, given: Sequence[str], since_seq: in
             recorded += isinstance(message, EntryAppended) and isinstance(message.entry, ModelInputEntry)
     fed = [text for text in given if text.strip()]  # (blank input is never recorded)
     return Stopped(tail.state, tuple(fed[recorded:]))
-
-
-class StoreMissingError(UsageError):
-    """An inspection command named a store that does not exist (nothing is created)."""
-
-
-async def open_existing_store(url: str) -> EventStore:
-    """Open a store that must already exist, to read it: looking into a store never creates
-    one, and a store that cannot be written can still be read."""
-    scheme, _, rest = url.partition(":")
-    scheme = scheme.strip().lower()
-    if scheme in ("sqlite", "jsonl") and rest.strip():
-        path = Path(rest[2:] if rest.startswith("//") else rest).expanduser()
-        # an empty file is no store either (SQLite would make it one)
-        if not path.exists() or (scheme == "sqlite" and path.is_file() and path.stat().st_size == 0):
-            raise StoreMissingError(f"no store at {path} ({url}); run an agent with --store {url} first")
-    return await open_store(url, read_only=True)
 
 
 def _recordable(spec: str) -> str:

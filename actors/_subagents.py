@@ -34,6 +34,7 @@ from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError
 from livecontext.runtime.tokens import TokenCounter
 
+from ._thread_ids import sub_thread_id
 from ._turns import final_answer
 from .apps import App, ToolFailure, ToolOutcome, tool
 
@@ -96,7 +97,7 @@ class SubAgents(App):
         Args:
             task: What the sub-agent should do, in full: it sees nothing else.
         """
-        from ._agent import AgentSettings, spawn_agent, sub_thread_id  # the app is wired by _agent
+        from ._agent import AgentSettings, spawn_agent  # the app is wired by _agent
 
         if self.ctx is None or self.model_factory is None:
             raise ToolFailure("sub-agents are not configured in this agent (no model for them)")

@@ -31,7 +31,7 @@ from livecontext.protocol import (
 from livecontext.runtime import ActorStoppedError, Context, UnknownActorError, UsageError
 from livecontext.runtime.persistence import EventStore, ThreadReader
 
-from ._agent import sub_thread_id
+from ._thread_ids import sub_thread_id
 from ._subagents import SubAgents, subagent_name
 from .history import HistoryState, load_state
 

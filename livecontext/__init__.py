@@ -24,9 +24,11 @@ blueprints, CLI), ``livecontext.runtime`` (the actor kernel, stores, model clien
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # (not typing's: the command's start imports nothing it can do without)
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
+    from typing import Any
+
     from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
     from livecontext.actors._system import AgentAnswer, System, open_system
     from livecontext.actors.analyzers import AnalyzerSettings

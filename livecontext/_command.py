@@ -1,5 +1,10 @@
-"""The ``livecontext`` command's entry point: a Ctrl-C while the command starts (importing
-the runtime takes most of a second) ends it as a Ctrl-C later does, in one line, exit 130."""
+"""The ``livecontext`` command's entry point: a Ctrl-C while the command starts (while it
+imports what it needs) ends it as a Ctrl-C later does, in one line, exit 130.
+
+This module and ``livecontext/__init__.py`` import nothing the interpreter has not loaded
+already (``tests/actors/cli/test_cli_startup.py`` checks it): from the first line of
+:func:`main` on, a Ctrl-C is met here, or by the command line (``actors/cli/_main.py``)
+once the command's own modules are being imported."""
 
 from __future__ import annotations
 

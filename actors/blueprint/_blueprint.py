@@ -13,7 +13,8 @@ from attrs import field, frozen
 
 from livecontext.runtime import UsageError
 
-from .._agent import AgentSettings, check_thread_id
+from .._agent import AgentSettings
+from .._thread_ids import check_thread_id
 from ..apps import App, FunctionTools, Notebook, make_app
 
 BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook})

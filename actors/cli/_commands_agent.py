@@ -21,8 +21,9 @@ from livecontext.runtime import Runtime, UsageError
 
 from livecontext.protocol import ThreadConfigured
 
-from .._agent import AgentSettings, check_thread_id
+from .._agent import AgentSettings
 from .._resume import SETTINGS, changed_settings, resumed_settings
+from .._thread_ids import check_thread_id
 from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
 from .._thread_apps import AppRebuildError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError

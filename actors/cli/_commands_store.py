@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -58,10 +58,8 @@ from livecontext.runtime.tokens import TokenCounter
 
 from livecontext.protocol import ContextCompacted, ModelOutputEntry, Shown, id_number
 
-from .._agent import parent_thread_id
+from .._thread_ids import parent_thread_id
 from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
-from .._thread_apps import rebuild_apps, thread_apps
-from ..apps import App
 from ..history import (
     ContextPolicy,
     HistoryState,
@@ -72,9 +70,11 @@ from ..history import (
     restore_frame,
 )
 from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
-from .._session import StoreMissingError, open_existing_store
-from .._usage import stored_usage
+from .._existing_store import StoreMissingError, open_existing_store
 from ._main import main, print_json, run_async, store_option
+
+if TYPE_CHECKING:
+    from ..apps import App
 
 
 class SeqPastEndError(UsageError):
@@ -118,6 +118,8 @@ async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_i
 
 
 def _summary(state: HistoryState) -> dict[str, Any]:
+    from .._thread_apps import thread_apps  # (the apps' modules, pydantic: only where apps are named)
+
     apps = state.app_histories()
     return {
         "state": state.state.value,
@@ -247,6 +249,8 @@ def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> No
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
     """Print a thread's state, status (with its result, question or error), entry count,
     pending tool results, apps, last seq and usage (its sub-agents' included)."""
+    from .._usage import stored_usage  # (it knows the sub-agents app: the agent's models)
+
     async def go() -> None:
         converter = make_converter()
         store = await open_existing_store(store_url)
@@ -383,6 +387,8 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
     The thread is rendered as its agent renders it: its system prompt, its tools, its pinned
     entries, and its own apps' windows, rebuilt from the log as of that seq.
     """
+    from .._thread_apps import rebuild_apps  # (the apps' modules: only where apps are rebuilt)
+
     async def go() -> None:
         converter = make_converter()
         async with _reader(store_url, thread_id) as reader:
@@ -469,7 +475,7 @@ def fork(store_url: str, thread_id: str | None, system: str | None, at: int, new
     """Make a new thread from records 1..SEQ of another, or a new system from another cut at
     a system seq (``--system NAME --at SYSTEM_SEQ --new-system NAME2``; run it with
     ``livecontext run SYSTEM.toml --as NAME2``)."""
-    from .._agent import check_thread_id
+    from .._thread_ids import check_thread_id
 
     async def go() -> None:
         if system is not None or new_system is not None:

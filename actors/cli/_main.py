@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
 import logging
 import os
 import gc
 import json
-import sqlite3
 import sys
 import warnings
 from pathlib import Path
-from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn, TextIO, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 import click
-import trio
 
-from livecontext.protocol import ProtocolError
-from livecontext.runtime import LivecontextError, error_leaves
-
-from ._interrupt import Interrupt, Interrupted
+if TYPE_CHECKING:
+    from ._interrupt import Interrupt
 
 T = TypeVar("T")
 
@@ -38,11 +36,17 @@ def run_async(fn: Callable[[], Awaitable[T]], interrupt: Interrupt | None = None
     Errors come out of trio inside exception groups (a nursery wraps even one): each is
     looked for inside them.
     """
+    import trio  # (imported here, as the runtime is: `--version` and `--help` need neither)
+
+    from livecontext.runtime import error_leaves
+
+    from ._interrupt import Interrupt
+
     try:
         return trio.run((interrupt or Interrupt()).guard, fn)
     except BaseException as exc:  # noqa: BLE001  (what is not ours is raised again)
         leaves = error_leaves(exc)
-        for kinds, report in _REPORTS:
+        for kinds, report in _reports():
             for leaf in leaves:
                 if isinstance(leaf, kinds):
                     report(leaf)
@@ -54,7 +58,7 @@ def _exit(leaf: BaseException) -> NoReturn:
     raise leaf
 
 
-def _interrupted(leaf: BaseException) -> NoReturn:
+def _interrupted(leaf: BaseException | None) -> NoReturn:
     click.echo("livecontext: interrupted", err=True)
     sys.exit(130)
 
@@ -85,14 +89,23 @@ def _sqlite_error(leaf: BaseException) -> NoReturn:
     _fail(f"sqlite: {leaf}; check the store's file, its folder's permissions and the free disk space")
 
 
-_REPORTS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[[BaseException], NoReturn]], ...] = (
-    (SystemExit, _exit),  # (a command's own exit, first)
-    ((KeyboardInterrupt, Interrupted), _interrupted),
-    ((LivecontextError, ProtocolError), _ours),
-    (OSError, _os_error),  # the file system said no where nothing of ours could say it better
-    (sqlite3.Error, _sqlite_error),
-)
-"""What each kind of error found in a failed command becomes, in order of precedence."""
+def _reports() -> tuple[tuple[type[BaseException] | tuple[type[BaseException], ...],
+                             Callable[[BaseException], NoReturn]], ...]:
+    """What each kind of error found in a failed command becomes, in order of precedence."""
+    import sqlite3
+
+    from livecontext.protocol import ProtocolError
+    from livecontext.runtime import LivecontextError
+
+    from ._interrupt import Interrupted
+
+    return (
+        (SystemExit, _exit),  # (a command's own exit, first)
+        ((KeyboardInterrupt, Interrupted), _interrupted),
+        ((LivecontextError, ProtocolError), _ours),
+        (OSError, _os_error),  # the file system said no where nothing of ours could say it better
+        (sqlite3.Error, _sqlite_error),
+    )
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -157,7 +170,57 @@ def folder_note(store_url: str) -> str | None:
     return f"created the folder {folder} for the store {store_url}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@contextlib.contextmanager
+def _interrupt_said() -> Iterator[None]:
+    """A Ctrl-C before a command took it over (while its modules are imported) ends the command
+    as one later does: one line, exit 130 (click would say "Aborted!" and exit 1)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        _interrupted(None)
+
+
+class _Commands(click.Group):
+    """The commands, each module of them imported when one of its commands is asked for (every
+    one for ``--help``), so that a command does not pay for the others' imports."""
+
+    modules = {
+        "audit": "_commands_store",
+        "batch": "_commands_batch",
+        "chat": "_commands_agent",
+        "demo": "_commands_agent",
+        "fork": "_commands_store",
+        "history": "_commands_store",
+        "render": "_commands_store",
+        "run": "_commands_agent",
+        "state": "_commands_store",
+        "threads": "_commands_store",
+        "trace": "_commands_trace",
+        "verify": "_commands_store",
+    }
+    """The module that adds each command to :func:`main` (``tests/actors/cli/test_cli_startup.py``
+    checks that this lists every command of those modules)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _interrupt_said():  # (`--help` imports every command's module here)
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _interrupt_said():
+            return super().invoke(ctx)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self.modules)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.modules.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"{__package__}.{module}")  # (its decorators add its commands)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="livecontext")
 def main() -> None:
     """livecontext: an actor runtime for LLM agents whose context is live.

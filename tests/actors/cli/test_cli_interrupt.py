@@ -12,8 +12,11 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.durability._support import LIVECONTEXT, cli_env, json_lines
 
@@ -152,25 +155,48 @@ def test_a_step_that_will_not_stop_is_ended_at_the_deadline_or_at_a_second_ctrl_
         assert state["state"] == "WaitingToolResults"  # the call is recorded; resuming runs it
 
 
-def test_ctrl_c_while_the_command_starts_is_one_line_and_exit_130(tmp_path: Path) -> None:
-    # importing the runtime takes most of a second: a Ctrl-C then is met as one later is
-    ended = []
-    for delay_s in (0.1, 0.2, 0.3, 0.45):
-        proc = _start("threads", "--store", f"jsonl:{tmp_path / 'none'}")
-        time.sleep(delay_s)
-        code, out, err, _ = _interrupt(proc)
-        if err.startswith("Fatal Python error: init_import_site") or err.endswith(
-                'File "<string>", line 1, in <module>\nKeyboardInterrupt\n'):
-            continue  # (the interpreter's own start, before our entry point was loaded: a busy machine is that slow)
-        assert "Traceback" not in err, (delay_s, err)
-        if code == 130:
-            assert err == "livecontext: interrupted\n" and out == "", (delay_s, out, err)
-        elif code == -signal.SIGINT:  # (before Python itself had started: the signal ended it, silently)
-            assert err == out == "", (delay_s, out, err)
-        else:  # (it had finished: the store does not exist)
-            assert code == 1 and err.startswith("livecontext: error: "), (delay_s, code, err)
-        ended.append(code)
-    assert 130 in ended  # (the first delays fall inside the start)
+_STOP_AT_IMPORT = """
+import sys, time
+
+MODULE = sys.argv[1]
+
+class StopAt:
+    \"\"\"Say when MODULE starts to be imported, then wait there for the Ctrl-C.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name == MODULE:
+            sys.meta_path.remove(self)
+            print("importing", name, flush=True)
+            time.sleep(60)
+        return None
+
+sys.meta_path.insert(0, StopAt())
+sys.argv = ["livecontext", *sys.argv[2:]]
+from livecontext._command import main
+main()
+"""
+"""The ``livecontext`` command, stopped where it starts to import a module (the first
+argument) until a signal comes."""
+
+
+THREADS = ["threads", "--store", "memory:"]
+
+
+@pytest.mark.parametrize(("module", "args"), [
+    ("click", THREADS),  # the command line itself
+    ("livecontext.actors.cli._commands_store", THREADS),  # the command's module, looked up by click
+    ("livecontext.actors.cli._commands_agent", ["--help"]),  # every command's module, for the list
+    ("livecontext.runtime.persistence", THREADS),  # what the command imports
+    ("livecontext.actors.cli._interrupt", THREADS),  # the last step before the command takes Ctrl-C over
+])
+def test_ctrl_c_while_the_command_starts_is_one_line_and_exit_130(module: str, args: list[str]) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _STOP_AT_IMPORT, module, *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env())
+    assert proc.stdout is not None
+    said = proc.stdout.readline().decode()
+    assert said == f"importing {module}\n", (said, proc.communicate())
+    code, out, err, _ = _interrupt(proc)
+    assert (code, err, out) == (130, "livecontext: interrupted\n", "")
 
 
 def test_ctrl_c_in_a_system_run_says_where_each_agent_is_and_the_run_resumes(tmp_path: Path) -> None:
