@@ -15,12 +15,19 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from livecontext.runtime import UsageError
 
-if TYPE_CHECKING:
-    from ._batch import TaskResult
+
+class Result(Protocol):
+    """What a results file is given as a task ends (a :class:`~livecontext.actors._batch.TaskResult`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def skipped(self) -> bool: ...
+    def json(self) -> dict[str, Any]: ...
 
 
 def read_results(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
@@ -109,7 +116,7 @@ class ResultsFile:
             raise UsageError(f"--out {out}: {_why(out, exc)}") from None
         return cls(out, sink, written)
 
-    def write(self, result: TaskResult) -> None:
+    def write(self, result: Result) -> None:
         """Append ``result``'s line (unless it is a skipped task's line already there)."""
         line = result.json()
         if result.skipped and self._written.get(result.id) == line:
