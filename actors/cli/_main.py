@@ -6,7 +6,6 @@ import functools
 import logging
 import os
 import gc
-import json
 import sqlite3
 import sys
 import warnings
@@ -114,8 +113,11 @@ def tune_gc() -> None:
 
 
 def print_json(data: Any) -> None:
-    """Print one JSON object."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+    """Print one JSON object (every value through the one encoder: an enum, an attrs value
+    of a shape that forgot to convert it, never makes the command fail)."""
+    from .._format import dump_json_line
+
+    click.echo(dump_json_line(data))
 
 
 def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
