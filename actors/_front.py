@@ -135,9 +135,10 @@ class AgentState:
     def json(self) -> dict[str, Any]:
         """JSON data in the shape ``livecontext state --json`` prints (plus ``thread`` and
         ``model_outputs``): ``json.dumps(state.json())`` never fails."""
-        return json_data({"thread": self.thread, "state": self.state, **status_json(self.status),
-                          "entries": self.entries, "model_outputs": self.model_outputs, "apps": self.apps,
-                          "usage": usage_json(self.usage)})
+        data: dict[str, Any] = json_data({
+            "thread": self.thread, "state": self.state, **status_json(self.status), "entries": self.entries,
+            "model_outputs": self.model_outputs, "apps": self.apps, "usage": usage_json(self.usage)})
+        return data
 
 
 class Agent:
