@@ -163,7 +163,7 @@ async def spawn_agent(
     ids = attrs.evolve(ids, spend=spend)
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
-    give_store(app_list, log.store, log.clock, spend)
+    give_store(app_list, log.store, log.clock, spend, model)
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
                            context=settings.context,
                            settings=thread_settings(settings, recap_model=recap_model_spec,

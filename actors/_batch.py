@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import attrs
 import trio
@@ -54,6 +54,7 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, open_store
 
+from ._batch_results import ResultsFile
 from ._format import usage_json
 from ._front import open_agent
 from ._system import open_system
@@ -299,40 +300,6 @@ def check_tasks(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTask], bat
         for a in bp.agents:
             _agent_thread(f"{thread}.{a.name}", f"{where}, for agent {a.name},")
     return threads
-
-
-def read_results(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """The result lines already in a results file, by task id (a torn last line is ignored)."""
-    found: dict[str, dict[str, Any]] = {}
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return found
-    for raw in lines:
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            continue  # (a line cut short by a crash: its task is looked up in the log)
-        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-            found[obj["id"]] = obj
-    return found
-
-
-class ResultsFile:
-    """A results file, appended a line as each task ends (flushed: a crash keeps the lines of
-    the tasks that ended); a skipped task's line is not written again if the file has it."""
-
-    def __init__(self, sink: TextIO, written: Mapping[str, Mapping[str, Any]]) -> None:
-        self._sink = sink
-        self._written = written
-
-    def write(self, result: TaskResult) -> None:
-        """Append ``result``'s line (unless it is a skipped task's line already there)."""
-        line = result.json()
-        if result.skipped and self._written.get(result.id) == line:
-            return
-        self._sink.write(json.dumps(line, ensure_ascii=False) + "\n")
-        self._sink.flush()
 
 
 def _status(state: HistoryState, expected_inputs: int) -> tuple[str, str | None, str | None]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import attrs
 
 from livecontext.protocol import (
     ENTRY_KINDS,
@@ -22,6 +26,34 @@ from livecontext.protocol import (
     UndecodedEffect,
     UsageTotals,
 )
+
+
+def json_data(value: Any) -> Any:
+    """``value`` as JSON data: the one encoder of the CLI's JSON output (``run --json``,
+    ``state``, ``--events`` ...) and of :meth:`~livecontext.actors.AgentState.json`.
+
+    An enum becomes its value, an attrs instance the object of its fields, a datetime its ISO
+    text, a mapping an object and any other sequence a list; whatever else is not JSON data
+    becomes its text, so printing a state never fails on a value a shape forgot to convert.
+    """
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, enum.Enum):
+        return json_data(value.value)
+    if isinstance(value, Mapping):
+        return {str(key): json_data(item) for key, item in value.items()}
+    if attrs.has(type(value)):
+        return {field.name: json_data(getattr(value, field.name)) for field in attrs.fields(type(value))}
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_data(item) for item in value]
+    return str(value)
+
+
+def dump_json_line(value: Any) -> str:
+    """``value`` (through :func:`json_data`) as one line of JSON text."""
+    return json.dumps(json_data(value), ensure_ascii=False)
 
 
 def entry_json(entry: HistoryEntry) -> dict[str, Any]:

@@ -62,7 +62,7 @@ from livecontext.runtime.persistence import EventStore, ThreadInfo
 
 from ._agent import AgentSettings
 from ._thread_ids import check_thread_id
-from ._format import apps_json
+from ._format import apps_json, json_data, status_json, usage_json
 from ._input import give_input
 from ._resume import SETTINGS, recorded_models, resume
 from ._session import Session, open_session, recorded_config
@@ -147,6 +147,14 @@ class AgentState:
     usage: UsageTotals = UsageTotals()
     """The thread's model calls (its sub-agents' included), summed: input tokens (the cached
     ones among them), output tokens, calls."""
+
+    def json(self) -> dict[str, Any]:
+        """JSON data in the shape ``livecontext state --json`` prints (plus ``thread`` and
+        ``model_outputs``): ``json.dumps(state.json())`` never fails."""
+        data: dict[str, Any] = json_data({
+            "thread": self.thread, "state": self.state, **status_json(self.status), "entries": self.entries,
+            "model_outputs": self.model_outputs, "apps": self.apps, "usage": usage_json(self.usage)})
+        return data
 
 
 class Agent:

@@ -46,9 +46,10 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._agent import AgentActors, AgentSettings, spawn_agent
 from ._existing_store import StoreMissingError, open_existing_store
+from ._thread_ids import parent_thread_id
 from ._input import give_input
 from ._text import check_text
-from ._format import apps_json, entry_json, event_json, status_json, usage_json
+from ._format import apps_json, dump_json_line, entry_json, event_json, status_json, usage_json
 from .apps import App, Notebook
 from .history import load_state
 from .recap import recap_topic
@@ -175,6 +176,7 @@ async def open_session(
     refused: UsageError | None = None
     """An input refused (:class:`InputTooLargeError`): nothing of it was written."""
     async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:
+        await _not_an_orphan(store, settings.thread_id)
         try:
             log = await store.open_thread(settings.thread_id, create=True,
                                           owner=owner_string(settings.thread_id))
@@ -249,6 +251,21 @@ def _recordable(spec: str) -> str:
     if kind == "scripted" and sep and rest:
         return f"scripted:{os.path.abspath(rest)}"
     return spec
+
+
+async def _not_an_orphan(store: EventStore, thread_id: str) -> None:
+    """Refuse to make a sub-agent's thread (``PARENT/sub/NAME``) its parent never made: it would
+    be listed as a sub-agent of a parent that has none (an existing one resumes).
+
+    Raises:
+        UsageError: ``thread_id`` is a sub-agent's and the store does not hold it.
+    """
+    parent = parent_thread_id(thread_id)
+    if parent is None or await store.exists(thread_id):
+        return
+    raise UsageError(f"thread {thread_id} would be a sub-agent of {parent}, which has no such sub-agent: a "
+                     f"sub-agent's thread is made by its parent (spawn_subagent); run {parent}, or give a "
+                     "thread id without /sub/")
 
 
 async def recorded_config(store: str | EventStore, thread_id: str) -> ThreadConfigured | None:
@@ -380,7 +397,7 @@ async def run_until_idle(session: Session, max_steps: int | None,
     def handle(event: Message) -> None:
         # synchronous on purpose: a cancelled pump never loses half an event
         if events_file is not None:
-            events_file.write(json.dumps(event_json(session.converter, event), ensure_ascii=False) + "\n")
+            events_file.write(dump_json_line(event_json(session.converter, event)) + "\n")
             events_file.flush()
         if on_event is not None:
             on_event(event)

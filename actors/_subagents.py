@@ -11,8 +11,8 @@ finds the same thread and resumes it where it stopped, instead of starting the t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -24,13 +24,15 @@ from livecontext.protocol import (
     Idle,
     InvokeTool,
     ModelOutputEntry,
+    ModelReply,
+    ModelRequest,
     ProvideInput,
     RunUntilIdle,
     Tail,
     make_converter,
 )
 from livecontext.runtime import Context, LivecontextError
-from livecontext.runtime.models import ModelClient
+from livecontext.runtime.models import ModelClient, RetryingModel, make_model_client
 from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError
 from livecontext.runtime.tokens import TokenCounter
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 ModelFactory = Callable[[], ModelClient]
 """Makes the model client of each sub-agent."""
 
+_DEFAULTS: Mapping[str, Any] = {"timeout_s": 60.0, "max_steps": 40}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@+-]")
 
 
@@ -68,10 +71,17 @@ class SubAgents(App):
 
     name = "subagents"
 
-    def __init__(self, model_factory: ModelFactory | None = None, *, timeout_s: float = 60.0,
-                 max_steps: int = 40, store: EventStore | None = None, clock: SystemClock | None = None,
-                 spend: ActorId | None = None) -> None:
+    def __init__(self, model_factory: ModelFactory | None = None, *, model: str | None = None,
+                 timeout_s: float = 60.0, max_steps: int = 40, store: EventStore | None = None,
+                 clock: SystemClock | None = None, spend: ActorId | None = None) -> None:
+        if model is not None and model_factory is not None:
+            raise TypeError("give the sub-agents' model as model_factory or as a model spec, not both")
+        if model is not None:
+            make_model_client(model)  # (a spec that names no model is refused here, in one line)
         self.model_factory = model_factory
+        self.model = model
+        """The sub-agents' model spec (``echo``, ``scripted:PATH``, ``openai:MODEL``), when the app is
+        made from a blueprint or ``--app subagents``; neither it nor a factory: the parent's model."""
         self.timeout_s = timeout_s
         self.max_steps = max_steps
         self.store = store
@@ -81,8 +91,26 @@ class SubAgents(App):
         self.runs = 0
 
     def fresh(self) -> SubAgents:
-        return SubAgents(self.model_factory, timeout_s=self.timeout_s, max_steps=self.max_steps,
+        made = SubAgents(self.model_factory, model=self.model, timeout_s=self.timeout_s, max_steps=self.max_steps,
                          store=self.store, clock=self.clock, spend=self.spend)
+        made.made_with = self.made_with
+        return made
+
+    def options(self) -> Mapping[str, Any] | None:
+        """What makes it again on a resumed thread: its model spec, timeout and steps (a factory
+        given in Python is not recorded: the resumed parent's model is used)."""
+        given = {"model": self.model, "timeout_s": self.timeout_s, "max_steps": self.max_steps}
+        made = {key: value for key, value in given.items()
+                if value is not None and value != _DEFAULTS.get(key)}
+        return made or None
+
+    def _models(self) -> ModelFactory | None:
+        if self.model_factory is not None:
+            return self.model_factory
+        spec = self.model
+        if spec is not None:
+            return lambda: RetryingModel(make_model_client(spec))
+        return None
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -99,7 +127,8 @@ class SubAgents(App):
         """
         from ._agent import AgentSettings, spawn_agent  # the app is wired by _agent
 
-        if self.ctx is None or self.model_factory is None:
+        models = self._models()
+        if self.ctx is None or models is None:
             raise ToolFailure("sub-agents are not configured in this agent (no model for them)")
         if self.store is None:
             raise ToolFailure("sub-agents are not configured in this agent (no store for their threads)")
@@ -113,7 +142,7 @@ class SubAgents(App):
                                                clock=self.clock)
         except ThreadLockedError as exc:
             raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
-        async with log, self.model_factory() as model:
+        async with log, models() as model:
             agent = await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id),
                                       converter=make_converter(), counter=TokenCounter.from_env(),
                                       spend=self.spend)
@@ -163,11 +192,29 @@ def _line(text: str, limit: int = 120) -> str:
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
 def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None = None,
-               spend: ActorId | None = None) -> None:
+               spend: ActorId | None = None, model: ModelClient | None = None) -> None:
     """Give ``store``, ``clock`` and ``spend`` (the parent's) to each :class:`SubAgents` app of
-    ``apps`` that has no store."""
+    ``apps`` that has no store, and ``model`` (the parent's client, shared: a sub-agent does
+    not close it) to each that has no model of its own."""
     for app in apps:
-        if isinstance(app, SubAgents) and app.store is None:
-            app.store = store
-            app.clock = clock
-            app.spend = spend
+        if isinstance(app, SubAgents):
+            if app.store is None:
+                app.store = store
+                app.clock = clock
+                app.spend = spend
+            if app.model_factory is None and app.model is None and model is not None:
+                shared = model
+                app.model_factory = lambda: _Shared(shared)
+
+
+class _Shared(ModelClient):
+    """The parent's model client lent to a sub-agent: its calls go through, closing it does not
+    close the parent's."""
+
+    def __init__(self, inner: ModelClient) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def complete(self, request: ModelRequest,
+                       on_text: Callable[[str], None] | None = None) -> ModelReply:
+        return await self.inner.complete(request, on_text)

@@ -14,11 +14,14 @@ from attrs import field, frozen
 from livecontext.runtime import UsageError
 
 from .._agent import AgentSettings
+from .._subagents import SubAgents
 from .._thread_ids import check_thread_id
 from ..apps import App, FunctionTools, Notebook, make_app
 
-BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook})
-"""The apps a blueprint can switch on under ``[apps]``, by name."""
+BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook, "subagents": SubAgents})
+"""The apps a blueprint (``[[apps]] use = NAME``) and ``--app NAME`` name by name: the Memory
+Notebook, and the sub-agents (``spawn_subagent``; options ``model``, ``timeout_s``,
+``max_steps``; without ``model`` they run on the agent's own model)."""
 
 
 def _readonly(value: Mapping[str, str]) -> Mapping[str, str]:

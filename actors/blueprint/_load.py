@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 from pathlib import Path
 
 import attrs
@@ -269,9 +270,11 @@ def _import_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: 
         for i, a in enumerate(keys.apps):
             head = label(Where("apps", i, agent=agent))
             try:
-                AppUse(a.use, a.options).make()
+                _app_use(a.use, a.options, base).make()
             except (AppDefinitionError, ToolDefinitionError) as exc:
                 yield Where("apps", i, "use", agent=agent), f"{head}{exc}"
+            except UsageError as exc:  # (the sub-agents' model spec)
+                yield Where("apps", i, "options", agent=agent), f"{head}{a.use} options: {exc}"
             except TypeError as exc:  # a built-in made with options it does not take
                 yield Where("apps", i, "options", agent=agent), f"{head}{a.use} cannot be made with these options: {exc}"
         for i, t in enumerate(keys.tools):
@@ -416,10 +419,19 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
         inputs=tuple(keys.inputs),
         pins=tuple(keys.pins),
         max_steps=keys.max_steps,
-        apps=tuple(AppUse(a.use, a.options) for a in keys.apps),
+        apps=tuple(_app_use(a.use, a.options, base) for a in keys.apps),
         tools=tuple(t.use for t in keys.tools),
         folder=str(base),
     )
+
+
+def _app_use(use: str, options: Mapping[str, Any], base: Path) -> AppUse:
+    """An app as the blueprint names it; the sub-agents' ``model`` spec is taken from the
+    blueprint's folder, as the agent's own is."""
+    model = options.get("model")
+    if use == "subagents" and isinstance(model, str):
+        options = {**options, "model": _model_spec(model, base)}
+    return AppUse(use, options)
 
 
 def _system(doc: BlueprintFile, system: str, source: str, base: Path) -> SystemBlueprint:

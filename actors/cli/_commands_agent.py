@@ -68,7 +68,7 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--tool", "tools", multiple=True, metavar="MODULE:FUNCTION",
               help="A function offered as a tool (repeatable; the current folder is importable).")
 @click.option("--app", "app_paths", multiple=True, metavar="MODULE:CLASS",
-              help="An app, by import path or `notebook` (repeatable; replaces the default notebook).")
+              help="An app, by import path, `notebook` or `subagents` (repeatable; replaces the default notebook).")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
 @click.option("--max-input-tokens", default=None, type=click.IntRange(min=1), metavar="N",

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import sys
 from collections import Counter
-from pathlib import Path
-from typing import TextIO
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -17,17 +17,17 @@ from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url, open_store
 
 from .._batch import (
-    ResultsFile,
     TaskResult,
     batch_name,
     check_tasks,
     unset_placeholders,
     ray_environment,
-    read_results,
     read_tasks,
     run_batch,
 )
+from .._batch_results import ResultsFile
 from ..blueprint import load_any_blueprint
+from ._interrupt import Interrupt
 from ._main import _fail, folder_note, main, run_async
 
 
@@ -49,10 +49,12 @@ from ._main import _fail, folder_note, main, run_async
               help="Event store all tasks write to (default: the blueprint's, else $LIVECONTEXT_STORE "
                    "or sqlite:.livecontext/livecontext.db).")
 @click.option("--out", "out_path", default=None, metavar="RESULTS.jsonl",
-              help="Results file, one JSON line per task, appended as tasks end (default: BATCH.results.jsonl).")
+              help="Results file, one JSON line per task, appended as tasks end; a re-run keeps the latest line "
+                   "of each task (default: BATCH.results.jsonl).")
 @click.option("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
 @click.option("--api-key", default=None, help="API key (default: $OPENAI_API_KEY).")
-def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str | None, concurrency: int,
+@click.pass_context
+def batch(ctx: click.Context, blueprint_path: str, tasks_path: str, workers: int, ray_address: str | None, concurrency: int,
           batch: str | None, store_url: str | None, out_path: str | None, base_url: str | None,
           api_key: str | None) -> None:
     """Run one agent made from BLUEPRINT.toml per task of TASKS.jsonl, many at once.
@@ -75,13 +77,19 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
     for line in unset_placeholders(loaded, tasks):
         click.echo(f"livecontext: note: {line}", err=True)
     url = store_url or loaded.store or default_store_url()
-    out = Path(out_path or f"{name}.results.jsonl")
-    written = read_results(out)
-    sink = _results_file(out)
+    try:
+        sink = ResultsFile.open(out_path or f"{name}.results.jsonl")  # (said in one line before any task runs)
+    except UsageError as exc:
+        _fail(str(exc))
+    out = sink.path
     made_folder = folder_note(url)
     if made_folder:
         click.echo(f"livecontext: note: {made_folder}", err=True)
-    with sink, _Reporter(name, len(tasks), ResultsFile(sink, written)) as report:
+    resume = _resume_command(ctx)
+    interrupt = Interrupt()
+    interrupt.hard_message = interrupt.again_message = (
+        f"interrupted; batch {name} was stopped at once (each task's log is whole); `{resume}` resumes it")
+    with sink, _Reporter(name, len(tasks), sink) as report:
         if on_ray:
             if importlib.util.find_spec("ray") is None:
                 _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
@@ -97,6 +105,8 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
                                      on_start=report.start, base_url=base_url, api_key=api_key)
             except UsageError as exc:
                 _fail(str(exc))
+            except KeyboardInterrupt:
+                report.interrupted(resume)
         else:
             async def go() -> list[TaskResult]:
                 def on_event(kind: str, result: TaskResult | None) -> None:
@@ -104,9 +114,13 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
                         report.start(1)
                     else:
                         report.done(result)
-                return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency,
-                                       on_event=on_event, base_url=base_url, api_key=api_key)
-            results = run_async(go)
+                with interrupt.region():  # (Ctrl-C cancels the tasks: each one's log is whole)
+                    return await run_batch(loaded, tasks, url, batch=name, concurrency=concurrency,
+                                           on_event=on_event, base_url=base_url, api_key=api_key)
+                return []
+            results = run_async(go, interrupt)
+            if interrupt.caught:
+                report.interrupted(resume)
     by_status = Counter(r.status for r in results)
     skipped = sum(1 for r in results if r.skipped)
     said = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
@@ -116,18 +130,16 @@ def batch(blueprint_path: str, tasks_path: str, workers: int, ray_address: str |
         sys.exit(1)
 
 
-def _results_file(out: Path) -> TextIO:
-    """``out`` opened for appending result lines, or one line saying why it cannot be (before
-    any task runs)."""
-    try:
-        return out.open("a", encoding="utf-8")
-    except OSError as exc:
-        folder = out.parent
-        if not folder.exists():
-            _fail(f"--out {out}: the folder {folder} does not exist; make it first (mkdir -p {folder}) "
-                  "or write the results elsewhere")
-        _fail(f"--out {out}: cannot append to it ({exc.strerror or exc}); check the path and its "
-              "permissions, or write the results elsewhere")
+def _resume_command(ctx: click.Context) -> str:
+    """The command that runs this batch again (its finished tasks skipped, the others resumed):
+    this one, with the options given on its command line (not --api-key: it is a secret)."""
+    words = ["livecontext", "batch", ctx.params["blueprint_path"]]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in (None, "api_key"):
+            continue
+        if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
+            words += [param.opts[0], str(ctx.params[param.name])]
+    return shlex.join(words)
 
 
 class _Reporter:
@@ -136,7 +148,7 @@ class _Reporter:
     def __init__(self, name: str, total: int, out: ResultsFile) -> None:
         self._name, self._total, self._out = name, total, out
         self._counts: Counter[str] = Counter()
-        console = Console(stderr=True)
+        self._console = console = Console(stderr=True)
         self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
                              console=console) if console.is_terminal else None
@@ -148,8 +160,25 @@ class _Reporter:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
         if self._bar is not None:
             self._bar.stop()
+            self._bar = None
+
+    def interrupted(self, resume: str) -> NoReturn:
+        """Ctrl-C stopped the batch: end the bar's line, say in one line how far it got and
+        what resumes it; exit 130 (the results file is kept one line per task on the way out)."""
+        live = self._bar is not None
+        self._stop()
+        if live:  # (the terminal echoed ^C after the bar: the line starts on a line of its own)
+            self._console.file.write("\n")
+        counts = self._counts
+        click.echo(f"livecontext: interrupted; batch {self._name}: {counts['ended']} of {self._total} tasks "
+                   f"ended ({counts['done']} done, {counts['failed']} failed), their lines in {self._out.path}; "
+                   f"`{resume}` resumes the others", err=True)
+        sys.exit(130)
 
     def start(self, n: int) -> None:
         """``n`` tasks started."""

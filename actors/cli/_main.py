@@ -8,7 +8,6 @@ import importlib
 import logging
 import os
 import gc
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -127,8 +126,11 @@ def tune_gc() -> None:
 
 
 def print_json(data: Any) -> None:
-    """Print one JSON object."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+    """Print one JSON object (every value through the one encoder: an enum, an attrs value
+    of a shape that forgot to convert it, never makes the command fail)."""
+    from .._format import dump_json_line
+
+    click.echo(dump_json_line(data))
 
 
 def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,19 +10,27 @@ is looked up where the SDK looks it up: the ``opentelemetry_traces_exporter`` en
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 import trio
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from ._notes import warn
 
 EXPORTER_GROUP = "opentelemetry_traces_exporter"
 """The entry-point group where exporter packages register their names (the SDK's)."""
+OTLP_TIMEOUT_S = 2.0
+"""How long the OTLP/HTTP exporter tries to deliver one batch (retries included), unless
+``OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT`` says otherwise: the SDK's 10 s kept a run whose
+collector is not there waiting ~8 s at exit, retrying."""
+_TIMEOUT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
 def exporter_name(name: str) -> str:
@@ -56,8 +64,52 @@ def exporters_from_env() -> list[SpanExporter]:
                  "that provides it")
             continue
         exporter_cls = next(iter(found)).load()
-        made.append(exporter_cls())
+        timeout_s = None
+        if name == "otlp_proto_http" and not any(os.environ.get(var, "").strip() for var in _TIMEOUT_VARS):
+            timeout_s = OTLP_TIMEOUT_S
+        exporter = exporter_cls() if timeout_s is None else exporter_cls(timeout=timeout_s)
+        made.append(_SaysWhereItFailed(exporter, given, timeout_s) if name.startswith("otlp") else exporter)
     return made
+
+
+class _SaysWhereItFailed(SpanExporter):
+    """An OTLP exporter that says, once, in one line, which endpoint it could not deliver spans
+    to (the exporter's own log lines do not name it; they are silenced, this one says more)."""
+
+    def __init__(self, inner: SpanExporter, given: str, timeout_s: float | None) -> None:
+        self.inner = inner
+        self.given = given
+        self.timeout_s = timeout_s
+        """The timeout given to the exporter (``None``: its own, from the variables)."""
+        self.endpoint = str(getattr(inner, "_endpoint", "") or _endpoint_from_env())
+        self.said = False
+        quiet = logging.getLogger("opentelemetry.exporter.otlp")
+        if quiet.level == logging.NOTSET:  # (unless someone configured it)
+            quiet.setLevel(logging.CRITICAL)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result is SpanExportResult.FAILURE and not self.said:
+            self.said = True
+            warn(f"OTEL_TRACES_EXPORTER={self.given}: could not deliver spans to {self.endpoint} (no collector "
+                 "answered, or it refused them): they are lost; start a collector there, or point "
+                 "OTEL_EXPORTER_OTLP_ENDPOINT at one")
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def _endpoint_from_env() -> str:
+    """Where OTLP/HTTP traces go as the variables say (the SDK's default: localhost:4318)."""
+    given = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    if given:
+        return given
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return base.rstrip("/") + "/v1/traces"
 
 
 def provider_from_env() -> tuple[trace.TracerProvider | None, bool]:

@@ -174,6 +174,54 @@ def test_results_into_a_missing_folder_are_one_line_before_any_task_runs(project
     assert not (project / "b.db").exists()  # (no task ran)
 
 
+
+def test_results_where_a_file_stands_in_place_of_the_folder_are_one_line_before_any_task_runs(project: Path) -> None:
+    # (a file where the folder should be stops root as well as anyone: a read-only folder would not)
+    (project / "taken").write_text("not a folder", encoding="utf-8")
+    write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"], "vars": {"topic": "owls"}}])
+    ran = batch("--tasks", "five.jsonl", "--out", str(project / "taken" / "r.jsonl"))
+    assert ran.exit_code == 1
+    assert ran.stderr == (f"livecontext: error: --out {project / 'taken' / 'r.jsonl'}: {project / 'taken'} is a "
+                          "file, not a folder; write the results elsewhere (or move that file away)\n")
+    assert not (project / "b.db").exists()  # (no task ran)
+    assert (project / "taken").read_text(encoding="utf-8") == "not a folder"
+
+
+def test_results_into_a_folder_name_are_one_line_before_any_task_runs(project: Path) -> None:
+    (project / "out").mkdir()
+    write_tasks(project / "five.jsonl", [{"id": "t0", "inputs": ["x"], "vars": {"topic": "owls"}}])
+    ran = batch("--tasks", "five.jsonl", "--out", "out")
+    assert (ran.exit_code, ran.stderr) == (1, "livecontext: error: --out out: it is a folder; name a file in it "
+                                              "(such as its results.jsonl)\n")
+    assert not (project / "b.db").exists()
+
+
+def test_a_rerun_of_a_failed_task_keeps_one_line_per_task_the_latest(project: Path) -> None:
+    tasks = write_tasks(project / "mixed.jsonl", [
+        {"id": "ok", "inputs": ["one"], "vars": {"topic": "x"}},
+        {"id": "too-long", "inputs": ["one", "two", "three"], "vars": {"topic": "x"}},  # (the script has 2 turns)
+        {"id": "ok2", "inputs": ["one", "two"], "vars": {"topic": "x"}}])
+    out = project / "mixed.results.jsonl"
+    assert batch("--tasks", str(tasks)).exit_code == 1
+    first = out.read_text(encoding="utf-8").splitlines()
+    with out.open("a", encoding="utf-8") as f:  # (a line of a task of another tasks file, and one cut short)
+        f.write('{"id": "elsewhere", "status": "answered"}\n{"id": "torn", "sta')
+    (project / "script.json").write_text(json.dumps({"turns": [*SCRIPT["turns"], {"text": "third answer"}]}),
+                                         encoding="utf-8")
+    again = batch("--tasks", str(tasks))
+    assert again.exit_code == 0, again.stderr
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    order = [json.loads(line)["id"] for line in first]
+    assert [line["id"] for line in lines] == [*order, "elsewhere"]  # (one line each, in the order they came)
+    got = {line["id"]: line for line in lines}
+    assert got["too-long"]["status"] == "answered" and got["too-long"]["result"] == "third answer"  # (the latest)
+    for raw in first:  # (the tasks that did not run again: their lines as they were)
+        if json.loads(raw)["id"] != "too-long":
+            assert raw in out.read_text(encoding="utf-8").splitlines()
+    assert got["elsewhere"] == {"id": "elsewhere", "status": "answered"}
+    assert not list(project.glob(".mixed.results.jsonl*"))  # (no file left over from the rewrite)
+
+
 # -- a system of agents per task ------------------------------------------------------------------
 
 SYSTEM = '''

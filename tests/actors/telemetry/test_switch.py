@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -148,6 +149,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory, collector: str) -> dict[str, R
         "otlp": ([CLI, *run_args], {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": collector,
                                     "OTEL_SERVICE_NAME": "otel-test"}),
         "theirs": ([turns + THEIR_PROVIDER], {"OTEL_TRACES_EXPORTER": "console"}),
+        "no_collector": ([CLI, *run_args], {"OTEL_TRACES_EXPORTER": "otlp",
+                                            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}"}),
     }
     procs = {name: subprocess.Popen([sys.executable, "-c", *args], cwd=tmp, env={**base, **env}, text=True,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -157,6 +160,41 @@ def ran(tmp_path_factory: pytest.TempPathFactory, collector: str) -> dict[str, R
         out, err = proc.communicate(timeout=120)
         results[name] = Ran(proc.returncode, out, err)
     return results
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then let go: connecting to it is refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_otlp_with_no_collector_says_in_one_line_which_endpoint_it_could_not_reach(ran: dict[str, Ran]) -> None:
+    result = ran["no_collector"]
+    assert result.code == 0, result.err
+    assert "five" in result.out
+    (line,) = result.err.strip().splitlines()  # (the exporter's own lines, which name no endpoint, are not shown)
+    assert line.startswith("livecontext: warning: OTEL_TRACES_EXPORTER=otlp: could not deliver spans to "
+                           "http://127.0.0.1:"), line
+    assert line.endswith("/v1/traces (no collector answered, or it refused them): they are lost; start a collector "
+                         "there, or point OTEL_EXPORTER_OTLP_ENDPOINT at one"), line
+
+
+def test_the_otlp_exporter_gives_up_on_a_batch_after_a_short_timeout_unless_told_otherwise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from livecontext.actors.telemetry._provider import OTLP_TIMEOUT_S, exporters_from_env
+
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    for var in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    (made,) = exporters_from_env()
+    assert made.timeout_s == OTLP_TIMEOUT_S == 2.0  # type: ignore[attr-defined]
+    assert made.endpoint == "http://localhost:4318/v1/traces"  # type: ignore[attr-defined]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "7")
+    (made,) = exporters_from_env()
+    assert made.timeout_s is None  # type: ignore[attr-defined]  # (the exporter reads the variable itself)
 
 
 def spans_printed(out: str) -> list[dict[str, object]]:
