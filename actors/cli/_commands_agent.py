@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +31,7 @@ from ._demo import run_demo
 from ._live import LiveView, open_live_view
 from ._live_gauge import Watched
 from ._interrupt import interrupting, resume_command, say_interrupted
-from ._main import folder_note, main, print_json, run_async, store_option
+from ._main import folder_note, import_from_cwd, main, print_json, run_async, store_option
 from ._system_run import run_system
 from ._transcript import ChatView, Transcript
 
@@ -145,8 +144,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
 
     async def go() -> None:
         nonlocal model_spec
-        if os.getcwd() not in sys.path:  # --tool/--app and recorded apps import from here too
-            sys.path.insert(0, os.getcwd())
+        import_from_cwd()  # --tool/--app and recorded apps import from here too
         try:
             apps = _flag_apps(app_paths, tools, bp)
             recorded = await recorded_config(store_url, thread_id)
