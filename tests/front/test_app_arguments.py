@@ -71,3 +71,9 @@ async def test_an_app_that_cannot_be_made_again_is_said_in_one_line_naming_its_c
             r"again, or override fresh\(\) to return a new instance$")):
         async with livecontext.open_agent(apps=[Once("k")], model="echo", store="memory:"):
             pass
+
+
+async def test_agent_state_gives_a_custom_apps_state_text() -> None:
+    async with livecontext.open_agent(apps=[Inventory("north")], model=stock("bolts"), store="memory:") as agent:
+        await agent.send("stock bolts")
+        assert (await agent.state()).apps == {"inventory": '{"items": ["bolts"]}'}

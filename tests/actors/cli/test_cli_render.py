@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +177,41 @@ def test_render_of_an_app_that_cannot_be_rebuilt_shows_its_recorded_window_and_s
     assert result.stderr.startswith(f"livecontext: note: cannot rebuild app 'ghost' of thread 't' from {source}: ")
     assert result.stderr.rstrip().endswith("app 'ghost' is shown as its window was recorded (as of seq 5)")
     assert got["notes"] == [result.stderr.removeprefix("livecontext: note: ").rstrip()]
+
+
+SCRIPT = '''
+import sys, trio, livecontext
+
+@livecontext.tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first.
+        b: The second.
+    """
+    return a + b
+
+async def main() -> None:
+    async with livecontext.open_agent(tools=[add], model="echo", store=sys.argv[1]) as agent:
+        await agent.send("add 2 and 3")
+
+trio.run(main)
+'''
+
+
+def test_a_thread_whose_tools_a_script_defined_renders_from_another_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
+    store = f"sqlite:{tmp_path / 's.db'}"
+    done = subprocess.run([sys.executable, str(tmp_path / "script.py"), store], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(main, ["render", "--store", store, "--thread", "main"])
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert "add" in [t["name"] for t in got["tools"]]
+    assert "echo: add 2 and 3" in [m["content"] for m in got["messages"]]
