@@ -4,8 +4,9 @@ A thread records its apps by name and class (``ThreadConfigured``); an app's sta
 committed effects replayed, so the class, its latest saved state and the effects after it
 as of any seq give the window the agent saw then. Rebuilding imports each app's module (as
 recorded: ``module:qualname``), which also makes its effect classes known (an app's
-``effects`` are registered when its class is defined), and makes the app with no arguments;
-it runs none of the app's tools.
+``effects`` are registered when its class is defined), and makes the app with the
+arguments it recorded (``AppInfo.options``); it runs none of the app's tools. Where an app
+cannot be made, :func:`shown_apps` shows the window its thread recorded instead.
 """
 
 from __future__ import annotations

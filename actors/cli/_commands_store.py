@@ -1,11 +1,12 @@
 """Looking into a store: ``threads``, ``history``, ``state``, ``audit``, ``render``, ``fork``.
 
-None of them fails on an app's effect whose class this process does not know: ``threads``,
-``history`` and ``state`` list such effects under ``undecoded`` (how many, the latest as
-stored, and what to import to decode them), ``audit`` says so in the record's summary, and
-``render``, which must rebuild the apps to draw their windows, imports each app's class (as
-the thread recorded it) and the effects' modules; it fails, in one line, only if those
-cannot be imported. Only ``render`` imports anything.
+None of them needs the user's code: ``threads``, ``history`` and ``audit`` import nothing and
+list an app's effects this process cannot decode as stored (under ``undecoded``, with what to
+import to decode them). ``render`` and ``state`` import from the current folder, as ``run``
+does: each app whose class can be imported is made again and rebuilt from its effects; one
+that cannot is shown as its thread recorded its window and state (``AppWindowsRecorded``),
+with a note. ``render`` fails, in one line, only for an app that cannot be made here and
+whose window was never recorded (no model call saw it).
 """
 
 from __future__ import annotations
