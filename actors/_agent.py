@@ -149,6 +149,7 @@ async def spawn_agent(
     Raises:
         SpendLimitsError: ``settings.spend`` sets a ``max_cost`` and no price is known for
             the model (nothing is spawned).
+        AppDefinitionError: an app cannot be made again (:meth:`App.fresh`).
     """
     tid = check_thread_id(settings.thread_id)
     ids = EngineWiring(ActorId("history", tid), ActorId("app", tid), ActorId("input", tid))
@@ -164,6 +165,9 @@ async def spawn_agent(
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
     give_store(app_list, log.store, log.clock, spend, model)
+    # the host's apps are made here the first time, so an app that cannot be made again is
+    # said in one line before anything of the thread runs (and again on each restart)
+    first = [_fresh(app_list)]
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
                            context=settings.context,
                            settings=thread_settings(settings, recap_model=recap_model_spec,
@@ -174,8 +178,8 @@ async def spawn_agent(
                              snapshot_every=settings.snapshot_every, limits=limits, config=config,
                              pin_task=settings.pin_task, policy=settings.context),
         ids.history, capabilities=HISTORY_CAPABILITIES)
-    host = await rt.spawn(lambda: AppHost(_fresh(app_list), ids.history, counter), ids.apps,
-                          capabilities=APP_HOST_CAPABILITIES)
+    host = await rt.spawn(lambda: AppHost(first.pop() if first else _fresh(app_list), ids.history, counter),
+                          ids.apps, capabilities=APP_HOST_CAPABILITIES)
     pending = collections.deque(ProvideInput(text) for text in inputs)  # kept across the source's restarts
     source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending, history=ids.history), ids.input)
     recap: ActorRef[RecapMaintainer] | None = None

@@ -67,7 +67,7 @@ from ._input import give_input
 from ._resume import SETTINGS, recorded_models, resume
 from ._session import Session, open_session, recorded_config
 from ._text import check_text
-from ._thread_apps import make_recorded_app
+from ._thread_apps import make_recorded_app, shown_state
 from .analyzers import AnalyzerSettings
 from .apps import App, FunctionTools, Notebook
 from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
@@ -143,7 +143,8 @@ class AgentState:
     model_outputs: int
     """Model outputs ever recorded (folded ones included)."""
     apps: Mapping[str, str]
-    """Each app's state, as text, by name."""
+    """Each app's state, as text, by name: the notebook's text; one of your apps'
+    :meth:`App.state_text`, or its view if it saves none."""
     usage: UsageTotals = UsageTotals()
     """The thread's model calls (its sub-agents' included), summed: input tokens (the cached
     ones among them), output tokens, calls."""
@@ -279,9 +280,12 @@ class Agent:
         effects = await self._client.ask(self._session.agent.history, GetAppEffects())
         status = await self._client.ask(self._session.agent.history, GetStatus())
         assert isinstance(tail, Tail) and isinstance(effects, AppEffects) and isinstance(status, AgentStatus)
+        windows = await self._client.ask(self._session.agent.apps, GetWindows())
+        assert isinstance(windows, Windows)
         apps = apps_json(effects.apps, self._session.app_names)
+        apps.update((w.app, shown_state(w)) for w in windows.apps)  # (the user's apps: as their code says)
         return AgentState(self.thread, tail.state, status, tail.entries, tail.model_outputs,
-                          {name: str(value) for name, value in apps.items()},
+                          {name: "" if value is None else str(value) for name, value in apps.items()},
                           await self._session.usage(self._client, tail))
 
     async def pause(self) -> None:

@@ -12,6 +12,7 @@ from livecontext.protocol import (
     AppEffect,
     AppEffects,
     AppHistory,
+    AppWindow,
     ApplyEffect,
     CancelTool,
     GetAppEffects,
@@ -36,6 +37,13 @@ from .apps import App, ToolOutcome, describe_tools
 from .apps._invoke import start_tool, tool_owner
 
 log = logging.getLogger("livecontext.apps")
+
+
+def recorded_app(app: App) -> bool:
+    """Whether a thread records ``app``'s window (:class:`AppWindowsRecorded`): the user's
+    apps' are, so that the thread can be shown without their code; the built-in apps' are
+    not, their code being wherever livecontext is."""
+    return not type(app).__module__.startswith("livecontext.")
 
 
 class AppHost(Actor):
@@ -66,6 +74,8 @@ class AppHost(Actor):
         """How many committed effects each app has folded in."""
         self._unsaved: dict[str, int] = {}
         """How many of those came after the app's latest saved state."""
+        self._states: dict[str, tuple[int, str | None]] = {}
+        """Each app's state text and how many effects it had applied when it was asked."""
 
     async def on_start(self) -> None:
         for app in self.apps.values():
@@ -140,7 +150,17 @@ class AppHost(Actor):
 
     @handler(inline=True)
     def on_get_windows(self, msg: GetWindows) -> Windows:
-        return Windows("\n\n".join(w for w in (app.window() for app in self.apps.values()) if w))
+        windows = [(app, app.window()) for app in self.apps.values()]
+        return Windows("\n\n".join(w for _, w in windows if w),
+                       tuple(AppWindow(app.name, w, self._state_text(app)) for app, w in windows if recorded_app(app)))
+
+    def _state_text(self, app: App) -> str | None:
+        """The app's :meth:`App.state_text`, asked again only once it applied an effect."""
+        applied = self._applied.get(app.name, 0)
+        known = self._states.get(app.name)
+        if known is None or known[0] != applied:
+            known = self._states[app.name] = (applied, app.state_text())
+        return known[1]
 
     @handler(inline=True)
     def on_list_tools(self, msg: ListTools) -> Tools:

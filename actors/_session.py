@@ -184,16 +184,16 @@ async def open_session(
             raise ThreadBusyError(exc.thread_id, exc.holder) from None
         async with log:
             async with open_runtime() as rt, open_tracing(rt, settings.thread_id, tracer_provider=tracer_provider):
-                agent = await spawn_agent(rt, log, client, settings, converter=converter,
-                                          counter=counter, apps=apps, auto=auto,
-                                          model_spec=_recordable(model_spec) if model is None else "",
-                                          recap_model=recap_model, analyzer_models=analyzer_models,
-                                          recap_model_spec=_recordable(side_specs[0]),
-                                          analyzer_model_specs={name: _recordable(spec)
-                                                                for name, spec in side_specs[1].items()})
                 given = [ProvideInput(text, Retention.CRITICAL, cut_oversized=cut_oversized) for text in pins]
                 given += [ProvideInput(text, cut_oversized=cut_oversized) for text in inputs]
                 try:
+                    agent = await spawn_agent(rt, log, client, settings, converter=converter,
+                                              counter=counter, apps=apps, auto=auto,
+                                              model_spec=_recordable(model_spec) if model is None else "",
+                                              recap_model=recap_model, analyzer_models=analyzer_models,
+                                              recap_model_spec=_recordable(side_specs[0]),
+                                              analyzer_model_specs={name: _recordable(spec)
+                                                                    for name, spec in side_specs[1].items()})
                     state, held = await _feed(rt, agent, given)
                 except UsageError as exc:  # (raised below, once closed: not inside the runtime's group)
                     refused = exc

@@ -4,8 +4,9 @@ A thread records its apps by name and class (``ThreadConfigured``); an app's sta
 committed effects replayed, so the class, its latest saved state and the effects after it
 as of any seq give the window the agent saw then. Rebuilding imports each app's module (as
 recorded: ``module:qualname``), which also makes its effect classes known (an app's
-``effects`` are registered when its class is defined), and makes the app with no arguments;
-it runs none of the app's tools.
+``effects`` are registered when its class is defined), and makes the app with the
+arguments it recorded (``AppInfo.options``); it runs none of the app's tools. Where an app
+cannot be made, :func:`shown_apps` shows the window its thread recorded instead.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 
+from attrs import frozen
+
 from livecontext.protocol import (
     AppEffect,
     AppHistory,
     AppInfo,
+    AppWindow,
     Message,
     ProtocolConverter,
     ProtocolError,
@@ -27,13 +31,17 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import UsageError
 
-from .apps import App, AppDefinitionError, Notebook, ToolDefinitionError, make_app
+from ._host import recorded_app
+from .apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
 from .history import HistoryState
 
 log = logging.getLogger("livecontext.apps")
 
 BUILTIN_SOURCES = {Notebook.name: f"{Notebook.__module__}:{Notebook.__qualname__}"}
 """Where the built-in apps come from, for threads recorded before they named their apps."""
+
+FUNCTION_TOOLS = f"{FunctionTools.__module__}:{FunctionTools.__qualname__}"
+"""The app that offers plain function tools: no window, no state."""
 
 Replay = Callable[[str], Awaitable[tuple[AppEffect, ...]]]
 """Every effect an app (named) committed, read from the log: for a saved state that cannot
@@ -47,9 +55,10 @@ class AppRebuildError(UsageError):
     def __init__(self, thread_id: str, info: AppInfo, why: str) -> None:
         self.thread_id = thread_id
         self.app = info
+        self.why = f"cannot rebuild app {info.name!r} of thread {thread_id!r} from {info.source}: {why}"
         super().__init__(
-            f"cannot rebuild app {info.name!r} of thread {thread_id!r} from {info.source}: {why}; "
-            "run this where that class can be imported (the same environment as the agent)"
+            f"{self.why}; run this where that class can be imported (from the folder the agent "
+            "ran in, or with its package installed)"
         )
 
 
@@ -67,28 +76,90 @@ async def rebuild_apps(state: HistoryState, converter: ProtocolConverter, replay
     (``replay``), and says so in the log.
 
     Raises:
-        AppRebuildError: an app's class cannot be imported or made with no arguments, or one
-            of its effects cannot be decoded or applied.
+        AppRebuildError: an app's class cannot be imported or made with the arguments it
+            was made with, or one of its effects cannot be decoded or applied.
     """
     histories = {h.app: h for h in state.app_histories()}
-    apps = []
+    return [await _rebuilt(state, converter, replay, info, histories.get(info.name)) for info in thread_apps(state)]
+
+
+async def _rebuilt(state: HistoryState, converter: ProtocolConverter, replay: Replay, info: AppInfo,
+                   history: AppHistory | None) -> App:
+    app = make_recorded_app(state.thread_id, info)
+    if history is not None:
+        if history.state is not None and not _loaded(state.thread_id, app, history):
+            app = app.fresh()
+            history = AppHistory(info.name, effects=await replay(info.name))
+        for n, effect in enumerate(history.effects, start=history.saved + 1):
+            try:
+                app.apply(_decoded(converter, state.thread_id, info, effect))
+            except AppRebuildError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of the app's apply is reported as such
+                raise AppRebuildError(state.thread_id, info, f"applying its effect {n} failed "
+                                      f"({type(exc).__name__}: {exc})") from None
+    return app
+
+
+@frozen
+class ShownApps:
+    """A recorded thread's apps as inspection shows them, as of one seq."""
+
+    windows: str
+    """The windows, joined as the app host joins them."""
+    states: dict[str, str | None]
+    """Each app's state as text, by name: a user app's (:func:`shown_state`); ``None`` for
+    a built-in app (its effects say it)."""
+    notes: tuple[str, ...] = ()
+    """One line for each app shown from its recorded window (it cannot be made here)."""
+    rebuilt: frozenset[str] = frozenset()
+    """The apps made here, their effects decoded (the others are shown as recorded)."""
+
+
+def shown_state(window: AppWindow) -> str:
+    """A user app's state as text: its :meth:`App.state_text`, else (it saves none) its
+    window's body (what :meth:`App.view` gave)."""
+    if window.state is not None:
+        return window.state
+    return window.window.removeprefix(f"[Window: {window.app}]\n")
+
+
+async def shown_apps(state: HistoryState, converter: ProtocolConverter, replay: Replay) -> ShownApps:
+    """The thread's apps' windows and states as of ``state``: each app made again here and
+    rebuilt from its effects when its code can be imported, else as its thread recorded
+    its window (:class:`AppWindowsRecorded`), with a note saying so. Plain function tools
+    have no window: nothing of them is imported.
+
+    Raises:
+        AppRebuildError: an app cannot be made here and its thread recorded no window of it.
+    """
+    histories = {h.app: h for h in state.app_histories()}
+    windows: list[str] = []
+    states: dict[str, str | None] = {}
+    notes: list[str] = []
+    rebuilt: set[str] = set()
     for info in thread_apps(state):
-        app = make_recorded_app(state.thread_id, info)
-        history = histories.get(info.name)
-        if history is not None:
-            if history.state is not None and not _loaded(state.thread_id, app, history):
-                app = app.fresh()
-                history = AppHistory(info.name, effects=await replay(info.name))
-            for n, effect in enumerate(history.effects, start=history.saved + 1):
-                try:
-                    app.apply(_decoded(converter, state.thread_id, info, effect))
-                except AppRebuildError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - any failure of the app's apply is reported as such
-                    raise AppRebuildError(state.thread_id, info, f"applying its effect {n} failed "
-                                          f"({type(exc).__name__}: {exc})") from None
-        apps.append(app)
-    return apps
+        if info.source == FUNCTION_TOOLS:
+            continue  # (no window, no state: the functions need not be importable)
+        try:
+            app = await _rebuilt(state, converter, replay, info, histories.get(info.name))
+        except AppRebuildError as exc:
+            recorded = state.windows.get(info.name)
+            if recorded is None:
+                raise
+            notes.append(f"{exc.why}: app {info.name!r} is shown as its window was recorded "
+                         f"(as of seq {state.windows_at})")
+            shown = recorded
+        else:
+            rebuilt.add(app.name)
+            shown = AppWindow(app.name, app.window(), app.state_text())
+            if not recorded_app(app):
+                windows.append(shown.window)
+                states[app.name] = None
+                continue
+        windows.append(shown.window)
+        states[info.name] = shown_state(shown)
+    return ShownApps("\n\n".join(w for w in windows if w), states, tuple(notes), frozenset(rebuilt))
 
 
 def _loaded(thread_id: str, app: App, history: AppHistory) -> bool:

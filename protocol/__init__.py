@@ -6,9 +6,10 @@ No I/O and no trio here: everything in this package can be built, compared and s
 
 from __future__ import annotations
 
-from . import _agent, _apps, _context_mgmt, _entries, _kernel, _lifecycle, _records, _setup, _spend, _system
+from . import _agent, _apps, _context_mgmt, _entries, _kernel, _lifecycle, _records, _setup, _spend, _system, _windows
 from ._agent import *  # noqa: F403  (the module's __all__)
 from ._apps import *  # noqa: F403  (the module's __all__)
+from ._windows import *  # noqa: F403  (the module's __all__)
 from ._context_mgmt import *  # noqa: F403  (the module's __all__)
 from ._entries import *  # noqa: F403  (the module's __all__)
 from ._kernel import *  # noqa: F403  (the module's __all__)
@@ -114,3 +115,4 @@ __all__ += _records.__all__
 __all__ += _setup.__all__
 __all__ += _spend.__all__
 __all__ += _system.__all__
+__all__ += _windows.__all__

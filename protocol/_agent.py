@@ -18,6 +18,7 @@ from ._lifecycle import ControlToolEffect
 from ._message import Message
 from ._state import EngineState
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+from ._windows import AppWindow
 
 __all__ = [
     "AfterModelCall",
@@ -415,7 +416,11 @@ class Render(Message):
     for_call: bool = False
     """The context is for a model call (the engine's): under the ``stable`` policy a
     compaction it makes is kept for the calls that follow, and :attr:`Rendered.shared_tokens`
-    compares it with the previous call's. A render that only looks changes nothing."""
+    compares it with the previous call's, and the :attr:`apps`' windows that changed since
+    the last recorded are recorded (:class:`AppWindowsRecorded`). A render that only looks
+    changes nothing."""
+    apps: tuple[AppWindow, ...] = ()
+    """The windows of :attr:`Windows.apps`, to record with a call (see :attr:`for_call`)."""
 
 
 @frozen
@@ -517,6 +522,9 @@ class Windows(Message):
     """All apps' windows as one text."""
 
     text: str
+    apps: tuple[AppWindow, ...] = ()
+    """Each of the user's apps' window and state (the built-in apps' are not recorded:
+    see :class:`AppWindowsRecorded`)."""
 
 
 @frozen

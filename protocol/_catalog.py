@@ -34,6 +34,7 @@ from ._kernel import KernelMessage
 from ._lifecycle import ControlToolEffect, LifecycleRecord, StatusReply, StatusRequest
 from ._records import ThreadRecord
 from ._spend import SpendReply, SpendRequest
+from ._windows import WindowRecord
 from ._system import SwitchboardReply, SwitchboardRequest, SystemLookup, SystemLookupReply, SystemRecord
 
 CHANNELS: tuple[object, ...] = (
@@ -63,6 +64,7 @@ CHANNELS: tuple[object, ...] = (
     ThreadRecord,
     ContextRecord,
     LifecycleRecord,
+    WindowRecord,
     SystemRecord,
     ControlToolEffect,
     StoredEffect,

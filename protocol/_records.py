@@ -14,6 +14,7 @@ from ._lifecycle import TaskMarks
 from ._message import Message
 from ._setup import ThreadSettings
 from ._tools import ToolResult, ToolSpec
+from ._windows import AppWindow
 
 __all__ = [
     "AppInfo",
@@ -175,6 +176,10 @@ class HistorySnapshot(Message):
     """The thread's last compaction (see :attr:`compacted_at`)."""
     compacted_at: int = 0
     """The seq of :attr:`compacted`."""
+    windows: tuple[AppWindow, ...] = ()
+    """Each user app's window as last recorded (see :class:`AppWindowsRecorded`)."""
+    windows_at: int = 0
+    """The seq of the last :class:`AppWindowsRecorded` (0: none)."""
 
 
 ThreadRecord = (EntryAppended | ToolResultsAppended | ThreadConfigured | ToolStarted | ToolResultRecorded

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+import inspect
+import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -76,6 +78,17 @@ class App(abc.ABC):
     """The keyword arguments this app was made with, when made from an import path with an
     options table (``[[apps]]`` in a blueprint, ``--app``, ``open_agent(apps=["mod:Cls"])``)."""
 
+    _made_from: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+    """The arguments the constructor was called with (kept by :meth:`__new__`): what
+    :meth:`fresh` and :meth:`options` make the app again with."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> App:
+        # Every app keeps the arguments it was made with, so that a restart and ``render``
+        # make it again as it was without its author writing anything for it.
+        self = super().__new__(cls)
+        self._made_from = (args, dict(kwargs))
+        return self
+
     effects: ClassVar[tuple[type[Message], ...]] = ()
     """The classes of the effects this app's tools return (and :meth:`apply` folds). A tool
     returning an effect of another class fails, and the effect is not committed."""
@@ -103,17 +116,37 @@ class App(abc.ABC):
     def fresh(self) -> App:
         """A new instance with this one's configuration and an empty state (for a restart).
 
-        The host rebuilds the state from committed effects. Apps whose constructor takes
-        arguments override this.
+        The host rebuilds the state from committed effects. The default calls the class
+        again with the arguments this instance was made with (the same objects); an app
+        whose constructor does something that must not happen twice (opens a connection
+        it must share, say) overrides this.
+
+        Raises:
+            AppDefinitionError: the constructor fails when called again (the message names
+                the class and says to override ``fresh``).
         """
-        return type(self)()
+        args, kwargs = self._made_from
+        try:
+            return type(self)(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any failure of the app's constructor is reported as such
+            raise AppDefinitionError(
+                f"app {self.name!r} ({type_source(type(self))}) cannot be made again with the "
+                f"arguments it was made with: {type(exc).__name__}: {exc}; make its constructor "
+                "accept them again, or override fresh() to return a new instance") from None
 
     def options(self) -> Mapping[str, Any] | None:
         """The keyword arguments that make this app again, as JSON-safe data, recorded with its
         thread so that ``render`` and a resumed run rebuild it; ``None``: it is made with no
-        arguments. The default: :attr:`made_with`. An app made in Python with arguments that
-        should be resumed as it was overrides this."""
-        return self.made_with
+        arguments, or with some that are not JSON data (a live object: the thread then shows
+        the app's recorded window where it cannot make it).
+
+        The default: :attr:`made_with` if set, else the constructor's arguments by parameter
+        name when all of them are JSON data (strings, numbers, booleans, ``None``, lists and
+        objects of those). Override it for arguments that are not, if you can say them as
+        data that the constructor takes back."""
+        if self.made_with is not None:
+            return self.made_with
+        return _json_arguments(type(self), *self._made_from)
 
     def bind(self, ctx: Context) -> None:
         """Called by the app host with its context before any tool runs.
@@ -168,6 +201,29 @@ class App(abc.ABC):
             f"app {self.name!r} ({type_source(type(self))}) loads no snapshots: "
             "override state_text and load_state together"
         )
+
+
+def _json_arguments(cls: type[App], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """``args`` and ``kwargs`` by parameter name of ``cls``'s constructor, if they are JSON
+    data that reads back equal; else ``None``."""
+    if not args and not kwargs:
+        return None
+    try:
+        bound = inspect.signature(cls).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    named = dict(bound.arguments)
+    for name, param in inspect.signature(cls).parameters.items():
+        if param.kind is inspect.Parameter.VAR_POSITIONAL and name in named:
+            return None  # (a *args tuple cannot be given back by name)
+        if param.kind is inspect.Parameter.VAR_KEYWORD and name in named:
+            named.update(named.pop(name))
+    try:
+        if json.loads(json.dumps(named)) != named:
+            return None  # (tuples, say: they would come back as lists)
+    except (TypeError, ValueError):
+        return None
+    return named
 
 
 def _check_snapshots(cls: type[App]) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +34,7 @@ from ._live import LiveView, open_live_view
 from ._live_gauge import Watched
 from ._interrupt import interrupting, resume_command, say_interrupted
 from ._resumed import given_flags, recorded_side_models, side_specs
-from ._main import folder_note, main, print_json, run_async, store_option
+from ._main import folder_note, import_from_cwd, main, print_json, run_async, store_option
 from ._system_run import run_system
 from ._transcript import ChatView, Transcript
 
@@ -147,9 +146,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     interrupt = interrupting(thread_id, store_url, resume)
 
     async def go() -> None:
-        nonlocal model_spec, settings
-        if os.getcwd() not in sys.path:  # --tool/--app and recorded apps import from here too
-            sys.path.insert(0, os.getcwd())
+from ._resumed import given_flags, recorded_side_models, side_specs
+from ._main import folder_note, import_from_cwd, main, print_json, run_async, store_option
         try:
             apps = _flag_apps(app_paths, tools, bp)
             recorded = await recorded_config(store_url, thread_id)

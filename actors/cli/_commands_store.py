@@ -1,11 +1,12 @@
 """Looking into a store: ``threads``, ``history``, ``state``, ``audit``, ``render``, ``fork``.
 
-None of them fails on an app's effect whose class this process does not know: ``threads``,
-``history`` and ``state`` list such effects under ``undecoded`` (how many, the latest as
-stored, and what to import to decode them), ``audit`` says so in the record's summary, and
-``render``, which must rebuild the apps to draw their windows, imports each app's class (as
-the thread recorded it) and the effects' modules; it fails, in one line, only if those
-cannot be imported. Only ``render`` imports anything.
+None of them needs the user's code: ``threads``, ``history`` and ``audit`` import nothing and
+list an app's effects this process cannot decode as stored (under ``undecoded``, with what to
+import to decode them). ``render`` and ``state`` import from the current folder, as ``run``
+does: each app whose class can be imported is made again and rebuilt from its effects; one
+that cannot is shown as its thread recorded its window and state (``AppWindowsRecorded``),
+with a note. ``render`` fails, in one line, only for an app that cannot be made here and
+whose window was never recorded (no model call saw it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import click
 
 from livecontext.protocol import (
     AccessDenied,
+    AppWindowsRecorded,
     EnginePaused,
     AppEffect,
     EntriesFolded,
@@ -71,9 +73,10 @@ from ..history import (
 )
 from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
 from .._existing_store import StoreMissingError, open_existing_store
-from ._main import main, print_json, run_async, store_option
+from ._main import import_from_cwd, main, print_json, run_async, store_option
 
 if TYPE_CHECKING:
+    from .._thread_apps import ShownApps
     from ..apps import App
 
 
@@ -117,25 +120,41 @@ async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_i
     return await load_state(reader, converter, thread_id, at)
 
 
-def _summary(state: HistoryState) -> dict[str, Any]:
+def _summary(state: HistoryState, shown: ShownApps | None) -> dict[str, Any]:
     from .._thread_apps import thread_apps  # (the apps' modules, pydantic: only where apps are named)
 
-    apps = state.app_histories()
+    apps = apps_json(state.app_histories(), tuple(a.name for a in thread_apps(state)))
+    if shown is not None:  # (a user app's state, as its code or its recorded window gives it)
+        apps.update((name, text) for name, text in shown.states.items() if text is not None)
     return {
         "state": state.state.value,
         **status_json(state.status),
         "entries": len(state.entries),
         "pending_tool_results": len(state.recorded),
-        "apps": apps_json(apps, tuple(a.name for a in thread_apps(state))),
+        "apps": apps,
         "seq": state.seq,
-        **_undecoded(state),
+        **_undecoded(state, shown.rebuilt if shown is not None else frozenset()),
     }
 
 
-def _undecoded(state: HistoryState) -> dict[str, Any]:
-    """``{"undecoded": [...]}`` if the thread holds effects this process cannot decode."""
-    undecoded = undecoded_json(state.app_histories())
+def _undecoded(state: HistoryState, decoded: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``{"undecoded": [...]}`` if the thread holds effects this process cannot decode (of
+    apps other than those ``decoded``: made here, their effects decoded by their code)."""
+    undecoded = [u for u in undecoded_json(state.app_histories()) if u["app"] not in decoded]
     return {"undecoded": undecoded} if undecoded else {}
+
+
+async def _shown_or_none(reader: ThreadReader, converter: ProtocolConverter, state: HistoryState) -> ShownApps | None:
+    """The apps as :func:`shown_apps` gives them, or ``None`` where they cannot be shown
+    (``state`` then says what it can without them)."""
+    from .._thread_apps import AppRebuildError, shown_apps  # (the apps' modules: only where apps are shown)
+
+    async def replay(app: str) -> tuple[AppEffect, ...]:
+        return await replay_app_effects(reader, converter, app, state.seq)
+    try:
+        return await shown_apps(state, converter, replay)
+    except AppRebuildError:
+        return None
 
 
 thread_option = click.option("--thread", "thread_id", required=True, help="Thread id.")
@@ -258,10 +277,12 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
             reader = await _open_reader(store, thread_id)
             async with reader:
                 st = await _state_at(reader, converter, thread_id, at)
+                shown = await _shown_or_none(reader, converter, st)
                 # (as of --at, sub-agents count what they had recorded by then)
                 sent_by = (await reader.read(st.seq, st.seq))[0].sent_at if at is not None and st.seq else None
             usage = await stored_usage(store, converter, st, sent_by)
-        print_json({**_summary(st), "usage": usage_json(usage)})
+        print_json({**_summary(st, shown), "usage": usage_json(usage)})
+    import_from_cwd()
     run_async(go)
 
 
@@ -336,6 +357,8 @@ def _summarize(message: Message) -> str:
         return f"{n.id} from {n.sender}: {n.text[:80]}"
     if isinstance(message, SystemPromptSet):
         return f"system prompt: {message.text[:80]}"
+    if isinstance(message, AppWindowsRecorded):
+        return f"windows recorded: {', '.join(w.app for w in message.windows)}"
     if isinstance(message, ThreadConfigured):
         tools = ", ".join(t.name for t in message.tools) or "none"
         apps = ", ".join(a.name for a in message.apps) or "none"
@@ -387,7 +410,7 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
     The thread is rendered as its agent renders it: its system prompt, its tools, its pinned
     entries, and its own apps' windows, rebuilt from the log as of that seq.
     """
-    from .._thread_apps import rebuild_apps  # (the apps' modules: only where apps are rebuilt)
+    from .._thread_apps import shown_apps  # (the apps' modules: only where apps are shown)
 
     async def go() -> None:
         converter = make_converter()
@@ -396,21 +419,25 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
 
             async def replay(app: str) -> tuple[AppEffect, ...]:
                 return await replay_app_effects(reader, converter, app, st.seq)
-            apps = await rebuild_apps(st, converter, replay)
+            apps = await shown_apps(st, converter, replay)
             frame = None
             if st.compacted is not None:  # the stable policy: the calls since start with that compaction
                 at_seq, record = st.compacted
                 frame = (record, await load_state(reader, converter, thread_id, at_seq))
-        print_json(render_json(st, budget, TokenCounter.from_env(), apps, frame))
+        for note in apps.notes:
+            click.echo(f"livecontext: note: {note}", err=True)
+        print_json({**render_json(st, budget, TokenCounter.from_env(), apps.windows, frame),
+                    **({"notes": list(apps.notes)} if apps.notes else {})})
+    import_from_cwd()
     run_async(go)
 
 
-def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, apps: list[App],
+def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, windows: str,
                 frame: tuple[ContextCompacted, HistoryState] | None = None) -> dict[str, Any]:
     """``render --json``: the messages, their tokens (the tools' included), the budget, the
     tools sent, and how each entry of the thread was shown (``live``, ``recent``, ``gist``,
-    ``recap``: folded into a recap, or a recap shown; ``omitted``); ``apps`` (rebuilt as of
-    ``state``) give the windows. Also the thread's render ``policy`` and, for each model call
+    ``recap``: folded into a recap, or a recap shown; ``omitted``); ``windows``: the apps'
+    windows as of ``state`` (:func:`shown_apps`). Also the thread's render ``policy`` and, for each model call
     it recorded, the tokens it was sent and those it shared with the call before (``calls``).
 
     Under the ``stable`` policy the messages are those of the thread's last compaction
@@ -420,7 +447,6 @@ def render_json(state: HistoryState, budget: int | None, counter: TokenCounter, 
     config = state.config
     if budget is None:
         budget = config.budget if config is not None else DEFAULT_BUDGET
-    windows = "\n\n".join(app.window() for app in apps)
     policy = ContextPolicy.of(config.context if config is not None else None)
     stable = StableRenderer(policy) if policy.policy == "stable" else None
     if stable is not None and frame is not None:

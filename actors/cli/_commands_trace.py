@@ -12,7 +12,7 @@ from livecontext.protocol import dump_json
 from livecontext.runtime import UsageError
 
 from ..trace import build_trace, trace_json, trace_svg
-from ._main import main, run_async, store_option
+from ._main import import_from_cwd, main, run_async, store_option
 
 FORMATS = ("html", "svg", "json")
 """What ``trace`` writes; without ``--format``, the output's extension chooses (else html)."""
@@ -89,4 +89,5 @@ def trace(store_url: str, thread_id: str | None, system: str | None, at: int | N
         return (f"wrote {output} ({chosen}): thread {data['thread']}, {counts['records']} records, "
                 f"{counts['messages']} messages, {counts['model_calls']} model calls")
 
+    import_from_cwd()  # (the thread's apps are made from here, as ``run`` made them)
     click.echo(run_async(go))

@@ -125,6 +125,16 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def import_from_cwd() -> None:
+    """Put the current folder first on ``sys.path`` (once), as ``python -m`` does: the
+    import paths a command is given (``--tool``, ``--app``) and those a thread recorded
+    (its apps, its effects' modules) are found from where the command is run, by ``run`` and
+    by the inspection commands alike."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
 def print_json(data: Any) -> None:
     """Print one JSON object (every value through the one encoder: an enum, an attrs value
     of a shape that forgot to convert it, never makes the command fail)."""

@@ -615,7 +615,8 @@ class Engine(Actor):
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
         windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
-        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True),
+        rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True,
+                                                                          apps=windows.apps),
                                              Rendered)
         if self.wiring.spend is not None:
             verdict: SpendVerdict = await self._ask(self.wiring.spend, CheckSpend(

@@ -18,6 +18,8 @@ from livecontext.protocol import (
     EnginePaused,
     AppEffect,
     AppHistory,
+    AppWindow,
+    AppWindowsRecorded,
     EntriesFolded,
     HistoryEdited,
     EngineState,
@@ -122,6 +124,10 @@ class HistoryState:
         self.model_outputs = 0
         self.usage = UsageTotals()
         """The usage of every model output recorded, summed (folded ones included)."""
+        self.windows: dict[str, AppWindow] = {}
+        """Each user app's window and state as last recorded (:class:`AppWindowsRecorded`)."""
+        self.windows_at = 0
+        """The seq of the last :class:`AppWindowsRecorded` (0: none)."""
         self.compacted: tuple[int, ContextCompacted] | None = None
         """The last compaction of a call's context and its seq (the ``stable`` policy)."""
         self.next_entry = 1
@@ -203,6 +209,9 @@ class HistoryState:
             self.compacted = (seq, payload)
         elif isinstance(payload, ThreadConfigured):
             self.config = payload
+        elif isinstance(payload, AppWindowsRecorded):
+            self.windows.update((w.app, w) for w in payload.windows)
+            self.windows_at = seq
         elif isinstance(payload, HistoryEdited):
             self._edited(payload)
         elif isinstance(payload, EntriesFolded):
@@ -443,6 +452,7 @@ class HistoryState:
             apps=self.app_histories(), keyed=tuple(self.keyed.values()), input_keys=tuple(sorted(self.input_keys)),
             usage=self.usage, compacted=self.compacted[1] if self.compacted is not None else None,
             compacted_at=self.compacted[0] if self.compacted is not None else 0,
+            windows=tuple(self.windows.values()), windows_at=self.windows_at,
         )
         changed, self.changed = self.changed, set()
         if not self._ordered:  # (ids out of order, in a log no history store wrote: no blocks)
@@ -533,6 +543,8 @@ class HistoryState:
         state.next_notification = snap.next_notification
         state.system_prompt = snap.system_prompt
         state.config = snap.config
+        state.windows = {w.app: w for w in snap.windows}
+        state.windows_at = snap.windows_at
         state.task = snap.task
         return state
 

@@ -28,7 +28,7 @@ from ._model import (
 )
 from ._svg import trace_svg
 from ._reading import SeqPastEndError, ThreadMissingError, TraceError
-from ._windows import WindowsUnknownWarning
+from ._windows import WindowsRecordedWarning, WindowsUnknownWarning
 
 __all__ = [
     "TRACE_VERSION",
@@ -47,6 +47,7 @@ __all__ = [
     "TraceActor",
     "TraceError",
     "TraceMessage",
+    "WindowsRecordedWarning",
     "WindowsUnknownWarning",
     "build_trace",
     "trace_json",

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from livecontext.protocol import AppEffect, ProtocolConverter, UndecodedEffect
 
-from .._thread_apps import AppRebuildError, rebuild_apps
+from .._thread_apps import AppRebuildError, ShownApps, rebuild_apps, shown_apps
 from ..apps import App
 from ..history import HistoryState
 
@@ -17,6 +17,11 @@ from ..history import HistoryState
 class WindowsUnknownWarning(UserWarning):
     """The apps of a traced thread cannot be made here: its model calls are shown without
     their windows (their totals still come from the renderer)."""
+
+
+class WindowsRecordedWarning(UserWarning):
+    """An app of a traced thread cannot be made here: its windows are shown as the thread
+    recorded them."""
 
 
 Replay = Callable[[str], Awaitable[tuple[AppEffect, ...]]]
@@ -32,11 +37,13 @@ class AppWindows:
         """``None``: to be rebuilt from the state when next asked (at first, and after the
         thread changed its apps or an effect could not be applied as it came)."""
         self._broken = False
+        self._recorded = False
+        """Some app cannot be made here: every app is shown as :func:`shown_apps` gives it."""
         self._text: str | None = None
 
     def configured(self) -> None:
         """The thread recorded its apps (again): make them anew when next asked."""
-        self._apps, self._text = None, None
+        self._apps, self._text, self._recorded = None, None, False
 
     def committed(self, effect: AppEffect) -> None:
         """Apply an effect the thread committed (after the state has it)."""
@@ -60,13 +67,26 @@ class AppWindows:
             return ""
         if self._text is not None:
             return self._text
+        if self._recorded:  # (some app cannot be made here: as recorded, as of each call)
+            return (await self._shown(state)).windows
         if self._apps is None:
             try:
                 self._apps = await rebuild_apps(state, self.converter, self.replay)
-            except AppRebuildError as exc:
-                self._broken = True
-                warnings.warn(WindowsUnknownWarning(f"{exc}; the trace shows its model calls without "
-                                                    "the apps' windows"), stacklevel=2)
-                return ""
+            except AppRebuildError:
+                self._recorded = True
+                shown = await self._shown(state)
+                for note in shown.notes:
+                    warnings.warn(WindowsRecordedWarning(f"{note}; the trace shows the windows as recorded"),
+                                  stacklevel=2)
+                return shown.windows
         self._text = "\n\n".join(w for w in (app.window() for app in self._apps) if w)
         return self._text
+
+    async def _shown(self, state: HistoryState) -> ShownApps:
+        try:
+            return await shown_apps(state, self.converter, self.replay)
+        except AppRebuildError as exc:
+            self._broken = True
+            warnings.warn(WindowsUnknownWarning(f"{exc}; the trace shows its model calls without "
+                                                "the apps' windows"), stacklevel=2)
+            return ShownApps("", {})

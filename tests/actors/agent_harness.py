@@ -201,7 +201,7 @@ class ProbeApp(App):
         self.probe = probe if probe is not None else Probe()
 
     def fresh(self) -> ProbeApp:
-        return ProbeApp(self.probe)
+        return type(self)(self.probe)
 
     def view(self) -> str:
         return "PROBE-WINDOW"

@@ -20,7 +20,7 @@ import pytest
 
 from livecontext.actors import AgentSettings
 from livecontext.actors._session import open_session, run_until_idle
-from livecontext.actors._thread_apps import rebuild_apps
+from livecontext.actors._thread_apps import shown_apps
 from livecontext.actors.apps import App, Notebook
 from livecontext.actors.cli._commands_store import render_json
 from livecontext.actors.history import HistoryState, load_state, replay_app_effects
@@ -134,8 +134,8 @@ async def rendered(url: str, at_seq: int | None = None) -> dict[str, Any]:
 
             async def replay(app: str) -> tuple[AppEffect, ...]:
                 return await replay_app_effects(reader, converter, app, state.seq)
-            apps = await rebuild_apps(state, converter, replay)
-    return render_json(state, None, TokenCounter.from_env(), apps)
+            apps = await shown_apps(state, converter, replay)
+    return render_json(state, None, TokenCounter.from_env(), apps.windows)
 
 
 async def render_of(state: HistoryState) -> dict[str, Any]:
@@ -143,8 +143,8 @@ async def render_of(state: HistoryState) -> dict[str, Any]:
     app state: v2 saved none, so nothing is replayed from the log)."""
     async def replay(app: str) -> tuple[AppEffect, ...]:
         raise AssertionError(f"app {app} has no saved state to fail to load")
-    apps = await rebuild_apps(state, make_converter(), replay)
-    return render_json(state, None, TokenCounter.from_env(), apps)
+    apps = await shown_apps(state, make_converter(), replay)
+    return render_json(state, None, TokenCounter.from_env(), apps.windows)
 
 
 def windows_of(printed: dict[str, Any]) -> list[str]:
@@ -319,13 +319,13 @@ async def test_a_new_session_resumes_a_v2_thread_its_notebook_continuing_from_it
     records = await every_record_verified(url)
     assert [r.schema_version for r in records] == [2] * V2_RECORDS + [SCHEMA_VERSION] * (len(records) - V2_RECORDS)
     new = records[V2_RECORDS:]
-    assert [r.kind for r in new] == ["ThreadConfigured", "EntryAppended", "ContextCompacted", "EntryAppended",
-                                     "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
-    effect = json.loads(new[4].payload)["effect"]
+    assert [r.kind for r in new] == ["ThreadConfigured", "EntryAppended", "ContextCompacted", "AppWindowsRecorded",
+                                     "EntryAppended", "ToolResultRecorded", "ToolResultsAppended", "EntryAppended"]
+    effect = json.loads(new[5].payload)["effect"]
     assert (effect["type"], effect["app"], effect["effect"]) == (
         "AppEffect", "notebook", {"text": "plan: fix step_3\ndone: tasks one, three", "type": "NotebookEdited"})
     # render shows the window as the resumed agent saw it; audit lists every record
-    shown = await rendered(url, new[4].seq)
+    shown = await rendered(url, new[5].seq)
     assert windows_of(shown) == ["[Window: notebook]\nplan: fix step_3\ndone: tasks one, three\n\n[Window: shell]\n"]
     done = await cli("audit", "--store", url, "--thread", THREAD, "--json")
     assert done.returncode == 0, done.stderr

@@ -17,7 +17,7 @@ from livecontext.actors.trace import (
     MessageMode,
     SeqPastEndError,
     Trace,
-    WindowsUnknownWarning,
+    WindowsRecordedWarning,
     build_trace,
 )
 from livecontext.protocol import EngineState, RunUntilIdle, make_converter
@@ -185,7 +185,7 @@ def _call(call: Any, owner: Trace) -> tuple[Any, ...]:
             tuple((e.id, e.level, e.tokens, owner.texts[e.text]) for e in call.entries), owner.texts[call.output])
 
 
-async def test_a_thread_whose_apps_cannot_be_made_here_is_traced_without_their_windows(tmp_path: Path) -> None:
+async def test_a_thread_whose_apps_cannot_be_made_here_is_traced_with_their_recorded_windows(tmp_path: Path) -> None:
     class Local(App):  # (defined here: nothing can import it by name to rebuild it)
         name = "local"
 
@@ -199,8 +199,9 @@ async def test_a_thread_whose_apps_cannot_be_made_here_is_traced_without_their_w
                                       converter=make_converter(), counter=COUNTER, apps=[Local()], inputs=["hi"])
             await rt.client("test").ask(agent.engine, RunUntilIdle(), timeout=30)
             await rt.aclose()
-    with pytest.warns(WindowsUnknownWarning, match=r"cannot rebuild app 'local' of thread 'l'.*without the apps' windows"):
+    with pytest.warns(WindowsRecordedWarning, match=r"cannot rebuild app 'local' of thread 'l'.*"
+                      r"app 'local' is shown as its window was recorded .*; the trace shows the windows as recorded"):
         got = await build_trace(store_url, "l", counter=COUNTER)
     (call,) = got.model_calls
     assert call.tokens == sum(e.tokens for e in call.entries) > 0
-    assert "LOCAL WINDOW" not in got.texts[call.entries[-1].text]
+    assert "[Window: local]\nLOCAL WINDOW" in got.texts[call.entries[-1].text]

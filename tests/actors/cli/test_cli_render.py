@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +130,11 @@ def test_a_thread_without_a_notebook_shows_no_notebook(tmp_path: Path) -> None:
     assert "[Window: probe]\nPROBE-WINDOW" in got["messages"][-1]["content"]
     assert "notebook" not in json.dumps(got["messages"])  # not even the default system prompt speaks of it
     result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
-    assert json.loads(result.stdout)["apps"] == {"probe": ""}
+    assert json.loads(result.stdout)["apps"] == {"probe": "PROBE-WINDOW"}  # its state: its view (it saves none)
 
 
-def test_render_says_which_app_it_cannot_rebuild_and_why(tmp_path: Path) -> None:
-    store = f"sqlite:{tmp_path / 'g.db'}"
-
+def ghost_thread(store: str, *, call_model: bool) -> str:
+    """A thread of an app whose class cannot be imported again by its name; returns it."""
     class Ghost(ProbeApp):  # a class defined here cannot be imported again by its name
         name = "ghost"
 
@@ -144,17 +145,73 @@ def test_render_says_which_app_it_cannot_rebuild_and_why(tmp_path: Path) -> None
                 agent = await spawn_agent(rt, log, model, AgentSettings("t"), converter=make_converter(),
                                           counter=counter(), apps=[Ghost()])
                 client = rt.client("test")
-                await client.ask(agent.input, ProvideInput("hello"))
-                await client.ask(agent.engine, RunUntilIdle(), timeout=30)
+                if call_model:
+                    await client.ask(agent.input, ProvideInput("hello"))
+                    await client.ask(agent.engine, RunUntilIdle(), timeout=30)
                 await rt.aclose()
 
     trio.run(run)
+    return f"{Ghost.__module__}:ghost_thread.<locals>.Ghost"
+
+
+def test_render_says_which_app_it_cannot_rebuild_and_why_when_no_window_of_it_was_recorded(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'g.db'}"
+    source = ghost_thread(store, call_model=False)  # (no model call: no window recorded)
     result = CliRunner().invoke(main, ["render", "--store", store, "--thread", "t"])
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith(
-        f"livecontext: error: cannot rebuild app 'ghost' of thread 't' from {Ghost.__module__}:"
-        "test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost: app "
-        f"'{Ghost.__module__}:test_render_says_which_app_it_cannot_rebuild_and_why.<locals>.Ghost': "
-        f"module '{Ghost.__module__}' has no ")
-    assert result.stderr.rstrip().endswith("run this where that class can be imported (the same environment as the agent)")
+        f"livecontext: error: cannot rebuild app 'ghost' of thread 't' from {source}: app '{source}': "
+        f"module '{source.partition(':')[0]}' has no ")
+    assert result.stderr.rstrip().endswith("run this where that class can be imported (from the folder the "
+                                           "agent ran in, or with its package installed)")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_render_of_an_app_that_cannot_be_rebuilt_shows_its_recorded_window_and_says_so(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'g.db'}"
+    source = ghost_thread(store, call_model=True)
+    result = CliRunner().invoke(main, ["render", "--store", store, "--thread", "t"])
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["messages"][-1]["content"].endswith("[Window: ghost]\nPROBE-WINDOW")
+    assert result.stderr.startswith(f"livecontext: note: cannot rebuild app 'ghost' of thread 't' from {source}: ")
+    assert result.stderr.rstrip().endswith("app 'ghost' is shown as its window was recorded (as of seq 5)")
+    assert got["notes"] == [result.stderr.removeprefix("livecontext: note: ").rstrip()]
+
+
+SCRIPT = '''
+import sys, trio, livecontext
+
+@livecontext.tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first.
+        b: The second.
+    """
+    return a + b
+
+async def main() -> None:
+    async with livecontext.open_agent(tools=[add], model="echo", store=sys.argv[1]) as agent:
+        await agent.send("add 2 and 3")
+
+trio.run(main)
+'''
+
+
+def test_a_thread_whose_tools_a_script_defined_renders_from_another_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "script.py").write_text(SCRIPT, encoding="utf-8")
+    store = f"sqlite:{tmp_path / 's.db'}"
+    done = subprocess.run([sys.executable, str(tmp_path / "script.py"), store], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(main, ["render", "--store", store, "--thread", "main"])
+    assert result.exit_code == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert "add" in [t["name"] for t in got["tools"]]
+    assert "echo: add 2 and 3" in [m["content"] for m in got["messages"]]

@@ -166,14 +166,43 @@ def test_audit_shows_each_unknown_effect_as_stored_and_names_the_import(far_stor
                                 f'to decode it): {{"amount":{n},"type":"FarAdded"}}')
 
 
-def test_render_says_in_one_line_that_it_cannot_import_the_app(far_store: tuple[str, Path]) -> None:
+def test_render_where_the_app_cannot_be_imported_shows_its_recorded_window_and_says_so_in_one_line(
+        far_store: tuple[str, Path]) -> None:
     url, _ = far_store
-    result = cli("render", "--store", url, "--thread", "t")
-    assert result.exit_code == 1 and result.stdout == ""
+    before_answer = str(json.loads(cli("state", "--store", url, "--thread", "t").stdout)["seq"] - 1)
+    result = cli("render", "--store", url, "--thread", "t", "--at", before_answer)
+    assert result.exit_code == 0, result.stderr
+    assert any(m["content"].endswith("[Window: far]\nfar total: 12") for m in json.loads(result.stdout)["messages"])
     assert result.stderr == (
-        "livecontext: error: cannot rebuild app 'far' of thread 't' from faraway_counter:FarCounter: "
+        "livecontext: note: cannot rebuild app 'far' of thread 't' from faraway_counter:FarCounter: "
         "app 'faraway_counter:FarCounter': cannot import module 'faraway_counter' (No module named "
-        "'faraway_counter'); run this where that class can be imported (the same environment as the agent)\n")
+        f"'faraway_counter'): app 'far' is shown as its window was recorded (as of seq {before_answer})\n")
+
+
+def test_render_at_a_seq_shows_the_window_recorded_as_of_that_seq(far_store: tuple[str, Path]) -> None:
+    url, _ = far_store
+    audit = [json.loads(line) for line in cli("audit", "--store", url, "--thread", "t").stdout.splitlines()]
+    first = next(line["seq"] for line in audit if line["kind"] == "AppWindowsRecorded")
+    result = cli("render", "--store", url, "--thread", "t", "--at", str(first))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["messages"][-1]["content"].endswith("[Window: far]\nfar total: 0")
+
+
+def test_state_shows_the_recorded_state_of_an_app_that_cannot_be_imported(far_store: tuple[str, Path]) -> None:
+    url, _ = far_store
+    state = cli("state", "--store", url, "--thread", "t")
+    assert state.exit_code == 0, state.stderr
+    assert json.loads(state.stdout)["apps"] == {"far": '{"total": 12}'}
+
+
+def test_state_run_from_the_apps_folder_imports_it_and_shows_its_state_decoded(far_store: tuple[str, Path]) -> None:
+    url, root = far_store
+    # (-P: the current folder is not on sys.path, as for the installed `livecontext` command)
+    done = subprocess.run([sys.executable, "-P", *CLI[1:], "state", "--store", url, "--thread", "t", "--json"],
+                          cwd=root, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["apps"] == {"far": '{"total": 12}'} and "undecoded" not in summary
 
 
 def test_render_where_the_app_can_be_imported_decodes_its_effects_and_draws_its_window(
