@@ -146,8 +146,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     interrupt = interrupting(thread_id, store_url, resume)
 
     async def go() -> None:
-from ._resumed import given_flags, recorded_side_models, side_specs
-from ._main import folder_note, import_from_cwd, main, print_json, run_async, store_option
+        nonlocal model_spec, settings
+        import_from_cwd()  # --tool/--app and recorded apps import from here too
         try:
             apps = _flag_apps(app_paths, tools, bp)
             recorded = await recorded_config(store_url, thread_id)
