@@ -8,7 +8,7 @@ time, so that a caller can print records as they are read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
@@ -51,7 +51,7 @@ class Damage:
 
 
 async def read_past_damage(reader: ThreadReader, first: int = 1, last: int | None = None,
-                           chunk: int = CHUNK) -> AsyncIterator[list[StoredRecord] | Damage]:
+                           chunk: int = CHUNK) -> AsyncGenerator[list[StoredRecord] | Damage, None]:
     """Records ``first..last`` of ``reader``'s thread (default: to its end), a list at a time
     in seq order, with a :class:`Damage` in place of each stretch that cannot be read.
 
@@ -82,7 +82,7 @@ async def read_past_damage(reader: ThreadReader, first: int = 1, last: int | Non
         seq = end + 1
 
 
-async def _one_by_one(reader: ThreadReader, first: int, last: int) -> AsyncIterator[list[StoredRecord] | Damage]:
+async def _one_by_one(reader: ThreadReader, first: int, last: int) -> AsyncGenerator[list[StoredRecord] | Damage, None]:
     """Records ``first..last`` read one by one; consecutive ones that a damaged file keeps
     from being read make one :class:`Damage`."""
     damaged: Damage | None = None
