@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from livecontext.runtime import UsageError
-from livecontext.runtime.persistence import ThreadCopy, ThreadInfo, copy_thread, open_store
+from livecontext.runtime import LivecontextError, UsageError
+from livecontext.runtime.persistence import StoreCorruptError, ThreadCopy, ThreadInfo, copy_thread, open_store
 
 from .._existing_store import open_existing_store
 from ._commands_store import ThreadMissingError
@@ -26,6 +26,16 @@ class TargetNotEmptyError(UsageError):
         named = ", ".join(self.threads[:3]) + (", …" if len(self.threads) > 3 else "")
         super().__init__(f"the store {url} already holds {len(self.threads)} thread(s) ({named}); "
                          "copy into a store that does not exist yet, or an empty one: nothing was written")
+
+
+class ThreadListDamagedError(LivecontextError):
+    """The source store's list of threads cannot be read: there is nothing to copy from."""
+
+    def __init__(self, url: str, detail: str) -> None:
+        self.url = url
+        self.detail = detail
+        super().__init__(f"the store {url} cannot list its threads: its file is damaged where the list is kept "
+                         f"({' '.join(detail.split())}); nothing was copied; restore it from a backup")
 
 
 @main.command("copy")
@@ -46,9 +56,15 @@ def copy_cmd(store_url: str, target_url: str, thread_ids: tuple[str, ...]) -> No
     left behind.
     """
     async def go() -> list[ThreadCopy]:
+        if target_url.strip().lower().startswith("memory:"):
+            raise UsageError("a copy into memory: is gone when the command ends; copy --to sqlite:PATH, "
+                             "jsonl:DIR or postgresql://USER@HOST:PORT/DB")
         source = await open_existing_store(store_url)
         async with source:
-            infos = await source.threads()
+            try:
+                infos = await source.threads()
+            except StoreCorruptError as exc:
+                raise ThreadListDamagedError(store_url, exc.detail) from None
             known = {info.thread_id for info in infos}
             for thread_id in thread_ids:
                 if thread_id not in known:

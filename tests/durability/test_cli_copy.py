@@ -176,6 +176,33 @@ def test_a_target_that_holds_threads_is_refused_and_left_as_it_was(tmp_path: Pat
     assert dump(target) == before
 
 
+def test_a_source_whose_list_of_threads_is_damaged_says_so_and_creates_no_target(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    run_thread(tmp_path, f"sqlite:{path}", "t")
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'threads'").fetchone()
+        (size,) = conn.execute("PRAGMA page_size").fetchone()
+    raw = bytearray(path.read_bytes())
+    raw[(root - 1) * size] = 0  # (the page-type byte of the threads table's page)
+    path.write_bytes(bytes(raw))
+    result = lc("copy", "--store", f"sqlite:{path}", "--to", url_for("jsonl", tmp_path / "c"))
+    assert result.exit_code == 1
+    assert result.stderr == (f"livecontext: error: the store sqlite:{path} cannot list its threads: its file is "
+                             "damaged where the list is kept (sqlite: database disk image is malformed); nothing "
+                             "was copied; restore it from a backup\n")
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_copy_into_memory_is_refused(tmp_path: Path) -> None:
+    url = url_for("sqlite", tmp_path / "s")
+    run_thread(tmp_path, url, "t")
+    result = lc("copy", "--store", url, "--to", "memory:")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == ("livecontext: error: a copy into memory: is gone when the command ends; copy --to "
+                             "sqlite:PATH, jsonl:DIR or postgresql://USER@HOST:PORT/DB\n")
+
+
 def test_only_the_threads_named_are_copied_and_a_missing_one_writes_nothing(tmp_path: Path) -> None:
     url, target = url_for("sqlite", tmp_path / "s"), url_for("sqlite", tmp_path / "c")
     run_thread(tmp_path, url, "t")
