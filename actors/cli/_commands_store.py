@@ -543,7 +543,9 @@ def verify(store_url: str, thread_ids: tuple[str, ...]) -> None:
 
     What to do about a damaged record: restore the store from a backup, or fork the thread
     before it (`livecontext fork --thread T --at SEQ-1 --new-thread NEW`). A damaged snapshot costs
-    nothing: the state is rebuilt from the records (the thread's next run drops it).
+    nothing: the state is rebuilt from the records (the thread's next run drops it). A damaged
+    SQLite file: restore it from a backup, or copy what can be read into a new store
+    (`livecontext copy --store URL --to NEW_URL`).
     """
     async def go() -> StoreCheck:
         store = await open_existing_store(store_url)

@@ -200,6 +200,7 @@ class _Commands(click.Group):
         "audit": "_commands_store",
         "batch": "_commands_batch",
         "chat": "_commands_agent",
+        "copy": "_commands_copy",
         "demo": "_commands_agent",
         "fork": "_commands_store",
         "history": "_commands_store",

@@ -47,6 +47,7 @@ from ._errors import (
     TornTailWarning,
     UnsupportedRecordVersionError,
 )
+from ._copy import ThreadCopy, copy_thread
 from ._fsync import FSYNC_ENV_VAR, FsyncLevel
 from ._interface import EventStore, ThreadLog, ThreadReader
 from ._lease import LEASE_TTL_S
@@ -92,6 +93,7 @@ __all__ = [
     "StoreUrlError",
     "StoredRecord",
     "SystemClock",
+    "ThreadCopy",
     "ThreadExistsError",
     "ThreadInfo",
     "ThreadLockedError",
@@ -102,6 +104,7 @@ __all__ = [
     "TornSnapshotWarning",
     "TornTailWarning",
     "UnsupportedRecordVersionError",
+    "copy_thread",
     "default_store_url",
     "open_store",
     "read_past_damage",

@@ -97,6 +97,11 @@ class Backend(Protocol):
         a new thread."""
         ...
 
+    def create_thread(self, info: ThreadInfo) -> None:
+        """Create thread ``info.thread_id``, empty, with ``info``'s creation time and fork
+        link (:class:`ThreadExistsError` if it exists)."""
+        ...
+
     def close(self) -> None:
         """Release the medium. Idempotent."""
         ...

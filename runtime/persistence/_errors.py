@@ -320,8 +320,8 @@ class StoreCorruptError(PersistenceError):
         self.detail = detail
         super().__init__(
             f"the store file {path} is damaged ({_one_line(detail)}); nothing was written; "
-            f"`livecontext verify --store sqlite:{path}` lists what is readable; restore it from a backup "
-            f"(or recover what SQLite can: sqlite3 {path} .recover | sqlite3 recovered.db)"
+            f"`livecontext verify --store sqlite:{path}` lists what is readable; restore it from a backup, "
+            f"or copy what can be read into a new store (`livecontext copy --store sqlite:{path} --to sqlite:NEW.db`)"
         )
 
 

@@ -10,7 +10,9 @@ import trio
 
 from ._backend import Backend, ThreadHandle, WriterHandle
 from ._clock import SystemClock
-from ._errors import SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
+from livecontext.protocol import UnsupportedSchemaVersionError
+
+from ._errors import CorruptRecordError, InvalidRecordError, SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
 from ._interface import EventStore, ThreadLog, ThreadReader
 from ._parts import check_new_parts, checked_parts
 from ._records import (
@@ -123,6 +125,13 @@ class BackendStore(EventStore):
         if isinstance(at_seq, bool) or not isinstance(at_seq, int):
             raise TypeError(f"at_seq must be an int, got {type(at_seq).__name__}")
         return await self.run(self._backend.fork, src_thread, at_seq, new_thread)
+
+    async def create_thread(self, info: ThreadInfo) -> None:
+        self._check_open()
+        if not isinstance(info, ThreadInfo):
+            raise TypeError(f"info must be a ThreadInfo, got {type(info).__name__}")
+        check_thread_id(info.thread_id)
+        await self.run(self._backend.create_thread, info)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -264,6 +273,35 @@ class _Log(_Reader, ThreadLog):
         sealed = seal_records(handle.thread_id, handle.last_seq() + 1, batch, first_system_seq)
         handle.append(sealed)
         return sealed
+
+    async def append_stored(self, records: Sequence[StoredRecord]) -> None:
+        self._check_open()
+        batch = list(records)
+        if not batch:
+            await trio.lowlevel.checkpoint()
+            return
+        async with self._lock:
+            self._check_open()
+            await self._store.run(self._append_stored_sync, batch)
+
+    def _append_stored_sync(self, batch: list[StoredRecord]) -> None:
+        handle = self._handle
+        expected = handle.last_seq() + 1
+        for index, record in enumerate(batch):
+            if not isinstance(record, StoredRecord):
+                raise InvalidRecordError(f"record {index} of the batch is a {type(record).__name__}, "
+                                         "not a StoredRecord")
+            if record.thread_id != handle.thread_id:
+                raise InvalidRecordError(f"record {index} of the batch belongs to thread {record.thread_id!r}, "
+                                         f"not {handle.thread_id!r}")
+            if record.seq != expected + index:
+                raise InvalidRecordError(f"record {index} of the batch has seq {record.seq}, not "
+                                         f"{expected + index} (the next of thread {handle.thread_id!r})")
+            try:
+                record.verify()
+            except (CorruptRecordError, UnsupportedSchemaVersionError) as exc:
+                raise InvalidRecordError(f"record {index} of the batch fails its checks ({exc})") from None
+        handle.append(batch)
 
     async def write_snapshot(self, seq: int, state: str, *, parts: Sequence[str] = (),
                              new_parts: Mapping[str, bytes] | None = None) -> Snapshot:

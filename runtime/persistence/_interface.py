@@ -145,6 +145,21 @@ class ThreadLog(ThreadReader):
         return True
 
     @abc.abstractmethod
+    async def append_stored(self, records: Sequence[StoredRecord]) -> None:
+        """Append ``records`` as they were stored elsewhere (another store's copy of this
+        thread): as one transaction, each kept as it is, its seq, sender, times, schema
+        version, system seq and checksum included, so that the copy is the same log.
+
+        Unlike :meth:`append`, nothing is numbered or stamped (not by :attr:`clock` either).
+
+        Raises:
+            InvalidRecordError: a record belongs to another thread, its seq does not follow on
+                (``last_seq() + 1``, …), or it fails its checks (:meth:`StoredRecord.verify`);
+                nothing of the batch was written.
+            As :meth:`append` otherwise.
+        """
+
+    @abc.abstractmethod
     async def write_snapshot(self, seq: int, state: str, *, parts: Sequence[str] = (),
                              new_parts: Mapping[str, bytes] | None = None) -> Snapshot:
         """Store ``state`` (JSON text) as the thread's folded state as of ``seq``.
@@ -222,6 +237,18 @@ class EventStore(_AsyncResource):
 
         Raises:
             ThreadNotFoundError: the thread does not exist.
+        """
+
+    @abc.abstractmethod
+    async def create_thread(self, info: ThreadInfo) -> None:
+        """Create thread ``info.thread_id``, empty, with ``info``'s ``created_at``,
+        ``forked_from`` and ``forked_at`` (its other fields are not used): the start of a copy
+        of a thread from another store, whose records follow with
+        :meth:`ThreadLog.append_stored`.
+
+        Raises:
+            ThreadExistsError: the thread exists; nothing was written.
+            InvalidThreadIdError: the store cannot hold this thread id.
         """
 
     @abc.abstractmethod

@@ -253,6 +253,32 @@ class JsonlBackend:
         activity = max(now, copied[-1].sent_at) if copied else now
         return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
 
+    def create_thread(self, info: ThreadInfo) -> None:
+        thread_id = info.thread_id
+        path = self._dir(thread_id)
+        if (path / META).exists():
+            raise ThreadExistsError(thread_id)
+        made = not path.exists()
+        try:
+            path.mkdir(exist_ok=True)
+            self._sync_dir(self._root)
+            lock_fd = _lock(path / LOCK, thread_id, "a copy")
+        except OSError as exc:
+            if made:
+                _remove_new_thread(path)
+            raise _refused(path, thread_id, exc) from None
+        try:
+            if (path / META).exists():
+                raise ThreadExistsError(thread_id)
+            self._start_thread(path, ThreadInfo(thread_id, 0, info.created_at, info.created_at,
+                                                info.forked_from, info.forked_at), [], None, {})
+        except OSError as exc:
+            if made:
+                _remove_new_thread(path)
+            raise _refused(path, thread_id, exc) from None
+        finally:
+            os.close(lock_fd)
+
     def close(self) -> None:
         pass
 

@@ -93,6 +93,11 @@ class MemoryBackend:
         thread.parts = {key: src.parts[key] for key in kept[-1].parts} if kept else {}
         return thread.summary()
 
+    def create_thread(self, info: ThreadInfo) -> None:
+        if info.thread_id in self._threads:
+            raise ThreadExistsError(info.thread_id)
+        self._threads[info.thread_id] = _Thread(attrs.evolve(info, last_seq=0, last_activity=info.created_at))
+
     def close(self) -> None:
         self._threads.clear()
 

@@ -420,6 +420,17 @@ class PostgresBackend:
                 conn.execute(_UPSERT_SNAPSHOT, _snapshot_to_row(rehome_snapshot(snapshot, new_thread, covered.checksum)))
         return ThreadInfo(new_thread, at_seq, now, max(now, last_sent), src_thread, at_seq)
 
+    def create_thread(self, info: ThreadInfo) -> None:
+        try:
+            with self.transaction() as conn:
+                created = conn.execute(
+                    "INSERT INTO threads VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (info.thread_id, format_time(info.created_at), info.forked_from, info.forked_at)).rowcount
+                if created != 1:
+                    raise ThreadExistsError(info.thread_id)
+        except psycopg.Error as exc:
+            raise LogWriteError(info.thread_id, f"postgresql: {_one_line(exc)}") from None
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

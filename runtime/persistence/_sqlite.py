@@ -452,6 +452,17 @@ class SqliteBackend:
         activity = max(now, last_sent)
         return ThreadInfo(new_thread, at_seq, now, activity, src_thread, at_seq)
 
+    def create_thread(self, info: ThreadInfo) -> None:
+        try:
+            self._check_before_writing()
+            with self.transaction() as conn:
+                if _exists(conn, info.thread_id):
+                    raise ThreadExistsError(info.thread_id)
+                conn.execute("INSERT INTO threads VALUES (?, ?, ?, ?)",
+                             (info.thread_id, format_time(info.created_at), info.forked_from, info.forked_at))
+        except sqlite3.Error as exc:
+            raise self._refused(info.thread_id, exc) from None
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

@@ -99,8 +99,9 @@ def _structure_problems(url: str, found: list[str]) -> list[Problem]:
     lines = [line for text in found for line in text.splitlines()
              if line.strip() and not line.startswith("*** in database")]
     path = url.partition(":")[2]
-    advice = (f"; restore {path} from a backup: nothing writes into a damaged file, not even `fork` "
-              f"(SQLite may salvage the rest: sqlite3 {path} .recover); the lines below name what cannot be read")
+    advice = (f"; restore {path} from a backup: nothing writes into a damaged file, not even `fork`; or copy "
+              f"what can be read into a new store (`livecontext copy --store {url} --to sqlite:NEW.db`); "
+              "the lines below name what cannot be read")
     return [Problem(None, None, f"the store's file is damaged: {line}{advice if k == 0 else ''}")
             for k, line in enumerate(lines)]
 

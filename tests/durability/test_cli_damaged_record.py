@@ -182,8 +182,9 @@ def test_verify_of_a_damaged_sqlite_page_names_what_cannot_be_read_and_never_say
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0] == (f"the store's file is damaged: sqlite: database disk image is malformed; restore {path} "
-                        "from a backup: nothing writes into a damaged file, not even `fork` (SQLite may salvage "
-                        f"the rest: sqlite3 {path} .recover); the lines below name what cannot be read")
+                        "from a backup: nothing writes into a damaged file, not even `fork`; or copy what can be "
+                        f"read into a new store (`livecontext copy --store {url} --to sqlite:NEW.db`); the lines "
+                        "below name what cannot be read")
     assert len(lines) == 2 and (found := SEQS.fullmatch(lines[1])), lines
     first, end = int(found.group(1)), int(found.group(2))
     assert 1 < first <= end

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 import warnings
 from collections.abc import Callable
@@ -144,8 +145,10 @@ async def test_a_damaged_sqlite_page_is_a_store_corrupt_error_and_no_writer_writ
             await log.append(make_records(1))
     damage_a_page(str(path))
     before = path.read_bytes()
+    advice = re.escape(f"restore it from a backup, or copy what can be read into a new store "
+                       f"(`livecontext copy --store sqlite:{path} --to sqlite:NEW.db`)")
     with pytest.raises(StoreCorruptError, match=rf"the store file {path} is damaged \(.*\); nothing was written; "
-                                                r"`livecontext verify --store sqlite:"):
+                                                rf"`livecontext verify --store sqlite:.*; {advice}$"):
         async with await open_store(url) as store:
             async with await store.open_reader("t") as reader:
                 await reader.read(1)
