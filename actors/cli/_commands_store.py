@@ -68,8 +68,9 @@ from ..history import (
 )
 from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
 from .._session import StoreMissingError, open_existing_store
-from .._usage import stored_usage
+from .._usage import spawned_threads, stored_usage
 from ._main import main, print_json, run_async, store_option
+from ._readable import audit_printer, print_history, print_state, readable_console
 
 
 class SeqPastEndError(UsageError):
@@ -134,6 +135,8 @@ def _undecoded(state: HistoryState) -> dict[str, Any]:
 thread_option = click.option("--thread", "thread_id", required=True, help="Thread id.")
 at_option = click.option("--at", type=click.IntRange(min=0), default=None, help="As of this seq (default: the end).")
 json_option = click.option("--json", "as_json", is_flag=True, help="JSON output (the default for this command).")
+readable_json_option = click.option("--json", "as_json", is_flag=True,
+                                    help="JSON for scripts (default: readable text; plain, without colour, in a pipe).")
 
 
 @main.command()
@@ -181,14 +184,24 @@ def threads(store_url: str, as_json: bool) -> None:
 @store_option
 @thread_option
 @at_option
-@json_option
-def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
-    """Print a thread's entries: {"thread": ID, "entries": [...]}."""
+@click.option("--full", is_flag=True, help="Show long texts whole (default: shortened, saying how much was left out).")
+@readable_json_option
+def history(store_url: str, thread_id: str, at: int | None, full: bool, as_json: bool) -> None:
+    """Print a thread's entries as a transcript: each entry's id, kind, author and text
+    (tool calls with their arguments, results with their status), folded ones marked.
+
+    --json prints {"thread": ID, "seq": SEQ, "entries": [...]} on one line, texts whole.
+    """
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             state = await _state_at(reader, make_converter(), thread_id, at)
+        undecoded = _undecoded(state)
+        if not as_json:
+            print_history(readable_console(), thread_id, state.seq, state.entries, undecoded.get("undecoded", ()),
+                          full=full)
+            return
         print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries],
-                    **_undecoded(state)})
+                    **undecoded})
     run_async(go)
 
 
@@ -196,10 +209,11 @@ def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> No
 @store_option
 @thread_option
 @at_option
-@json_option
+@readable_json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
     """Print a thread's state, status (with its result, question or error), entry count,
-    pending tool results, apps, last seq and usage (its sub-agents' included)."""
+    pending tool results, apps, last seq, budget, usage (its sub-agents' included) and the
+    sub-agents it spawned."""
     async def go() -> None:
         converter = make_converter()
         store = await open_existing_store(store_url)
@@ -210,17 +224,29 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
                 # (as of --at, sub-agents count what they had recorded by then)
                 sent_by = (await reader.read(st.seq, st.seq))[0].sent_at if at is not None and st.seq else None
             usage = await stored_usage(store, converter, st, sent_by)
-        print_json({**_summary(st), "usage": usage_json(usage)})
+        data = {**_summary(st), "usage": usage_json(usage),
+                "budget": st.config.budget if st.config is not None else None,
+                "sub_agents": spawned_threads(thread_id, st.entries)}
+        if as_json:
+            print_json(data)
+        else:
+            print_state(readable_console(), thread_id, data)
     run_async(go)
 
 
 @main.command()
 @store_option
 @thread_option
-@json_option
+@readable_json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
-    """Print one JSON line per log record: seq (and, in a system's thread, system_seq),
-    sender, sent_at, kind, summary (and, for a sub-agent's thread, its parent)."""
+    """Print one line per log record: seq (and, in a system's thread, its system seq), time,
+    sender, kind and a summary (a sub-agent's thread names its parent).
+
+    --json prints one JSON object per record: seq (system_seq), sender, sent_at, kind,
+    summary (parent), the summary whole.
+    """
+    show = print_json if as_json else audit_printer(readable_console())
+
     async def go() -> None:
         async with _reader(store_url, thread_id) as reader:
             records = await reader.read(1)
@@ -230,7 +256,7 @@ def audit(store_url: str, thread_id: str, as_json: bool) -> None:
             line = {"seq": rec.seq, **({"system_seq": rec.system_seq} if rec.system_seq is not None else {}),
                     "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
                     "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
-            print_json(line if parent is None else {**line, "parent": parent})
+            show(line if parent is None else {**line, "parent": parent})
     run_async(go)
 
 
