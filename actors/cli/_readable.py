@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -51,10 +51,11 @@ class _Console(Console):
         reader_gone()
 
 
-def readable_console() -> Console:
-    """A console on stdout: colour on a terminal, none in a pipe; lines are never cut to the
-    console's width (a pipe's lines stay whole, for ``grep``); ``| head`` ends it quietly."""
-    return _Console(highlight=False, soft_wrap=True, emoji=False)
+def readable_console(file: IO[str] | None = None) -> Console:
+    """A console on ``file`` (default: stdout): colour on a terminal, none in a pipe; lines
+    are never cut to the console's width (a pipe's lines stay whole, for ``grep``); ``| head``
+    ends it quietly."""
+    return _Console(file=file, highlight=False, soft_wrap=True, emoji=False)
 
 
 def shorten(text: str, full: bool = False, chars: int = TEXT_CHARS, lines: int = TEXT_LINES) -> str:
@@ -204,13 +205,14 @@ def print_state(console: Console, thread_id: str, data: dict[str, Any]) -> None:
         console.print(f"  budget: {data['budget']:,} tokens")
     usage = data["usage"]
     cached = f" ({usage['cached_input_tokens']:,} cached)" if usage["cached_input_tokens"] else ""
-    console.print(f"  steps: {usage['model_calls']} model calls, {usage['input_tokens']:,} input tokens{cached}, "
-                  f"{usage['output_tokens']:,} output tokens (sub-agents included)")
+    calls = usage["model_calls"]
+    subs = data.get("sub_agents", [])
+    console.print(f"  steps: {calls} model call{'' if calls == 1 else 's'}, {usage['input_tokens']:,} input tokens"
+                  f"{cached}, {usage['output_tokens']:,} output tokens" + (" (its sub-agents' included)" if subs else ""))
     apps = data["apps"]
     console.print("  apps:" + ("" if apps else " none"))
     for name, text in apps.items():
         console.print(f"    {name}: {_app_state(text)}")
-    subs = data.get("sub_agents", [])
     if subs:
         console.print(f"  sub-agents: {', '.join(subs)}")
     for u in data.get("undecoded", ()):

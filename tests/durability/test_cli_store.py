@@ -107,7 +107,8 @@ def test_state_prints_state_counts_notebook_and_seq_as_of_any_seq(store: str) ->
     now = ok_json("state", "--store", store, "--thread", "t", "--json")
     usage = now.pop("usage")
     assert now == {"state": "WaitingInput", "status": "waiting_user", "entries": 2 + 2 * EDITS, "pending_tool_results": 0,
-                   "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records)}
+                   "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records), "budget": 8000,
+                   "sub_agents": []}
     assert usage["model_calls"] == EDITS + 1  # (each edit's call, and the answer)
     first_result = next(r["seq"] for r in records if r["kind"] == "ToolResultRecorded")
     before = ok_json("state", "--store", store, "--thread", "t", "--json", "--at", str(first_result - 1))
