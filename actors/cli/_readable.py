@@ -58,6 +58,17 @@ def readable_console(file: IO[str] | None = None) -> Console:
     return _Console(file=file, highlight=False, soft_wrap=True, emoji=False)
 
 
+def _say(console: Console, line: Text | str, style: str = "") -> None:
+    """Print one line (or block) as it is (never read as rich markup: a text may hold
+    ``[brackets]``): through rich on a terminal, as plain text otherwise (rich's rendering
+    costs about a millisecond an entry, which a long history piped to a file or to ``grep``
+    need not pay)."""
+    if console.color_system is not None:
+        console.print(Text(line, style=style) if isinstance(line, str) else line)
+    else:
+        console.file.write((line.plain if isinstance(line, Text) else line) + "\n")
+
+
 def shorten(text: str, full: bool = False, chars: int = TEXT_CHARS, lines: int = TEXT_LINES) -> str:
     """``text``, or its first ``chars`` characters (and at most ``lines`` lines) and a note
     of how many more there are."""
@@ -85,7 +96,7 @@ def _time(at: dt.datetime) -> str:
 
 def _body(console: Console, text: str, style: str = "") -> None:
     """Indented text, each of its lines."""
-    console.print(Text("\n".join(_INDENT + line for line in text.split("\n")), style=style))
+    _say(console, "\n".join(_INDENT + line for line in text.split("\n")), style)
 
 
 # -- history -------------------------------------------------------------------------------
@@ -96,14 +107,14 @@ def print_history(console: Console, thread_id: str, seq: int, entries: Sequence[
     """A thread's entries as a transcript: a block per entry (its id, what it is, who wrote
     it and when, then its text), folded ones marked; then the effects not decoded here."""
     folded = sum(1 for e in entries if e.folded)
-    console.print(Text.assemble((f"thread {thread_id}", "bold"), f" as of seq {seq}: {len(entries)} entries"
+    _say(console, Text.assemble((f"thread {thread_id}", "bold"), f" as of seq {seq}: {len(entries)} entries"
                                 + (f" ({folded} folded into recaps)" if folded else "")))
     for entry in entries:
-        console.print()
+        _say(console, "")
         _print_entry(console, entry, full)
     for u in undecoded:
-        console.print()
-        console.print(Text(_undecoded_line(u), style="yellow"))
+        _say(console, "")
+        _say(console, Text(_undecoded_line(u), style="yellow"))
 
 
 def _kind(entry: HistoryEntry) -> str:
@@ -128,7 +139,7 @@ def _print_entry(console: Console, entry: HistoryEntry, full: bool) -> None:
         head.append("  pinned", style="magenta")
     if entry.folded:
         head.append("  folded into a recap", style="blue")
-    console.print(head)
+    _say(console, head)
     if isinstance(entry, ModelInputEntry):
         if entry.text:
             _body(console, shorten(entry.text, full))
@@ -136,7 +147,7 @@ def _print_entry(console: Console, entry: HistoryEntry, full: bool) -> None:
         if entry.content.live.text.strip() or not entry.tool_calls:
             _body(console, shorten(entry.content.live.text, full) or "(no text)", style="bold")
         for call in entry.tool_calls:
-            console.print(Text.assemble(f"{_INDENT}→ ", (call.name, "yellow"),
+            _say(console, Text.assemble(f"{_INDENT}→ ", (call.name, "yellow"),
                                         f" {shorten(call.arguments, full)}  ({call.id})"))
     elif isinstance(entry, ToolResultsEntry):
         for result in entry.results:
@@ -145,9 +156,9 @@ def _print_entry(console: Console, entry: HistoryEntry, full: bool) -> None:
             line = Text.assemble(f"{_INDENT}← ", (result.name, "yellow"), " ",
                                  (status, _STATUS_STYLE.get(status, "")), f" ({result.call_id})")
             if "\n" not in text:  # (a short result on its call's line, a longer one under it)
-                console.print(line.append(f": {text}"))
+                _say(console, line.append(f": {text}"))
                 continue
-            console.print(line.append(":"))
+            _say(console, line.append(":"))
             _body(console, _INDENT + text.replace("\n", "\n" + _INDENT))
     elif isinstance(entry, RecapEntry):
         _body(console, shorten(entry.content.live.text, full))
@@ -156,7 +167,7 @@ def _print_entry(console: Console, entry: HistoryEntry, full: bool) -> None:
 
 
 def _print_note(console: Console, note: Notification, full: bool) -> None:
-    console.print(Text.assemble(f"{_INDENT}note ", (note.id, "magenta"), f" from {note.sender}: ",
+    _say(console, Text.assemble(f"{_INDENT}note ", (note.id, "magenta"), f" from {note.sender}: ",
                                 shorten(note.text, full)))
 
 
@@ -177,13 +188,13 @@ def audit_printer(console: Console) -> Callable[[dict[str, Any]], None]:
     def show(line: dict[str, Any]) -> None:
         nonlocal said_parent
         if "parent" in line and not said_parent:
-            console.print(Text(f"a sub-agent of thread {line['parent']}", style="dim"))
+            _say(console, Text(f"a sub-agent of thread {line['parent']}", style="dim"))
             said_parent = True
         seq = f"{line['seq']:>5}"
         if "system_seq" in line:
             seq += f" (system {line['system_seq']})"
         at = dt.datetime.fromisoformat(line["sent_at"])
-        console.print(Text.assemble((seq, "bold"), f"  {_time(at)}  ", (line["sender"], "dim"), "  ",
+        _say(console, Text.assemble((seq, "bold"), f"  {_time(at)}  ", (line["sender"], "dim"), "  ",
                                     (line["kind"], "cyan"), f"  {one_line(line['summary'], SUMMARY_CHARS)}"))
     return show
 
@@ -193,30 +204,30 @@ def audit_printer(console: Console) -> Callable[[dict[str, Any]], None]:
 
 def print_state(console: Console, thread_id: str, data: dict[str, Any]) -> None:
     """``state``: what ``state --json`` prints (``data``), for a person."""
-    console.print(Text.assemble((f"thread {thread_id}", "bold"), ": ", (data["status"], "cyan"),
+    _say(console, Text.assemble((f"thread {thread_id}", "bold"), ": ", (data["status"], "cyan"),
                                 f" (engine {data['state']})"))
     for key in ("result", "question", "error", "reason"):
         if key in data:
-            console.print(Text(f"  {key}: {shorten(data[key])}", style="red" if key == "error" else ""))
+            _say(console, Text(f"  {key}: {shorten(data[key])}", style="red" if key == "error" else ""))
     pending = data["pending_tool_results"]
-    console.print(f"  entries: {data['entries']}" + (f", {pending} tool results pending" if pending else "")
+    _say(console, f"  entries: {data['entries']}" + (f", {pending} tool results pending" if pending else "")
                   + f"; last seq {data['seq']}")
     if data.get("budget") is not None:
-        console.print(f"  budget: {data['budget']:,} tokens")
+        _say(console, f"  budget: {data['budget']:,} tokens")
     usage = data["usage"]
     cached = f" ({usage['cached_input_tokens']:,} cached)" if usage["cached_input_tokens"] else ""
     calls = usage["model_calls"]
     subs = data.get("sub_agents", [])
-    console.print(f"  steps: {calls} model call{'' if calls == 1 else 's'}, {usage['input_tokens']:,} input tokens"
+    _say(console, f"  steps: {calls} model call{'' if calls == 1 else 's'}, {usage['input_tokens']:,} input tokens"
                   f"{cached}, {usage['output_tokens']:,} output tokens" + (" (its sub-agents' included)" if subs else ""))
     apps = data["apps"]
-    console.print("  apps:" + ("" if apps else " none"))
+    _say(console, "  apps:" + ("" if apps else " none"))
     for name, text in apps.items():
-        console.print(f"    {name}: {_app_state(text)}")
+        _say(console, f"    {name}: {_app_state(text)}")
     if subs:
-        console.print(f"  sub-agents: {', '.join(subs)}")
+        _say(console, f"  sub-agents: {', '.join(subs)}")
     for u in data.get("undecoded", ()):
-        console.print(Text("  " + _undecoded_line(u), style="yellow"))
+        _say(console, Text("  " + _undecoded_line(u), style="yellow"))
 
 
 def _app_state(text: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.apps import Notebook
 from livecontext.actors.cli import main
-from livecontext.actors.cli._readable import print_history, readable_console
+from livecontext.actors.cli._readable import audit_printer, print_history, print_state, readable_console
 from livecontext.protocol import (
     ActorId,
     ModelInputEntry,
@@ -150,6 +151,17 @@ def test_readable_output_on_a_terminal_is_coloured(monkeypatch: pytest.MonkeyPat
     assert "\x1b[" in tty.getvalue() and "hello" in tty.getvalue()
 
 
+def test_text_with_brackets_is_printed_as_it_is_on_a_terminal_not_read_as_markup(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TERM", "xterm-256color")
+    tty = _Terminal()
+    state = {"state": "WaitingInput", "status": "waiting_user", "entries": 0, "pending_tool_results": 0,
+             "seq": 3, "budget": None, "sub_agents": [], "apps": {"notebook": "- [x] milk [/x]"},
+             "usage": {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "model_calls": 0}}
+    print_state(readable_console(tty), "t", state)
+    assert "    notebook: - [x] milk [/x]" in re.sub("\x1b\\[[0-9;]*m", "", tty.getvalue())
+
+
 def test_history_marks_folded_entries_and_shows_observations_notes_and_recaps() -> None:
     note = Notification("n1", ActorId("app", "t"), "the build is green", _AT)
     entries = [_input("", notifications=(note,), folded=True),
@@ -185,3 +197,15 @@ def _input(text: str, **fields: Any) -> ModelInputEntry:
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
+
+
+def test_audit_of_a_sub_agents_thread_names_its_parent_once_and_each_records_system_seq() -> None:
+    out = io.StringIO()
+    show = audit_printer(readable_console(out))
+    for seq in (1, 2):
+        show({"seq": seq, "system_seq": 10 + seq, "sender": "engine/p/sub/call_0_0", "sent_at": _AT.isoformat(),
+              "kind": "StepFailed", "summary": "step failed:\n  two lines", "parent": "p"})
+    assert out.getvalue().splitlines() == [
+        "a sub-agent of thread p",
+        f"    1 (system 11)  {_AT_TEXT}  engine/p/sub/call_0_0  StepFailed  step failed: two lines",
+        f"    2 (system 12)  {_AT_TEXT}  engine/p/sub/call_0_0  StepFailed  step failed: two lines"]

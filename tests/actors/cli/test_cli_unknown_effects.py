@@ -152,6 +152,11 @@ def test_threads_history_and_state_succeed_and_show_the_unknown_effects_as_store
     summary = json.loads(state.stdout)
     assert summary["state"] == "WaitingInput" and "far" in summary["apps"]
     assert summary["undecoded"] == row["undecoded"]
+    said = ("effects FarAdded of app far are not decoded here (import faraway_counter to decode it); "
+            'the latest: {"amount": 4, "type": "FarAdded"}\n')
+    for command in ("history", "state"):  # the readable forms say it too
+        readable = cli(command, "--store", url, "--thread", "t")
+        assert readable.exit_code == 0 and readable.stdout.endswith(said), readable.stdout
 
 
 def test_audit_shows_each_unknown_effect_as_stored_and_names_the_import(far_store: tuple[str, Path]) -> None:
