@@ -42,6 +42,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
+    CorruptRecordError,
     EventStore,
     StoreCheck,
     ThreadNotFoundError,
@@ -187,22 +188,54 @@ def threads(store_url: str, as_json: bool) -> None:
 @click.option("--full", is_flag=True, help="Show long texts whole (default: shortened, saying how much was left out).")
 @readable_json_option
 def history(store_url: str, thread_id: str, at: int | None, full: bool, as_json: bool) -> None:
-    """Print a thread's entries as a transcript: each entry's id, kind, author and text
-    (tool calls with their arguments, results with their status), folded ones marked.
+    """Print a thread's entries as a transcript: each entry's id and the seq that added it
+    (for --at), kind, author and text (tool calls with their arguments, results with their
+    status), folded ones marked.
 
     --json prints {"thread": ID, "seq": SEQ, "entries": [...]} on one line, texts whole.
     """
     async def go() -> None:
+        converter = make_converter()
         async with _reader(store_url, thread_id) as reader:
-            state = await _state_at(reader, make_converter(), thread_id, at)
+            state = await _state_at(reader, converter, thread_id, at)
+            seqs = {} if as_json else await _entry_seqs(reader, converter, state.seq)
         undecoded = _undecoded(state)
         if not as_json:
             print_history(readable_console(), thread_id, state.seq, state.entries, undecoded.get("undecoded", ()),
-                          full=full)
+                          full=full, seqs=seqs)
             return
         print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries],
                     **undecoded})
     run_async(go)
+
+
+_APPENDS = frozenset({"EntryAppended", "ToolResultsAppended", "EntriesFolded"})
+"""The kinds of record that add an entry (a fold adds its recap)."""
+
+
+async def _entry_seqs(reader: ThreadReader, converter: ProtocolConverter, upto: int) -> dict[str, int]:
+    """The seq of the record that added each entry, up to seq ``upto`` (for the readable
+    history: ``history --at SEQ`` and ``fork --at SEQ`` take them). The state may come from
+    a snapshot, so the records are read for this alone; a damaged record costs the seqs, not
+    the listing, and is said in one line."""
+    try:
+        records = await reader.read(1, upto) if upto else []
+    except CorruptRecordError as exc:
+        click.echo(f"livecontext: warning: entries shown without their seqs: {str(exc).splitlines()[0]}", err=True)
+        return {}
+    seqs: dict[str, int] = {}
+    for rec in records:
+        if rec.kind not in _APPENDS:
+            continue
+        try:
+            message = converter.load_message(json.loads(rec.payload))
+        except (ProtocolError, ValueError, RecursionError):
+            continue
+        if isinstance(message, (EntryAppended, ToolResultsAppended)):
+            seqs[message.entry.id] = rec.seq
+        elif isinstance(message, EntriesFolded):
+            seqs[message.recap.id] = rec.seq
+    return seqs
 
 
 @main.command()

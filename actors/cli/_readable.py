@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from rich.console import Console
@@ -103,15 +103,16 @@ def _body(console: Console, text: str, style: str = "") -> None:
 
 
 def print_history(console: Console, thread_id: str, seq: int, entries: Sequence[HistoryEntry],
-                  undecoded: Iterable[dict[str, Any]], *, full: bool) -> None:
-    """A thread's entries as a transcript: a block per entry (its id, what it is, who wrote
-    it and when, then its text), folded ones marked; then the effects not decoded here."""
+                  undecoded: Iterable[dict[str, Any]], *, full: bool, seqs: Mapping[str, int] | None = None) -> None:
+    """A thread's entries as a transcript: a block per entry (its id and the seq of the
+    record that added it, from ``seqs``; what it is, who wrote it and when; then its text),
+    folded ones marked; then the effects not decoded here."""
     folded = sum(1 for e in entries if e.folded)
     _say(console, Text.assemble((f"thread {thread_id}", "bold"), f" as of seq {seq}: {len(entries)} entries"
                                 + (f" ({folded} folded into recaps)" if folded else "")))
     for entry in entries:
         _say(console, "")
-        _print_entry(console, entry, full)
+        _print_entry(console, entry, full, (seqs or {}).get(entry.id))
     for u in undecoded:
         _say(console, "")
         _say(console, Text(_undecoded_line(u), style="yellow"))
@@ -128,11 +129,11 @@ def _kind(entry: HistoryEntry) -> str:
     return f"recap{covered}" + (f" ({entry.strategy})" if entry.strategy else "")
 
 
-def _print_entry(console: Console, entry: HistoryEntry, full: bool) -> None:
+def _print_entry(console: Console, entry: HistoryEntry, full: bool, seq: int | None) -> None:
     who = str(entry.author)
     if isinstance(entry, ModelOutputEntry) and entry.model:
         who = f"{entry.model} via {who}"
-    head = Text.assemble((entry.id, "bold"), "  ", (_kind(entry), "cyan"), f"  {who}  {_time(entry.created_at)}")
+    head = Text.assemble((entry.id, "bold"), f" (seq {seq})" if seq is not None else "", "  ", (_kind(entry), "cyan"), f"  {who}  {_time(entry.created_at)}")
     if entry.revision > 1:
         head.append(f"  revision {entry.revision}")
     if entry.retention is Retention.CRITICAL:

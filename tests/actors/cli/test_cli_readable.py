@@ -6,6 +6,8 @@ import datetime as dt
 import io
 import json
 import re
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,7 +84,11 @@ def test_history_prints_each_entry_as_a_block_with_its_kind_and_text(store: str)
     blocks = out.split("\n\n")
     assert blocks[0].startswith("thread t as of seq ") and blocks[0].endswith(": 4 entries")
     head = [b.splitlines()[0].split("  ")[:2] for b in blocks[1:]]
-    assert head == [["e1", "input"], ["e2", "model output"], ["e3", "tool results"], ["e4", "model output"]]
+    records = [json.loads(line) for line in ok("audit", "--store", store, "--thread", "t", "--json").splitlines()]
+    added = {r["summary"].split()[1].rstrip(":"): r["seq"] for r in records
+             if r["kind"] in ("EntryAppended", "ToolResultsAppended")}  # ("ModelInputEntry e1: ...")
+    assert head == [[f"e1 (seq {added['e1']})", "input"], [f"e2 (seq {added['e2']})", "model output"],
+                    [f"e3 (seq {added['e3']})", "tool results"], [f"e4 (seq {added['e4']})", "model output"]]
     assert blocks[1].splitlines()[1] == "    Remember the milk."
     assert blocks[4].splitlines()[1] == "    Noted: milk."
 
@@ -209,3 +215,23 @@ def test_audit_of_a_sub_agents_thread_names_its_parent_once_and_each_records_sys
         "a sub-agent of thread p",
         f"    1 (system 11)  {_AT_TEXT}  engine/p/sub/call_0_0  StepFailed  step failed: two lines",
         f"    2 (system 12)  {_AT_TEXT}  engine/p/sub/call_0_0  StepFailed  step failed: two lines"]
+
+
+def test_history_of_a_thread_whose_early_record_is_damaged_shows_its_entries_without_seqs_and_says_why(
+        tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": [{"text": "done"}]}))
+    url = f"sqlite:{tmp_path / 'd.db'}"
+    ok("run", "--model", f"scripted:{script}", "--store", url, "--input", "go " + "x" * 3000,
+       "--snapshot-every", "1", "--json")
+    with sqlite3.connect(tmp_path / "d.db") as conn:  # the input's record, compressed: bit rot (the state is in a snapshot)
+        seq, payload = conn.execute("SELECT seq, payload FROM records WHERE typeof(payload) = 'blob'"
+                                    " ORDER BY seq LIMIT 1").fetchone()
+        damaged = bytearray(payload)
+        damaged[len(damaged) // 2] ^= 0xFF
+        conn.execute("UPDATE records SET payload = ? WHERE seq = ?", (bytes(damaged), seq))
+    code, out, err = lc("history", "--store", url, "--thread", "main")
+    assert code == 0
+    assert [b.splitlines()[0].split("  ")[:2] for b in out.split("\n\n")[1:]] == [["e1", "input"], ["e2", "model output"]]
+    assert err.startswith(f"livecontext: warning: entries shown without their seqs: thread 'main': the record at "
+                          f"seq {seq} is corrupt") and err.count("\n") == 1
