@@ -133,7 +133,8 @@ def _print_entry(console: Console, entry: HistoryEntry, full: bool, seq: int | N
     who = str(entry.author)
     if isinstance(entry, ModelOutputEntry) and entry.model:
         who = f"{entry.model} via {who}"
-    head = Text.assemble((entry.id, "bold"), f" (seq {seq})" if seq is not None else "", "  ", (_kind(entry), "cyan"), f"  {who}  {_time(entry.created_at)}")
+    head = Text.assemble((entry.id, "bold"), f" (seq {seq})" if seq is not None else "", "  ",
+                         (_kind(entry), "cyan"), f"  {who}  {_time(entry.created_at)}")
     if entry.revision > 1:
         head.append(f"  revision {entry.revision}")
     if entry.retention is Retention.CRITICAL:
