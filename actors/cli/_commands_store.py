@@ -160,6 +160,8 @@ async def _shown_or_none(reader: ThreadReader, converter: ProtocolConverter, sta
 thread_option = click.option("--thread", "thread_id", required=True, help="Thread id.")
 at_option = click.option("--at", type=click.IntRange(min=0), default=None, help="As of this seq (default: the end).")
 json_option = click.option("--json", "as_json", is_flag=True, help="JSON output (the default for this command).")
+readable_json_option = click.option("--json", "as_json", is_flag=True,
+                                    help="JSON for scripts (default: readable text; plain, without colour, in a pipe).")
 
 
 @main.command()
@@ -249,26 +251,72 @@ def _damage_json(exc: Exception, store_url: str, thread_id: str) -> dict[str, An
 @store_option
 @thread_option
 @at_option
-@json_option
-def history(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
-    """Print a thread's entries: {"thread": ID, "entries": [...]}."""
+@click.option("--full", is_flag=True, help="Show long texts whole (default: shortened, saying how much was left out).")
+@readable_json_option
+def history(store_url: str, thread_id: str, at: int | None, full: bool, as_json: bool) -> None:
+    """Print a thread's entries as a transcript: each entry's id and the seq that added it
+    (for --at), kind, author and text (tool calls with their arguments, results with their
+    status), folded ones marked.
+
+    --json prints {"thread": ID, "seq": SEQ, "entries": [...]} on one line, texts whole.
+    """
+    from ._readable import print_history, readable_console  # (rich: only where it is drawn)
+
     async def go() -> None:
+        converter = make_converter()
         async with _reader(store_url, thread_id) as reader:
-            state = await _state_at(reader, make_converter(), thread_id, at)
+            state = await _state_at(reader, converter, thread_id, at)
+            seqs = {} if as_json else await _entry_seqs(reader, converter, state.seq)
+        undecoded = _undecoded(state)
+        if not as_json:
+            print_history(readable_console(), thread_id, state.seq, state.entries, undecoded.get("undecoded", ()),
+                          full=full, seqs=seqs)
+            return
         print_json({"thread": thread_id, "seq": state.seq, "entries": [entry_json(e) for e in state.entries],
-                    **_undecoded(state)})
+                    **undecoded})
     run_async(go)
+
+
+_APPENDS = frozenset({"EntryAppended", "ToolResultsAppended", "EntriesFolded"})
+"""The kinds of record that add an entry (a fold adds its recap)."""
+
+
+async def _entry_seqs(reader: ThreadReader, converter: ProtocolConverter, upto: int) -> dict[str, int]:
+    """The seq of the record that added each entry, up to seq ``upto`` (for the readable
+    history: ``history --at SEQ`` and ``fork --at SEQ`` take them). The state may come from
+    a snapshot, so the records are read for this alone; a damaged record costs the seqs, not
+    the listing, and is said in one line."""
+    try:
+        records = await reader.read(1, upto) if upto else []
+    except CorruptRecordError as exc:
+        click.echo(f"livecontext: warning: entries shown without their seqs: {str(exc).splitlines()[0]}", err=True)
+        return {}
+    seqs: dict[str, int] = {}
+    for rec in records:
+        if rec.kind not in _APPENDS:
+            continue
+        try:
+            message = converter.load_message(json.loads(rec.payload))
+        except (ProtocolError, ValueError, RecursionError):
+            continue
+        if isinstance(message, (EntryAppended, ToolResultsAppended)):
+            seqs[message.entry.id] = rec.seq
+        elif isinstance(message, EntriesFolded):
+            seqs[message.recap.id] = rec.seq
+    return seqs
 
 
 @main.command()
 @store_option
 @thread_option
 @at_option
-@json_option
+@readable_json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
     """Print a thread's state, status (with its result, question or error), entry count,
-    pending tool results, apps, last seq and usage (its sub-agents' included)."""
-    from .._usage import stored_usage  # (it knows the sub-agents app: the agent's models)
+    pending tool results, apps, last seq, budget, usage (its sub-agents' included) and the
+    sub-agents it spawned."""
+    from .._usage import spawned_threads, stored_usage  # (it knows the sub-agents app: the agent's models)
+    from ._readable import print_state, readable_console  # (rich: only where it is drawn)
 
     async def go() -> None:
         converter = make_converter()
@@ -281,7 +329,13 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
                 # (as of --at, sub-agents count what they had recorded by then)
                 sent_by = (await reader.read(st.seq, st.seq))[0].sent_at if at is not None and st.seq else None
             usage = await stored_usage(store, converter, st, sent_by)
-        print_json({**_summary(st, shown), "usage": usage_json(usage)})
+        data = {**_summary(st, shown), "usage": usage_json(usage),
+                "budget": st.config.budget if st.config is not None else None,
+                "sub_agents": spawned_threads(thread_id, st.entries)}
+        if as_json:
+            print_json(data)
+        else:
+            print_state(readable_console(), thread_id, data)
     import_from_cwd()
     run_async(go)
 
@@ -289,16 +343,23 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
 @main.command()
 @store_option
 @thread_option
-@json_option
+@readable_json_option
 def audit(store_url: str, thread_id: str, as_json: bool) -> None:
-    """Print one JSON line per log record: seq (and, in a system's thread, system_seq),
-    sender, sent_at, kind, summary (and, for a sub-agent's thread, its parent).
+    """Print one line per log record: seq (and, in a system's thread, its system seq), time,
+    sender, kind and a summary (a sub-agent's thread names its parent).
+
+    --json prints one JSON object per record: seq (system_seq), sender, sent_at, kind,
+    summary (parent), the summary whole.
 
     Records are printed as they are read. A damaged record (or a stretch of them a damaged
     SQLite page hides) is not skipped silently: one ``livecontext: error:`` line on stderr
     names it where it lies (thread, seq, what, what to do), the readable records after it are
     printed too, and the command exits 1 at the end.
     """
+    from ._readable import audit_printer, readable_console  # (rich: only where it is drawn)
+
+    show = print_json if as_json else audit_printer(readable_console())
+
     async def go() -> int:
         converter = make_converter()
         parent = parent_thread_id(thread_id)  # a sub-agent's lines name the thread that spawned it
@@ -314,7 +375,7 @@ def audit(store_url: str, thread_id: str, as_json: bool) -> None:
                     line = {"seq": rec.seq, **({"system_seq": rec.system_seq} if rec.system_seq is not None else {}),
                             "sender": rec.sender, "sent_at": rec.sent_at.isoformat(),
                             "kind": rec.kind, "summary": _record_summary(converter, rec.kind, rec.payload)}
-                    print_json(line if parent is None else {**line, "parent": parent})
+                    show(line if parent is None else {**line, "parent": parent})
         return damaged
 
     if run_async(go):

@@ -51,9 +51,9 @@ class Written:
         assert verify.startswith("ok: 1 thread(s)"), verify
         last = int(re.search(r"(\d+) record\(s\)", verify).group(1))  # type: ignore[union-attr]
         self.last = last
-        self.history_at = {seq: invoke("history", "--store", url, "--thread", THREAD, "--at", str(seq))
+        self.history_at = {seq: invoke("history", "--store", url, "--thread", THREAD, "--at", str(seq), "--json")
                            for seq in range(0, last + 1)}
-        self.history = invoke("history", "--store", url, "--thread", THREAD)
+        self.history = invoke("history", "--store", url, "--thread", THREAD, "--json")
         assert self.history == self.history_at[last]
 
 
@@ -151,7 +151,7 @@ def run_cases(written: Written, files: list[str], seed: int, into: Path) -> dict
         batch = cases[start : start + BATCH]
         commands = []
         for url, _ in batch:
-            commands += [("history", "--store", url, "--thread", THREAD), ("verify", "--store", url)]
+            commands += [("history", "--store", url, "--thread", THREAD, "--json"), ("verify", "--store", url)]
         results = lc_all(*commands)
         for k, (_, where) in enumerate(batch):
             history, verify = results[2 * k], results[2 * k + 1]

@@ -124,8 +124,8 @@ def test_a_read_only_store_is_read_but_not_written(backend: str, store: str, tmp
     read_only(root)
     before = files(root)
     history, threads, state, run, run_new, fork = lc_all(
-        ("history", "--store", store, "--thread", "t"), ("threads", "--store", store),
-        ("state", "--store", store, "--thread", "t"), ("run", "--store", store, "--thread", "t", "--input", "more"),
+        ("history", "--store", store, "--thread", "t", "--json"), ("threads", "--store", store),
+        ("state", "--store", store, "--thread", "t", "--json"), ("run", "--store", store, "--thread", "t", "--input", "more"),
         ("run", "--store", store, "--thread", "new", "--input", "more"),
         ("fork", "--store", store, "--thread", "t", "--at", "2", "--new-thread", "u"))
     assert [e["levels"]["live"] for e in json.loads(ok(history))["entries"]] == ["hello", "echo: hello"]
@@ -141,7 +141,7 @@ def test_a_read_only_store_is_read_but_not_written(backend: str, store: str, tmp
 def test_a_read_only_sqlite_file_in_a_writable_folder_is_read_but_not_written(store: str, tmp_path: Path) -> None:
     db = tmp_path / "s" / "store.db"
     read_only(db)
-    assert json.loads(ok(lc("state", "--store", store, "--thread", "t")))["entries"] == 2
+    assert json.loads(ok(lc("state", "--store", store, "--thread", "t", "--json")))["entries"] == 2
     one_line_error(lc("run", "--store", store, "--thread", "t", "--input", "more"), "read-only", str(db))
     one_line_error(lc("fork", "--store", store, "--thread", "t", "--at", "2", "--new-thread", "u"), "read-only")
     db.chmod(0o644)
@@ -155,7 +155,7 @@ def test_a_read_only_jsonl_thread_is_read_and_forked_but_not_written(store: str,
     before = files(thread)
     one_line_error(lc("run", "--store", store, "--thread", "t", "--input", "more"), "read-only", str(thread))
     assert files(thread) == before
-    assert len(json.loads(ok(lc("history", "--store", store, "--thread", "t")))["entries"]) == 2
+    assert len(json.loads(ok(lc("history", "--store", store, "--thread", "t", "--json")))["entries"]) == 2
     ok(lc("fork", "--store", store, "--thread", "t", "--at", "5", "--new-thread", "u"))  # (seq 4: the compaction)
     forked = json.loads(ok(lc("run", "--store", store, "--thread", "u", "--input", "more", "--json")))
     assert [e["levels"]["live"] for e in forked["entries"]] == ["hello", "echo: hello", "more", "echo: more"]
@@ -217,7 +217,7 @@ def test_a_new_thread_on_a_full_disk_is_one_line_and_leaves_nothing(backend: str
     filler = fill(disk)
     one_line_error(lc("run", "--store", url, "--thread", "new", "--input", "hi"), "space left on", "free disk space")
     assert files(disk / "s") == before or backend == "sqlite"  # (SQLite may keep its -wal)
-    assert len(json.loads(ok(lc("history", "--store", url, "--thread", "t")))["entries"]) == 2  # reading works
+    assert len(json.loads(ok(lc("history", "--store", url, "--thread", "t", "--json")))["entries"]) == 2  # reading works
     filler.unlink()
     threads = [json.loads(line)["thread"] for line in ok(lc("threads", "--store", url, "--json")).splitlines()]
     assert threads == ["t"]

@@ -70,7 +70,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def audit(url: str, thread: str = "t") -> list[dict[str, Any]]:
-    result = lc("audit", "--store", url, "--thread", thread)
+    result = lc("audit", "--store", url, "--thread", thread, "--json")
     assert result.exit_code == 0, result.stderr
     return json_lines(result.stdout)
 
@@ -90,7 +90,7 @@ def test_threads_lists_each_thread_with_entry_count_state_and_last_activity(stor
 
 
 def test_history_prints_the_entries_as_run_json_does_and_as_of_any_seq(store: str, tmp_path: Path) -> None:
-    whole = ok_json("history", "--store", store, "--thread", "t")
+    whole = ok_json("history", "--store", store, "--thread", "t", "--json")
     assert whole["thread"] == "t"
     ran = ok_json("run", "--model", f"scripted:{tmp_path / 'script.json'}", "--store", store,
                   "--thread", "t", "--json")  # nothing to do: prints the same entries
@@ -98,20 +98,21 @@ def test_history_prints_the_entries_as_run_json_does_and_as_of_any_seq(store: st
     records = audit(store)
     for at in range(len(records) + 1):
         appended = sum(r["kind"] in ("EntryAppended", "ToolResultsAppended") for r in records[:at])
-        as_of = ok_json("history", "--store", store, "--thread", "t", "--at", str(at))
+        as_of = ok_json("history", "--store", store, "--thread", "t", "--json", "--at", str(at))
         assert as_of["entries"] == whole["entries"][:appended]
 
 
 def test_state_prints_state_counts_notebook_and_seq_as_of_any_seq(store: str) -> None:
     records = audit(store)
-    now = ok_json("state", "--store", store, "--thread", "t")
+    now = ok_json("state", "--store", store, "--thread", "t", "--json")
     usage = now.pop("usage")
     assert now == {"state": "WaitingInput", "status": "waiting_user", "entries": 2 + 2 * EDITS, "pending_tool_results": 0,
-                   "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records)}
+                   "apps": {"notebook": "line 0\nline 1\nline 2"}, "seq": len(records), "budget": 8000,
+                   "sub_agents": []}
     assert usage["model_calls"] == EDITS + 1  # (each edit's call, and the answer)
     first_result = next(r["seq"] for r in records if r["kind"] == "ToolResultRecorded")
-    before = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result - 1))
-    after = ok_json("state", "--store", store, "--thread", "t", "--at", str(first_result))
+    before = ok_json("state", "--store", store, "--thread", "t", "--json", "--at", str(first_result - 1))
+    after = ok_json("state", "--store", store, "--thread", "t", "--json", "--at", str(first_result))
     assert (before["state"], before["status"], before["pending_tool_results"], before["apps"]) == (
         "WaitingToolResults", "active", 0, {"notebook": ""})
     assert (after["state"], after["pending_tool_results"], after["apps"]) == (
@@ -178,11 +179,11 @@ def test_a_fork_has_its_sources_state_at_the_seq_and_then_runs_on_its_own(store:
     at = outputs[1]  # the second edit asked for, not yet run
     forked = ok_json("fork", "--store", store, "--thread", "t", "--at", str(at), "--new-thread", "u")
     assert forked == {"thread": "u", "forked_from": "t", "at": at, "seq": at}
-    assert ok_json("state", "--store", store, "--thread", "u") == ok_json(
-        "state", "--store", store, "--thread", "t", "--at", str(at))
-    assert ok_json("history", "--store", store, "--thread", "u")["entries"] == ok_json(
-        "history", "--store", store, "--thread", "t", "--at", str(at))["entries"]
-    source_before = ok_json("history", "--store", store, "--thread", "t")
+    assert ok_json("state", "--store", store, "--thread", "u", "--json") == ok_json(
+        "state", "--store", store, "--thread", "t", "--json", "--at", str(at))
+    assert ok_json("history", "--store", store, "--thread", "u", "--json")["entries"] == ok_json(
+        "history", "--store", store, "--thread", "t", "--json", "--at", str(at))["entries"]
+    source_before = ok_json("history", "--store", store, "--thread", "t", "--json")
     turns = notebook_turns(EDITS)
     turns[-1]["text"] = "done in the fork"
     script = write_script(tmp_path / "fork.json", turns)
@@ -192,7 +193,7 @@ def test_a_fork_has_its_sources_state_at_the_seq_and_then_runs_on_its_own(store:
     summary = json.loads(ran.stdout)
     assert summary["entries"][-1]["levels"]["live"] == "done in the fork"
     assert summary["apps"] == {"notebook": "line 0\nline 1\nline 2"}
-    assert ok_json("history", "--store", store, "--thread", "t") == source_before
+    assert ok_json("history", "--store", store, "--thread", "t", "--json") == source_before
 
 
 def test_as_of_reads_agree_with_a_fold_from_the_start_when_snapshots_exist(backend: str, tmp_path: Path) -> None:
@@ -208,12 +209,12 @@ def test_as_of_reads_agree_with_a_fold_from_the_start_when_snapshots_exist(backe
     records = audit(url)
     ok_json("fork", "--store", url, "--thread", "t", "--at", "0", "--new-thread", "empty")
     for at in range(1, len(records) + 1):
-        with_snapshots = ok_json("state", "--store", url, "--thread", "t", "--at", str(at))
+        with_snapshots = ok_json("state", "--store", url, "--thread", "t", "--json", "--at", str(at))
         ok_json("fork", "--store", url, "--thread", "t", "--at", str(at), "--new-thread", f"at{at}")
-        assert ok_json("state", "--store", url, "--thread", f"at{at}") == with_snapshots
-        history = ok_json("history", "--store", url, "--thread", "t", "--at", str(at))
-        assert ok_json("history", "--store", url, "--thread", f"at{at}")["entries"] == history["entries"]
-    assert ok_json("state", "--store", url, "--thread", "empty")["seq"] == 0
+        assert ok_json("state", "--store", url, "--thread", f"at{at}", "--json") == with_snapshots
+        history = ok_json("history", "--store", url, "--thread", "t", "--json", "--at", str(at))
+        assert ok_json("history", "--store", url, "--thread", f"at{at}", "--json")["entries"] == history["entries"]
+    assert ok_json("state", "--store", url, "--thread", "empty", "--json")["seq"] == 0
 
 
 @pytest.mark.parametrize("args", [
@@ -290,7 +291,7 @@ async def test_a_second_run_on_a_thread_being_run_fails_naming_the_holder(backen
         [line] = second.stderr.splitlines()
         assert line.startswith("livecontext: error: thread 't' is being run by another writer: ")
         assert f"'history/t' (pid {holder.pid} on {socket.gethostname()})" in line
-        reading = await run_cli("state", "--store", url, "--thread", "t")
+        reading = await run_cli("state", "--store", url, "--thread", "t", "--json")
         assert reading.returncode == 0 and json.loads(reading.stdout)["state"] == "PendingInput"
     finally:
         if holder.poll() is None:

@@ -145,7 +145,7 @@ async def test_a_chat_killed_with_sigkill_while_it_waits_for_the_user_resumes_wi
                     await proc.wait()
     assert proc.returncode == -signal.SIGKILL
     assert seen == {"state": "WaitingInput", "status": "waiting_user", "question": "Which folder?", "result": None}
-    state = await run_cli("state", "--store", url, "--thread", "t")
+    state = await run_cli("state", "--store", url, "--thread", "t", "--json")
     assert state.returncode == 0, state.stderr
     assert {k: json.loads(state.stdout)[k] for k in ("status", "question")} == {
         "status": "waiting_user", "question": "Which folder?"}

@@ -85,8 +85,8 @@ async def test_a_sub_agent_killed_with_its_parent_resumes_where_it_stopped(tmp_p
 
     listed = json_lines((await run_cli("threads", "--store", url, "--json")).stdout)
     assert [(t["thread"], t["parent"]) for t in listed] == [("main", None), (SUB, "main")]
-    audit = json_lines((await run_cli("audit", "--store", url, "--thread", SUB)).stdout)
+    audit = json_lines((await run_cli("audit", "--store", url, "--thread", SUB, "--json")).stdout)
     assert audit and all(line["parent"] == "main" for line in audit)
     assert {line["sender"] for line in audit} == {f"engine/{SUB}", f"history/{SUB}"}
-    parent_audit = json_lines((await run_cli("audit", "--store", url, "--thread", "main")).stdout)
+    parent_audit = json_lines((await run_cli("audit", "--store", url, "--thread", "main", "--json")).stdout)
     assert any(f"sub-agent {SUB} answered" in line["summary"] for line in parent_audit)

@@ -114,6 +114,6 @@ async def test_a_system_killed_mid_run_resumes_as_a_whole_and_ends_as_a_run_neve
     # every record of the resumed system is stamped, each thread's stamps increasing past the kill
     for name in AGENTS:
         audit = [json.loads(line) for line in (await run_cli("audit", "--store", killed_url, "--thread",
-                                                             f"team.{name}")).stdout.splitlines()]
+                                                             f"team.{name}", "--json")).stdout.splitlines()]
         stamps = [line["system_seq"] for line in audit]
         assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), name

@@ -62,7 +62,7 @@ def trace(store: str, thread: str | None, **options: Any) -> Trace:
 
 def audit(store: str, thread: str) -> list[dict[str, Any]]:
     """The thread's records as ``audit`` prints them."""
-    code, out, err = cli("audit", "--store", store, "--thread", thread)
+    code, out, err = cli("audit", "--store", store, "--thread", thread, "--json")
     assert code == 0, err
     return [json.loads(line) for line in out.splitlines()]
 

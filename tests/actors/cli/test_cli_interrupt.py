@@ -75,9 +75,9 @@ def test_ctrl_c_in_run_stops_the_step_says_where_the_thread_is_and_it_resumes(tm
         "livecontext: note: the input 'second' was not recorded (the run stopped before taking it): give it again",
         f"livecontext: interrupted; thread main is at PendingInput, `livecontext run --thread main --store {url}` "
         "resumes it"]
-    state = json.loads(_lc("state", "--store", url, "--thread", "main").stdout)
+    state = json.loads(_lc("state", "--store", url, "--thread", "main", "--json").stdout)
     assert (state["state"], state["status"]) == ("PendingInput", "paused")
-    assert json_lines(_lc("audit", "--store", url, "--thread", "main").stdout)[-1]["kind"] == "EnginePaused"
+    assert json_lines(_lc("audit", "--store", url, "--thread", "main", "--json").stdout)[-1]["kind"] == "EnginePaused"
     script.write_text(json.dumps({"turns": [{"text": "answered"}, {"text": "and the second"}]}))
     resumed = _lc("run", "--store", url, "--thread", "main", "--json")  # as the line said
     assert resumed.returncode == 0, resumed.stderr
@@ -95,7 +95,7 @@ def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) 
     assert proc.stdin is not None
     proc.stdin.write(b"one\n")
     proc.stdin.flush()
-    while '"quick"' not in _lc("history", "--store", url, "--thread", "chat").stdout:
+    while '"quick"' not in _lc("history", "--store", url, "--thread", "chat", "--json").stdout:
         assert proc.poll() is None
         time.sleep(0.1)
     time.sleep(0.3)  # at the prompt: reading the next line
@@ -110,7 +110,7 @@ def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) 
     assert proc.stdin is not None
     proc.stdin.write(b"two\n")
     proc.stdin.flush()
-    while '"two"' not in _lc("history", "--store", url, "--thread", "chat").stdout:  # taken: the model thinks
+    while '"two"' not in _lc("history", "--store", url, "--thread", "chat", "--json").stdout:  # taken: the model thinks
         assert proc.poll() is None
         time.sleep(0.1)
     code, out, err, took = _interrupt(proc)
@@ -119,7 +119,7 @@ def test_ctrl_c_in_chat_while_a_reply_streams_and_at_the_prompt(tmp_path: Path) 
         f"livecontext: interrupted; thread chat is at PendingInput, `livecontext chat --thread chat --store {url}` "
         "resumes it")
     assert "Traceback" not in err
-    history = json.loads(_lc("history", "--store", url, "--thread", "chat").stdout)
+    history = json.loads(_lc("history", "--store", url, "--thread", "chat", "--json").stdout)
     assert [e["levels"]["live"] for e in history["entries"]] == ["one", "quick", "two"]
 
 
@@ -151,7 +151,7 @@ def test_a_step_that_will_not_stop_is_ended_at_the_deadline_or_at_a_second_ctrl_
             "interrupted; thread main did not stop within 5 s and was stopped at once")
         assert err.decode().splitlines() == [
             f"livecontext: {said} (its log is whole); `livecontext run --thread main --store {url}` resumes it"]
-        state = json.loads(_lc("state", "--store", url, "--thread", "main").stdout)
+        state = json.loads(_lc("state", "--store", url, "--thread", "main", "--json").stdout)
         assert state["state"] == "WaitingToolResults"  # the call is recorded; resuming runs it
 
 

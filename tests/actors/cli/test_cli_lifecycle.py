@@ -40,17 +40,17 @@ def test_run_state_and_threads_print_the_status_with_its_question_then_its_resul
     model = script(tmp_path, ASK, DONE, {"text": "never said"})
     asked = ok_json("run", *store, "--model", model, "--input", "clean up", "--json")
     assert (asked["state"], asked["status"], asked["question"]) == ("WaitingInput", "waiting_user", "Which folder?")
-    state = ok_json("state", *store)
+    state = ok_json("state", *store, "--json")
     assert (state["status"], state["question"]) == ("waiting_user", "Which folder?")
     done = ok_json("run", *store, "--model", model, "--input", "/tmp", "--json")
     assert (done["status"], done["result"]) == ("completed", "Cleaned /tmp.")
     assert "question" not in done
     again = ok_json("run", *store, "--model", model, "--json")  # no new input: no step
     assert again["entries"] == done["entries"] and again["status"] == "completed"
-    assert ok_json("state", *store)["result"] == "Cleaned /tmp."
+    assert ok_json("state", *store, "--json")["result"] == "Cleaned /tmp."
     (row,) = [json.loads(line) for line in lc("threads", *store[:2], "--json")[1].splitlines()]
     assert (row["thread"], row["status"]) == ("t", "completed")
-    audit = [json.loads(line) for line in lc("audit", *store)[1].splitlines()]
+    audit = [json.loads(line) for line in lc("audit", *store, "--json")[1].splitlines()]
     effects = [r["summary"] for r in audit if r["kind"] == "ToolResultRecorded"]
     assert effects == ["wait_user_response call_0_0 ok: asked the user: Which folder? + effect UserQuestionAsked",
                        "task_complete call_1_0 ok: task complete: Cleaned /tmp. + effect TaskCompleted"]
@@ -60,9 +60,9 @@ def test_a_failed_run_leaves_status_failed_with_its_error(tmp_path: Path) -> Non
     store = ["--store", f"sqlite:{tmp_path / 'db'}", "--thread", "t"]
     code, _, err = lc("run", *store, "--model", "echo", "--budget", "5", "--input", "hello")
     assert code == 1 and "token budget 5 is too small" in err
-    state = ok_json("state", *store)
+    state = ok_json("state", *store, "--json")
     assert state["status"] == "failed" and "token budget 5 is too small" in state["error"]
-    audit = [json.loads(line) for line in lc("audit", *store)[1].splitlines()]
+    audit = [json.loads(line) for line in lc("audit", *store, "--json")[1].splitlines()]
     assert audit[-1]["kind"] == "StepFailed" and audit[-1]["summary"] == f"step failed: {state['error']}"
 
 

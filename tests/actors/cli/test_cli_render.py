@@ -67,7 +67,7 @@ async def recorded_run(store_url: str, budget: int) -> tuple[ProbeModel, list[Be
 
 
 def output_seqs(store: str) -> list[int]:
-    result = CliRunner().invoke(main, ["audit", "--store", store, "--thread", "t"], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["audit", "--store", store, "--thread", "t", "--json"], catch_exceptions=False)
     records = [json.loads(line) for line in result.stdout.splitlines()]
     return [r["seq"] for r in records if r["kind"] == "EntryAppended" and "ModelOutputEntry" in r["summary"]]
 
@@ -100,14 +100,14 @@ def test_render_defaults_to_the_threads_own_budget_and_state_lists_only_its_apps
     trio.run(recorded_run, store, 1600)
     now = render(store)
     assert now["budget"] == 1600 and now["tokens"] <= 1600
-    history = CliRunner().invoke(main, ["history", "--store", store, "--thread", "t"], catch_exceptions=False)
+    history = CliRunner().invoke(main, ["history", "--store", store, "--thread", "t", "--json"], catch_exceptions=False)
     pinned = [e["id"] for e in json.loads(history.stdout)["entries"] if e["retention"] == "critical"]
     levels = {e["id"]: e["level"] for e in now["entries"]}
     # the task, at RECENT; the note, whole: the stable policy sends what came after its last compaction as it was
     assert len(pinned) == 2 and [levels[i] for i in pinned] == ["recent", "live"]
     bigger = render(store, "--budget", "50000")
     assert bigger["budget"] == 50000 and "omitted" not in [e["level"] for e in bigger["entries"]]
-    result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t", "--json"], catch_exceptions=False)
     assert set(json.loads(result.stdout)["apps"]) == {"notebook", "probe"}
 
 
@@ -129,7 +129,7 @@ def test_a_thread_without_a_notebook_shows_no_notebook(tmp_path: Path) -> None:
     got = render(store, "--at", str(output_seqs(store)[0] - 1))  # as the model call saw it
     assert "[Window: probe]\nPROBE-WINDOW" in got["messages"][-1]["content"]
     assert "notebook" not in json.dumps(got["messages"])  # not even the default system prompt speaks of it
-    result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t"], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["state", "--store", store, "--thread", "t", "--json"], catch_exceptions=False)
     assert json.loads(result.stdout)["apps"] == {"probe": "PROBE-WINDOW"}  # its state: its view (it saves none)
 
 

@@ -260,7 +260,7 @@ def test_an_input_given_after_a_max_steps_stop_is_fed_once_the_step_in_flight_is
     assert again.code == rerun.code == 0
     assert ("after it recorded the input 'first'; it resumes where it stopped, and the inputs given (the same "
             "again) are not fed twice") in " ".join(rerun.err.split())
-    history = _json(_invoke(["history", *store, "--thread", "main"]))
+    history = _json(_invoke(["history", *store, "--thread", "main", "--json"]))
     assert [e["levels"]["live"] for e in history["entries"]] == [  # type: ignore[index, union-attr]
         "first", "echo: first", "second", "echo: second", "first", "echo: first"]
 

@@ -78,13 +78,13 @@ def test_max_input_tokens_stops_the_run_paused_with_the_reason_in_state_and_a_ra
     assert (stopped["state"], stopped["status"], stopped["reason"]) == ("PendingToolResults", "paused", reason)
     assert len(outputs(store)) == 2
 
-    state = as_json(livecontext("state", "--store", store, "--thread", "main"))  # after the process ended
+    state = as_json(livecontext("state", "--store", store, "--thread", "main", "--json"))  # after the process ended
     assert (state["status"], state["reason"]) == ("paused", reason)
 
     again = as_json(livecontext(*run, "--max-input-tokens", str(limit)))
     assert (again["status"], again["reason"]) == ("paused", reason)
     assert len(outputs(store)) == 2  # stopped again at once: no model call
-    code, audit, _ = livecontext("audit", "--store", store, "--thread", "main")
+    code, audit, _ = livecontext("audit", "--store", store, "--thread", "main", "--json")
     assert code == 0
     assert [json.loads(line)["kind"] for line in audit.splitlines()].count("EnginePaused") == 1
 

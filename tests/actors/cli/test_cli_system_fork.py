@@ -46,22 +46,22 @@ def store(tmp_path: Path) -> str:
 
 
 def test_audit_lines_of_a_systems_threads_carry_their_system_seq(store: str) -> None:
-    seen = {t: [line["system_seq"] for line in lines("audit", "--store", store, "--thread", t)]
+    seen = {t: [line["system_seq"] for line in lines("audit", "--store", store, "--thread", t, "--json")]
             for t in ("system:team", "team.planner", "team.researcher", "team.critic")}
     assert seen["system:team"][0] == 1  # its declaration, then its run of inputs, begun and done
-    assert [line["kind"] for line in lines("audit", "--store", store, "--thread", "system:team")] == [
+    assert [line["kind"] for line in lines("audit", "--store", store, "--thread", "system:team", "--json")] == [
         "SystemDeclared", "InputsGiven", "InputsDone"]
     every = sorted(s for stamps in seen.values() for s in stamps)
     assert every == list(range(1, len(every) + 1))
-    declared = lines("audit", "--store", store, "--thread", "system:team")[0]
+    declared = lines("audit", "--store", store, "--thread", "system:team", "--json")[0]
     assert declared["summary"] == ("system team: agents planner (team.planner), researcher (team.researcher), "
                                    "critic (team.critic)")
 
 
 def test_a_system_forked_mid_question_runs_as_its_new_name_to_the_originals_end(store: str) -> None:
-    original = [[e["levels"]["live"] for e in ok_json("history", "--store", store, "--thread", f"team.{name}")["entries"]]
+    original = [[e["levels"]["live"] for e in ok_json("history", "--store", store, "--thread", f"team.{name}", "--json")["entries"]]
                 for name in ("planner", "researcher", "critic")]
-    researcher = lines("audit", "--store", store, "--thread", "team.researcher")
+    researcher = lines("audit", "--store", store, "--thread", "team.researcher", "--json")
     asked = next(line["system_seq"] for line in researcher if line["kind"] == "NotificationPosted")
     made = ok_json("fork", "--store", store, "--system", "team", "--at", str(asked), "--new-system", "team2")
     assert (made["system"], made["forked_from"], made["at"]) == ("team2", "team", asked)
@@ -77,7 +77,7 @@ def test_a_system_forked_mid_question_runs_as_its_new_name_to_the_originals_end(
     assert [s for _, _, s, _ in agents(run)] == ["waiting_user"] * 3
     listed = {row["thread"]: row for row in lines("threads", "--store", store, "--json")}
     assert (listed["system:team2"]["system"], listed["team2.researcher"]["forked_from"]) == ("team2", "team.researcher")
-    origin = lines("audit", "--store", store, "--thread", "system:team2")[0]["summary"]
+    origin = lines("audit", "--store", store, "--thread", "system:team2", "--json")[0]["summary"]
     assert origin.endswith(f"; forked from system team at system seq {asked}")
 
 
@@ -99,7 +99,7 @@ def test_a_system_forked_mid_question_runs_as_its_new_name_to_the_originals_end(
 def test_a_wrong_system_fork_is_one_line_exit_1_and_writes_nothing(store: str, args: list[str], message: str) -> None:
     before = lines("threads", "--store", store, "--json")
     end = max(line["system_seq"] for t in ("system:team", "team.planner", "team.researcher", "team.critic")
-              for line in lines("audit", "--store", store, "--thread", t))
+              for line in lines("audit", "--store", store, "--thread", t, "--json"))
     result = cli("fork", "--store", store, *args)
     assert (result.exit_code, result.stderr) == (1, f"livecontext: error: {message.format(store=store, end=end)}\n")
     assert lines("threads", "--store", store, "--json") == before

@@ -141,22 +141,27 @@ def test_threads_history_and_state_succeed_and_show_the_unknown_effects_as_store
     assert ("  effects FarAdded of app far are not decoded here (import faraway_counter to decode it); "
             'the latest: {"amount": 4, "type": "FarAdded"}\n') in text.stdout
 
-    history = cli("history", "--store", url, "--thread", "t")
+    history = cli("history", "--store", url, "--thread", "t", "--json")
     assert history.exit_code == 0, history.stderr
     data = json.loads(history.stdout)
     assert [e["kind"] for e in data["entries"]] == ["model_input", "model_output", "tool_results", "model_output"]
     assert data["undecoded"] == row["undecoded"]
 
-    state = cli("state", "--store", url, "--thread", "t")
+    state = cli("state", "--store", url, "--thread", "t", "--json")
     assert state.exit_code == 0, state.stderr
     summary = json.loads(state.stdout)
     assert summary["state"] == "WaitingInput" and "far" in summary["apps"]
     assert summary["undecoded"] == row["undecoded"]
+    said = ("effects FarAdded of app far are not decoded here (import faraway_counter to decode it); "
+            'the latest: {"amount": 4, "type": "FarAdded"}\n')
+    for command in ("history", "state"):  # the readable forms say it too
+        readable = cli(command, "--store", url, "--thread", "t")
+        assert readable.exit_code == 0 and readable.stdout.endswith(said), readable.stdout
 
 
 def test_audit_shows_each_unknown_effect_as_stored_and_names_the_import(far_store: tuple[str, Path]) -> None:
     url, _ = far_store
-    audit = cli("audit", "--store", url, "--thread", "t")
+    audit = cli("audit", "--store", url, "--thread", "t", "--json")
     assert audit.exit_code == 0, audit.stderr
     summaries = [json.loads(line)["summary"] for line in audit.stdout.splitlines()]
     said = [s for s in summaries if s.startswith("far_add ")]
@@ -209,7 +214,7 @@ def test_render_where_the_app_can_be_imported_decodes_its_effects_and_draws_its_
         far_store: tuple[str, Path]) -> None:
     url, root = far_store
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
-    before_answer = str(json.loads(cli("state", "--store", url, "--thread", "t").stdout)["seq"] - 1)
+    before_answer = str(json.loads(cli("state", "--store", url, "--thread", "t", "--json").stdout)["seq"] - 1)
     done = subprocess.run([*CLI, "render", "--store", url, "--thread", "t", "--at", before_answer], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -72,3 +72,7 @@ def test_state_json_counts_the_sub_agents_and_as_of_a_seq_only_what_they_had_rec
         "input_tokens": 300, "cached_input_tokens": 100, "output_tokens": 20, "model_calls": 1}
     then = cli("state", "--store", store, "--thread", "p", "--at", str(spawned_at), "--json")["usage"]
     assert then == {"input_tokens": 1000, "cached_input_tokens": 800, "output_tokens": 50, "model_calls": 1}
+    assert cli("state", "--store", store, "--thread", "p", "--json")["sub_agents"] == ["p/sub/call_0_0"]
+    readable = CliRunner().invoke(main, ["state", "--store", store, "--thread", "p"]).stdout.splitlines()
+    assert "  steps: 3 model calls, 2,300 input tokens (1,700 cached), 120 output tokens (its sub-agents' included)" in readable
+    assert readable[-1] == "  sub-agents: p/sub/call_0_0"
