@@ -95,11 +95,11 @@ def test_a_copied_thread_renders_as_its_source_and_resumes(tmp_path: Path) -> No
     run_thread(tmp_path, url, "t")
     ok("copy", "--store", url, "--to", copy)
     assert ok("render", "--store", copy, "--thread", "t") == ok("render", "--store", url, "--thread", "t")
-    before = json.loads(ok("state", "--store", copy, "--thread", "t"))
+    before = json.loads(ok("state", "--store", copy, "--thread", "t", "--json"))
     ok("run", "--store", copy, "--thread", "t", "--input", "and then?", "--json")  # (with its own model)
-    after = json.loads(ok("state", "--store", copy, "--thread", "t"))
+    after = json.loads(ok("state", "--store", copy, "--thread", "t", "--json"))
     assert after["entries"] > before["entries"] and after["seq"] > before["seq"]
-    assert json.loads(ok("state", "--store", url, "--thread", "t")) == before  # (the source is untouched)
+    assert json.loads(ok("state", "--store", url, "--thread", "t", "--json")) == before  # (the source is untouched)
     assert ok("verify", "--store", copy).startswith("ok: ")
 
 

@@ -93,19 +93,22 @@ def test_threads_lists_the_healthy_threads_and_the_fork_beside_a_damaged_one(sto
 
 def test_audit_prints_the_readable_records_around_a_damaged_one_then_exits_1(store: str) -> None:
     damage_payload(store, "t", 5)
-    result = lc("audit", "--store", store, "--thread", "t")
+    result = lc("audit", "--store", store, "--thread", "t", "--json")
     assert audit_seqs(result.stdout) == [1, 2, 3, 4, *range(6, 15)]
     assert result.stderr == ("livecontext: error: thread 't': the record at seq 5 is corrupt (checksum mismatch); "
                              "restore the store from a backup, or fork the thread at seq 4 "
                              "(`livecontext fork --thread t --at 4 --new-thread NEW`) to go on without it\n")
     assert result.exit_code == 1
-    assert audit_seqs(ok("audit", "--store", store, "--thread", "u")) == list(range(1, 15))
+    readable = lc("audit", "--store", store, "--thread", "t")  # (the readable form: the same records, the same line)
+    assert [int(line.split()[0]) for line in readable.stdout.splitlines()] == [1, 2, 3, 4, *range(6, 15)]
+    assert (readable.stderr, readable.exit_code) == (result.stderr, 1)
+    assert audit_seqs(ok("audit", "--store", store, "--thread", "u", "--json")) == list(range(1, 15))
 
 
 def test_audit_names_each_of_two_damaged_records_where_it_lies(store: str) -> None:
     damage_payload(store, "t", 1)
     damage_payload(store, "t", 10)
-    result = lc("audit", "--store", store, "--thread", "t")
+    result = lc("audit", "--store", store, "--thread", "t", "--json")
     assert audit_seqs(result.stdout) == [*range(2, 10), *range(11, 15)]
     errors = result.stderr.splitlines()
     assert [e.split(": the record at ")[1].split(" is ")[0] for e in errors] == ["seq 1", "seq 10"]
@@ -191,7 +194,7 @@ def test_verify_of_a_damaged_sqlite_page_names_what_cannot_be_read_and_never_say
     assert f"{last - (end - first + 1)} record(s)" in result.stderr  # every other record of t and u read
     assert "livecontext verify" not in result.stdout
 
-    audit = lc("audit", "--store", url, "--thread", "t")
+    audit = lc("audit", "--store", url, "--thread", "t", "--json")
     seqs = audit_seqs(audit.stdout)
     assert seqs[: first - 1] == list(range(1, first)) and seqs[first - 1] == end + 1
     assert audit.stderr.splitlines() == [f"livecontext: error: {lines[1]}"]

@@ -145,10 +145,10 @@ def test_audit_of_a_flipped_byte_in_a_compressed_payload_is_one_error_line_namin
         damaged = bytearray(payload)
         damaged[len(damaged) // 2] ^= 0xFF
         conn.execute("UPDATE records SET payload = ? WHERE seq = ?", (bytes(damaged), seq))
-    result = lc("audit", "--store", store, "--thread", "t")
+    result = lc("audit", "--store", store, "--thread", "t", "--json")
     assert result.exit_code == 1
     (line,) = result.stderr.splitlines()
-    last = len(json_lines(lc("audit", "--store", store, "--thread", "t").stdout)) + 1
+    last = len(json_lines(lc("audit", "--store", store, "--thread", "t", "--json").stdout)) + 1
     assert [r["seq"] for r in json_lines(result.stdout)] == [s for s in range(1, last + 1) if s != seq]  # the rest
     assert line.startswith(f"livecontext: error: thread 't': the record at seq {seq} is corrupt (undecodable row: "
                            "the compressed payload does not decompress (zlib: "), line

@@ -139,7 +139,7 @@ def test_state_prints_status_budget_steps_usage_and_apps_and_json_the_same_data(
     assert f"  entries: 4; last seq {data['seq']}" in lines
     assert "  budget: 6,000 tokens" in lines
     assert any(line.startswith("  steps: 2 model calls, ") for line in lines)
-    assert lines[lines.index("  apps:") + 1:] == ["    notebook: - milk", "    probe: (nothing yet)"]
+    assert lines[lines.index("  apps:") + 1:] == ["    notebook: - milk", "    probe: PROBE-WINDOW"]  # (a state it does not save: its view
 
 
 @pytest.mark.parametrize("command", ["history", "audit", "state"])

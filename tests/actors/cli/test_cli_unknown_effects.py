@@ -174,7 +174,7 @@ def test_audit_shows_each_unknown_effect_as_stored_and_names_the_import(far_stor
 def test_render_where_the_app_cannot_be_imported_shows_its_recorded_window_and_says_so_in_one_line(
         far_store: tuple[str, Path]) -> None:
     url, _ = far_store
-    before_answer = str(json.loads(cli("state", "--store", url, "--thread", "t").stdout)["seq"] - 1)
+    before_answer = str(json.loads(cli("state", "--store", url, "--thread", "t", "--json").stdout)["seq"] - 1)
     result = cli("render", "--store", url, "--thread", "t", "--at", before_answer)
     assert result.exit_code == 0, result.stderr
     assert any(m["content"].endswith("[Window: far]\nfar total: 12") for m in json.loads(result.stdout)["messages"])
@@ -186,7 +186,7 @@ def test_render_where_the_app_cannot_be_imported_shows_its_recorded_window_and_s
 
 def test_render_at_a_seq_shows_the_window_recorded_as_of_that_seq(far_store: tuple[str, Path]) -> None:
     url, _ = far_store
-    audit = [json.loads(line) for line in cli("audit", "--store", url, "--thread", "t").stdout.splitlines()]
+    audit = [json.loads(line) for line in cli("audit", "--store", url, "--thread", "t", "--json").stdout.splitlines()]
     first = next(line["seq"] for line in audit if line["kind"] == "AppWindowsRecorded")
     result = cli("render", "--store", url, "--thread", "t", "--at", str(first))
     assert result.exit_code == 0, result.stderr
@@ -195,7 +195,7 @@ def test_render_at_a_seq_shows_the_window_recorded_as_of_that_seq(far_store: tup
 
 def test_state_shows_the_recorded_state_of_an_app_that_cannot_be_imported(far_store: tuple[str, Path]) -> None:
     url, _ = far_store
-    state = cli("state", "--store", url, "--thread", "t")
+    state = cli("state", "--store", url, "--thread", "t", "--json")
     assert state.exit_code == 0, state.stderr
     assert json.loads(state.stdout)["apps"] == {"far": '{"total": 12}'}
 
