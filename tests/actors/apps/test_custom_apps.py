@@ -212,4 +212,4 @@ def test_the_example_of_docs_apps_md_runs_and_its_counter_holds_the_fold_of_its_
     done = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "[Window: counter]\ntotal: 8\n"
+    assert done.stdout == "{'counter': 'total: 18'}\n"  # (10, its constructor's start, then 5 and 3)
