@@ -36,7 +36,7 @@ from livecontext.runtime.persistence import open_store  # noqa: E402
 from livecontext.runtime.tokens import TokenCounter  # noqa: E402
 from tests.support.inventory import Inventory  # noqa: E402
 
-WINDOW_KINDS = frozenset({"AppWindowsRecorded"})
+WINDOW_KINDS = frozenset({"AppWindowsRecorded", "AppWindowsChanged"})
 """The record kinds that hold the apps' windows."""
 
 
