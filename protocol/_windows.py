@@ -154,5 +154,5 @@ def structure_text_change(data: object) -> TextChange:
         if (all(type(n) is int and n >= 0 for n in (size, head, tail)) and isinstance(middle, str)
                 and head + tail <= size):
             return TextChange(size, head, tail, middle)
-    raise MalformedDataError(f"a text change is [size, head, middle, tail] (three counts and a string, "
-                             f"head + tail at most size), not {data!r}")
+    raise MalformedDataError("TextChange", f"a text change is [size, head, middle, tail] (three counts and a "
+                             f"string, head + tail at most size), not {data!r}")

@@ -132,8 +132,8 @@ def test_a_change_of_a_window_other_than_the_one_it_was_made_of_is_not_applied(
 
 
 @pytest.mark.parametrize("data", [[5, 3, "x", 3], [5, 1, "x"], [5, -1, "x", 0], [5, True, "x", 0], {"size": 5}])
-def test_a_malformed_text_change_is_refused_saying_where(data: object) -> None:
+def test_a_malformed_text_change_is_refused_saying_what_one_is_and_where(data: object) -> None:
     stored = {"changes": [{"app": "a", "window": data, "state": None}], "type": "AppWindowsChanged"}
-    with pytest.raises(MalformedDataError, match=r"malformed AppWindowsChanged: .*expected TextChange "
-                                                 r"@ \$\.changes\[0\]\.window"):
+    with pytest.raises(MalformedDataError, match=r"malformed AppWindowsChanged: a text change is \[size, "
+                                                 r"head, middle, tail\] .*@ \$\.changes\[0\]\.window"):
         CONVERTER.load_message(stored)
