@@ -32,7 +32,7 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 
 from ._host import recorded_app
-from .apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, make_app
+from .apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, load_object, make_app
 from .history import HistoryState
 
 log = logging.getLogger("livecontext.apps")
@@ -60,6 +60,17 @@ class AppRebuildError(UsageError):
             f"{self.why}; run this where that class can be imported (from the folder the agent "
             "ran in, or with its package installed)"
         )
+
+
+class ToolImportError(AppRebuildError):
+    """A plain function tool of a recorded thread cannot be imported here: said as the user
+    named it (``module:function``), not as the app that offers such tools."""
+
+    def __init__(self, thread_id: str, info: AppInfo, path: str, why: str) -> None:
+        super().__init__(thread_id, info, why)
+        self.path = path
+        self.why = f"{path} cannot be imported: {why}"
+        self.args = (f"{self.why}; run from the folder that has it, or give --tool",)
 
 
 def thread_apps(state: HistoryState) -> tuple[AppInfo, ...]:
@@ -196,9 +207,29 @@ def make_recorded_app(thread_id: str, info: AppInfo) -> App:
     """
     try:
         options = json.loads(info.options) if info.options else None
+        if info.source == FUNCTION_TOOLS:
+            _import_tools(thread_id, info, options)
         app = make_app(info.source, options)
     except (AppDefinitionError, ToolDefinitionError, ValueError) as exc:
         raise AppRebuildError(thread_id, info, str(exc)) from None
     if app.name != info.name:
         raise AppRebuildError(thread_id, info, f"that class makes an app named {app.name!r}")
     return app
+
+
+def _import_tools(thread_id: str, info: AppInfo, options: object) -> None:
+    """Import each plain function tool a thread recorded, so that one that cannot be is named
+    as the user wrote it.
+
+    Raises:
+        ToolImportError: one of them cannot be imported.
+    """
+    paths = options.get("functions") if isinstance(options, dict) else None
+    for path in paths if isinstance(paths, list) else []:
+        if not isinstance(path, str):
+            continue  # (make_app says what is wrong with it)
+        try:
+            load_object(path, "tool")
+        except ToolDefinitionError as exc:
+            why = str(exc).removeprefix(f"tool {path!r}: ")
+            raise ToolImportError(thread_id, info, path, why) from None

@@ -417,7 +417,7 @@ class Render(Message):
     """The context is for a model call (the engine's): under the ``stable`` policy a
     compaction it makes is kept for the calls that follow, and :attr:`Rendered.shared_tokens`
     compares it with the previous call's, and the :attr:`apps`' windows that changed since
-    the last recorded are recorded (:class:`AppWindowsRecorded`). A render that only looks
+    the last recorded are recorded (:class:`AppWindowsRecorded`, :class:`AppWindowsChanged`). A render that only looks
     changes nothing."""
     apps: tuple[AppWindow, ...] = ()
     """The windows of :attr:`Windows.apps`, to record with a call (see :attr:`for_call`)."""

@@ -53,8 +53,8 @@ def _against_live(level: LevelText, live: str) -> dict[str, Any]:
     # the common case of a GIST, decided by two short comparisons)
     if len(text) < SHARED_MIN or (text[:half] != live[:half] and text[-half:] != live[-half:]):
         return {"text": text, "tokens": level.tokens}
-    head = _common_prefix(text, live)
-    tail = _common_suffix(text, live, min(len(text), len(live)) - head)
+    head = common_prefix(text, live)
+    tail = common_suffix(text, live, min(len(text), len(live)) - head)
     if head + tail < SHARED_MIN:
         return {"text": text, "tokens": level.tokens}
     data: dict[str, Any] = {}
@@ -67,7 +67,7 @@ def _against_live(level: LevelText, live: str) -> dict[str, Any]:
     return data
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """How many characters ``a`` and ``b`` share at their start.
 
     Compared a slice at a time (each comparison runs in C; a loop over characters would
@@ -93,9 +93,9 @@ def _common_prefix(a: str, b: str) -> int:
     return low
 
 
-def _common_suffix(a: str, b: str, limit: int) -> int:
+def common_suffix(a: str, b: str, limit: int) -> int:
     """How many characters (at most ``limit``) ``a`` and ``b`` share at their end (as
-    :func:`_common_prefix` finds it, from the end)."""
+    :func:`common_prefix` finds it, from the end)."""
     la, lb = len(a), len(b)
     low, step = 0, 64
     while True:  # the last low characters match

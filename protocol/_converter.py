@@ -13,6 +13,8 @@ Wire decisions (schema version 3):
   ends like LIVE is written as LIVE's head and tail around its own middle
   (``{"head": H, "text": T, "tail": L, "tokens": N}``); see :mod:`._content_wire`.
 - :class:`ActorId` is the string ``"kind/name"``; :class:`Topic` is ``"#name"``.
+- A :class:`TextChange` (an app's window recorded as a change of the one before it, in an
+  :class:`AppWindowsChanged`) is the list ``[size, head, middle, tail]``.
 - Datetimes are ISO 8601 strings with their UTC offset (a naive one is malformed); enums are
   their values; tuples are lists.
 - Scalars are strict: a string field takes only a string, an integer field only an integer
@@ -78,6 +80,7 @@ from ._envelope import Envelope
 from ._errors import MalformedDataError, UnknownMessageTypeError, UnsupportedSchemaVersionError
 from ._ids import ActorId, Topic
 from ._json import dump_json, load_json
+from ._windows import TextChange, structure_text_change, unstructure_text_change
 from ._message import Message
 from ._records import HistorySnapshot, ToolResultRecorded
 from ._registry import registered_type
@@ -131,6 +134,9 @@ class ProtocolConverter:
             return typing.cast(LevelText, level_hook(value, LevelText))
         self._c.register_structure_hook(
             Content, lambda v, _: structure_content(v, level_text, _character_count))
+        # an app window's change: a short list (see _windows)
+        self._c.register_unstructure_hook(TextChange, unstructure_text_change)
+        self._c.register_structure_hook(TextChange, lambda v, _: structure_text_change(v))
         # Each tagged class, where its type is known, is a plain object (hooks made lazily, so
         # classes may refer to each other in any order). Where a field is declared as
         # ``Message`` or as a union of tagged classes, the ``"type"`` tag picks the class.

@@ -24,7 +24,7 @@ from .._agent import AgentSettings
 from .._resume import SETTINGS, changed_settings, resumed_settings
 from .._thread_ids import check_thread_id
 from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
-from .._thread_apps import AppRebuildError, make_recorded_app
+from .._thread_apps import AppRebuildError, ToolImportError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ..spend import SpendLimits, override_limits
@@ -268,6 +268,9 @@ def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: 
     if apps is None and recorded.apps:
         try:
             apps = [make_recorded_app(thread_id, info) for info in recorded.apps]
+        except ToolImportError as exc:
+            click.echo(f"livecontext: error: {exc}", err=True)
+            sys.exit(1)
         except AppRebuildError as exc:
             click.echo(f"livecontext: error: {exc}; or give its apps with --app/--tool", err=True)
             sys.exit(1)

@@ -4,8 +4,8 @@ None of them needs the user's code: ``threads``, ``history`` and ``audit`` impor
 list an app's effects this process cannot decode as stored (under ``undecoded``, with what to
 import to decode them). ``render`` and ``state`` import from the current folder, as ``run``
 does: each app whose class can be imported is made again and rebuilt from its effects; one
-that cannot is shown as its thread recorded its window and state (``AppWindowsRecorded``),
-with a note. ``render`` fails, in one line, only for an app that cannot be made here and
+that cannot is shown as its thread recorded its window and state (``AppWindowsRecorded``,
+and ``AppWindowsChanged`` after it), with a note. ``render`` fails, in one line, only for an app that cannot be made here and
 whose window was never recorded (no model call saw it).
 """
 
@@ -21,6 +21,7 @@ import click
 
 from livecontext.protocol import (
     AccessDenied,
+    AppWindowsChanged,
     AppWindowsRecorded,
     EnginePaused,
     AppEffect,
@@ -420,6 +421,8 @@ def _summarize(message: Message) -> str:
         return f"system prompt: {message.text[:80]}"
     if isinstance(message, AppWindowsRecorded):
         return f"windows recorded: {', '.join(w.app for w in message.windows)}"
+    if isinstance(message, AppWindowsChanged):
+        return f"windows changed: {', '.join(c.app for c in message.changes)}"
     if isinstance(message, ThreadConfigured):
         tools = ", ".join(t.name for t in message.tools) or "none"
         apps = ", ".join(a.name for a in message.apps) or "none"

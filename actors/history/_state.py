@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from livecontext.protocol import (
     AppEffect,
     AppHistory,
     AppWindow,
+    AppWindowsChanged,
     AppWindowsRecorded,
     EntriesFolded,
     HistoryEdited,
@@ -48,6 +50,7 @@ from livecontext.protocol import (
     ToolStarted,
     UsageTotals,
     UserQuestionAsked,
+    WHOLE_EVERY,
     app_effect_of,
     derive_state,
     derive_status,
@@ -60,6 +63,8 @@ from livecontext.protocol import (
 
 from ._blocks import BLOCK, Block, block_of, encode_part
 from ._lazy import Decoder, LazyEntries, Raw
+
+log = logging.getLogger("livecontext.history")
 
 
 class ReplayError(LivecontextError):
@@ -125,9 +130,13 @@ class HistoryState:
         self.usage = UsageTotals()
         """The usage of every model output recorded, summed (folded ones included)."""
         self.windows: dict[str, AppWindow] = {}
-        """Each user app's window and state as last recorded (:class:`AppWindowsRecorded`)."""
+        """Each user app's window and state as last recorded (:class:`AppWindowsRecorded`,
+        :class:`AppWindowsChanged`)."""
         self.windows_at = 0
-        """The seq of the last :class:`AppWindowsRecorded` (0: none)."""
+        """The seq of the last record of the windows (0: none)."""
+        self.window_changes: dict[str, int] = {}
+        """How many changes of each app's window were recorded since its last whole copy
+        (not known, so absent, after a snapshot: the next record of it is then whole)."""
         self.compacted: tuple[int, ContextCompacted] | None = None
         """The last compaction of a call's context and its seq (the ``stable`` policy)."""
         self.next_entry = 1
@@ -209,9 +218,8 @@ class HistoryState:
             self.compacted = (seq, payload)
         elif isinstance(payload, ThreadConfigured):
             self.config = payload
-        elif isinstance(payload, AppWindowsRecorded):
-            self.windows.update((w.app, w) for w in payload.windows)
-            self.windows_at = seq
+        elif isinstance(payload, AppWindowsRecorded | AppWindowsChanged):
+            self._windows_recorded(payload, seq)
         elif isinstance(payload, HistoryEdited):
             self._edited(payload)
         elif isinstance(payload, EntriesFolded):
@@ -232,6 +240,30 @@ class HistoryState:
             raise ReplayError(f"unknown record {type(payload).__name__} at seq {seq} of {self.thread_id}")
         self.task = task_after(self.task, payload)
         self.seq = seq
+
+    def _windows_recorded(self, record: AppWindowsRecorded | AppWindowsChanged, seq: int) -> None:
+        """The apps' windows as ``record`` has them: whole, or changed from the last recorded.
+
+        A change that does not fit the window recorded before it (a record between them
+        was lost) is not applied: that app's window is unknown until its next whole copy,
+        and the thread's history is whole all the same (its windows are only shown)."""
+        self.windows_at = seq
+        if isinstance(record, AppWindowsRecorded):
+            for window in record.windows:
+                self.windows[window.app] = window
+                self.window_changes[window.app] = 0
+            return
+        for change in record.changes:
+            before = self.windows.get(change.app)
+            if before is None or not change.fits(before):
+                self.windows.pop(change.app, None)
+                self.window_changes.pop(change.app, None)
+                log.warning("thread %s: the window of app %r recorded at seq %d changes a window that was "
+                            "not recorded before it; it is unknown until its next whole copy",
+                            self.thread_id, change.app, seq)
+                continue
+            self.windows[change.app] = change.applied(before)
+            self.window_changes[change.app] = self.window_changes.get(change.app, WHOLE_EVERY) + 1
 
     def _index(self, entry: HistoryEntry) -> None:
         entries = self.entries

@@ -9,8 +9,6 @@ from typing import Any
 import attrs
 
 from livecontext.protocol import (
-    AppWindow,
-    AppWindowsRecorded,
     ChatMessage,
     ContextCompacted,
     AccessDenied,
@@ -90,6 +88,7 @@ from ._render import RenderResult, render
 from ._stable import ContextPolicy, Planned, StableRenderer, shared_prefix
 from ._units import RenderCache
 from ._state import HistoryState, SnapshotDraft
+from ._windows import windows_records
 
 log = logging.getLogger("livecontext.history")
 
@@ -287,21 +286,14 @@ class HistoryStore(Actor):
                                  tools_tokens=self.tools_tokens, cache=self._render_cache)
             if msg.for_call and planned.compaction is not None:  # recorded, so that the log says what was sent
                 record, frame = planned.compaction
-                await self._commit([record, *self._windows_record(msg.apps)])
+                await self._commit([record, *windows_records(self.state, msg.apps)])
                 self._stable.keep(frame)
                 msg = attrs.evolve(msg, apps=())  # (recorded with it)
             result = planned.result
-        if msg.for_call and (changed := self._windows_record(msg.apps)):
+        if msg.for_call and (changed := windows_records(self.state, msg.apps)):
             await self._commit(changed)
         shared = self._shared_tokens(result.messages) if msg.for_call else 0
         return Rendered(result.messages, result.tokens, result.entries, result.spans, shared)
-
-    def _windows_record(self, apps: tuple[AppWindow, ...]) -> list[Message]:
-        """The record of the apps' windows that changed since the last recorded (none if
-        none did)."""
-        known = self.state.windows
-        changed = tuple(w for w in apps if known.get(w.app) != w)
-        return [AppWindowsRecorded(changed)] if changed else []
 
     def _shared_tokens(self, messages: tuple[ChatMessage, ...]) -> int:
         """The tokens of the leading messages of this call's context that the previous call

@@ -21,6 +21,7 @@ from livecontext.protocol import (
     SCHEMA_VERSION,
     TAGGED_TYPES,
     Ack,
+    TextChange,
     ActorId,
     Envelope,
     HistoryEntry,
@@ -89,6 +90,8 @@ def strategy_for(tp: Any, depth: int = 0) -> st.SearchStrategy[Any]:
     if tp is UndecodedEffect:  # an effect of a class this process does not know, as stored
         return st.builds(lambda tag, n: UndecodedEffect(tag, dump_json({"type": tag, "n": n})),
                          st.sampled_from(["Teleported", "Counted"]), st.integers(0, 99))
+    if tp is TextChange:  # (only a change of one text into another is one)
+        return st.builds(TextChange.between, st.text(max_size=16), st.text(max_size=16))
     if tp is Message:
         choices = _MESSAGE_TYPES if depth < 1 else _FLAT_MESSAGE_TYPES
         return st.one_of([strategy_for(c, depth + 1) for c in choices])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,18 @@ def test_an_import_path_that_is_not_a_tool_or_an_app_is_one_line_naming_it(
     code, _, err = run("--store", f"sqlite:{project / 'lc.db'}", flag, path, "--input", "x")
     assert code == 1 and err.startswith(f"livecontext: error: {message}") and err.count("\n") == 1
     assert not (project / "lc.db").exists()  # nothing was written
+
+
+def test_a_thread_resumed_where_its_function_tool_cannot_be_imported_names_the_tool_as_given(
+        project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = f"sqlite:{project / 'lc.db'}"
+    assert run("--store", store, "--tool", "cli_tools_here:add", "--model", "scripted:script.json",
+               "--input", "add 2 and 3", "--json")[0] == 0
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    monkeypatch.delitem(sys.modules, "cli_tools_here", raising=False)
+    # (earlier tests' folders, put on sys.path by their runs, hold the module too)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if not (Path(p) / "cli_tools_here.py").exists()])
+    code, _, err = run("--store", store, "--thread", "main", "--input", "add 1 and 1")
+    assert code == 1
+    assert err == ("livecontext: error: cli_tools_here:add cannot be imported: cannot import module 'cli_tools_here' "
+                   "(No module named 'cli_tools_here'); run from the folder that has it, or give --tool\n")
