@@ -1,5 +1,13 @@
 """Fixtures shared by every test folder: a throwaway PostgreSQL cluster (see
-:mod:`tests.support.postgres`), started once per session when a test asks for it."""
+:mod:`tests.support.postgres`), started once per session when a test asks for it; and
+hypothesis's settings for the whole suite.
+
+Every property test draws the same examples on every run and every machine (``derandomize``:
+seeded from the test function; no example database carried from one run to the next), so a
+failure is reproduced by running the test again; and none depends on the clock (no
+``deadline``, no ``too_slow`` health check: a loaded machine is slow, not wrong).
+``HYPOTHESIS_PROFILE=explore`` draws fresh random examples instead, to look for new failures.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.support.postgres import Cluster, throwaway_cluster
+
+settings.register_profile("reproducible", derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 
 @pytest.fixture(scope="session")

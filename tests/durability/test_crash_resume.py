@@ -2,8 +2,13 @@
 
 A scripted agent makes 40 notebook edits in a row (one tool call per model turn), then
 answers. A real ``livecontext run`` subprocess runs it on an SQLite store and is killed with SIGKILL
-at a seeded random moment (0.05-0.6 s after its first engine event); the same command is run
-again, killed again (three times per seed), then left to finish. Its history and notebook must equal those of an uninterrupted run.
+at a seeded random moment; the same command is run again, killed again (three times per seed),
+then left to finish. Its history and notebook must equal those of an uninterrupted run.
+
+The moment is counted in the run's work, not in time: the kill is sent once the run has
+reported a seeded number of engine events (of the ~400 a whole run reports), so a seed meets
+the run at the same point of its work however busy the machine is (give or take the few
+events reported while the kill is on its way).
 """
 
 from __future__ import annotations
@@ -68,18 +73,17 @@ def finished(state: HistoryState | None) -> bool:
     return state is not None and state.state is EngineState.WAITING_INPUT and bool(state.entries)
 
 
-async def run_once(command: list[str], events: Path, kill_after: float | None) -> subprocess.CompletedProcess[str] | None:
-    """Run the command; with ``kill_after``, SIGKILL it that long after it first reports an
-    engine event. Returns the finished process, or None when it was killed."""
+async def run_once(command: list[str], events: Path, kill_after: int | None) -> subprocess.CompletedProcess[str] | None:
+    """Run the command; with ``kill_after``, SIGKILL it once it has reported that many engine
+    events (or has ended). Returns the finished process, or None when it was killed."""
     events.unlink(missing_ok=True)
     with open(events.with_suffix(".out"), "wb+") as out, open(events.with_suffix(".err"), "wb+") as err:
         proc = await trio.lowlevel.open_process(command, stdout=out, stderr=err, env=cli_env())
         killed = False
         try:
             if kill_after is not None:
-                while proc.poll() is None and not (events.exists() and events.stat().st_size > 0):
+                while proc.poll() is None and reported(events) < kill_after:
                     await trio.sleep(0.01)
-                await trio.sleep(kill_after)
                 if proc.poll() is None:
                     proc.send_signal(signal.SIGKILL)
                     killed = True
@@ -96,6 +100,14 @@ async def run_once(command: list[str], events: Path, kill_after: float | None) -
         return subprocess.CompletedProcess(command, proc.returncode, out.read().decode(), err.read().decode())
 
 
+def reported(events: Path) -> int:
+    """How many engine events a run has reported (whole lines) so far."""
+    try:
+        return events.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 async def crash_until_done(root: Path, script: Path, seed: int, store_url: str | None = None) -> dict[str, Any]:
     """Run, kill and resume one agent until it is done (in ``store_url``; by default an SQLite
     store under ``root``); what happened along the way."""
@@ -107,8 +119,8 @@ async def crash_until_done(root: Path, script: Path, seed: int, store_url: str |
     kills_mid_work: list[str] = []
     notes = 0
     for run in range(MAX_RUNS):
-        delay = rng.uniform(0.05, 0.6)
-        done = await run_once(command, events, delay if run < KILLS else None)
+        kill_after = rng.randint(1, 200)
+        done = await run_once(command, events, kill_after if run < KILLS else None)
         if done is not None:
             assert done.returncode == 0, done.stderr
             notes += "was stopped in the middle of a step" in done.stderr

@@ -53,8 +53,12 @@ class TracePage:
         """The value of ``script`` (a function body) run in the page."""
         return self.driver.execute_script(script, *args)
 
-    def wait_for(self, script: str, failure: str, timeout: float = 10.0) -> Any:
-        """Poll ``script`` until it returns something true; fail with ``failure`` past ``timeout``."""
+    def wait_for(self, script: str, failure: str, timeout: float = 60.0) -> Any:
+        """Poll ``script`` until it returns something true; fail with ``failure`` past ``timeout``.
+
+        The timeout is a deadlock guard, not a speed bound: the slowest wait (20,000 records
+        drawn) takes about a second, several on a loaded machine (speed is bench_trace.py's).
+        """
         deadline = time.monotonic() + timeout
         while True:
             value = self.js(script)

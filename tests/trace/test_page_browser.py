@@ -12,7 +12,6 @@ import json
 import math
 import re
 import struct
-import time
 import zlib
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
@@ -508,7 +507,7 @@ def test_a_screenshot_of_the_page_is_not_blank(page: TracePage, trace: dict[str,
 
 
 def test_a_thread_of_20000_records_is_drawn_with_only_the_rows_in_view(page: TracePage) -> None:
-    # (how long it takes is benchmarks/bench_trace.py's: a time bound here fails under load)
+    # (how long drawing and searching take is benchmarks/bench_trace.py's: a time bound here fails under load)
     data = synthetic_trace(20_000, seed=3, agents=2)
     assert data["counts"]["records"] >= 20_000
     page.open(data, "big")
@@ -519,9 +518,7 @@ def test_a_thread_of_20000_records_is_drawn_with_only_the_rows_in_view(page: Tra
     last = data["messages"][-1]
     page.wait_for(f"return !!document.querySelector('#diagram-svg [data-i=\"{last['i']}\"]')",
                   "scrolled to the end, the last message is not drawn")
-    started = time.monotonic()
     page.testid("search")[0].send_keys("foldintorecap")
     folds = sum(m["kind"] == "FoldIntoRecap" for m in data["messages"])
     page.wait_for(f"return document.getElementById('shown-count').dataset.messages === '{folds}'",
                   "searching the big thread never ended")
-    assert time.monotonic() - started < 2, "a search of 20,000 records should feel immediate"
