@@ -15,26 +15,13 @@ from pathlib import Path
 
 import pytest
 import trio
-from click.testing import CliRunner, Result
 
-from livecontext.actors.cli import main
 from livecontext.runtime.persistence import StoredRecord, ThreadInfo, open_store
 
 from tests.actors.system_support import write_team
 
 from ._support import notebook_turns, url_for, write_script
-from .test_cli_damaged_record import SEQS, damage_payload, damage_second_leaf_of_records
-
-
-def lc(*args: str) -> Result:
-    """``livecontext ARGS`` in this process."""
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def ok(*args: str) -> str:
-    result = lc(*args)
-    assert result.exit_code == 0, result.stderr
-    return result.stdout
+from .test_cli_damaged_record import SEQS, damage_payload, damage_second_leaf_of_records, lc, ok
 
 
 def run_thread(tmp_path: Path, url: str, thread: str, edits: int = 3) -> None:
