@@ -45,7 +45,13 @@ def _interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, str, str, float]:
     chat's end: closing it with the Ctrl-C would race it)."""
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=30)
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # (a deadlock guard: say how the process took signals)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        proc.kill()
+        raise AssertionError("the command did not end on Ctrl-C; its signals: " + "; ".join(
+            line for line in status.splitlines() if line.startswith("Sig"))) from None
     took = time.monotonic() - start
     assert proc.stdout is not None and proc.stderr is not None
     out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
