@@ -7,11 +7,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from ._agent import AgentActors, AgentSettings, spawn_agent
-    from ._host import AppHost
-    from ._input import InputSource, InputTooLargeError
+    from .agent import AgentActors, AgentSettings, spawn_agent
+    from .agent import AppHost
+    from .agent import InputSource, InputTooLargeError
     from ._messaging import Directory, Messaging
-    from ._subagents import SubAgents
+    from .agent import SubAgents
     from ._switchboard import Switchboard
     from ._system import (
         AgentAnswer,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         SystemStatus,
         open_system,
     )
-    from ._thread_ids import check_thread_id, parent_thread_id, sub_thread_id
+    from .agent import check_thread_id, parent_thread_id, sub_thread_id
     from ._system_log import (
         ForkedThread,
         SystemExistsError,
@@ -34,18 +34,18 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from ._turns import AgentAddress, TurnRefusedError
 
 _HOMES = {
-    "AgentActors": "_agent",
+    "AgentActors": "agent",
     "AgentAddress": "_turns",
     "AgentAnswer": "_system",
-    "AgentSettings": "_agent",
-    "AppHost": "_host",
+    "AgentSettings": "agent",
+    "AppHost": "agent",
     "Directory": "_messaging",
     "ForkedThread": "_system_log",
-    "InputSource": "_input",
-    "InputTooLargeError": "_input",
+    "InputSource": "agent",
+    "InputTooLargeError": "agent",
     "InputsRun": "_system",
     "Messaging": "_messaging",
-    "SubAgents": "_subagents",
+    "SubAgents": "agent",
     "Switchboard": "_switchboard",
     "System": "_system",
     "SystemAgent": "_system",
@@ -56,12 +56,12 @@ _HOMES = {
     "SystemSeqPastEndError": "_system_log",
     "SystemStatus": "_system",
     "TurnRefusedError": "_turns",
-    "check_thread_id": "_thread_ids",
+    "check_thread_id": "agent",
     "fork_system": "_system_log",
     "open_system": "_system",
-    "parent_thread_id": "_thread_ids",
-    "spawn_agent": "_agent",
-    "sub_thread_id": "_thread_ids",
+    "parent_thread_id": "agent",
+    "spawn_agent": "agent",
+    "sub_thread_id": "agent",
 }
 """The module of this package that defines each name: imported on first use, so that importing
 one module of the package (the CLI's ``threads`` imports the history's) does not import the

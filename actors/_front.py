@@ -60,14 +60,14 @@ from livecontext.protocol import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
-from ._agent import AgentSettings
-from ._thread_ids import check_thread_id
-from ._format import apps_json, json_data, status_json, usage_json
-from ._input import give_input
-from ._resume import SETTINGS, recorded_models, resume
-from ._session import Session, open_session, recorded_config
-from ._text import check_text
-from ._thread_apps import make_recorded_app, shown_state
+from .agent import AgentSettings
+from .agent import check_thread_id
+from .agent import apps_json, json_data, status_json, usage_json
+from .agent import give_input
+from .agent import SETTINGS, recorded_models, resume
+from .agent import Session, open_session, recorded_config
+from .agent import check_text
+from .agent import make_recorded_app, shown_state
 from .analyzers import AnalyzerSettings
 from .apps import App, FunctionTools, Notebook
 from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models

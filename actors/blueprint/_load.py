@@ -21,7 +21,7 @@ from livecontext.protocol import thread_id_problem
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
-from .._agent import AgentSettings
+from ..agent import AgentSettings
 from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError

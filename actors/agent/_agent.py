@@ -16,6 +16,7 @@ from livecontext.protocol import (
     AppInfo,
     Capability,
     ProtocolConverter,
+    make_converter,
     ProvideInput,
     RecordedAnalyzer,
     RecordedLimits,
@@ -35,12 +36,12 @@ from ._host import AppHost
 from ._input import InputSource
 from ._subagents import give_store
 from ._thread_ids import check_thread_id
-from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
-from .apps import App, Notebook, describe_tools
-from .engine import Engine, EngineWiring, control_tools, engine_topic
-from .history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
-from .recap import RecapMaintainer, RecapSettings
-from .spend import SpendLedger, SpendLimits, ledger_id
+from ..analyzers import Analyzer, AnalyzerSettings, make_analyzer
+from ..apps import App, Notebook, describe_tools
+from ..engine import Engine, EngineWiring, control_tools, engine_topic
+from ..history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
+from ..recap import RecapMaintainer, RecapSettings
+from ..spend import SpendLedger, SpendLimits, ledger_id
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
 """The engine appends and reads its history."""
@@ -164,7 +165,7 @@ async def spawn_agent(
     ids = attrs.evolve(ids, spend=spend)
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
-    give_store(app_list, log.store, log.clock, spend, model)
+    give_store(app_list, log.store, log.clock, spend, model, spawn=_spawn_sub_agent)
     # the host's apps are made here the first time, so an app that cannot be made again is
     # said in one line before anything of the thread runs (and again on each restart)
     first = [_fresh(app_list)]
@@ -253,3 +254,11 @@ def app_info(app: App) -> AppInfo:
 def _fresh(apps: list[App]) -> list[App]:
     """New app instances on every (re)start of the host: an app's state is rebuilt from the log."""
     return [app.fresh() for app in apps]
+
+
+async def _spawn_sub_agent(rt: Runtime, log: ThreadLog, model: ModelClient, thread_id: str,
+                           spend: ActorId | None) -> AgentActors:
+    """Spawn a sub-agent for a :class:`SubAgents` app (given it by :func:`give_store`): an agent of
+    default settings on ``log``, spending from ``spend``."""
+    return await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id), converter=make_converter(),
+                             counter=TokenCounter.from_env(), spend=spend)
