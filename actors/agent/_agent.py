@@ -34,7 +34,7 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
-from ._subagents import give_store
+from ._subagents import give_spawn, give_store
 from ._thread_ids import check_thread_id
 from ..analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from ..apps import App, Notebook, describe_tools
@@ -165,7 +165,7 @@ async def spawn_agent(
     ids = attrs.evolve(ids, spend=spend)
     app_list: list[App] = list(apps) if apps is not None else [Notebook()]
     # a sub-agent's thread lives in its parent's store (and system), and spends from its limits
-    give_store(app_list, log.store, log.clock, spend, model, spawn=_spawn_sub_agent)
+    give_store(app_list, log.store, log.clock, spend, model)
     # the host's apps are made here the first time, so an app that cannot be made again is
     # said in one line before anything of the thread runs (and again on each restart)
     first = [_fresh(app_list)]
@@ -252,13 +252,16 @@ def app_info(app: App) -> AppInfo:
 
 
 def _fresh(apps: list[App]) -> list[App]:
-    """New app instances on every (re)start of the host: an app's state is rebuilt from the log."""
-    return [app.fresh() for app in apps]
+    """New app instances on every (re)start of the host: an app's state is rebuilt from the log;
+    each sub-agents app among them is given the way to spawn its sub-agents."""
+    made = [app.fresh() for app in apps]
+    give_spawn(made, _spawn_sub_agent)
+    return made
 
 
 async def _spawn_sub_agent(rt: Runtime, log: ThreadLog, model: ModelClient, thread_id: str,
                            spend: ActorId | None) -> AgentActors:
-    """Spawn a sub-agent for a :class:`SubAgents` app (given it by :func:`give_store`): an agent of
+    """Spawn a sub-agent for a :class:`SubAgents` app (given it by :func:`_fresh`): an agent of
     default settings on ``log``, spending from ``spend``."""
     return await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id), converter=make_converter(),
                              counter=TokenCounter.from_env(), spend=spend)

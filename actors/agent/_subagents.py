@@ -60,7 +60,7 @@ class SubAgent(Protocol):
 
 SpawnAgent = Callable[[Runtime, ThreadLog, ModelClient, str, ActorId | None], Awaitable[SubAgent]]
 """Spawns a sub-agent of default settings on a thread (its log), its model and the spend ledger it
-spends from: the agent that hosts the app gives it its way to spawn agents (see :func:`give_store`),
+spends from: the agent that hosts the app gives it its way to spawn agents (see :func:`give_spawn`),
 so that this module does not import the agent's."""
 
 _DEFAULTS: Mapping[str, Any] = {"timeout_s": 60.0, "max_steps": 40}
@@ -105,7 +105,7 @@ class SubAgents(App):
         self.clock = clock
         self.spend = spend
         self.spawn: SpawnAgent | None = None
-        """How it spawns a sub-agent: given by the agent that hosts it (:func:`give_store`)."""
+        """How it spawns a sub-agent: given by the agent that hosts it (:func:`give_spawn`)."""
         self.ctx: Context | None = None
         self.runs = 0
 
@@ -210,16 +210,12 @@ def _line(text: str, limit: int = 120) -> str:
     return first if len(first) <= limit else first[: limit - 1] + "…"
 
 def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None = None,
-               spend: ActorId | None = None, model: ModelClient | None = None,
-               spawn: SpawnAgent | None = None) -> None:
+               spend: ActorId | None = None, model: ModelClient | None = None) -> None:
     """Give ``store``, ``clock`` and ``spend`` (the parent's) to each :class:`SubAgents` app of
-    ``apps`` that has no store, ``model`` (the parent's client, shared: a sub-agent does
-    not close it) to each that has no model of its own, and ``spawn`` (the parent's way to spawn
-    an agent) to each."""
+    ``apps`` that has no store, and ``model`` (the parent's client, shared: a sub-agent does
+    not close it) to each that has no model of its own."""
     for app in apps:
         if isinstance(app, SubAgents):
-            if spawn is not None:
-                app.spawn = spawn
             if app.store is None:
                 app.store = store
                 app.clock = clock
@@ -227,6 +223,14 @@ def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None
             if app.model_factory is None and app.model is None and model is not None:
                 shared = model
                 app.model_factory = lambda: _Shared(shared)
+
+
+def give_spawn(apps: Sequence[App], spawn: SpawnAgent) -> None:
+    """Give ``spawn``, the hosting agent's way to spawn an agent, to each :class:`SubAgents` app of
+    ``apps`` (the instances its host runs: a subclass's :meth:`~SubAgents.fresh` need not copy it)."""
+    for app in apps:
+        if isinstance(app, SubAgents):
+            app.spawn = spawn
 
 
 class _Shared(ModelClient):
