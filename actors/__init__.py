@@ -10,10 +10,10 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from .agent import AgentActors, AgentSettings, spawn_agent
     from .agent import AppHost
     from .agent import InputSource, InputTooLargeError
-    from ._messaging import Directory, Messaging
+    from .system import Directory, Messaging
     from .agent import SubAgents
-    from ._switchboard import Switchboard
-    from ._system import (
+    from .system import Switchboard
+    from .system import (
         AgentAnswer,
         InputsRun,
         System,
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         open_system,
     )
     from .agent import check_thread_id, parent_thread_id, sub_thread_id
-    from ._system_log import (
+    from .system import (
         ForkedThread,
         SystemExistsError,
         SystemFork,
@@ -31,34 +31,34 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         SystemSeqPastEndError,
         fork_system,
     )
-    from ._turns import AgentAddress, TurnRefusedError
+    from .system import AgentAddress, TurnRefusedError
 
 _HOMES = {
     "AgentActors": "agent",
-    "AgentAddress": "_turns",
-    "AgentAnswer": "_system",
+    "AgentAddress": "system",
+    "AgentAnswer": "system",
     "AgentSettings": "agent",
     "AppHost": "agent",
-    "Directory": "_messaging",
-    "ForkedThread": "_system_log",
+    "Directory": "system",
+    "ForkedThread": "system",
     "InputSource": "agent",
     "InputTooLargeError": "agent",
-    "InputsRun": "_system",
-    "Messaging": "_messaging",
+    "InputsRun": "system",
+    "Messaging": "system",
     "SubAgents": "agent",
-    "Switchboard": "_switchboard",
-    "System": "_system",
-    "SystemAgent": "_system",
-    "SystemAgentStatus": "_system",
-    "SystemExistsError": "_system_log",
-    "SystemFork": "_system_log",
-    "SystemNotFoundError": "_system_log",
-    "SystemSeqPastEndError": "_system_log",
-    "SystemStatus": "_system",
-    "TurnRefusedError": "_turns",
+    "Switchboard": "system",
+    "System": "system",
+    "SystemAgent": "system",
+    "SystemAgentStatus": "system",
+    "SystemExistsError": "system",
+    "SystemFork": "system",
+    "SystemNotFoundError": "system",
+    "SystemSeqPastEndError": "system",
+    "SystemStatus": "system",
+    "TurnRefusedError": "system",
     "check_thread_id": "agent",
-    "fork_system": "_system_log",
-    "open_system": "_system",
+    "fork_system": "system",
+    "open_system": "system",
     "parent_thread_id": "agent",
     "spawn_agent": "agent",
     "sub_thread_id": "agent",

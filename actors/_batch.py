@@ -57,8 +57,8 @@ from livecontext.runtime.persistence import EventStore, open_store
 from ._batch_results import ResultsFile
 from .agent import usage_json
 from ._front import open_agent
-from ._system import open_system
-from ._system_log import check_system_name, read_system_log, system_threads
+from .system import open_system
+from .system import check_system_name, read_system_log, system_threads
 from .blueprint import AgentBlueprint, Blueprint, SystemBlueprint
 from .agent import stored_usage
 from .history import HistoryState, load_state

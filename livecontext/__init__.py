@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from typing import Any
 
     from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
-    from livecontext.actors._system import AgentAnswer, System, open_system
+    from livecontext.actors.system import AgentAnswer, System, open_system
     from livecontext.actors.analyzers import AnalyzerSettings
     from livecontext.actors.apps import (
         App,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
 
 _HOMES = {
     "Agent": "livecontext.actors._front",
-    "AgentAnswer": "livecontext.actors._system",
+    "AgentAnswer": "livecontext.actors.system",
     "AgentEvent": "livecontext.actors._front",
     "AgentState": "livecontext.actors._front",
     "AgentStatus": "livecontext.protocol",
@@ -73,14 +73,14 @@ _HOMES = {
     "Retention": "livecontext.protocol",
     "SpendLimits": "livecontext.actors.spend",
     "SpendLimitsError": "livecontext.actors.spend",
-    "System": "livecontext.actors._system",
+    "System": "livecontext.actors.system",
     "TaskStatus": "livecontext.protocol",
     "ToolDefinitionError": "livecontext.actors.apps",
     "ToolFailure": "livecontext.actors.apps",
     "ToolOutcome": "livecontext.actors.apps",
     "UsageError": "livecontext.runtime",
     "open_agent": "livecontext.actors._front",
-    "open_system": "livecontext.actors._system",
+    "open_system": "livecontext.actors.system",
     "tool": "livecontext.actors.apps",
 }
 """Where each name of the front door lives: imported on first use, so that ``import

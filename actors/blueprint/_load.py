@@ -22,7 +22,6 @@ from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
 from ..agent import AgentSettings
-from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import ContextPolicy, HistoryLimits
@@ -43,7 +42,7 @@ from ._schema import (
     key_name,
     label,
 )
-from ._system import AgentBlueprint, SystemBlueprint
+from ._system import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _STORE_SCHEMES = ("sqlite", "jsonl", "memory", "postgresql", "postgres")

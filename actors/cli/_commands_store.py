@@ -62,7 +62,7 @@ from livecontext.runtime.tokens import TokenCounter
 from livecontext.protocol import ContextCompacted, ModelOutputEntry, Shown, id_number
 
 from ..agent import parent_thread_id
-from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
+from ..system import SYSTEM_LOG_PREFIX, check_system_name, fork_system
 from ..history import (
     ContextPolicy,
     HistoryState,

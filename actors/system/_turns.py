@@ -39,7 +39,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import ActorError, Context, UsageError
 
-from .agent import final_answer
+from ..agent import final_answer
 
 
 @frozen
