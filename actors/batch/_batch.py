@@ -56,7 +56,7 @@ from livecontext.runtime.persistence import EventStore, open_store
 
 from ._batch_results import ResultsFile
 from ..agent import stored_usage, usage_json
-from .._front import open_agent
+from ..front import open_agent
 from ..blueprint import AgentBlueprint, Blueprint, SystemBlueprint
 from ..history import HistoryState, load_state
 from ..system import check_system_name, open_system, read_system_log, system_threads
