@@ -30,14 +30,16 @@ def _is_package(graph_modules: set[str], module: str) -> bool:
     return any(other.startswith(module + ".") for other in graph_modules)
 
 
-def crossing(importer: str, importer_is_package: bool, target: str) -> bool:
+def crossing(importer: str, importer_is_package: bool, target: str, packages: set[str]) -> bool:
     """Whether importing ``target`` (a dotted path, a name at its end) from ``importer`` takes a
-    private part of another package."""
+    private part of another package (``packages``: the graph's packages)."""
     home = importer if importer_is_package else importer.rpartition(".")[0]
     parts = target.split(".")
     for index, part in enumerate(parts):
         if part.startswith("_") and not part.startswith("__"):
-            owner = ".".join(parts[:index])  # the package whose private part this is
+            owner = ".".join(parts[:index])
+            while owner and owner not in packages:  # a name of a module: its package's
+                owner = owner.rpartition(".")[0]
             inside = ".".join(parts[: index + 1])
             if home != owner and not (home + ".").startswith(inside + "."):
                 return True
@@ -51,6 +53,7 @@ def private_imports(root: Path) -> list[tuple[str, str]]:
     sys.path.insert(0, str(root))
     graph = grimp.build_graph("livecontext", cache_dir=None)
     modules = set(graph.modules)
+    packages = {module for module in modules if _is_package(modules, module)} | {"livecontext"}
     found: list[tuple[str, str]] = []
     for importer in sorted(modules):
         is_package = _is_package(modules, importer)
@@ -70,11 +73,11 @@ def private_imports(root: Path) -> list[tuple[str, str]]:
                     continue
                 for alias in node.names:
                     target = f"{module}.{alias.name}"
-                    if crossing(importer, is_package, target):
+                    if crossing(importer, is_package, target, packages):
                         found.append((importer, target))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
-                    if alias.name.startswith("livecontext") and crossing(importer, is_package, alias.name):
+                    if alias.name.startswith("livecontext") and crossing(importer, is_package, alias.name, packages):
                         found.append((importer, alias.name))
     return found
 
