@@ -1,5 +1,10 @@
 """The actors of an agent: engine, history store, app host and apps, input source, CLI;
-systems of agents (:func:`open_system`), forked whole at a system seq (:func:`fork_system`)."""
+systems of agents (:func:`open_system`), forked whole at a system seq (:func:`fork_system`).
+
+Each part is a package used through its ``__init__``: ``agent/`` (one agent: its actors, app
+host, input, sub-agents, session), ``system/`` (systems of agents), ``front/`` (the front door
+for one agent), ``batch/`` (many tasks), beside ``engine/``, ``history/``, ``apps/`` and the
+rest; pyproject.toml's import contract says which may import which."""
 
 from __future__ import annotations
 
@@ -7,31 +12,38 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from .agent import AgentActors, AgentSettings, spawn_agent
-    from .agent import AppHost
-    from .agent import InputSource, InputTooLargeError
-    from .system import Directory, Messaging
-    from .agent import SubAgents
-    from .system import Switchboard
+    from .agent import (
+        AgentActors,
+        AgentSettings,
+        AppHost,
+        InputSource,
+        InputTooLargeError,
+        SubAgents,
+        check_thread_id,
+        parent_thread_id,
+        spawn_agent,
+        sub_thread_id,
+    )
     from .system import (
+        AgentAddress,
         AgentAnswer,
+        Directory,
+        ForkedThread,
         InputsRun,
+        Messaging,
+        Switchboard,
         System,
         SystemAgent,
         SystemAgentStatus,
-        SystemStatus,
-        open_system,
-    )
-    from .agent import check_thread_id, parent_thread_id, sub_thread_id
-    from .system import (
-        ForkedThread,
         SystemExistsError,
         SystemFork,
         SystemNotFoundError,
         SystemSeqPastEndError,
+        SystemStatus,
+        TurnRefusedError,
         fork_system,
+        open_system,
     )
-    from .system import AgentAddress, TurnRefusedError
 
 _HOMES = {
     "AgentActors": "agent",
@@ -63,7 +75,7 @@ _HOMES = {
     "spawn_agent": "agent",
     "sub_thread_id": "agent",
 }
-"""The module of this package that defines each name: imported on first use, so that importing
+"""The wing of this package that exports each name: imported on first use, so that importing
 one module of the package (the CLI's ``threads`` imports the history's) does not import the
 whole of it (the agent's actors, the system, the model clients)."""
 
