@@ -1,5 +1,10 @@
 """The actors of an agent: engine, history store, app host and apps, input source, CLI;
-systems of agents (:func:`open_system`), forked whole at a system seq (:func:`fork_system`)."""
+systems of agents (:func:`open_system`), forked whole at a system seq (:func:`fork_system`).
+
+Each part is a package used through its ``__init__``: ``agent/`` (one agent: its actors, app
+host, input, sub-agents, session), ``system/`` (systems of agents), ``front/`` (the front door
+for one agent), ``batch/`` (many tasks), beside ``engine/``, ``history/``, ``apps/`` and the
+rest; pyproject.toml's import contract says which may import which."""
 
 from __future__ import annotations
 
@@ -7,63 +12,70 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from ._agent import AgentActors, AgentSettings, spawn_agent
-    from ._host import AppHost
-    from ._input import InputSource, InputTooLargeError
-    from ._messaging import Directory, Messaging
-    from ._subagents import SubAgents
-    from ._switchboard import Switchboard
-    from ._system import (
+    from .agent import (
+        AgentActors,
+        AgentSettings,
+        AppHost,
+        InputSource,
+        InputTooLargeError,
+        SubAgents,
+        check_thread_id,
+        parent_thread_id,
+        spawn_agent,
+        sub_thread_id,
+    )
+    from .system import (
+        AgentAddress,
         AgentAnswer,
+        Directory,
+        ForkedThread,
         InputsRun,
+        Messaging,
+        Switchboard,
         System,
         SystemAgent,
         SystemAgentStatus,
-        SystemStatus,
-        open_system,
-    )
-    from ._thread_ids import check_thread_id, parent_thread_id, sub_thread_id
-    from ._system_log import (
-        ForkedThread,
         SystemExistsError,
         SystemFork,
         SystemNotFoundError,
         SystemSeqPastEndError,
+        SystemStatus,
+        TurnRefusedError,
         fork_system,
+        open_system,
     )
-    from ._turns import AgentAddress, TurnRefusedError
 
 _HOMES = {
-    "AgentActors": "_agent",
-    "AgentAddress": "_turns",
-    "AgentAnswer": "_system",
-    "AgentSettings": "_agent",
-    "AppHost": "_host",
-    "Directory": "_messaging",
-    "ForkedThread": "_system_log",
-    "InputSource": "_input",
-    "InputTooLargeError": "_input",
-    "InputsRun": "_system",
-    "Messaging": "_messaging",
-    "SubAgents": "_subagents",
-    "Switchboard": "_switchboard",
-    "System": "_system",
-    "SystemAgent": "_system",
-    "SystemAgentStatus": "_system",
-    "SystemExistsError": "_system_log",
-    "SystemFork": "_system_log",
-    "SystemNotFoundError": "_system_log",
-    "SystemSeqPastEndError": "_system_log",
-    "SystemStatus": "_system",
-    "TurnRefusedError": "_turns",
-    "check_thread_id": "_thread_ids",
-    "fork_system": "_system_log",
-    "open_system": "_system",
-    "parent_thread_id": "_thread_ids",
-    "spawn_agent": "_agent",
-    "sub_thread_id": "_thread_ids",
+    "AgentActors": "agent",
+    "AgentAddress": "system",
+    "AgentAnswer": "system",
+    "AgentSettings": "agent",
+    "AppHost": "agent",
+    "Directory": "system",
+    "ForkedThread": "system",
+    "InputSource": "agent",
+    "InputTooLargeError": "agent",
+    "InputsRun": "system",
+    "Messaging": "system",
+    "SubAgents": "agent",
+    "Switchboard": "system",
+    "System": "system",
+    "SystemAgent": "system",
+    "SystemAgentStatus": "system",
+    "SystemExistsError": "system",
+    "SystemFork": "system",
+    "SystemNotFoundError": "system",
+    "SystemSeqPastEndError": "system",
+    "SystemStatus": "system",
+    "TurnRefusedError": "system",
+    "check_thread_id": "agent",
+    "fork_system": "system",
+    "open_system": "system",
+    "parent_thread_id": "agent",
+    "spawn_agent": "agent",
+    "sub_thread_id": "agent",
 }
-"""The module of this package that defines each name: imported on first use, so that importing
+"""The wing of this package that exports each name: imported on first use, so that importing
 one module of the package (the CLI's ``threads`` imports the history's) does not import the
 whole of it (the agent's actors, the system, the model clients)."""
 

@@ -42,7 +42,7 @@ import trio
 from attrs import evolve
 from rich.console import Console
 
-from livecontext.actors._session import open_session, run_until_idle
+from livecontext.actors.agent import open_session, run_until_idle
 from livecontext.actors.blueprint import Blueprint, load_any_blueprint
 from livecontext.actors.cli._live import REFRESH_HZ, LiveView, open_live_view
 from livecontext.actors.cli._live_gauge import Watched

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_scale import CAN_SAMPLE, TreeCpu, write_inputs  # noqa: E402
-from livecontext.actors._batch import BatchTask, run_batch  # noqa: E402
+from livecontext.actors.batch import BatchTask, run_batch  # noqa: E402
 from livecontext.actors.blueprint import load_blueprint  # noqa: E402
 from livecontext.runtime.persistence import NewRecord, open_store  # noqa: E402
 from livecontext.runtime.persistence import _postgres  # noqa: E402

@@ -29,8 +29,8 @@ TYPE_CHECKING = False  # (not typing's: the command's start imports nothing it c
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
     from typing import Any
 
-    from livecontext.actors._front import Agent, AgentEvent, AgentState, Reply, open_agent
-    from livecontext.actors._system import AgentAnswer, System, open_system
+    from livecontext.actors.front import Agent, AgentEvent, AgentState, Reply, open_agent
+    from livecontext.actors.system import AgentAnswer, System, open_system
     from livecontext.actors.analyzers import AnalyzerSettings
     from livecontext.actors.apps import (
         App,
@@ -51,10 +51,10 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from livecontext.runtime.models import Price
 
 _HOMES = {
-    "Agent": "livecontext.actors._front",
-    "AgentAnswer": "livecontext.actors._system",
-    "AgentEvent": "livecontext.actors._front",
-    "AgentState": "livecontext.actors._front",
+    "Agent": "livecontext.actors.front",
+    "AgentAnswer": "livecontext.actors.system",
+    "AgentEvent": "livecontext.actors.front",
+    "AgentState": "livecontext.actors.front",
     "AgentStatus": "livecontext.protocol",
     "AnalyzerSettings": "livecontext.actors.analyzers",
     "App": "livecontext.actors.apps",
@@ -69,18 +69,18 @@ _HOMES = {
     "Level": "livecontext.protocol",
     "Price": "livecontext.runtime.models",
     "RecapSettings": "livecontext.actors.recap",
-    "Reply": "livecontext.actors._front",
+    "Reply": "livecontext.actors.front",
     "Retention": "livecontext.protocol",
     "SpendLimits": "livecontext.actors.spend",
     "SpendLimitsError": "livecontext.actors.spend",
-    "System": "livecontext.actors._system",
+    "System": "livecontext.actors.system",
     "TaskStatus": "livecontext.protocol",
     "ToolDefinitionError": "livecontext.actors.apps",
     "ToolFailure": "livecontext.actors.apps",
     "ToolOutcome": "livecontext.actors.apps",
     "UsageError": "livecontext.runtime",
-    "open_agent": "livecontext.actors._front",
-    "open_system": "livecontext.actors._system",
+    "open_agent": "livecontext.actors.front",
+    "open_system": "livecontext.actors.system",
     "tool": "livecontext.actors.apps",
 }
 """Where each name of the front door lives: imported on first use, so that ``import

@@ -17,7 +17,7 @@ from ._app import App
 from ._functions import FunctionTools
 from ._imports import load_object, make_app
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
-from ._invoke import describe_tools, invoke_tool
+from ._invoke import describe_tools, invoke_tool, start_tool, tool_owner
 from ._notebook import Notebook
 from ._outcome import ToolFailure, ToolOutcome
 from ._tool import tool
@@ -36,5 +36,7 @@ __all__ = [
     "invoke_tool",
     "load_object",
     "make_app",
+    "start_tool",
     "tool",
+    "tool_owner",
 ]

@@ -1,6 +1,6 @@
 """Errors raised by apps and their tool machinery.
 
-All of them are :class:`~livecontext.runtime._errors.UsageError`: the code that defines an app
+All of them are :class:`~livecontext.runtime.UsageError`: the code that defines an app
 or drives it is at fault. A tool call the *model* got wrong is not an exception at all: it
 comes back as a FAILED :class:`~livecontext.actors.apps.ToolOutcome` the model can read.
 """
@@ -8,7 +8,7 @@ comes back as a FAILED :class:`~livecontext.actors.apps.ToolOutcome` the model c
 from __future__ import annotations
 
 from livecontext.protocol import Message
-from livecontext.runtime._errors import UsageError
+from livecontext.runtime import UsageError
 
 
 class AppDefinitionError(UsageError):

@@ -8,7 +8,7 @@ from attrs import frozen
 
 from livecontext.protocol import LivecontextError, Message, ToolCall, ToolResult, ToolStatus
 
-from ..history._lod import result_content
+from ..history import result_content
 
 if TYPE_CHECKING:
     from livecontext.runtime.tokens import TokenCounter

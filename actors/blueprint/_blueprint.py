@@ -13,9 +13,9 @@ from attrs import field, frozen
 
 from livecontext.runtime import UsageError
 
-from .._agent import AgentSettings
-from .._subagents import SubAgents
-from .._thread_ids import check_thread_id
+from ..agent import AgentSettings
+from ..agent import SubAgents
+from ..agent import check_thread_id
 from ..apps import App, FunctionTools, Notebook, make_app
 
 BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook, "subagents": SubAgents})

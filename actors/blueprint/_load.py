@@ -21,8 +21,7 @@ from livecontext.protocol import thread_id_problem
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 
-from .._agent import AgentSettings
-from .._messaging import DEFAULT_ASK_TIMEOUT_S
+from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
 from ..history import ContextPolicy, HistoryLimits
@@ -43,7 +42,7 @@ from ._schema import (
     key_name,
     label,
 )
-from ._system import AgentBlueprint, SystemBlueprint
+from ._system import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _STORE_SCHEMES = ("sqlite", "jsonl", "memory", "postgresql", "postgres")

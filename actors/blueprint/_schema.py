@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 
 from livecontext.protocol import Capability
 
-from .._agent import AgentSettings
+from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
 from ..history import POLICIES, ContextPolicy, HistoryLimits
 from ..recap import MIN_SUMMARY_CHARS, RecapSettings, RecapStrategy

@@ -9,8 +9,11 @@ from attrs import frozen
 
 from livecontext.runtime import UsageError
 
-from .._messaging import DEFAULT_ASK_TIMEOUT_S
 from ..spend import SpendLimits
+
+DEFAULT_ASK_TIMEOUT_S = 120.0
+"""How long ``ask_agent`` waits for an answer, the receiver's turn included, by default (a
+system blueprint's ``ask_timeout_s``)."""
 
 ENGINE_TOOL_LIMIT_S = 300.0
 """How long the engine lets any tool call run (an ask waits inside one)."""

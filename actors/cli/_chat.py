@@ -32,12 +32,12 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import UsageError
 
-from .._agent import AgentSettings
-from .._format import entry_json
-from .._input import InputTooLargeError, give_input
-from .._resume import resume as resumed_with
-from .._session import Session, Stopped, open_session, recorded_config, stop_interrupted
-from .._text import InvalidTextError, check_text
+from ..agent import AgentSettings
+from ..agent import entry_json
+from ..agent import InputTooLargeError, give_input
+from ..agent import resume as resumed_with
+from ..agent import Session, Stopped, open_session, recorded_config, stop_interrupted
+from ..agent import InvalidTextError, check_text
 from ..blueprint import open_blueprint_models
 from ._interrupt import Interrupt, say_interrupted
 from ._live import LiveView, draws_panels, open_live_view

@@ -20,11 +20,11 @@ from livecontext.runtime import Runtime, UsageError
 
 from livecontext.protocol import ThreadConfigured
 
-from .._agent import AgentSettings
-from .._resume import SETTINGS, changed_settings, resumed_settings
-from .._thread_ids import check_thread_id
-from .._session import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
-from .._thread_apps import AppRebuildError, ToolImportError, make_recorded_app
+from ..agent import AgentSettings
+from ..agent import SETTINGS, changed_settings, resumed_settings
+from ..agent import check_thread_id
+from ..agent import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
+from ..agent import AppRebuildError, ToolImportError, make_recorded_app
 from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
 from ..spend import SpendLimits, override_limits

@@ -1,5 +1,5 @@
 """``livecontext batch``: one agent (or system of agents) per task of a tasks file (see
-:mod:`livecontext.actors._batch`)."""
+:mod:`livecontext.actors.batch`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url, open_store
 
-from .._batch import (
+from ..batch import (
     TaskResult,
     batch_name,
     check_tasks,
@@ -25,7 +25,7 @@ from .._batch import (
     read_tasks,
     run_batch,
 )
-from .._batch_results import ResultsFile
+from ..batch import ResultsFile
 from ..blueprint import load_any_blueprint
 from ._interrupt import Interrupt
 from ._main import _fail, folder_note, main, run_async
@@ -94,7 +94,7 @@ def batch(ctx: click.Context, blueprint_path: str, tasks_path: str, workers: int
             if importlib.util.find_spec("ray") is None:
                 _fail("--workers and --ray need Ray: pip install 'livecontext[ray]'")
             ray_environment(ray_address)  # (before Ray is imported: it reads these then)
-            from .._batch_ray import run_on_ray
+            from ..batch import run_on_ray
             async def reachable() -> None:  # (said here in one line, before the cluster starts)
                 async with await open_store(url):
                     pass

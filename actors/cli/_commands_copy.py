@@ -12,7 +12,7 @@ import click
 from livecontext.runtime import LivecontextError, UsageError
 from livecontext.runtime.persistence import StoreCorruptError, ThreadCopy, ThreadInfo, copy_thread, open_store
 
-from .._existing_store import open_existing_store
+from ..agent import open_existing_store
 from ._commands_store import ThreadMissingError
 from ._main import main, run_async, store_option
 

@@ -61,8 +61,8 @@ from livecontext.runtime.tokens import TokenCounter
 
 from livecontext.protocol import ContextCompacted, ModelOutputEntry, Shown, id_number
 
-from .._thread_ids import parent_thread_id
-from .._system_log import SYSTEM_LOG_PREFIX, check_system_name, fork_system
+from ..agent import parent_thread_id
+from ..system import SYSTEM_LOG_PREFIX, check_system_name, fork_system
 from ..history import (
     ContextPolicy,
     HistoryState,
@@ -72,12 +72,12 @@ from ..history import (
     replay_app_effects,
     restore_frame,
 )
-from .._format import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
-from .._existing_store import StoreMissingError, open_existing_store
+from ..agent import apps_json, chat_json, entry_json, status_json, tool_json, undecoded_json, usage_json
+from ..agent import StoreMissingError, open_existing_store
 from ._main import import_from_cwd, main, print_json, run_async, store_option
 
 if TYPE_CHECKING:
-    from .._thread_apps import ShownApps
+    from ..agent import ShownApps
     from ..apps import App
 
 
@@ -122,7 +122,7 @@ async def _state_at(reader: ThreadReader, converter: ProtocolConverter, thread_i
 
 
 def _summary(state: HistoryState, shown: ShownApps | None) -> dict[str, Any]:
-    from .._thread_apps import thread_apps  # (the apps' modules, pydantic: only where apps are named)
+    from ..agent import thread_apps  # (the apps' modules, pydantic: only where apps are named)
 
     apps = apps_json(state.app_histories(), tuple(a.name for a in thread_apps(state)))
     if shown is not None:  # (a user app's state, as its code or its recorded window gives it)
@@ -148,7 +148,7 @@ def _undecoded(state: HistoryState, decoded: frozenset[str] = frozenset()) -> di
 async def _shown_or_none(reader: ThreadReader, converter: ProtocolConverter, state: HistoryState) -> ShownApps | None:
     """The apps as :func:`shown_apps` gives them, or ``None`` where they cannot be shown
     (``state`` then says what it can without them)."""
-    from .._thread_apps import AppRebuildError, shown_apps  # (the apps' modules: only where apps are shown)
+    from ..agent import AppRebuildError, shown_apps  # (the apps' modules: only where apps are shown)
 
     async def replay(app: str) -> tuple[AppEffect, ...]:
         return await replay_app_effects(reader, converter, app, state.seq)
@@ -316,7 +316,7 @@ def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None
     """Print a thread's state, status (with its result, question or error), entry count,
     pending tool results, apps, last seq, budget, usage (its sub-agents' included) and the
     sub-agents it spawned."""
-    from .._usage import spawned_threads, stored_usage  # (it knows the sub-agents app: the agent's models)
+    from ..agent import spawned_threads, stored_usage  # (it knows the sub-agents app: the agent's models)
     from ._readable import print_state, readable_console  # (rich: only where it is drawn)
 
     async def go() -> None:
@@ -474,7 +474,7 @@ def render_cmd(store_url: str, thread_id: str, at: int | None, budget: int | Non
     The thread is rendered as its agent renders it: its system prompt, its tools, its pinned
     entries, and its own apps' windows, rebuilt from the log as of that seq.
     """
-    from .._thread_apps import shown_apps  # (the apps' modules: only where apps are shown)
+    from ..agent import shown_apps  # (the apps' modules: only where apps are shown)
 
     async def go() -> None:
         converter = make_converter()
@@ -565,7 +565,7 @@ def fork(store_url: str, thread_id: str | None, system: str | None, at: int, new
     """Make a new thread from records 1..SEQ of another, or a new system from another cut at
     a system seq (``--system NAME --at SYSTEM_SEQ --new-system NAME2``; run it with
     ``livecontext run SYSTEM.toml --as NAME2``)."""
-    from .._thread_ids import check_thread_id
+    from ..agent import check_thread_id
 
     async def go() -> None:
         if system is not None or new_system is not None:

@@ -53,7 +53,7 @@ def render_output(data: dict[str, Any], fmt: str) -> str:
         return dump_json(data) + "\n"
     if fmt == "svg":
         return trace_svg(data)
-    from ..trace._page import render_page  # (read from its files only when a page is asked for)
+    from ..trace import render_page
 
     return render_page(data)
 

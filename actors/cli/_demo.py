@@ -10,11 +10,11 @@ from rich.panel import Panel
 from livecontext.protocol import Idle
 from livecontext.runtime import UsageError
 
-from .._agent import AgentSettings
+from ..agent import AgentSettings
 from ..analyzers import AnalyzerSettings
 from ..history import HistoryLimits
 from ..recap import RecapSettings
-from .._session import open_session, run_until_idle, thread_exists
+from ..agent import open_session, run_until_idle, thread_exists
 from ._transcript import Transcript
 
 DEMO_INPUTS = (

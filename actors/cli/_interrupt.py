@@ -15,7 +15,7 @@ import trio
 from livecontext.runtime import LivecontextError
 
 if TYPE_CHECKING:
-    from .._session import Stopped
+    from ..agent import Stopped
 
 T = TypeVar("T")
 

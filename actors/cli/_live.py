@@ -33,7 +33,7 @@ from rich.live import Live
 from livecontext.protocol import AgentStatus, Envelope, GetFill, GetStatus, GetTail, HistoryFill, Tail, Topic
 from livecontext.runtime import ActorRef, LivecontextError, Runtime, UnknownActorError
 
-from .._agent import AgentActors
+from ..agent import AgentActors
 from ..recap import recap_topic
 from ._live_gauge import Gauge, Line, Watched
 from ._live_panel import Snapshot, frame

@@ -30,7 +30,7 @@ from livecontext.protocol import (
     WaitingInput,
 )
 
-from .._agent import AgentActors
+from ..agent import AgentActors
 
 
 @frozen

@@ -138,7 +138,7 @@ def import_from_cwd() -> None:
 def print_json(data: Any) -> None:
     """Print one JSON object (every value through the one encoder: an enum, an attrs value
     of a shape that forgot to convert it, never makes the command fail)."""
-    from .._format import dump_json_line
+    from ..agent import dump_json_line
 
     click.echo(dump_json_line(data))
 

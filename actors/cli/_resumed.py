@@ -6,8 +6,8 @@ import click
 
 from livecontext.protocol import ThreadConfigured
 
-from .._agent import AgentSettings
-from .._resume import recorded_models
+from ..agent import AgentSettings
+from ..agent import recorded_models
 from ..blueprint import Blueprint
 
 

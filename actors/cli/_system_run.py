@@ -16,9 +16,9 @@ from livecontext.protocol import Topic
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url
 
-from .._system import System, SystemStatus, open_system
+from ..system import System, SystemStatus, open_system
 from ..blueprint import SystemBlueprint
-from .._format import apps_json, entry_json, status_json, usage_json
+from ..agent import apps_json, entry_json, status_json, usage_json
 from ._interrupt import DEADLINE_S, Interrupt
 from ._live import open_live_view
 from ._live_gauge import Watched

@@ -43,7 +43,7 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import TokenCounter
 
-from ..history._lod import result_content
+from ..history import result_content
 
 _GIST_CHARS = 140
 """How much of a result or a question the one-line gist keeps."""

@@ -11,8 +11,8 @@ written for a reader, not for counting):
   ``create``, ``str_replace``, ``insert``) that command on that path; for an ``apply_patch``
   call the files its patch names; for any other tool its name, its path-like and search-like
   arguments, and its arguments at GIST as the text shown.
-- **how it ended** — a test run's outcome (:func:`~livecontext.actors.history._text.test_outcome`),
-  an error (:func:`~livecontext.actors.history._text.error_line` and the file it points at), or
+- **how it ended** — a test run's outcome (:func:`~livecontext.actors.history.test_outcome`),
+  an error (:func:`~livecontext.actors.history.error_line` and the file it points at), or
   the output's size. Views and searches (``cat``, ``grep``, an editor's ``view``) show files,
   not outcomes: an error line inside them counts only when the call failed or the program
   itself complains (``cat: a.py: No such file or directory``).
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.actors.history._text import (
+from livecontext.actors.history import (
     error_line,
     error_place,
     first_meaningful_line,

@@ -17,7 +17,7 @@ import enum
 from collections.abc import Sequence
 from typing import NoReturn
 
-from livecontext.actors.history._text import cut_at_boundary
+from livecontext.actors.history import cut_at_boundary
 from livecontext.protocol import (
     ChatMessage,
     HistoryEntry,

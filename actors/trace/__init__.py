@@ -26,6 +26,7 @@ from ._model import (
     TraceActor,
     TraceMessage,
 )
+from ._page import render_page
 from ._svg import trace_svg
 from ._reading import SeqPastEndError, ThreadMissingError, TraceError
 from ._windows import WindowsRecordedWarning, WindowsUnknownWarning
@@ -50,6 +51,7 @@ __all__ = [
     "WindowsRecordedWarning",
     "WindowsUnknownWarning",
     "build_trace",
+    "render_page",
     "trace_json",
     "trace_svg",
 ]

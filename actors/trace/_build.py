@@ -11,7 +11,7 @@ from livecontext.protocol import AppEffect, Message, ProtocolConverter, load_jso
 from livecontext.runtime.persistence import EventStore, StoredRecord
 from livecontext.runtime.tokens import TokenCounter
 
-from .._existing_store import open_existing_store
+from ..agent import open_existing_store
 from ..history import replay_app_effects
 from ._diagram import Diagram
 from ._model import Trace

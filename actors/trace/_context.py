@@ -28,10 +28,16 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
-from ..history import HistoryState, RenderCache, RenderResult
-from ..history._render import RECAP_PREFIX, RECAP_PREFIX_TOKENS
-from ..history._lod import tools_tokens
-from ..history._units import answers, unit_messages
+from ..history import (
+    RECAP_PREFIX,
+    RECAP_PREFIX_TOKENS,
+    HistoryState,
+    RenderCache,
+    RenderResult,
+    answers,
+    tools_tokens,
+    unit_messages,
+)
 
 _LEVEL = {Shown.LIVE: Level.LIVE, Shown.RECENT: Level.RECENT, Shown.GIST: Level.GIST}
 

@@ -25,7 +25,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.persistence import EventStore, StoredRecord
 
-from .._system_log import SystemNotFoundError, system_log_id, system_threads
+from ..system import SystemNotFoundError, system_log_id, system_threads
 from ._diagram import Diagram, agent_column, column_of
 from ._model import MessageMode
 from ._reading import SeqPastEndError, ThreadMissingError, open_thread

@@ -50,8 +50,8 @@ from ..history import (
     StableRenderer,
     render_state,
     restore_frame,
+    tools_tokens,
 )
-from ..history._lod import tools_tokens
 from ._context import CallContext, ContextReader
 from ._diagram import Diagram, column_of, line
 from ._model import (ActorRole, CallUsage, ContextEntry, LevelTokens, MarkType, MessageMode, ModelCall, StateSpan,

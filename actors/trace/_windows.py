@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from livecontext.protocol import AppEffect, ProtocolConverter, UndecodedEffect
 
-from .._thread_apps import AppRebuildError, ShownApps, rebuild_apps, shown_apps
+from ..agent import AppRebuildError, ShownApps, rebuild_apps, shown_apps
 from ..apps import App
 from ..history import HistoryState
 

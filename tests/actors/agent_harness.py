@@ -19,7 +19,7 @@ import trio
 import trio.testing
 from attrs import define, field
 
-from livecontext.actors import _agent as agent_module
+from livecontext.actors.agent import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.history import ContextPolicy, HistoryLimits
 from livecontext.actors.recap import RecapSettings

@@ -7,8 +7,8 @@ import json
 import pytest
 import trio
 
-from livecontext.actors import _host
-from livecontext.actors._agent import APP_HOST_CAPABILITIES
+from livecontext.actors.agent import _host
+from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
 from livecontext.protocol import (
     ActorId,

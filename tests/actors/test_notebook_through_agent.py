@@ -94,7 +94,7 @@ async def test_failed_edits_leave_the_notebook_unchanged_and_tell_the_model_why(
 
 async def test_run_json_apps_show_the_committed_notebook() -> None:
     # the same state, read the way `livecontext run --json` reads it
-    from livecontext.actors._format import apps_json
+    from livecontext.actors.agent._format import apps_json
 
     async with open_agent([{"tool_calls": [replace("", "noted")]}, {"text": "ok"}], inputs=["note"],
                           apps=[Notebook()]) as h:

@@ -135,3 +135,20 @@ async def _entries_of(records: list[StoredRecord]) -> list[HistoryEntry]:
 async def _first_result(h: AgentHarness) -> tuple[ToolStatus, str]:
     result = next(e for e in await h.entries() if isinstance(e, ToolResultsEntry)).results[0]
     return result.status, result.content.live.text
+
+
+async def test_a_sub_agents_app_hosted_outside_spawn_agent_says_in_one_line_that_it_cannot_spawn() -> None:
+    from livecontext.actors.agent import AppHost
+    from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
+    from livecontext.protocol import InvokeTool, ToolCall, ToolInvoked
+
+    async with open_agent(apps=[Notebook()]) as h:
+        await h.rt.stop(h.agent.apps)
+        apps = [SubAgents(sub_model([{"text": "never"}]), store=h.store)]  # (given a store, not a spawn)
+        host = await h.rt.spawn(lambda: AppHost(apps, h.agent.history.id, counter()), h.agent.apps.id,
+                                capabilities=APP_HOST_CAPABILITIES)
+        got = await h.client.ask(host, InvokeTool(ToolCall("c1", "spawn_subagent", json.dumps({"task": "count"}))))
+    assert isinstance(got, ToolInvoked)
+    assert got.result.status is ToolStatus.FAILED
+    assert got.result.content.live.text == ("sub-agents are not configured in this agent "
+                                            "(it was not spawned by spawn_agent)")

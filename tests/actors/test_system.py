@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from livecontext.actors._format import apps_json
+from livecontext.actors.agent._format import apps_json
 from livecontext.actors import open_system
 from livecontext.protocol import (
     InputsDone,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from livecontext.actors import open_system
-from livecontext.actors._format import apps_json
-from livecontext.actors._messaging import message_key
-from livecontext.actors._system_log import (
+from livecontext.actors.agent._format import apps_json
+from livecontext.actors.system._messaging import message_key
+from livecontext.actors.system._system_log import (
     SystemExistsError,
     SystemNotFoundError,
     SystemSeqPastEndError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from livecontext.actors._usage import spawned_threads
+from livecontext.actors.agent._usage import spawned_threads
 from livecontext.protocol import ActorId, ModelInputEntry, ModelOutputEntry, Retention, ToolCall, thread_id_problem
 from tests.actors.agent_harness import counter
 

@@ -46,7 +46,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     make_converter,
 )
-from livecontext.actors._agent import HISTORY_CAPABILITIES
+from livecontext.actors.agent._agent import HISTORY_CAPABILITIES
 from livecontext.actors.analyzers import Analyzer
 from livecontext.actors.history import HistoryLimits, HistoryState, HistoryStore
 from livecontext.runtime import ActorRef, Context, Runtime, open_runtime

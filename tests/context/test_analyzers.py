@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors._agent import ANALYZER_CAPABILITIES
+from livecontext.actors.agent._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import (
     AnalyzerKind,
     AnalyzerSettings,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors._agent import ANALYZER_CAPABILITIES, ENGINE_CAPABILITIES, RECAP_CAPABILITIES
+from livecontext.actors.agent._agent import ANALYZER_CAPABILITIES, ENGINE_CAPABILITIES, RECAP_CAPABILITIES
 from livecontext.actors.analyzers import Analyzer, AnalyzerSettings
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (

@@ -16,7 +16,7 @@ import trio.testing
 from attrs import frozen
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors._agent import ANALYZER_CAPABILITIES
+from livecontext.actors.agent._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits, render
 from livecontext.actors.recap import RecapSettings

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors._agent import RECAP_CAPABILITIES
+from livecontext.actors.agent._agent import RECAP_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, RecapStrategy, recap_topic

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.actors._agent import AgentActors
+from livecontext.actors.agent._agent import AgentActors
 from livecontext.actors.apps import App
 from livecontext.actors.history import load_state
 from livecontext.protocol import (

@@ -19,7 +19,7 @@ import trio
 from click.testing import CliRunner, Result
 from livecontext.actors import AgentSettings
 from livecontext.actors.cli import main
-from livecontext.actors._session import open_session, run_until_idle
+from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.runtime.models import ScriptedModel
 
 from ._support import LIVECONTEXT, cli_env, json_lines, notebook_turns, run_cli, url_for, write_script

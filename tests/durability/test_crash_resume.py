@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import trio
-from livecontext.actors._format import apps_json, entry_json
+from livecontext.actors.agent._format import apps_json, entry_json
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.protocol import EngineState, make_converter
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store

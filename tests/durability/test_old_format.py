@@ -18,7 +18,7 @@ import pytest
 
 from livecontext.actors import AgentSettings
 from livecontext.actors.apps import Notebook
-from livecontext.actors._session import open_session, run_until_idle
+from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.actors.history import write_snapshot
 from livecontext.protocol import (

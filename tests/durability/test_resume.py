@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import trio
 from livecontext.actors import AgentSettings
 from livecontext.actors.apps import App, Notebook, ToolOutcome, tool
-from livecontext.actors._format import apps_json, entry_json
-from livecontext.actors._session import Session, open_session, run_until_idle
+from livecontext.actors.agent._format import apps_json, entry_json
+from livecontext.actors.agent._session import Session, open_session, run_until_idle
 from livecontext.actors.history import HistoryState, HistoryStore, load_state
 from livecontext.protocol import (
     IdleReason,

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from livecontext.actors import AgentSettings
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.actors._session import open_session, run_until_idle
+from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.actors.history import load_state
 from livecontext.protocol import ToolResultsEntry, make_converter
 from livecontext.runtime.models import ScriptedModel

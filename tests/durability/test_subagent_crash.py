@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from livecontext.actors._format import apps_json
+from livecontext.actors.agent._format import apps_json
 from livecontext.protocol import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 
 from ._support import json_lines, notebook_turns, read_thread, run_cli, run_or_kill, write_script
@@ -27,7 +27,7 @@ PARENT_PROCESS = textwrap.dedent('''
     import json, sys, trio
     from livecontext.actors import AgentSettings, SubAgents
     from livecontext.actors.apps import Notebook
-    from livecontext.actors._session import open_session, run_until_idle
+    from livecontext.actors.agent._session import open_session, run_until_idle
     from livecontext.runtime.models import ScriptedModel
 
     store, parent_script, sub_script = sys.argv[1:4]

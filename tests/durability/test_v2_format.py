@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from livecontext.actors import AgentSettings
-from livecontext.actors._session import open_session, run_until_idle
-from livecontext.actors._thread_apps import shown_apps
+from livecontext.actors.agent._session import open_session, run_until_idle
+from livecontext.actors.agent._thread_apps import shown_apps
 from livecontext.actors.apps import App, Notebook
 from livecontext.actors.cli._commands_store import render_json
 from livecontext.actors.history import HistoryState, load_state, replay_app_effects

@@ -197,7 +197,7 @@ def test_every_key_of_a_blueprint_has_a_keyword_of_open_agent() -> None:
 
 
 async def test_lifecycle_false_offers_no_control_tools(tmp_path: Path) -> None:
-    from livecontext.actors._session import recorded_config
+    from livecontext.actors.agent._session import recorded_config
 
     for lifecycle, thread in ((True, "on"), (False, "off")):
         async with livecontext.open_agent(model="echo", lifecycle=lifecycle, store=f"sqlite:{tmp_path / 'lc.db'}",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import livecontext
-from livecontext.actors._session import owner_string, recorded_config
+from livecontext.actors.agent._session import owner_string, recorded_config
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from livecontext.actors._system_log import SystemNotFoundError
+from livecontext.actors.system._system_log import SystemNotFoundError
 from livecontext.actors.trace import ActorRole, MessageMode, SeqPastEndError, ThreadMissingError
 from tests.trace._runs import audit, cli, run_blueprint, trace
 

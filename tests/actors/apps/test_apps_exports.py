@@ -20,7 +20,9 @@ def test_the_apps_package_exports_exactly_its_public_names() -> None:
         "invoke_tool",
         "load_object",
         "make_app",
+        "start_tool",
         "tool",
+        "tool_owner",
     ]
 
 

@@ -13,6 +13,7 @@ async def test_the_blueprint_package_exports_exactly_its_public_names() -> None:
         "Blueprint",
         "BlueprintError",
         "BlueprintModels",
+        "DEFAULT_ASK_TIMEOUT_S",
         "SystemBlueprint",
         "load_any_blueprint",
         "load_blueprint",

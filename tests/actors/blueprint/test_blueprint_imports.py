@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 import trio
 
-from livecontext.actors._session import recorded_config
-from livecontext.actors._thread_apps import make_recorded_app
+from livecontext.actors.agent._session import recorded_config
+from livecontext.actors.agent._thread_apps import make_recorded_app
 from livecontext.actors.apps import FunctionTools, Notebook
 from livecontext.actors.blueprint import AppUse, BlueprintError, load_blueprint
 from livecontext.actors.cli import main

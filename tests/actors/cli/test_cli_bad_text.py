@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import livecontext
-from livecontext.actors._text import InvalidTextError
+from livecontext.actors.agent._text import InvalidTextError
 from livecontext.actors.cli import main
 
 BAD = "bad \udcff\udcfe"

@@ -28,9 +28,9 @@ import trio
 from attrs import frozen
 from rich.console import Console
 
-from livecontext.actors._agent import AgentActors, AgentSettings
-from livecontext.actors._session import open_session, run_until_idle
-from livecontext.actors._system import open_system
+from livecontext.actors.agent._agent import AgentActors, AgentSettings
+from livecontext.actors.agent._session import open_session, run_until_idle
+from livecontext.actors.system._system import open_system
 from livecontext.actors.cli._live import open_live_view
 from livecontext.actors.cli._live_gauge import Gauge, Watched
 from livecontext.actors.cli._live_panel import frame

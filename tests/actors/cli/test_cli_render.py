@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.apps import Notebook
 from livecontext.actors.cli import main
-from livecontext.actors._format import chat_json, tool_json
+from livecontext.actors.agent._format import chat_json, tool_json
 from livecontext.protocol import BeforeModelCall, ProvideInput, Retention, RunUntilIdle, make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel

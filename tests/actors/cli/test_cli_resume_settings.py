@@ -12,7 +12,7 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from livecontext.actors._session import recorded_config
+from livecontext.actors.agent._session import recorded_config
 from livecontext.actors.cli import main
 from livecontext.protocol import RecordedRecap, ThreadConfigured
 

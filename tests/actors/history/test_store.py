@@ -15,7 +15,7 @@ import trio.testing
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from livecontext.actors._agent import HISTORY_CAPABILITIES
+from livecontext.actors.agent._agent import HISTORY_CAPABILITIES
 from livecontext.actors.history import HistoryLimits, HistoryStore, history_topic
 from livecontext.protocol import (
     ActorId,

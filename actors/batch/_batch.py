@@ -55,13 +55,11 @@ from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, open_store
 
 from ._batch_results import ResultsFile
-from ._format import usage_json
-from ._front import open_agent
-from ._system import open_system
-from ._system_log import check_system_name, read_system_log, system_threads
-from .blueprint import AgentBlueprint, Blueprint, SystemBlueprint
-from ._usage import stored_usage
-from .history import HistoryState, load_state
+from ..agent import stored_usage, usage_json
+from ..front import open_agent
+from ..blueprint import AgentBlueprint, Blueprint, SystemBlueprint
+from ..history import HistoryState, load_state
+from ..system import check_system_name, open_system, read_system_log, system_threads
 
 TASK_KEYS = frozenset({"id", "inputs", "vars"})
 """The keys a task line may have."""

@@ -71,7 +71,7 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from ._agent import AgentActors, spawn_agent
+from ..agent import AgentActors, live_usage, spawn_agent
 from ._messaging import Directory, Messaging, roster_prompt
 from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
@@ -85,10 +85,9 @@ from ._system_log import (
     write_system_log,
 )
 from ._turns import AgentAddress, held_turn, run_turn
-from ._usage import live_usage
-from .blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
-from .spend import SpendLedger, ledger_id
-from .telemetry import open_tracing
+from ..blueprint import AgentBlueprint, SystemBlueprint, load_system_blueprint, open_blueprint_models
+from ..spend import SpendLedger, ledger_id
+from ..telemetry import open_tracing
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

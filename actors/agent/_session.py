@@ -50,10 +50,10 @@ from ._thread_ids import parent_thread_id
 from ._input import give_input
 from ._text import check_text
 from ._format import apps_json, dump_json_line, entry_json, event_json, status_json, usage_json
-from .apps import App, Notebook
-from .history import load_state
-from .recap import recap_topic
-from .telemetry import open_tracing
+from ..apps import App, Notebook
+from ..history import load_state
+from ..recap import recap_topic
+from ..telemetry import open_tracing
 from ._usage import OUTPUTS, live_usage
 
 if TYPE_CHECKING:

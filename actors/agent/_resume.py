@@ -20,10 +20,10 @@ from livecontext.protocol import ThreadConfigured
 from livecontext.runtime.models import Price
 
 from ._agent import AgentSettings
-from .analyzers import AnalyzerSettings
-from .history import ContextPolicy, HistoryLimits
-from .recap import RecapSettings
-from .spend import SpendLimits
+from ..analyzers import AnalyzerSettings
+from ..history import ContextPolicy, HistoryLimits
+from ..recap import RecapSettings
+from ..spend import SpendLimits
 
 SETTINGS = ("budget", "context", "limits", "recap", "analyzers", "spend", "pin_task", "lifecycle")
 """The :class:`AgentSettings` a thread records and resumes with, in the order changes are said."""

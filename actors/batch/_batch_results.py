@@ -21,7 +21,7 @@ from livecontext.runtime import UsageError
 
 
 class Result(Protocol):
-    """What a results file is given as a task ends (a :class:`~livecontext.actors._batch.TaskResult`)."""
+    """What a results file is given as a task ends (a :class:`~livecontext.actors.batch.TaskResult`)."""
 
     @property
     def id(self) -> str: ...

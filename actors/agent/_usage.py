@@ -33,7 +33,7 @@ from livecontext.runtime.persistence import EventStore, ThreadReader
 
 from ._thread_ids import sub_thread_id
 from ._subagents import SubAgents, subagent_name
-from .history import HistoryState, load_state
+from ..history import HistoryState, load_state
 
 SPAWN_TOOL = SubAgents.spawn_subagent.__name__
 """The tool whose calls each name a sub-agent thread."""

@@ -2,7 +2,7 @@
 
 Each of N Ray actors (:class:`BatchWorker`) is one process hosting one ``trio.run`` for its
 whole life, in a thread of its own, with the store opened once; ``concurrency`` runners in it
-pull tasks from one channel (:func:`~livecontext.actors._batch.serve_tasks`, the loop the
+pull tasks from one channel (:func:`~livecontext.actors.batch._batch.serve_tasks`, the loop the
 in-process batch runs too). The driver keeps each worker holding ``concurrency`` tasks: one
 call per worker is in flight at a time, :meth:`BatchWorker.exchange`, which hands it new tasks
 and returns the results that ended since the last call (waiting up to a second for one), so
@@ -35,7 +35,7 @@ from livecontext.runtime import LivecontextError, UsageError, error_leaves
 from livecontext.runtime.persistence import open_store
 
 from ._batch import BatchTask, TaskResult, check_tasks, entry_agent, serve_tasks
-from .blueprint import Blueprint, SystemBlueprint, load_any_blueprint
+from ..blueprint import Blueprint, SystemBlueprint, load_any_blueprint
 
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
 """The object store of a local cluster ``batch`` starts: results are small lines."""

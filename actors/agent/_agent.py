@@ -16,6 +16,7 @@ from livecontext.protocol import (
     AppInfo,
     Capability,
     ProtocolConverter,
+    make_converter,
     ProvideInput,
     RecordedAnalyzer,
     RecordedLimits,
@@ -33,14 +34,14 @@ from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
 from ._input import InputSource
-from ._subagents import give_store
+from ._subagents import give_spawn, give_store
 from ._thread_ids import check_thread_id
-from .analyzers import Analyzer, AnalyzerSettings, make_analyzer
-from .apps import App, Notebook, describe_tools
-from .engine import Engine, EngineWiring, control_tools, engine_topic
-from .history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
-from .recap import RecapMaintainer, RecapSettings
-from .spend import SpendLedger, SpendLimits, ledger_id
+from ..analyzers import Analyzer, AnalyzerSettings, make_analyzer
+from ..apps import App, Notebook, describe_tools
+from ..engine import Engine, EngineWiring, control_tools, engine_topic
+from ..history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
+from ..recap import RecapMaintainer, RecapSettings
+from ..spend import SpendLedger, SpendLimits, ledger_id
 
 ENGINE_CAPABILITIES = frozenset({Capability.APPEND, Capability.READ})
 """The engine appends and reads its history."""
@@ -251,5 +252,16 @@ def app_info(app: App) -> AppInfo:
 
 
 def _fresh(apps: list[App]) -> list[App]:
-    """New app instances on every (re)start of the host: an app's state is rebuilt from the log."""
-    return [app.fresh() for app in apps]
+    """New app instances on every (re)start of the host: an app's state is rebuilt from the log;
+    each sub-agents app among them is given the way to spawn its sub-agents."""
+    made = [app.fresh() for app in apps]
+    give_spawn(made, _spawn_sub_agent)
+    return made
+
+
+async def _spawn_sub_agent(rt: Runtime, log: ThreadLog, model: ModelClient, thread_id: str,
+                           spend: ActorId | None) -> AgentActors:
+    """Spawn a sub-agent for a :class:`SubAgents` app (given it by :func:`_fresh`): an agent of
+    default settings on ``log``, spending from ``spend``."""
+    return await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id), converter=make_converter(),
+                             counter=TokenCounter.from_env(), spend=spend)

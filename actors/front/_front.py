@@ -60,20 +60,30 @@ from livecontext.protocol import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
-from ._agent import AgentSettings
-from ._thread_ids import check_thread_id
-from ._format import apps_json, json_data, status_json, usage_json
-from ._input import give_input
-from ._resume import SETTINGS, recorded_models, resume
-from ._session import Session, open_session, recorded_config
-from ._text import check_text
-from ._thread_apps import make_recorded_app, shown_state
-from .analyzers import AnalyzerSettings
-from .apps import App, FunctionTools, Notebook
-from .blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
-from .history import ContextPolicy, HistoryLimits
-from .recap import RecapSettings
-from .spend import SpendLimits
+from ..agent import (
+    SETTINGS,
+    AgentSettings,
+    Session,
+    apps_json,
+    check_text,
+    check_thread_id,
+    give_input,
+    json_data,
+    make_recorded_app,
+    open_session,
+    recorded_config,
+    recorded_models,
+    resume,
+    shown_state,
+    status_json,
+    usage_json,
+)
+from ..analyzers import AnalyzerSettings
+from ..apps import App, FunctionTools, Notebook
+from ..blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
+from ..history import ContextPolicy, HistoryLimits
+from ..recap import RecapSettings
+from ..spend import SpendLimits
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -32,8 +32,8 @@ from livecontext.protocol import (
 from livecontext.runtime import UsageError
 
 from ._host import recorded_app
-from .apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, load_object, make_app
-from .history import HistoryState
+from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, load_object, make_app
+from ..history import HistoryState
 
 log = logging.getLogger("livecontext.apps")
 

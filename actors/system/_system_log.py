@@ -62,7 +62,7 @@ from livecontext.runtime.persistence import (
     ThreadReader,
 )
 
-from ._thread_ids import check_thread_id
+from ..agent import check_thread_id
 
 _SYSTEM_NAME = re.compile(r"^(?:(?!sub/)[A-Za-z0-9_.-]{1,64}/)?[A-Za-z0-9_.-]{1,64}$")
 """One optional namespace (``BATCH/TASK_ID``: a batch task's system), as an agent's thread

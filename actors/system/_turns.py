@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import trio
 from attrs import frozen
@@ -23,16 +22,13 @@ from attrs import frozen
 from livecontext.protocol import (
     IdleReason,
     ActorId,
-    AgentStatus,
     Cancel,
     ClaimTurn,
     EngineState,
     FindMessage,
-    GetStatus,
     GetTail,
     Idle,
     MessageFound,
-    ModelOutputEntry,
     NotificationPosted,
     PostNotification,
     ProvideInput,
@@ -41,7 +37,9 @@ from livecontext.protocol import (
     Tail,
     TurnRefused,
 )
-from livecontext.runtime import ActorError, ActorRef, Context, UsageError
+from livecontext.runtime import ActorError, Context, UsageError
+
+from ..agent import final_answer
 
 
 @frozen
@@ -136,21 +134,6 @@ async def run_turn(ctx: Context, agent: AgentAddress, inputs: Sequence[ProvideIn
     if idle.reason is not IdleReason.NO_INPUT:
         return TurnOutcome(idle, None)
     return TurnOutcome(idle, await final_answer(ctx, agent.history))
-
-
-async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | None:
-    """What an agent that stopped to wait for input answered: the result it gave
-    ``task_complete``, else the question it gave ``wait_user_response``, else its last model
-    output's text (``None``: it has none)."""
-    status = await ctx.ask(history, GetStatus())
-    assert isinstance(status, AgentStatus)
-    if status.result is not None:
-        return status.result
-    if status.question is not None:
-        return status.question
-    tail = await ctx.ask(history, GetTail())
-    assert isinstance(tail, Tail)
-    return tail.last.content.live.text if isinstance(tail.last, ModelOutputEntry) else None
 
 
 async def run_question(ctx: Context, agent: AgentAddress, asked: ProvideInput, *, note: str,

@@ -36,11 +36,8 @@ from livecontext.protocol import (
 from livecontext.runtime import Context
 
 from ._turns import AgentAddress, TurnRefusedError, held_turn, run_question
-from .apps import App, ToolFailure, ToolOutcome, tool
-
-DEFAULT_ASK_TIMEOUT_S = 120.0
-"""How long ``ask_agent`` waits for an answer, the receiver's turn included, by default."""
-
+from ..apps import App, ToolFailure, ToolOutcome, tool
+from ..blueprint import DEFAULT_ASK_TIMEOUT_S
 
 def _readonly(value: Mapping[str, AgentAddress]) -> Mapping[str, AgentAddress]:
     return MappingProxyType(dict(value))

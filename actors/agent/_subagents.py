@@ -11,8 +11,8 @@ finds the same thread and resumes it where it stopped, instead of starting the t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import trio
 
@@ -29,22 +29,39 @@ from livecontext.protocol import (
     ProvideInput,
     RunUntilIdle,
     Tail,
-    make_converter,
 )
-from livecontext.runtime import Context, LivecontextError
+from livecontext.runtime import ActorRef, Context, LivecontextError, Runtime
 from livecontext.runtime.models import ModelClient, RetryingModel, make_model_client
-from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError
-from livecontext.runtime.tokens import TokenCounter
+from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError, ThreadLog
 
 from ._thread_ids import sub_thread_id
-from ._turns import final_answer
-from .apps import App, ToolFailure, ToolOutcome, tool
-
-if TYPE_CHECKING:
-    from ._agent import AgentActors
+from ._answer import final_answer
+from ..apps import App, ToolFailure, ToolOutcome, tool
 
 ModelFactory = Callable[[], ModelClient]
 """Makes the model client of each sub-agent."""
+
+
+class SubAgent(Protocol):
+    """The running actors of a sub-agent the app talks to (an :class:`~livecontext.actors.AgentActors`)."""
+
+    @property
+    def engine(self) -> ActorRef[Any]: ...
+
+    @property
+    def history(self) -> ActorRef[Any]: ...
+
+    @property
+    def apps(self) -> ActorRef[Any]: ...
+
+    @property
+    def input(self) -> ActorRef[Any]: ...
+
+
+SpawnAgent = Callable[[Runtime, ThreadLog, ModelClient, str, ActorId | None], Awaitable[SubAgent]]
+"""Spawns a sub-agent of default settings on a thread (its log), its model and the spend ledger it
+spends from: the agent that hosts the app gives it its way to spawn agents (see :func:`give_spawn`),
+so that this module does not import the agent's."""
 
 _DEFAULTS: Mapping[str, Any] = {"timeout_s": 60.0, "max_steps": 40}
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:@+-]")
@@ -87,6 +104,8 @@ class SubAgents(App):
         self.store = store
         self.clock = clock
         self.spend = spend
+        self.spawn: SpawnAgent | None = None
+        """How it spawns a sub-agent: given by the agent that hosts it (:func:`give_spawn`)."""
         self.ctx: Context | None = None
         self.runs = 0
 
@@ -94,6 +113,7 @@ class SubAgents(App):
         made = SubAgents(self.model_factory, model=self.model, timeout_s=self.timeout_s, max_steps=self.max_steps,
                          store=self.store, clock=self.clock, spend=self.spend)
         made.made_with = self.made_with
+        made.spawn = self.spawn
         return made
 
     def options(self) -> Mapping[str, Any] | None:
@@ -125,13 +145,13 @@ class SubAgents(App):
         Args:
             task: What the sub-agent should do, in full: it sees nothing else.
         """
-        from ._agent import AgentSettings, spawn_agent  # the app is wired by _agent
-
         models = self._models()
         if self.ctx is None or models is None:
             raise ToolFailure("sub-agents are not configured in this agent (no model for them)")
         if self.store is None:
             raise ToolFailure("sub-agents are not configured in this agent (no store for their threads)")
+        if self.spawn is None:
+            raise ToolFailure("sub-agents are not configured in this agent (it was not spawned by spawn_agent)")
         if not task.strip():
             raise ToolFailure("task is empty: describe what the sub-agent should do")
         rt = self.ctx.runtime
@@ -143,9 +163,7 @@ class SubAgents(App):
         except ThreadLockedError as exc:
             raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
         async with log, models() as model:
-            agent = await spawn_agent(rt, log, model, AgentSettings(thread_id=thread_id),
-                                      converter=make_converter(), counter=TokenCounter.from_env(),
-                                      spend=self.spend)
+            agent = await self.spawn(rt, log, model, thread_id, self.spend)
             refs = (agent.engine, agent.input, agent.apps, agent.history)
             try:
                 with trio.move_on_after(self.timeout_s) as scope:
@@ -165,7 +183,7 @@ class SubAgents(App):
             raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
         return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {_line(answer)}")
 
-    async def _run(self, agent: AgentActors, task: str) -> Idle:
+    async def _run(self, agent: SubAgent, task: str) -> Idle:
         """Feed ``task`` to a new sub-agent thread (a resumed one has it already), run it until
         it waits for input."""
         assert self.ctx is not None
@@ -205,6 +223,14 @@ def give_store(apps: Sequence[App], store: EventStore, clock: SystemClock | None
             if app.model_factory is None and app.model is None and model is not None:
                 shared = model
                 app.model_factory = lambda: _Shared(shared)
+
+
+def give_spawn(apps: Sequence[App], spawn: SpawnAgent) -> None:
+    """Give ``spawn``, the hosting agent's way to spawn an agent, to each :class:`SubAgents` app of
+    ``apps`` (the instances its host runs: a subclass's :meth:`~SubAgents.fresh` need not copy it)."""
+    for app in apps:
+        if isinstance(app, SubAgents):
+            app.spawn = spawn
 
 
 class _Shared(ModelClient):

@@ -33,8 +33,7 @@ from livecontext.protocol import (
 from livecontext.runtime import Actor, LivecontextError, MailboxFullError, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 
-from .apps import App, ToolOutcome, describe_tools
-from .apps._invoke import start_tool, tool_owner
+from ..apps import App, ToolOutcome, describe_tools, start_tool, tool_owner
 
 log = logging.getLogger("livecontext.apps")
 
