@@ -109,7 +109,15 @@ from livecontext.protocol import (
     Windows,
     id_number,
 )
-from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
+from livecontext.runtime import (
+    Actor,
+    ActorError,
+    ActorStoppedError,
+    AskTimeoutError,
+    LivecontextError,
+    ModelError,
+    handler,
+)
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
@@ -185,6 +193,23 @@ class _Job:
     """The observations its model calls sent cut (an idle job's :attr:`Idle.cut`)."""
 
 
+@define
+class _Run:
+    """The run in progress: a job's steps, or (``job`` ``None``) a free run while ``auto`` holds."""
+
+    job: _Job | None
+    tool_in_flight: str | None = None
+    """The call id of the tool the run waits for: a cancelled run stops it."""
+    over: trio.Event = field(factory=trio.Event)
+    """Set when the run is over, a cancelled one included (a Cancel waits for it)."""
+
+
+@frozen
+class _CaughtUp(Message):
+    """Asked by the engine of itself: answered once the mail sent to it before is handled
+    (a mailbox takes its messages in order). Never sent by anyone else."""
+
+
 class Engine(Actor):
     """Runs one agent thread's state machine; see the module docstring."""
 
@@ -209,17 +234,13 @@ class Engine(Actor):
         self._run_scope: trio.CancelScope | None = None
         """The runner's cancel scope: Cancel cancels it while a run (a job's steps, or a free
         run) is in progress, which ends the run (see :meth:`_runner`)."""
-        self._running = False
-        """A run is in progress (from its first step until it is over, a cancelled one included)."""
-        self._current: _Job | None = None
+        self._active: _Run | None = None
+        """The run in progress, from its first step until it is over (a cancelled one included)."""
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
-        self._run_done: trio.Event | None = None
-        """Set when the run in progress is over; made only when a Cancel waits for that."""
-        self._tool_in_flight: str | None = None
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
         self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
@@ -272,6 +293,11 @@ class Engine(Actor):
         self._poke()
         return None
 
+    @handler(inline=True)
+    def on_caught_up(self, msg: _CaughtUp) -> None:
+        """Nothing to do: that it is answered says the mail before it was handled (see
+        :meth:`_step_boundary`)."""
+
     @handler
     async def on_cancel(self, msg: Cancel) -> None:
         """Cancel the step in flight and pause; reply once nothing of it runs any more and the
@@ -286,15 +312,14 @@ class Engine(Actor):
     async def _cancel_all(self) -> None:
         self.auto = False
         # take the queued jobs first, so that the runner cannot start one of them
-        queued = [job for job in self._jobs if job is not self._current]
+        run = self._active
+        queued = [job for job in self._jobs if run is None or job is not run.job]
         for job in queued:
             self._jobs.remove(job)
-        if self._running:
+        if run is not None:
             assert self._run_scope is not None
             self._run_scope.cancel()
-            if self._run_done is None:
-                self._run_done = trio.Event()
-            await self._run_done.wait()
+            await run.over.wait()
         if queued:
             state = await self._state_now()
             for job in queued:
@@ -319,8 +344,8 @@ class Engine(Actor):
                 # (a run that ended before the cancel could land leaves the scope spent too)
                 while not scope.cancel_called:
                     await self._serve()
-            if self._running:
-                await self._end_cancelled_run()
+            if self._active is not None:
+                await self._end_cancelled_run(self._active)
 
     async def _serve(self) -> None:
         """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
@@ -351,9 +376,8 @@ class Engine(Actor):
 
         Returns whether a free run should wait for a poke (no input, a failure).
         """
-        self._current = job
+        self._active = run = _Run(job)
         self._input_empty = False  # each run's first pull asks the source
-        self._running = True
         while True:
             outcome = await self._guarded_step()
             if not outcome.progressed or outcome.error:
@@ -375,29 +399,24 @@ class Engine(Actor):
                 self._finish(job, outcome, reason)
                 wait = False
                 break
-        self._run_over()
+        self._run_over(run)
         return wait
 
-    async def _end_cancelled_run(self) -> None:
+    async def _end_cancelled_run(self, run: _Run) -> None:
         """Stop the tool a cancelled run left running, and answer its job."""
-        job = self._current
         try:
             self._known_tail = None
-            if self._tool_in_flight is not None:
-                await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
-            if job is not None:
+            if run.tool_in_flight is not None:
+                await self.ctx.ask(self.wiring.apps, CancelTool(run.tool_in_flight))
+            if run.job is not None:
                 state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
+                self._finish(run.job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
         finally:
-            self._run_over()
+            self._run_over(run)
 
-    def _run_over(self) -> None:
-        self._current = None
-        self._tool_in_flight = None
-        self._running = False
-        done, self._run_done = self._run_done, None
-        if done is not None:  # a Cancel waits for the run to be over
-            done.set()
+    def _run_over(self, run: _Run) -> None:
+        self._active = None
+        run.over.set()  # (a Cancel may wait for it)
 
     def _job_end(self, job: _Job, outcome: StepOutcome) -> IdleReason | None:
         """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not.
@@ -466,31 +485,33 @@ class Engine(Actor):
         except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
             error = _describe(exc)
             log.info("engine %s: step failed: %s", self.thread_id, error)
-        self._tool_in_flight = None
+        if self._active is not None:
+            self._active.tool_in_flight = None
         state = await self._state_now()
         return StepOutcome(state, state, False, error=error)
 
     async def _step_boundary(self) -> None:
-        """Between two steps: a cancel point always, a schedule point only if mail waits for us.
+        """Between two steps: a cancel point always, and a wait for the mail that waits for us.
 
         A Cancel that came while the previous step recorded (shielded) ends the run here,
         before the next step does anything. Control messages told during a step are handled
         before the next one starts: a Pause, an InputAvailable or a Step told to an idle
         engine was handled in its sender's task (their handlers are inline: plain ``def``s);
         what waits in the mailbox (a Cancel, whose handler waits; anything told while the
-        engine was not idle) needs the engine's own task to run, so we yield to it. Trio runs
-        the tasks made runnable in one batch in either order: once we have yielded twice, a
-        message loop woken by that mail has had its turn. With nothing waiting, a yield here
-        would be one more trip through Trio's scheduler for nothing; other tasks still get
-        the CPU, as every ask a step makes is a schedule point.
+        engine was not idle) is handled by the engine's own task. The runner asks the engine
+        itself (:class:`_CaughtUp`) and has its answer once all of that is handled, as a
+        mailbox takes its messages in order: whichever order Trio runs its tasks in (a Cancel
+        among them cancels the run, and this ask with it). With nothing waiting there is
+        nothing to wait for; other tasks still get the CPU, as every ask a step makes is a
+        schedule point.
         """
-        rt, me = self.ctx.runtime, self.ctx.self_id
-        if rt.is_idle(me):
-            await trio.lowlevel.checkpoint_if_cancelled()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self.ctx.runtime.is_idle(self.ctx.self_id):
             return
-        await trio.lowlevel.checkpoint()
-        if not rt.is_idle(me):  # the loop has not run yet (or runs a Cancel: this raises)
-            await trio.lowlevel.checkpoint()
+        try:
+            await self.ctx.ask(self.ctx.self_id, _CaughtUp(), timeout=None)
+        except ActorStoppedError:  # the engine stops: its on_stop cancels the run
+            pass
 
     # -- one step ---------------------------------------------------------------------------------
 
@@ -579,10 +600,8 @@ class Engine(Actor):
     async def _step_input(self) -> Tail | None:
         if self._input_empty and self._input_quiet():
             return None  # the pull would find nothing (typically at the end of a turn)
-        if not self.ctx.runtime.is_idle(self.wiring.input):
-            # input on its way (ProvideInput in the source's mailbox): let the source take it
-            # first, so that the pull runs inline rather than through its mailbox behind it
-            await trio.lowlevel.checkpoint()
+        # (input on its way, a ProvideInput in the source's mailbox, is pulled all the same:
+        # the pull waits in that mailbox behind it)
         # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
             got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)
@@ -628,8 +647,8 @@ class Engine(Actor):
         cut = observation_cut(self.thread_id, tail, rendered)
         if cut is not None:
             await self._tell_listeners(lambda: cut)
-            if self._current is not None:
-                self._current.cuts.append(cut)
+            if self._active is not None and self._active.job is not None:
+                self._active.job.cuts.append(cut)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
@@ -697,7 +716,9 @@ class Engine(Actor):
         if not idempotent:
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
-        self._tool_in_flight = call.id
+        run = self._active
+        if run is not None:
+            run.tool_in_flight = call.id
         # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
         # with that deadline anyway (a second scope would cost without adding anything)
         try:
@@ -706,7 +727,8 @@ class Engine(Actor):
         except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
             invoked = ToolInvoked(self._timed_out(call))
-        self._tool_in_flight = None
+        if run is not None:
+            run.tool_in_flight = None
         return await self._record_result(call, invoked)
 
     async def _record_result(self, call: ToolCall, invoked: ToolInvoked, *, apply: bool = True) -> Tail:
