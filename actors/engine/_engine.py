@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
 import trio
@@ -204,6 +204,41 @@ class _Run:
     """Set when the run is over, a cancelled one included (a Cancel waits for it)."""
 
 
+class _Deltas:
+    """The model's text deltas, published by a task of their own (:meth:`forward`) so that a
+    slow listener never slows the model; :meth:`wait_published` says when all are out."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[str](1024)
+        self._unpublished = 0
+        self._published = trio.Event()
+        self._published.set()
+
+    def push(self, text: str) -> None:
+        """Queue ``text`` for publishing; a slow listener loses deltas, never the recorded output."""
+        try:
+            self._send.send_nowait(text)
+        except trio.WouldBlock:
+            return
+        self._unpublished += 1
+        if self._published.is_set():
+            self._published = trio.Event()
+
+    async def forward(self, publish: Callable[[str], Awaitable[None]]) -> None:
+        """Publish every queued delta, in order, for the engine's life."""
+        async for text in self._receive:
+            try:
+                await publish(text)
+            finally:
+                self._unpublished -= 1
+                if not self._unpublished:
+                    self._published.set()
+
+    async def wait_published(self) -> None:
+        """Wait until every delta queued so far is published."""
+        await self._published.wait()
+
+
 @frozen
 class _CaughtUp(Message):
     """Asked by the engine of itself: answered once the mail sent to it before is handled
@@ -243,17 +278,14 @@ class Engine(Actor):
         self._last_state = EngineState.WAITING_INPUT
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
-        self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
-        self._deltas_unpublished = 0
-        self._deltas_published = trio.Event()
-        self._deltas_published.set()
+        self._deltas = _Deltas()
 
     async def on_start(self) -> None:
         if self.wiring.spend is not None:  # what the thread spent in earlier runs counts against the limits
             tail = await self._tail()
             await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
         self.ctx.nursery.start_soon(self._runner)
-        self.ctx.nursery.start_soon(self._forward_deltas)
+        self.ctx.nursery.start_soon(self._deltas.forward, self._publish_delta)
 
     # -- control ---------------------------------------------------------------------------------
 
@@ -652,7 +684,7 @@ class Engine(Actor):
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
-        reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
+        reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
         return await self._record_output(reply, rendered)
 
     async def _record_output(self, reply: ModelReply, rendered: Rendered) -> Tail:
@@ -678,27 +710,12 @@ class Engine(Actor):
             out += self.counter.count(call.name) + self.counter.count(call.arguments)
         return Usage(prompt_tokens=sent_tokens, completion_tokens=out, counted=True)
 
-    def _on_text(self, text: str) -> None:
-        try:
-            self._deltas_send.send_nowait(text)
-        except trio.WouldBlock:  # a slow listener loses deltas, never the recorded output
-            return
-        self._deltas_unpublished += 1
-        if self._deltas_published.is_set():
-            self._deltas_published = trio.Event()
-
-    async def _forward_deltas(self) -> None:
-        async for text in self._deltas_receive:
-            try:
-                await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
-            finally:
-                self._deltas_unpublished -= 1
-                if not self._deltas_unpublished:
-                    self._deltas_published.set()
+    async def _publish_delta(self, text: str) -> None:
+        await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
 
     async def _after_model_call(self, event: AfterModelCall) -> None:
         """Publish ``event`` once the call's text deltas are out: listeners see them first."""
-        await self._deltas_published.wait()
+        await self._deltas.wait_published()
         await self.ctx.publish(self.topic, event)
 
     async def _step_tool(self, tail: Tail) -> Tail:
