@@ -48,6 +48,7 @@ import trio
 from attrs import define, field, frozen
 
 from livecontext.protocol import (
+    Ack,
     ActorId,
     AfterModelCall,
     AfterToolExecute,
@@ -204,6 +205,15 @@ class _Run:
     """Set when the run is over, a cancelled one included (a Cancel waits for it)."""
 
 
+@define
+class _CancelAsked:
+    """A ``Cancel`` whose reply waits for the runner to finish it (see :meth:`Engine.on_cancel`)."""
+
+    reply: Any
+    jobs: list[_Job]
+    """The jobs it took from the queue, answered as cancelled."""
+
+
 class _Deltas:
     """The model's text deltas, published by a task of their own (:meth:`forward`) so that a
     slow listener never slows the model; :meth:`wait_published` says when all are out."""
@@ -263,6 +273,8 @@ class Engine(Actor):
         unknown tools)."""
         self._pause_unrecorded = False
         """A ``Pause`` came and the stop it makes is not recorded yet (see :meth:`_record_pause`)."""
+        self._cancels: list[_CancelAsked] = []
+        """Cancels handled but not yet answered: the runner answers them between runs."""
         self.topic = engine_topic(thread_id)
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
@@ -330,18 +342,37 @@ class Engine(Actor):
         """Nothing to do: that it is answered says the mail before it was handled (see
         :meth:`_step_boundary`)."""
 
-    @handler
-    async def on_cancel(self, msg: Cancel) -> None:
+    @handler(inline=True)
+    def on_cancel(self, msg: Cancel) -> None:
         """Cancel the step in flight and pause; reply once nothing of it runs any more and the
-        pause is recorded."""
-        await self._cancel_all()
-        await self._record_pause()
+        pause is recorded.
+
+        The handler only cancels (and takes the queued jobs, so that the runner cannot start
+        one of them); the runner does the rest once the cancelled run is over (see
+        :meth:`_finish_cancels`). A handler that waited for the run would hold the mailbox,
+        and a stepping scheduler (which delivers the next envelope once no handler runs)
+        could never deliver what ending the run needs.
+        """
+        self.auto = False
+        run = self._active
+        queued = [job for job in self._jobs if run is None or job is not run.job]
+        for job in queued:
+            self._jobs.remove(job)
+        self._cancels.append(_CancelAsked(self.ctx.defer_reply(), queued))
+        if run is not None:
+            assert self._run_scope is not None
+            self._run_scope.cancel()
+        self._poke()
 
     async def on_stop(self) -> None:
         # answer every waiting asker rather than leave it to its timeout
         await self._cancel_all()
+        if self._cancels:  # handled, the runner had not answered them yet
+            await self._finish_cancels()
 
     async def _cancel_all(self) -> None:
+        """Cancel the run in progress, wait until it is over and answer the queued jobs (as the
+        engine stops: no runner will)."""
         self.auto = False
         # take the queued jobs first, so that the runner cannot start one of them
         run = self._active
@@ -380,7 +411,11 @@ class Engine(Actor):
                 await self._end_cancelled_run(self._active)
 
     async def _serve(self) -> None:
-        """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
+        """Wait for work, or do the next piece of it: finish the cancels, answer a paused job,
+        run a job or run freely."""
+        if self._cancels:
+            await self._finish_cancels()
+            return
         if self._pause_unrecorded and not self.auto:
             await self._record_pause()
         if not self._jobs and not self.auto:
@@ -433,6 +468,22 @@ class Engine(Actor):
                 break
         self._run_over(run)
         return wait
+
+    async def _finish_cancels(self) -> None:
+        """Answer the cancels handled since the last time (their run, if any, is over): their
+        jobs as cancelled, then (the pause recorded) their askers."""
+        cancels, self._cancels = self._cancels, []
+        try:
+            jobs = [job for cancel in cancels for job in cancel.jobs]
+            if jobs:
+                state = await self._state_now()
+                for job in jobs:
+                    self._answer(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
+            await self._record_pause()
+        finally:
+            for cancel in cancels:
+                if cancel.reply is not None:
+                    cancel.reply.send(Ack())
 
     async def _end_cancelled_run(self, run: _Run) -> None:
         """Stop the tool a cancelled run left running, and answer its job."""

@@ -11,8 +11,7 @@ at a point fixed by the scenario itself (while the model call or the tool waits 
 the only freedom left is the schedulers'. The scenarios that send a ``Cancel`` as the engine
 records (as the model's reply comes, as an app applies an effect) run under trio's scheduler only: under the stepping scheduler
 that ``Cancel`` and the engine's writes are two senders' envelopes, which may be delivered in
-either order (a real race there, with other outcomes). Neither does the cancel during a tool
-(see ``NOT_STEPPED``).
+either order (a real race there, with other outcomes).
 """
 
 from __future__ import annotations
@@ -259,8 +258,6 @@ UNWATCHED = {"cancel as an effect is applied"}
 NOT_STEPPED = {
     "cancel as an effect is applied": "its Cancel races the engine's writes there (see the module docstring)",
     "cancel while a reply is recorded": "its Cancel races the engine's writes there (see the module docstring)",
-    "cancel during a tool": "the scheduler waits for every handler to finish before it delivers the next "
-                            "envelope, and the Cancel's handler waits for the run to end, which needs one (CancelTool)",
 }
 
 
@@ -314,10 +311,11 @@ async def run_scenario(name: str, stepping_seed: int | None = None) -> tuple[tup
                             await scenario(world)
                             nursery.cancel_scope.cancel()
 
-                if stepping_seed is None:
-                    await body()
-                else:
-                    await step_until_settled(opened[1], body)
+                with trio.fail_after(10 * SLOW):  # (the clock's time: a run that hangs fails)
+                    if stepping_seed is None:
+                        await body()
+                    else:
+                        await step_until_settled(opened[1], body)
                 records = await log.read(1)
     history = tuple(f"{r.sender} {r.kind} {json.dumps(_without_times(json.loads(r.payload)), sort_keys=True)}"
                     for r in records)
