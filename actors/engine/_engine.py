@@ -19,11 +19,12 @@ published under a shield, and only when someone subscribes (with nobody listenin
 nothing to lose and no need for a cancel point).
 
 Between two steps the engine is at a cancel point (a Cancel that came while a step recorded
-ends the run there) but yields to Trio only when mail waits in its mailbox: a control message
-told to an idle engine was handled in its sender's task (its handler is inline: a plain
-``def``), and what waits (a Cancel, or anything told while the engine was busy) is handled by
-the engine's own task before the next step starts. A step with nothing to wait for then
-costs no extra trip through Trio's scheduler.
+ends the run there) and waits only when mail waits in its mailbox: a control message told to
+an idle engine was handled in its sender's task (every handler is inline: a plain ``def``),
+and what waits (anything told while the engine was busy) is handled by the engine's own task
+before the next step starts. The runner knows it has been by asking the engine itself, behind
+that mail, rather than by counting on the order in which Trio runs its tasks. A step with
+nothing to wait for costs no extra trip through Trio's scheduler.
 
 With ``lifecycle`` on, the engine also offers the control tools ``task_complete`` and
 ``wait_user_response`` and answers their calls itself (see :mod:`._lifecycle`). Where the
