@@ -203,7 +203,7 @@ class _Run:
     tool_in_flight: str | None = None
     """The call id of the tool the run waits for: a cancelled run stops it."""
     over: trio.Event = field(factory=trio.Event)
-    """Set when the run is over, a cancelled one included (a Cancel waits for it)."""
+    """Set when the run is over, a cancelled one included (the engine stopping waits for it)."""
 
 
 @define
@@ -500,7 +500,7 @@ class Engine(Actor):
 
     def _run_over(self, run: _Run) -> None:
         self._active = None
-        run.over.set()  # (a Cancel may wait for it)
+        run.over.set()  # (the engine stopping may wait for it)
 
     def _job_end(self, job: _Job, outcome: StepOutcome) -> IdleReason | None:
         """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not.
@@ -581,8 +581,8 @@ class Engine(Actor):
         before the next step does anything. Control messages told during a step are handled
         before the next one starts: a Pause, an InputAvailable or a Step told to an idle
         engine was handled in its sender's task (their handlers are inline: plain ``def``s);
-        what waits in the mailbox (a Cancel, whose handler waits; anything told while the
-        engine was not idle) is handled by the engine's own task. The runner asks the engine
+        what waits in the mailbox (anything told while the engine was not idle) is handled by
+        the engine's own task. The runner asks the engine
         itself (:class:`_CaughtUp`) and has its answer once all of that is handled, as a
         mailbox takes its messages in order: whichever order Trio runs its tasks in (a Cancel
         among them cancels the run, and this ask with it). With nothing waiting there is
