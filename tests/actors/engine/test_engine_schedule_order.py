@@ -46,9 +46,9 @@ from livecontext.runtime.testing import open_stepping_runtime
 from tests.actors.agent_harness import Probe, ProbeApp, counter, scripted
 from tests.context._world import step_until_settled
 
-TRIO_SEEDS = range(64)
+TRIO_SEEDS = range(50)
 """Seeds of trio's own scheduler, per scenario."""
-STEPPING_SEEDS = range(32)
+STEPPING_SEEDS = range(24)
 """Seeds of the stepping scheduler, per scenario."""
 SLOW = 30.0
 CONVERTER = make_converter()
