@@ -19,11 +19,12 @@ published under a shield, and only when someone subscribes (with nobody listenin
 nothing to lose and no need for a cancel point).
 
 Between two steps the engine is at a cancel point (a Cancel that came while a step recorded
-ends the run there) but yields to Trio only when mail waits in its mailbox: a control message
-told to an idle engine was handled in its sender's task (its handler is inline: a plain
-``def``), and what waits (a Cancel, or anything told while the engine was busy) is handled by
-the engine's own task before the next step starts. A step with nothing to wait for then
-costs no extra trip through Trio's scheduler.
+ends the run there) and waits only when mail waits in its mailbox: a control message told to
+an idle engine was handled in its sender's task (every handler is inline: a plain ``def``),
+and what waits (anything told while the engine was busy) is handled by the engine's own task
+before the next step starts. The runner knows it has been by asking the engine itself, behind
+that mail, rather than by counting on the order in which Trio runs its tasks. A step with
+nothing to wait for costs no extra trip through Trio's scheduler.
 
 With ``lifecycle`` on, the engine also offers the control tools ``task_complete`` and
 ``wait_user_response`` and answers their calls itself (see :mod:`._lifecycle`). Where the
@@ -41,13 +42,14 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
 import trio
 from attrs import define, field, frozen
 
 from livecontext.protocol import (
+    Ack,
     ActorId,
     AfterModelCall,
     AfterToolExecute,
@@ -109,7 +111,15 @@ from livecontext.protocol import (
     Windows,
     id_number,
 )
-from livecontext.runtime import Actor, ActorError, AskTimeoutError, LivecontextError, ModelError, handler
+from livecontext.runtime import (
+    Actor,
+    ActorError,
+    ActorStoppedError,
+    AskTimeoutError,
+    LivecontextError,
+    ModelError,
+    handler,
+)
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
@@ -185,6 +195,67 @@ class _Job:
     """The observations its model calls sent cut (an idle job's :attr:`Idle.cut`)."""
 
 
+@define
+class _Run:
+    """The run in progress: a job's steps, or (``job`` ``None``) a free run while ``auto`` holds."""
+
+    job: _Job | None
+    tool_in_flight: str | None = None
+    """The call id of the tool the run waits for: a cancelled run stops it."""
+    over: trio.Event = field(factory=trio.Event)
+    """Set when the run is over, a cancelled one included (the engine stopping waits for it)."""
+
+
+@define
+class _CancelAsked:
+    """A ``Cancel`` whose reply waits for the runner to finish it (see :meth:`Engine.on_cancel`)."""
+
+    reply: Any
+    jobs: list[_Job]
+    """The jobs it took from the queue, answered as cancelled."""
+
+
+class _Deltas:
+    """The model's text deltas, published by a task of their own (:meth:`forward`) so that a
+    slow listener never slows the model; :meth:`wait_published` says when all are out."""
+
+    def __init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[str](1024)
+        self._unpublished = 0
+        self._published = trio.Event()
+        self._published.set()
+
+    def push(self, text: str) -> None:
+        """Queue ``text`` for publishing; a slow listener loses deltas, never the recorded output."""
+        try:
+            self._send.send_nowait(text)
+        except trio.WouldBlock:
+            return
+        self._unpublished += 1
+        if self._published.is_set():
+            self._published = trio.Event()
+
+    async def forward(self, publish: Callable[[str], Awaitable[None]]) -> None:
+        """Publish every queued delta, in order, for the engine's life."""
+        async for text in self._receive:
+            try:
+                await publish(text)
+            finally:
+                self._unpublished -= 1
+                if not self._unpublished:
+                    self._published.set()
+
+    async def wait_published(self) -> None:
+        """Wait until every delta queued so far is published."""
+        await self._published.wait()
+
+
+@frozen
+class _CaughtUp(Message):
+    """Asked by the engine of itself: answered once the mail sent to it before is handled
+    (a mailbox takes its messages in order). Never sent by anyone else."""
+
+
 class Engine(Actor):
     """Runs one agent thread's state machine; see the module docstring."""
 
@@ -203,36 +274,31 @@ class Engine(Actor):
         unknown tools)."""
         self._pause_unrecorded = False
         """A ``Pause`` came and the stop it makes is not recorded yet (see :meth:`_record_pause`)."""
+        self._cancels: list[_CancelAsked] = []
+        """Cancels handled but not yet answered: the runner answers them between runs."""
         self.topic = engine_topic(thread_id)
         self._jobs: collections.deque[_Job] = collections.deque()
         self._wake = trio.Event()
         self._run_scope: trio.CancelScope | None = None
         """The runner's cancel scope: Cancel cancels it while a run (a job's steps, or a free
         run) is in progress, which ends the run (see :meth:`_runner`)."""
-        self._running = False
-        """A run is in progress (from its first step until it is over, a cancelled one included)."""
-        self._current: _Job | None = None
+        self._active: _Run | None = None
+        """The run in progress, from its first step until it is over (a cancelled one included)."""
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
-        self._run_done: trio.Event | None = None
-        """Set when the run in progress is over; made only when a Cancel waits for that."""
-        self._tool_in_flight: str | None = None
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
-        self._deltas_send, self._deltas_receive = trio.open_memory_channel[str](1024)
-        self._deltas_unpublished = 0
-        self._deltas_published = trio.Event()
-        self._deltas_published.set()
+        self._deltas = _Deltas()
 
     async def on_start(self) -> None:
         if self.wiring.spend is not None:  # what the thread spent in earlier runs counts against the limits
             tail = await self._tail()
             await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
         self.ctx.nursery.start_soon(self._runner)
-        self.ctx.nursery.start_soon(self._forward_deltas)
+        self.ctx.nursery.start_soon(self._deltas.forward, self._publish_delta)
 
     # -- control ---------------------------------------------------------------------------------
 
@@ -272,29 +338,52 @@ class Engine(Actor):
         self._poke()
         return None
 
-    @handler
-    async def on_cancel(self, msg: Cancel) -> None:
+    @handler(inline=True)
+    def on_caught_up(self, msg: _CaughtUp) -> None:
+        """Nothing to do: that it is answered says the mail before it was handled (see
+        :meth:`_step_boundary`)."""
+
+    @handler(inline=True)
+    def on_cancel(self, msg: Cancel) -> None:
         """Cancel the step in flight and pause; reply once nothing of it runs any more and the
-        pause is recorded."""
-        await self._cancel_all()
-        await self._record_pause()
+        pause is recorded.
+
+        The handler only cancels (and takes the queued jobs, so that the runner cannot start
+        one of them); the runner does the rest once the cancelled run is over (see
+        :meth:`_finish_cancels`). A handler that waited for the run would hold the mailbox,
+        and a stepping scheduler (which delivers the next envelope once no handler runs)
+        could never deliver what ending the run needs.
+        """
+        self.auto = False
+        run = self._active
+        queued = [job for job in self._jobs if run is None or job is not run.job]
+        for job in queued:
+            self._jobs.remove(job)
+        self._cancels.append(_CancelAsked(self.ctx.defer_reply(), queued))
+        if run is not None:
+            assert self._run_scope is not None
+            self._run_scope.cancel()
+        self._poke()
 
     async def on_stop(self) -> None:
         # answer every waiting asker rather than leave it to its timeout
         await self._cancel_all()
+        if self._cancels:  # handled, the runner had not answered them yet
+            await self._finish_cancels()
 
     async def _cancel_all(self) -> None:
+        """Cancel the run in progress, wait until it is over and answer the queued jobs (as the
+        engine stops: no runner will)."""
         self.auto = False
         # take the queued jobs first, so that the runner cannot start one of them
-        queued = [job for job in self._jobs if job is not self._current]
+        run = self._active
+        queued = [job for job in self._jobs if run is None or job is not run.job]
         for job in queued:
             self._jobs.remove(job)
-        if self._running:
+        if run is not None:
             assert self._run_scope is not None
             self._run_scope.cancel()
-            if self._run_done is None:
-                self._run_done = trio.Event()
-            await self._run_done.wait()
+            await run.over.wait()
         if queued:
             state = await self._state_now()
             for job in queued:
@@ -319,11 +408,15 @@ class Engine(Actor):
                 # (a run that ended before the cancel could land leaves the scope spent too)
                 while not scope.cancel_called:
                     await self._serve()
-            if self._running:
-                await self._end_cancelled_run()
+            if self._active is not None:
+                await self._end_cancelled_run(self._active)
 
     async def _serve(self) -> None:
-        """Wait for work, or do the next piece of it: answer a paused job, run a job or run freely."""
+        """Wait for work, or do the next piece of it: finish the cancels, answer a paused job,
+        run a job or run freely."""
+        if self._cancels:
+            await self._finish_cancels()
+            return
         if self._pause_unrecorded and not self.auto:
             await self._record_pause()
         if not self._jobs and not self.auto:
@@ -351,9 +444,8 @@ class Engine(Actor):
 
         Returns whether a free run should wait for a poke (no input, a failure).
         """
-        self._current = job
+        self._active = run = _Run(job)
         self._input_empty = False  # each run's first pull asks the source
-        self._running = True
         while True:
             outcome = await self._guarded_step()
             if not outcome.progressed or outcome.error:
@@ -375,29 +467,40 @@ class Engine(Actor):
                 self._finish(job, outcome, reason)
                 wait = False
                 break
-        self._run_over()
+        self._run_over(run)
         return wait
 
-    async def _end_cancelled_run(self) -> None:
+    async def _finish_cancels(self) -> None:
+        """Answer the cancels handled since the last time (their run, if any, is over): their
+        jobs as cancelled, then (the pause recorded) their askers."""
+        cancels, self._cancels = self._cancels, []
+        try:
+            jobs = [job for cancel in cancels for job in cancel.jobs]
+            if jobs:
+                state = await self._state_now()
+                for job in jobs:
+                    self._answer(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
+            await self._record_pause()
+        finally:
+            for cancel in cancels:
+                if cancel.reply is not None:
+                    cancel.reply.send(Ack())
+
+    async def _end_cancelled_run(self, run: _Run) -> None:
         """Stop the tool a cancelled run left running, and answer its job."""
-        job = self._current
         try:
             self._known_tail = None
-            if self._tool_in_flight is not None:
-                await self.ctx.ask(self.wiring.apps, CancelTool(self._tool_in_flight))
-            if job is not None:
+            if run.tool_in_flight is not None:
+                await self.ctx.ask(self.wiring.apps, CancelTool(run.tool_in_flight))
+            if run.job is not None:
                 state = await self._state_now()
-                self._finish(job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
+                self._finish(run.job, StepOutcome(state, state, False, cancelled=True), IdleReason.CANCELLED)
         finally:
-            self._run_over()
+            self._run_over(run)
 
-    def _run_over(self) -> None:
-        self._current = None
-        self._tool_in_flight = None
-        self._running = False
-        done, self._run_done = self._run_done, None
-        if done is not None:  # a Cancel waits for the run to be over
-            done.set()
+    def _run_over(self, run: _Run) -> None:
+        self._active = None
+        run.over.set()  # (the engine stopping may wait for it)
 
     def _job_end(self, job: _Job, outcome: StepOutcome) -> IdleReason | None:
         """Why ``outcome`` (of its latest step) ends ``job``, or ``None`` if it does not.
@@ -466,31 +569,33 @@ class Engine(Actor):
         except Exception as exc:  # noqa: BLE001 - reported to the asker, see above
             error = _describe(exc)
             log.info("engine %s: step failed: %s", self.thread_id, error)
-        self._tool_in_flight = None
+        if self._active is not None:
+            self._active.tool_in_flight = None
         state = await self._state_now()
         return StepOutcome(state, state, False, error=error)
 
     async def _step_boundary(self) -> None:
-        """Between two steps: a cancel point always, a schedule point only if mail waits for us.
+        """Between two steps: a cancel point always, and a wait for the mail that waits for us.
 
         A Cancel that came while the previous step recorded (shielded) ends the run here,
         before the next step does anything. Control messages told during a step are handled
         before the next one starts: a Pause, an InputAvailable or a Step told to an idle
         engine was handled in its sender's task (their handlers are inline: plain ``def``s);
-        what waits in the mailbox (a Cancel, whose handler waits; anything told while the
-        engine was not idle) needs the engine's own task to run, so we yield to it. Trio runs
-        the tasks made runnable in one batch in either order: once we have yielded twice, a
-        message loop woken by that mail has had its turn. With nothing waiting, a yield here
-        would be one more trip through Trio's scheduler for nothing; other tasks still get
-        the CPU, as every ask a step makes is a schedule point.
+        what waits in the mailbox (anything told while the engine was not idle) is handled by
+        the engine's own task. The runner asks the engine
+        itself (:class:`_CaughtUp`) and has its answer once all of that is handled, as a
+        mailbox takes its messages in order: whichever order Trio runs its tasks in (a Cancel
+        among them cancels the run, and this ask with it). With nothing waiting there is
+        nothing to wait for; other tasks still get the CPU, as every ask a step makes is a
+        schedule point.
         """
-        rt, me = self.ctx.runtime, self.ctx.self_id
-        if rt.is_idle(me):
-            await trio.lowlevel.checkpoint_if_cancelled()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self.ctx.runtime.is_idle(self.ctx.self_id):
             return
-        await trio.lowlevel.checkpoint()
-        if not rt.is_idle(me):  # the loop has not run yet (or runs a Cancel: this raises)
-            await trio.lowlevel.checkpoint()
+        try:
+            await self.ctx.ask(self.ctx.self_id, _CaughtUp(), timeout=None)
+        except ActorStoppedError:  # the engine stops: its on_stop cancels the run
+            pass
 
     # -- one step ---------------------------------------------------------------------------------
 
@@ -579,10 +684,8 @@ class Engine(Actor):
     async def _step_input(self) -> Tail | None:
         if self._input_empty and self._input_quiet():
             return None  # the pull would find nothing (typically at the end of a turn)
-        if not self.ctx.runtime.is_idle(self.wiring.input):
-            # input on its way (ProvideInput in the source's mailbox): let the source take it
-            # first, so that the pull runs inline rather than through its mailbox behind it
-            await trio.lowlevel.checkpoint()
+        # (input on its way, a ProvideInput in the source's mailbox, is pulled all the same:
+        # the pull waits in that mailbox behind it)
         # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
             got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)
@@ -628,12 +731,12 @@ class Engine(Actor):
         cut = observation_cut(self.thread_id, tail, rendered)
         if cut is not None:
             await self._tell_listeners(lambda: cut)
-            if self._current is not None:
-                self._current.cuts.append(cut)
+            if self._active is not None and self._active.job is not None:
+                self._active.job.cuts.append(cut)
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
-        reply: ModelReply = await self.model.complete(request, self._on_text if listening else None)
+        reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
         return await self._record_output(reply, rendered)
 
     async def _record_output(self, reply: ModelReply, rendered: Rendered) -> Tail:
@@ -659,27 +762,12 @@ class Engine(Actor):
             out += self.counter.count(call.name) + self.counter.count(call.arguments)
         return Usage(prompt_tokens=sent_tokens, completion_tokens=out, counted=True)
 
-    def _on_text(self, text: str) -> None:
-        try:
-            self._deltas_send.send_nowait(text)
-        except trio.WouldBlock:  # a slow listener loses deltas, never the recorded output
-            return
-        self._deltas_unpublished += 1
-        if self._deltas_published.is_set():
-            self._deltas_published = trio.Event()
-
-    async def _forward_deltas(self) -> None:
-        async for text in self._deltas_receive:
-            try:
-                await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
-            finally:
-                self._deltas_unpublished -= 1
-                if not self._deltas_unpublished:
-                    self._deltas_published.set()
+    async def _publish_delta(self, text: str) -> None:
+        await self.ctx.publish(self.topic, ModelTextDelta(self.thread_id, text))
 
     async def _after_model_call(self, event: AfterModelCall) -> None:
         """Publish ``event`` once the call's text deltas are out: listeners see them first."""
-        await self._deltas_published.wait()
+        await self._deltas.wait_published()
         await self.ctx.publish(self.topic, event)
 
     async def _step_tool(self, tail: Tail) -> Tail:
@@ -697,7 +785,9 @@ class Engine(Actor):
         if not idempotent:
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
-        self._tool_in_flight = call.id
+        run = self._active
+        if run is not None:
+            run.tool_in_flight = call.id
         # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
         # with that deadline anyway (a second scope would cost without adding anything)
         try:
@@ -706,7 +796,8 @@ class Engine(Actor):
         except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
             invoked = ToolInvoked(self._timed_out(call))
-        self._tool_in_flight = None
+        if run is not None:
+            run.tool_in_flight = None
         return await self._record_result(call, invoked)
 
     async def _record_result(self, call: ToolCall, invoked: ToolInvoked, *, apply: bool = True) -> Tail:
