@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import collections
-
 import datetime as dt
 import logging
 from typing import Any
@@ -178,8 +176,7 @@ class HistoryStore(Actor):
         self.system_tokens = 0
         self.tools_tokens = 0
         self.snapshot_every = snapshot_every
-        self._snapshots_due: collections.deque[SnapshotDraft] = collections.deque()
-        """Snapshots taken and not yet written (the first is being written)."""
+        self._snapshotting = False
         self._derive_limits = limits if isinstance(limits, BudgetLimits) else None
         self.limits = limits if isinstance(limits, HistoryLimits) else HistoryLimits()
         self.state = HistoryState(thread_id)
@@ -630,14 +627,12 @@ class HistoryStore(Actor):
         for rec, payload in zip(stored, payloads, strict=True):
             apply(rec.seq, payload)
         last = stored[-1]
-        if self.snapshot_every and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every:
+        if (self.snapshot_every and not self._snapshotting
+                and last.seq // self.snapshot_every != (last.seq - len(stored)) // self.snapshot_every):
             # taken now (immutable entries: a cheap copy), serialized and written in the
-            # background, so a large snapshot never stalls this actor or the runtime; one
-            # due while another is being written waits its turn, so where snapshots fall is
-            # a function of the log, not of how fast the disk was
-            self._snapshots_due.append(self.state.snapshot())
-            if len(self._snapshots_due) == 1:
-                self.ctx.nursery.start_soon(self._write_snapshots)
+            # background, so a large snapshot never stalls this actor or the runtime
+            self._snapshotting = True
+            self.ctx.nursery.start_soon(self._snapshot, self.state.snapshot())
         return last
 
     def _sender_text(self, sender: ActorId) -> str:
@@ -649,18 +644,16 @@ class HistoryStore(Actor):
             text = self._sender_texts[sender] = str(sender)
         return text
 
-    async def _write_snapshots(self) -> None:
-        """Write the snapshots due, oldest first, until none is left. The records are committed
-        already: a snapshot only shortens replay, so failing to write one is logged, never
-        reported as the request's failure (the request succeeded)."""
-        while self._snapshots_due:
-            snap = self._snapshots_due[0]
-            try:
-                await write_snapshot(self.log, self.converter, self.state, snap)
-            except PersistenceError as exc:
-                log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
-            finally:
-                self._snapshots_due.popleft()
+    async def _snapshot(self, snap: SnapshotDraft) -> None:
+        """Write a snapshot of the state. The records are committed already: a snapshot only
+        shortens replay, so failing to write one is logged, never reported as the request's
+        failure (the request succeeded)."""
+        try:
+            await write_snapshot(self.log, self.converter, self.state, snap)
+        except PersistenceError as exc:
+            log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
+        finally:
+            self._snapshotting = False
 
 
 def reply_after(state: HistoryState, entry_id: str) -> tuple[str | None, bool]:

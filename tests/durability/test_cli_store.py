@@ -302,38 +302,3 @@ async def test_a_second_run_on_a_thread_being_run_fails_naming_the_holder(backen
     assert after.returncode == 0, after.stderr
     assert json.loads(after.stdout)["entries"][-1]["levels"]["live"] == "thinking quickly"
     assert os.path.exists(events)
-
-
-def test_a_snapshot_due_while_another_is_written_is_written_after_it_so_where_they_fall_is_the_logs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from livecontext.actors.history import _store
-
-    write, disk_free, wrote = _store.write_snapshot, trio.Event(), []
-
-    async def held_write(log: Any, converter: Any, state: Any, draft: Any = None) -> Any:
-        await disk_free.wait()  # (a disk busy for the whole run)
-        snapshot = await write(log, converter, state, draft)
-        wrote.append(snapshot.seq)
-        return snapshot
-
-    monkeypatch.setattr(_store, "write_snapshot", held_write)
-
-    async def build() -> int:
-        model = ScriptedModel.from_turns(notebook_turns(EDITS))
-        async with open_session(url_for("sqlite", tmp_path / "s"), AgentSettings(thread_id="t", snapshot_every=2),
-                                "scripted", inputs=("go",), model=model) as session:
-            await run_until_idle(session, None)
-            reader = await session.store.open_reader("t")
-            async with reader:
-                last = int(await reader.last_seq())
-            disk_free.set()
-            with trio.fail_after(60):  # (a deadlock guard: the writes take milliseconds)
-                while not wrote or wrote[-1] < last - 2:
-                    await trio.sleep(0.01)
-        return last
-
-    last = trio.run(build)
-    # every other seq the log crossed has its snapshot, in order: the first, then each one due
-    # while it was held (a commit of several records crosses at most one: none is skipped)
-    assert wrote == sorted(set(wrote)) and wrote[0] <= 4 and all(b - a <= 4 for a, b in zip(wrote, wrote[1:])), (
-        wrote, last)
