@@ -26,7 +26,7 @@ import trio
 import trio.testing
 from attrs import define, field, frozen
 
-from livecontext.actors import _agent as agent_module
+from livecontext.actors.agent import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.protocol import (
     Cancel,
