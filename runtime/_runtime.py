@@ -555,7 +555,7 @@ class Context:
 
         An ask is a checkpoint, as Trio's own operations are: a cancel point before the
         message is sent (a cancelled ask never reaches the actor) and a schedule point (other
-        tasks run before it returns), whichever task runs the handler.
+        tasks run before it returns).
 
         If the handler raises, the ask raises :class:`RemoteActorError` *from* the handler's
         own exception: ``exc.__cause__`` is that exception (an exception group from a nursery
