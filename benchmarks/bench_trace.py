@@ -24,6 +24,7 @@ Not a test: pytest does not collect it (its name does not start with ``test_``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -34,9 +35,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
-from livecontext.actors.cli._main import tune_gc  # noqa: E402
 from livecontext.actors.trace import Trace, build_trace, trace_json, trace_svg  # noqa: E402
 from livecontext.protocol import dump_json  # noqa: E402
+from livecontext.runtime import gc_tuned  # noqa: E402
 from tests.support.trace_threads import LONG_THREAD, make_long_thread  # noqa: E402
 
 
@@ -46,12 +47,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-draw", action="store_true", help="do not time the page in headless Chromium")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         url = f"sqlite:{Path(tmp) / 'trace.db'}"
         t0 = time.perf_counter()
         records = make_long_thread(url, args.records)
         print(f"wrote a thread of {records:,} records in {time.perf_counter() - t0:.1f} s")
-        tune_gc()
+        stack.enter_context(gc_tuned())  # the CLI runs every command so
         best: tuple[float, float, Trace] | None = None
         for _ in range(args.repeat):
             wall, cpu = time.perf_counter(), time.process_time()

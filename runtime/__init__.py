@@ -2,8 +2,8 @@
 
 Public surface of the kernel: :class:`Actor` and ``@handler``, :func:`open_runtime` and
 :class:`Runtime`, :class:`Context` (``tell``/``ask``/``publish``), :class:`RestartPolicy`,
-the audit types and the kernel's errors, and :func:`sleep` (``trio.sleep``, cheaper for code
-running in a runtime: one timer task wakes every sleeper). Testing helpers live in
+the audit types and the kernel's errors, and the garbage-collector policy
+(:data:`GC_THRESHOLDS`, :func:`gc_tuned`). Testing helpers live in
 :mod:`livecontext.runtime.testing`.
 """
 
@@ -29,7 +29,6 @@ from ._open import open_runtime
 from ._post import PendingReply
 from ._runtime import ActorRef, Context, MailboxStatistics, Runtime, RuntimeStatistics
 from ._stepping import Delivery, SteppingScheduler
-from ._timer import sleep
 
 __all__ = [
     "GC_THRESHOLDS",
@@ -65,5 +64,4 @@ __all__ = [
     "gc_tuned",
     "handler",
     "open_runtime",
-    "sleep",
 ]

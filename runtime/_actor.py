@@ -53,11 +53,10 @@ def handler(fn: F | None = None, /, *, inline: bool = False) -> F | Callable[[F]
             def on_get(self, msg: Get) -> Total:
                 return Total(self.total)
 
-    A message for it that finds the actor idle (its loop waiting on an empty mailbox) is
-    handled in the sender's task, saving two task switches; otherwise it goes through the
-    mailbox like any other. Either way the actor handles one message at a time, in mailbox
-    order, under the same supervision, and the send is a checkpoint. ``inline=True`` on an
-    ``async def`` is refused when the class is defined.
+    Its messages go through the mailbox like any other and it runs in the actor's own task,
+    one message at a time, in mailbox order, under the same supervision; it is only called
+    without an ``await`` (no coroutine to make and drive). ``inline=True`` on an ``async def``
+    is refused when the class is defined.
     """
     def mark(f: F) -> F:
         is_async = inspect.iscoroutinefunction(f)  # (kept apart: as a condition it would narrow f)
@@ -97,7 +96,7 @@ class Actor:
             if getattr(fn, _HANDLER_MARK, False):
                 if getattr(fn, _INLINE_MARK, False) and inspect.iscoroutinefunction(fn):
                     raise TypeError(
-                        f"{cls.__name__}.{name}: an inline handler runs in the asker's task and may "
+                        f"{cls.__name__}.{name}: an inline handler is called without await and may "
                         "not wait: make it a plain def, or drop inline=True"
                     )
                 msg_type = _message_type_of(cls, name, fn)

@@ -12,35 +12,46 @@ from ._kernel_errors import AskCycleError
 
 
 class ReplySlot:
-    """Where the reply to one ask lands; the asker waits with :meth:`wait`.
+    """One ask, from its request until it is answered: the one shape of every answer (a reply
+    message, or an :class:`ErrorReply` with the exception it reports), and the task waiting for
+    it, which :meth:`answer` wakes.
 
-    The event is made only when someone waits: an inline handler answers before its asker
-    would wait.
+    The post keeps it until it is answered, also after its asker gave up (``waiting`` false),
+    so that a late answer is known for one and dropped quietly.
     """
 
-    __slots__ = ("_event", "error", "reply")
+    __slots__ = ("_task", "deferred", "error", "reply", "waiting")
 
     def __init__(self) -> None:
-        self._event: trio.Event | None = None
+        self._task: trio.lowlevel.Task | None = None
         self.reply: Message | None = None
         """The reply's payload, once it came."""
         self.error: BaseException | None = None
         """With an :class:`ErrorReply`, the exception it reports, which the asker raises from:
         in one process the exception object itself travels, not only its name and text."""
+        self.waiting = True
+        """Whether the asker still waits (it stops at its timeout or cancellation)."""
+        self.deferred = False
+        """Whether the handler deferred its answer (its return value is then no answer)."""
 
     def answer(self, reply: Message, error: BaseException | None = None) -> None:
         """Set the reply (and, for an error, its exception) and wake the asker, if it waits."""
         self.reply = reply
         self.error = error
-        if self._event is not None:
-            self._event.set()
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
 
     async def wait(self) -> None:
-        """Until the reply comes (at once, without a checkpoint, if it came already)."""
+        """Until the reply comes (at once, without a checkpoint, if it came already);
+        cancellable."""
         if self.reply is None:
-            if self._event is None:
-                self._event = trio.Event()
-            await self._event.wait()
+            self._task = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class WaitGraph:

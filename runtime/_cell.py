@@ -1,9 +1,9 @@
 """An actor's life in its runtime: the :class:`Cell`.
 
 A cell owns one actor's mailbox and the task that runs it: it starts the actor, takes its
-messages one at a time and hands each to its handler (in that task, or in a sender's task for
-an idle actor's inline handler), answers asks, restarts the actor after a failure or escalates
-it, and answers what is left in the mailbox when it stops.
+messages one at a time and hands each to its handler, in that task, answers asks, restarts the
+actor after a failure or escalates it, and answers what is left in the mailbox when it stops.
+Every message reaches a handler this one way: through the mailbox, then the cell's loop.
 
 The cell knows its actor only as a :class:`Behaviour` and its runtime only as a
 :class:`CellHost`, so that this module imports neither :class:`Actor` nor :class:`Runtime`.
@@ -12,7 +12,6 @@ The cell knows its actor only as a :class:`Behaviour` and its runtime only as a
 from __future__ import annotations
 
 import collections
-import datetime as dt
 import enum
 import logging
 from collections.abc import Callable, Hashable
@@ -45,20 +44,13 @@ SUPERVISOR_ID = ActorId("system", "supervisor")
 _FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
 
 
-class _Wake(Message):
-    """Wakes a parked message loop so that it raises the failure of an inline handler."""
-
-
-_WAKE = Envelope("wake", SUPERVISOR_ID, SUPERVISOR_ID, dt.datetime.fromtimestamp(0, dt.timezone.utc), 0, _Wake())
-
-
 @frozen
 class Handler:
-    """One handler of an actor class: the method's name, and whether it is marked inline."""
+    """One handler of an actor class: the method's name, and whether it is a plain ``def``."""
 
     name: str
     inline: bool
-    """A plain ``def`` marked ``@handler(inline=True)``: it may run in a sender's task."""
+    """A plain ``def`` marked ``@handler(inline=True)``: called without an ``await``."""
 
 
 class Behaviour(Protocol):
@@ -171,25 +163,13 @@ class Cell:
         """The task running the actor's handlers (its background tasks are in ``nursery``)."""
         self._scope = trio.CancelScope()
         self._failures: collections.deque[float] = collections.deque()
-        # whether the actor is idle (see is_idle), for the inline path (try_inline)
-        self._pending = 0
-        """Envelopes put in the mailbox and not yet taken by the message loop."""
-        self._parked = False
-        """The message loop waits in ``receive()`` (nothing queued, no handler running)."""
-        self._inline_running = False
-        """An inline handler runs now, in a sender's task."""
-        self._inline_failure: BaseException | None = None
-        """An inline handler failed: the loop raises it, so the actor restarts."""
-        self._carried: Envelope | None = None
-        """A message the loop took when it learnt of such a failure: the next start handles it."""
 
     # -- what senders ask of a cell -------------------------------------------------------------------
 
     def is_idle(self) -> bool:
         """Whether the actor is running and has nothing to do: its loop waits on an empty
-        mailbox and none of its handlers runs (nor has one failed unanswered)."""
-        return (self._parked and not self._pending and not self._inline_running
-                and self._inline_failure is None and self.state is CellState.RUNNING)
+        mailbox (so none of its handlers runs, and no message was handed to it yet)."""
+        return self.state is CellState.RUNNING and self._receive.statistics().tasks_waiting_receive > 0
 
     def handler_for(self, message: Message) -> Handler | None:
         """The handler that will take ``message`` (``None`` while the actor has not started:
@@ -214,9 +194,7 @@ class Cell:
 
         A handler blocks its actor's mailbox while it waits; a background task started in
         ``ctx.nursery`` does not, even though it inherits the handler's context variables.
-        Tasks of a nursery the handler opened itself are part of the handler. (An inline
-        handler, a plain ``def``, cannot ask: it never runs outside the actor's task when
-        this is asked.)
+        Tasks of a nursery the handler opened itself are part of the handler.
         """
         now = handling.get()
         if now is None or (now[0] is not self.id and now[0] != self.id):
@@ -227,37 +205,6 @@ class Cell:
             if nursery is None or nursery is self.nursery:
                 return False
             task = nursery.parent_task
-        return True
-
-    def try_inline(self, env: Envelope, handler: Handler) -> bool:
-        """Handle ``env`` now, in this task, if ``handler`` is inline, the actor idle and the
-        sender allowed to send it (a denial runs ``on_denied``, which may wait); return
-        whether it did.
-
-        Idle, the actor would take ``env`` next anyway: it still handles one message at a
-        time, in mailbox order. A failure is answered to an asker, then raised in the actor's
-        loop (which it wakes), so supervision restarts the actor as usual.
-        """
-        instance = self.instance
-        if not handler.inline or instance is None or not self.is_idle():
-            return False
-        needed = instance.capability_for(type(env.payload))
-        if needed is not None and not self._host.has_capability(env.sender, needed):
-            return False
-        self._inline_running = True
-        try:
-            self._handle_now(instance, env, handler)
-        except BaseException as exc:
-            if _failure_of(exc) is None:
-                raise
-            self._inline_failure = exc
-            try:  # wake the loop so that it raises it now (a full mailbox wakes it anyway)
-                self._send.send_nowait(_WAKE)
-                self._pending += 1
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
-        finally:
-            self._inline_running = False
         return True
 
     def has_room(self) -> bool:
@@ -283,7 +230,6 @@ class Cell:
             return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ActorStoppedError(self.id, type(env.payload).__name__) from None
-        self._pending += 1
         return True
 
     async def put(self, env: Envelope) -> None:
@@ -292,14 +238,10 @@ class Cell:
         Raises:
             ActorStoppedError: the mailbox is closed.
         """
-        self._pending += 1
         try:
             await self._send.send(env)
-        except BaseException as exc:
-            self._pending -= 1
-            if isinstance(exc, (trio.ClosedResourceError, trio.BrokenResourceError)):
-                raise ActorStoppedError(self.id, type(env.payload).__name__) from None
-            raise
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ActorStoppedError(self.id, type(env.payload).__name__) from None
 
     async def stop(self, drain_timeout: float) -> None:
         """Refuse new mail, let the actor handle what is queued and ``on_stop``; cancel it
@@ -331,7 +273,6 @@ class Cell:
         try:
             with self._scope:
                 while True:
-                    self._inline_failure = None  # (the restart answers it)
                     in_on_stop = False
                     try:
                         async with trio.open_nursery() as nursery:
@@ -370,51 +311,30 @@ class Cell:
             self.done.set()
 
     async def _loop(self, instance: Behaviour) -> None:
-        """Handle the mailbox's messages until it is closed and empty."""
+        """Handle the mailbox's messages, one at a time, until it is closed and empty."""
         receive = self._receive
         batch = 0
-        if self._carried is not None:
-            env, self._carried = self._carried, None
-            await self._handle(instance, env)
         while True:
             try:
                 env = receive.receive_nowait()
-                self._pending -= 1
                 batch += 1
                 if batch >= _FAIRNESS_BATCH:
                     batch = 0
                     await trio.lowlevel.checkpoint()
             except trio.WouldBlock:
                 batch = 0
-                self._parked = True
                 try:
                     env = await receive.receive()
-                    self._pending -= 1
                 except trio.EndOfChannel:
-                    self._raise_inline_failure(None)
                     return
-                finally:
-                    self._parked = False
             except trio.EndOfChannel:
-                self._raise_inline_failure(None)
                 return
-            self._raise_inline_failure(env)
-            if env is not _WAKE:
-                await self._handle(instance, env)
-
-    def _raise_inline_failure(self, taken: Envelope | None) -> None:
-        """Raise the failure of an inline handler run in a sender's task, if one failed, so that
-        the actor restarts (``taken``, the message the loop holds, is then handled first)."""
-        failure, self._inline_failure = self._inline_failure, None
-        if failure is not None:
-            if taken is not None and taken is not _WAKE:
-                self._carried = taken
-            raise failure
+            await self._handle(instance, env)
 
     # -- handling one message ------------------------------------------------------------------------
 
     async def _handle(self, instance: Behaviour, env: Envelope) -> None:
-        """Handle ``env``, in the actor's task: with its handler, or with ``on_denied`` if the
+        """Handle ``env`` in the actor's task: with its handler, or with ``on_denied`` if the
         sender lacks the capability the handler needs (a denial is an answer, not a failure)."""
         payload = env.payload
         handler = type(instance).handler_for(type(payload))
@@ -424,19 +344,19 @@ class Cell:
             return
         needed = instance.capability_for(type(payload))
         denied = needed is not None and not self._host.has_capability(env.sender, needed)
-        if handler.inline and not denied:
-            self._handle_now(instance, env, handler)
-            return
-        self._post.handed_over(env)
+        post = self._post
+        post.handed_over(env)
         token = handling.set((self.id, env))
-        self._post.busy += 1
+        post.busy += 1
         try:
             if denied:
                 try:
                     result = await instance.on_denied(payload, needed)
                 except PermissionError as refused:
-                    self._post.refuse(env, self.id, refused, str(refused))
+                    post.refuse(env, self.id, refused, str(refused))
                     return
+            elif handler.inline:  # a plain def: nothing to await
+                result = getattr(instance, handler.name)(payload)
             else:
                 result = await getattr(instance, handler.name)(payload)
         except BaseException as exc:
@@ -444,22 +364,7 @@ class Cell:
                 raise
             return
         finally:
-            self._post.busy -= 1
-            handling.reset(token)
-        self._answer(instance, env, handler, result)
-
-    def _handle_now(self, instance: Behaviour, env: Envelope, handler: Handler) -> None:
-        """Handle ``env`` with the inline ``handler`` (a plain ``def``) in this task: the
-        actor's, or a sender's that found it idle (:meth:`try_inline`)."""
-        self._post.handed_over(env)
-        token = handling.set((self.id, env))
-        try:
-            result = getattr(instance, handler.name)(env.payload)
-        except BaseException as exc:
-            if self._answer_failure(env, exc):
-                raise
-            return
-        finally:
+            post.busy -= 1
             handling.reset(token)
         self._answer(instance, env, handler, result)
 
@@ -530,14 +435,10 @@ class Cell:
         """Close the mailbox and answer what is left in it: asks get an error, tells are dropped."""
         self._send.close()
         while True:
-            if self._carried is not None:
-                env, self._carried = self._carried, None
-            else:
-                try:
-                    env = self._receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
-            if env is not _WAKE:
-                self._post.refuse(env, self.id, ActorStoppedError(self.id, type(env.payload).__name__),
-                                  f"{self.id} stopped before handling it")
+            try:
+                env = self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            self._post.refuse(env, self.id, ActorStoppedError(self.id, type(env.payload).__name__),
+                              f"{self.id} stopped before handling it")
         self._receive.close()

@@ -27,7 +27,7 @@ handling: contextvars.ContextVar[tuple[ActorId, Envelope] | None] = contextvars.
 )
 """The actor whose handler the current task is running and the envelope it handles (for
 causation ids), or None (outside handlers; a task a handler starts inherits it). Set by the
-cell around every handler, in the actor's task or, for an inline one, in the sender's."""
+cell around every handler, in the actor's task."""
 
 
 def describe(error: BaseException) -> str:
@@ -77,10 +77,10 @@ class Post:
         self._id_template = message_id_template(random.getrandbits(16))
         self._counter = 0
         self._last_ns = 0
-        self._slots: dict[str, ReplySlot] = {}
-        self._unanswered: set[str] = set()
-        """Ids of the asks a handler has yet to answer (their asker may have given up)."""
-        self._deferred: set[str] = set()
+        self._asks: dict[str, ReplySlot] = {}
+        """The asks a handler has yet to answer (their asker may have given up), by request id."""
+        self._waiting = 0
+        """Asks whose asker waits now."""
         self.hooks: list[AuditHook] = []
         """Called with every audit record (see :meth:`Runtime.add_audit_hook`)."""
         self.delivered = 0
@@ -111,35 +111,38 @@ class Post:
     @property
     def pending_asks(self) -> int:
         """Asks whose asker waits now."""
-        return len(self._slots)
+        return self._waiting
 
     def open_ask(self, request: Envelope) -> ReplySlot:
         """Make ``request`` an ask: its answer lands in the slot returned."""
-        slot = self._slots[request.message_id] = ReplySlot()
-        self._unanswered.add(request.message_id)
+        slot = self._asks[request.message_id] = ReplySlot()
+        self._waiting += 1
         return slot
 
-    def close_ask(self, request: Envelope, *, reached: bool) -> None:
+    def close_ask(self, request: Envelope, slot: ReplySlot, *, reached: bool) -> None:
         """The asker no longer waits; ``reached``: whether the request reached the actor (if
         not, nobody will answer it)."""
-        self._slots.pop(request.message_id, None)
+        slot.waiting = False
+        self._waiting -= 1
         if not reached:
-            self._unanswered.discard(request.message_id)
+            self._asks.pop(request.message_id, None)
 
     def is_ask(self, env: Envelope) -> bool:
         """Whether ``env`` is an ask not answered yet."""
-        return env.message_id in self._unanswered
+        return env.message_id in self._asks
 
     def awaits_return(self, env: Envelope) -> bool:
         """Whether ``env`` is an ask that its handler's return value answers (not answered
         yet, nor deferred)."""
-        return env.message_id in self._unanswered and env.message_id not in self._deferred
+        slot = self._asks.get(env.message_id)
+        return slot is not None and not slot.deferred
 
     def defer(self, request: Envelope, responder: ActorId) -> PendingReply | None:
         """Let ``request``'s handler answer it later; ``None`` if it is no ask."""
-        if request.message_id not in self._unanswered:
+        slot = self._asks.get(request.message_id)
+        if slot is None:
             return None
-        self._deferred.add(request.message_id)
+        slot.deferred = True
         return PendingReply(self, request, responder)
 
     def reply(self, request: Envelope, responder: ActorId, payload: Message,
@@ -151,17 +154,15 @@ class Post:
                 f"{responder} answered with an ErrorReply it made ({payload.error_type}: {payload.error}); "
                 "raise the exception, or PendingReply.fail() it"))
             return
-        self._unanswered.discard(request.message_id)
-        self._deferred.discard(request.message_id)
-        slot = self._slots.get(request.message_id)
-        if slot is not None and not self.hooks:
+        slot = self._asks.pop(request.message_id, None)
+        if slot is not None and slot.waiting and not self.hooks:
             # the asker needs only the payload: the envelope would be made for the audit alone
             slot.answer(payload, error)
             return
         # a reply answers (correlation) and is caused by (causation) its request
         env = self.stamp(responder, request.sender, payload, correlation_id=request.message_id,
                          causation_id=request.message_id)
-        if slot is None:
+        if slot is None or not slot.waiting:
             # (quiet: the asker gave up, and was told so: a late answer is nobody's fault)
             self.drop(env, f"no caller waits for correlation id {request.message_id} "
                            "(the ask timed out or was cancelled)", quiet=True)
@@ -179,7 +180,7 @@ class Post:
 
     def refuse(self, env: Envelope, responder: ActorId, error: BaseException, reason: str | None = None) -> None:
         """Answer an ask with ``error``; drop a tell, saying ``reason`` (by default ``error``)."""
-        if env.message_id in self._unanswered:
+        if env.message_id in self._asks:
             self.reply_error(env, responder, error)
         else:
             self.drop(env, f"{type(error).__name__}: {error}" if reason is None else reason)

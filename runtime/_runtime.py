@@ -36,7 +36,6 @@ from ._cell import (
     Behaviour,
     Cell,
     CellState,
-    Handler,
     RestartPolicy,
 )
 from ._kernel_errors import (
@@ -118,7 +117,7 @@ class Runtime:
     """
 
     def __init__(self, nursery: trio.Nursery, scheduler: SteppingScheduler | None = None,
-                 *, drain_timeout: float = 2.0, inline_asks: bool = True) -> None:
+                 *, drain_timeout: float = 2.0) -> None:
         self._nursery = nursery
         self._post = Post()
         self._cells: dict[ActorId, Cell] = {}
@@ -132,8 +131,6 @@ class Runtime:
         Python call, and every step of an agent asks whether its topic has listeners)."""
         self._graph = WaitGraph()
         self._stepping = scheduler
-        self._inline = inline_asks and scheduler is None
-        """Whether a message for an idle actor's inline handler may run it in the sender's task."""
         self._drain_timeout = drain_timeout
         self._closing = False
         self.failures: list[ActorEscalated] = []
@@ -388,33 +385,31 @@ class Runtime:
             raise UnknownActorError(to)
         return cell
 
-    def _put_nowait(self, cell: Cell, env: Envelope, handler: Handler | None) -> bool:
-        """Hand ``env`` to ``cell`` without waiting: to the stepping scheduler, to its inline
-        handler (the one fast path), or into its mailbox. False if the mailbox is full."""
+    def _put_nowait(self, cell: Cell, env: Envelope) -> bool:
+        """Put ``env`` in ``cell``'s mailbox without waiting (under a stepping scheduler: hand
+        it to the scheduler, which puts it there at a step). False if the mailbox is full."""
         if self._stepping is not None:
             self._stepping._hold(cell, env)
             return True
-        if self._inline and handler is not None and cell.try_inline(env, handler):
-            return True
         return cell.put_nowait(env)
 
-    async def _put(self, cell: Cell, env: Envelope, handler: Handler | None) -> None:
+    async def _put(self, cell: Cell, env: Envelope) -> None:
         """:meth:`_put_nowait`, waiting for room in a full mailbox (backpressure)."""
-        if not self._put_nowait(cell, env, handler):
+        if not self._put_nowait(cell, env):
             await cell.put(env)
 
     async def _tell(self, ctx: Context, to: Address, message: Message) -> None:
         # a checkpoint as Trio's own sends are: cancelled before, never after, it is sent
         cell = self._cell(to)
-        handler = cell.handler_for(message)
+        cell.handler_for(message)  # (refused here, at the sender, if the actor cannot take it)
         await trio.lowlevel.checkpoint_if_cancelled()
-        await self._put(cell, self._post.stamp(ctx.self_id, cell.id, message), handler)
+        await self._put(cell, self._post.stamp(ctx.self_id, cell.id, message))
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _tell_nowait(self, ctx: Context, to: Address, message: Message) -> None:
         cell = self._cell(to)
-        handler = cell.handler_for(message)
-        if not self._put_nowait(cell, self._post.stamp(ctx.self_id, cell.id, message), handler):
+        cell.handler_for(message)
+        if not self._put_nowait(cell, self._post.stamp(ctx.self_id, cell.id, message)):
             raise MailboxFullError(cell.id, cell.mailbox_size)
 
     async def _ask(self, ctx: Context, to: Address, message: Message, timeout: float | None,
@@ -422,42 +417,32 @@ class Runtime:
         """Ask ``to``; see :meth:`Context.ask`.
 
         A checkpoint as Trio's own operations are: a cancel point before the request is sent
-        (unless ``shield``), and a schedule point after. An inline handler (see
-        :meth:`Cell.try_inline`) answers before the asker yields, unless it defers its
-        reply; otherwise the asker waits for the reply, recorded in the wait-for graph.
+        (unless ``shield``), and a schedule point while it waits for the reply, which it
+        does recorded in the wait-for graph if a handler asks.
         """
         cell = self._cell(to)
-        handler = cell.handler_for(message)
+        cell.handler_for(message)
         if not shield:
             await trio.lowlevel.checkpoint_if_cancelled()
+        blocking = ctx._cell is not None and ctx._cell.in_handler()
+        if blocking:  # the asker's actor now waits for cell's; its handler no longer runs
+            self._graph.check_and_add(ctx.self_id, cell.id)
+            self._post.busy -= 1
         env = self._post.stamp(ctx.self_id, cell.id, message)
         slot = self._post.open_ask(env)
         reached = False
         try:
-            if self._inline and handler is not None and cell.try_inline(env, handler):
+            # the timeout covers the wait for room in a full mailbox too
+            with trio.CancelScope(deadline=math.inf if timeout is None else trio.current_time() + timeout,
+                                  shield=shield):
+                await self._put(cell, env)
                 reached = True
-                if slot.reply is not None:
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-                    return self._reply_of(cell, message, slot, timeout)
-            # (an idle actor's inline handler waits for nobody: only the mailbox can close a cycle)
-            blocking = ctx._cell is not None and ctx._cell.in_handler()
-            if blocking:  # the asker's actor now waits for cell's; its handler no longer runs
-                self._graph.check_and_add(ctx.self_id, cell.id)
-                self._post.busy -= 1
-            try:
-                # the timeout covers the wait for room in a full mailbox too
-                with trio.CancelScope(deadline=math.inf if timeout is None else trio.current_time() + timeout,
-                                      shield=shield):
-                    if not reached:
-                        await self._put(cell, env, None)
-                        reached = True
-                    await slot.wait()
-            finally:
-                if blocking:
-                    self._post.busy += 1
-                    self._graph.remove(ctx.self_id, cell.id)
+                await slot.wait()
         finally:
-            self._post.close_ask(env, reached=reached)
+            if blocking:
+                self._post.busy += 1
+                self._graph.remove(ctx.self_id, cell.id)
+            self._post.close_ask(env, slot, reached=reached)
         return self._reply_of(cell, message, slot, timeout)
 
     @staticmethod
@@ -484,15 +469,14 @@ class Runtime:
             assert env is not None
             if isinstance(sub, Cell):
                 cls = sub.actor_cls
-                handler = cls.handler_for(type(message)) if cls is not None else None
-                if handler is None and cls is not None:
+                if cls is not None and cls.handler_for(type(message)) is None:
                     # a subscriber receives the types it handles: the rest is filtered out,
                     # audited as a drop but not logged (it is no fault of anyone's)
                     self._post.drop(env, f"subscriber {sub.id} has no handler for {type(message).__name__}",
                                     quiet=True)
                     continue
                 try:
-                    await self._put(sub, env, handler)
+                    await self._put(sub, env)
                 except ActorStoppedError:
                     self._post.drop(env, f"subscriber {sub.id} is stopped")
             else:
@@ -571,7 +555,7 @@ class Context:
 
         An ask is a checkpoint, as Trio's own operations are: a cancel point before the
         message is sent (a cancelled ask never reaches the actor) and a schedule point (other
-        tasks run before it returns), whichever task runs the handler.
+        tasks run before it returns).
 
         If the handler raises, the ask raises :class:`RemoteActorError` *from* the handler's
         own exception: ``exc.__cause__`` is that exception (an exception group from a nursery

@@ -7,7 +7,6 @@ import functools
 import importlib
 import logging
 import os
-import gc
 import sys
 import warnings
 from pathlib import Path
@@ -112,17 +111,6 @@ def _one_line_warning(message: Warning | str, category: type[Warning], filename:
     """Print a warning as the CLI prints an error: one line on stderr, without the source
     line Python shows (what a user needs is what happened to their data)."""
     click.echo(f"livecontext: warning: {' '.join(str(message).split())}", err=True)
-
-
-def tune_gc() -> None:
-    """Make the cyclic garbage collector cheap for a process full of long-lived actors.
-
-    Everything built at start-up is moved out of the collector's sight (``gc.freeze``) and
-    young collections run less often: with thousands of actors, the default thresholds spent
-    more CPU in the collector than in the agents (see benchmarks/bench_agent.py).
-    """
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
 
 
 def import_from_cwd() -> None:
@@ -240,7 +228,11 @@ def main() -> None:
 
     Start with `livecontext demo` (offline).
     """
-    tune_gc()
+    # the runtime's one garbage-collector policy, for the whole command (also those that read
+    # a thread without opening a runtime: a trace of a long thread makes many objects)
+    from livecontext.runtime import gc_tuned
+
+    click.get_current_context().with_resource(gc_tuned())
     warnings.showwarning = _one_line_warning
     # the CLI reports failures itself in one line; the runtime's own log says more only on request
     logging.basicConfig(level=os.environ.get("LIVECONTEXT_LOG", "ERROR").upper(),

@@ -6,10 +6,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trio import sleep
+
 from livecontext.protocol import ModelReply, ModelRequest, ToolCall
 
 from .._errors import UsageError
-from .._timer import sleep
 from ._client import ModelClient, TextCallback, stream_in_pieces
 from ._errors import FailureKind, ScriptExhaustedError, TransientModelError, UnusedTurnsError
 from ._script import Script, load_script, parse_script
@@ -25,8 +26,8 @@ class ScriptedModel(ModelClient):
 
     A turn can fail its first attempts on purpose (``"fail": {"error": "rate_limit",
     "times": 2}``) to exercise retries; attempts are counted per ``call_index`` by this
-    instance. A turn can also take time (``"delay_s"``), cancellably (inside a runtime, on its
-    timer: see :func:`livecontext.runtime.sleep`).
+    instance. A turn can also take time (``"delay_s"``): a cancellable ``trio.sleep``, on Trio's
+    clock (a ``MockClock`` makes it instant in tests).
 
     Tests should end with :meth:`check_all_used`: a script with turns left over usually means
     the agent stopped earlier than the test meant it to.

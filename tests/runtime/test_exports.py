@@ -69,7 +69,7 @@ def test_the_kernel_api_is_public() -> None:
         "AuditEvent", "AuditRecord", "AuditHook", "ActorStoppedError", "AskTimeoutError",
         "AskCycleError", "DeadlockError", "UnhandledMessageError", "RemoteActorError",
         "MailboxFullError", "DuplicateActorError", "UnknownActorError", "SUPERVISION_TOPIC",
-        "SUPERVISOR_ID", "SteppingScheduler", "Delivery", "RuntimeStatistics", "sleep",
+        "SUPERVISOR_ID", "SteppingScheduler", "Delivery", "RuntimeStatistics",
     }
     assert expected <= set(livecontext.runtime.__all__)
     assert {"explore", "run_seed", "open_stepping_runtime", "StallError", "SeedFailedError",

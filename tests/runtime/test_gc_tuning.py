@@ -57,3 +57,16 @@ def test_bad_thresholds_are_refused_with_what_was_wrong(bad: tuple[int, ...]) ->
         with gc_tuned(bad):  # type: ignore[arg-type]
             pass
     assert gc.get_threshold() == (700, 10, 10)
+
+
+
+def test_a_command_leaves_the_thresholds_as_it_found_them_and_freezes_nothing() -> None:
+    # the command line holds the runtime's one policy (gc_tuned) for the command, no other
+    from click.testing import CliRunner
+
+    from livecontext.actors.cli import main
+
+    result = CliRunner().invoke(main, ["threads"], env={"LIVECONTEXT_STORE": "memory:"})
+    assert result.exit_code == 0, result.output
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() == 0

@@ -1,5 +1,5 @@
-"""Inline asks: an ask for a ``@handler(inline=True)`` that finds the actor idle runs the
-handler in the asker's task, with the same ordering, supervision and safety as the mailbox."""
+"""Asks to a plain ``def`` handler (``@handler(inline=True)``): through the mailbox like any
+other, handled in the actor's own task, with the same ordering, supervision and safety."""
 
 from __future__ import annotations
 
@@ -27,14 +27,14 @@ from livecontext.runtime import (
 
 @frozen
 class Query(Message):
-    """Handled inline: recorded, answered with ``Answer(text + "!")``."""
+    """Handled by a plain def: recorded, answered with ``Answer(text + "!")``."""
 
     text: str
 
 
 @frozen
 class PlainQuery(Message):
-    """The same as :class:`Query`, with a plain (not inline) handler."""
+    """The same as :class:`Query`, with an async handler."""
 
     text: str
 
@@ -53,7 +53,7 @@ class Note(Message):
 
 @frozen
 class Gated(Message):
-    """Handled inline: waits for the test's gate, then answers (or fails, if ``fail``)."""
+    """Handled by a plain def: waits for the test's gate, then answers (or fails, if ``fail``)."""
 
     text: str
     fail: bool = False
@@ -61,21 +61,21 @@ class Gated(Message):
 
 @frozen
 class DeferIt(Message):
-    """Handled inline: defers its reply; a background task answers once the gate opens (if ``answer``)."""
+    """Handled by a plain def: defers its reply; a background task answers once the gate opens (if ``answer``)."""
 
     answer: bool
 
 
 @frozen
 class Fail(Message):
-    """Handled inline: raises ValueError."""
+    """Handled by a plain def: raises ValueError."""
 
     text: str
 
 
 @frozen
 class Misuse(Message):
-    """Handled inline: raises UsageError."""
+    """Handled by a plain def: raises UsageError."""
 
     text: str
 
@@ -181,7 +181,7 @@ class Probe(Actor):
 async def gated(shared: Shared, asker: Callable[[], Awaitable[None]], *,
                 wait_entered: bool = True) -> AsyncIterator[trio.Nursery]:
     """Run ``asker`` in its own task (recorded as ``shared.tasks["asker"]``); inside the block
-    its inline handler waits at the gate. Leaving opens the gate (also after a failed check,
+    its handler waits at the gate. Leaving opens the gate (also after a failed check,
     which must not hang) and waits for the asker."""
     async def run() -> None:
         shared.tasks["asker"] = trio.lowlevel.current_task()
@@ -203,7 +203,7 @@ async def _spawn_probe(rt, shared: Shared, name: str = "probe/p"):  # type: igno
     return ref
 
 
-async def test_an_inline_ask_to_an_idle_actor_runs_in_the_askers_task_and_is_audited_as_usual() -> None:
+async def test_an_ask_to_an_idle_actors_plain_def_handler_runs_in_the_actors_task_and_is_audited_as_usual() -> None:
     shared = Shared()
     records: list[AuditRecord] = []
     async with open_runtime() as rt:
@@ -211,8 +211,7 @@ async def test_an_inline_ask_to_an_idle_actor_runs_in_the_askers_task_and_is_aud
         ref = await _spawn_probe(rt, shared)
         reply = await rt.client("asker").ask(ref, Query("hello"))
         assert reply == Answer("hello!")
-        assert shared.tasks["hello"] is trio.lowlevel.current_task()
-        assert shared.tasks["hello"] is not shared.actor_tasks[0]
+        assert shared.tasks["hello"] is shared.actor_tasks[0]
     delivered = [r.envelope for r in records if r.event is AuditEvent.DELIVERED]
     replied = [r.envelope for r in records if r.event is AuditEvent.REPLIED]
     assert [e.payload for e in delivered] == [Query("hello")]
@@ -236,37 +235,23 @@ async def test_a_plain_handler_never_runs_in_the_askers_task() -> None:
         assert shared.tasks["plain"] is shared.actor_tasks[0]
 
 
-async def test_with_inline_asks_off_an_inline_handler_runs_in_the_actors_own_task() -> None:
-    shared = Shared()
-    async with open_runtime(inline_asks=False) as rt:
-        ref = await _spawn_probe(rt, shared)
-        assert await rt.client("asker").ask(ref, Query("mailbox")) == Answer("mailbox!")
-        assert shared.tasks["mailbox"] is not trio.lowlevel.current_task()
-        assert shared.tasks["mailbox"] is shared.actor_tasks[0]
-
-
-async def test_tells_queued_before_an_inline_ask_from_the_same_sender_are_handled_first() -> None:
+async def test_tells_queued_before_an_ask_from_the_same_sender_are_handled_first() -> None:
     shared = Shared()
     async with open_runtime() as rt:
         ref = await _spawn_probe(rt, shared)
         client = rt.client("sender")
         # the loop is parked on an empty mailbox; tell_nowait does not yield, so all three are
-        # still queued (the loop has not run yet) when the inline ask is made
+        # still queued (the loop has not run yet) when the ask is made
         client.tell_nowait(ref, Note("A1"))
         client.tell_nowait(ref, Note("A2"))
         client.tell_nowait(ref, Note("A3"))
         assert shared.log == [("start", 1)]
         assert await client.ask(ref, Query("B")) == Answer("B!")
         assert shared.log == [("start", 1), "A1", "A2", "A3", "B"]
-        # the same ask once the mailbox is empty again does run inline: only the queued
-        # tells kept "B" out of the asker's task
-        await trio.testing.wait_all_tasks_blocked()
-        assert await client.ask(ref, Query("B2")) == Answer("B2!")
-        assert shared.tasks["B2"] is trio.lowlevel.current_task()
         assert shared.tasks["B"] is shared.actor_tasks[0]
 
 
-async def test_a_failing_inline_handler_answers_the_asker_restarts_the_actor_and_keeps_the_mail_queued_after(
+async def test_a_failing_plain_def_handler_answers_the_asker_restarts_the_actor_and_keeps_the_mail_queued_after(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     shared = Shared()
@@ -275,20 +260,19 @@ async def test_a_failing_inline_handler_answers_the_asker_restarts_the_actor_and
         client = rt.client("asker")
         with pytest.raises(RemoteActorError) as info:
             await client.ask(ref, Fail("doomed"))
-        assert shared.tasks["doomed"] is trio.lowlevel.current_task()  # it really ran inline
+        assert shared.tasks["doomed"] is shared.actor_tasks[0]
         assert str(info.value) == "probe/p failed handling the request: ValueError: doomed failed"
         assert info.value.error_class is ValueError and isinstance(info.value.__cause__, ValueError)
         client.tell_nowait(ref, Note("queued after the failure"))
         assert await client.ask(ref, Stats()) == StatsReply(generation=2, notes=("queued after the failure",))
         assert shared.log == [("start", 1), "doomed", ("start", 2), "queued after the failure"]
         assert rt.statistics().restarts == 1
-        # the restarted actor serves inline asks again
-        await trio.testing.wait_all_tasks_blocked()
+        # the restarted actor serves asks again, in its new task
         assert await client.ask(ref, Query("after")) == Answer("after!")
-        assert shared.tasks["after"] is trio.lowlevel.current_task()
+        assert shared.tasks["after"] is shared.actor_tasks[1]
 
 
-async def test_a_deferred_reply_from_an_inline_handler_reaches_the_asker(
+async def test_a_deferred_reply_from_a_plain_def_handler_reaches_the_asker(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     shared = Shared()
@@ -303,11 +287,11 @@ async def test_a_deferred_reply_from_an_inline_handler_reaches_the_asker(
             await trio.sleep(1)
             assert replies == []  # the handler returned, its return value is not the reply
         assert replies == [Answer("deferred")]
-        assert shared.tasks["defer"] is shared.tasks["asker"]  # it really ran inline
+        assert shared.tasks["defer"] is shared.actor_tasks[0]
         assert rt.statistics().pending_asks == 0
 
 
-async def test_a_deferred_reply_never_sent_ends_the_inline_ask_at_its_timeout(
+async def test_a_deferred_reply_never_sent_ends_the_ask_at_its_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     shared = Shared()
@@ -318,12 +302,12 @@ async def test_a_deferred_reply_never_sent_ends_the_inline_ask_at_its_timeout(
             await rt.client("asker").ask(ref, DeferIt(answer=False), timeout=3)
         assert trio.current_time() - start == pytest.approx(3)
         assert info.value.timeout == 3
-        assert shared.tasks["defer"] is trio.lowlevel.current_task()
+        assert shared.tasks["defer"] is shared.actor_tasks[0]
         assert rt.statistics().pending_asks == 0
         assert shared.starts == 1  # a missing reply is no failure of the actor
 
 
-async def test_a_usage_error_from_an_inline_handler_reaches_the_asker_without_restarting_the_actor(
+async def test_a_usage_error_from_a_plain_def_handler_reaches_the_asker_without_restarting_the_actor(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     shared = Shared()
@@ -335,7 +319,7 @@ async def test_a_usage_error_from_an_inline_handler_reaches_the_asker_without_re
         with pytest.raises(RemoteActorError, match=r"^probe/p failed handling the request: UsageError: bad flag$") as info:
             await client.ask(ref, Misuse("bad flag"))
         assert info.value.error_class is UsageError and isinstance(info.value.__cause__, UsageError)
-        assert shared.tasks["misuse"] is trio.lowlevel.current_task()  # it really ran inline
+        assert shared.tasks["misuse"] is shared.actor_tasks[0]
         await trio.sleep(5)  # any restart would have happened by now
         assert await client.ask(ref, Stats()) == StatsReply(generation=1, notes=("state kept",))
         assert shared.starts == 1
@@ -364,7 +348,7 @@ class Vault(Actor):
         return Answer(msg.text)
 
 
-async def test_an_inline_ask_still_needs_the_capability_the_actor_requires() -> None:
+async def test_an_ask_to_a_plain_def_handler_needs_the_capability_the_actor_requires() -> None:
     seen: list[tuple[str, trio.lowlevel.Task]] = []
     async with open_runtime() as rt:
         ref = await rt.spawn(lambda: Vault(seen), "vault/v")
@@ -373,17 +357,16 @@ async def test_an_inline_ask_still_needs_the_capability_the_actor_requires() -> 
         with pytest.raises(RemoteActorError, match=r"^vault/v failed handling the request: PermissionError: "
                                                    r"vault/v refuses Write: the sender lacks 'write'$"):
             await rt.client("nobody", capabilities=set()).ask(ref, Write("forbidden"))
-        # refused through the mailbox (on_denied may wait), the handler never ran
+        # refused by on_denied, in the actor's task: the handler never ran
         assert [what for what, _ in seen] == ["denied"] and seen[0][1] is not me
-        await trio.testing.wait_all_tasks_blocked()
         assert await rt.client("writer", capabilities={"write"}).ask(ref, Write("allowed")) == Answer("allowed")
-        assert seen[1] == ("allowed", me)
+        assert seen[1] == ("allowed", seen[0][1])
         assert rt.statistics().restarts == 0
 
 
 @frozen
 class SlowDefer(Message):
-    """Handled inline: takes ``seconds``, then defers its reply and never sends it."""
+    """Handled by a plain def: takes ``seconds``, then defers its reply and never sends it."""
 
     seconds: float
 
@@ -395,7 +378,7 @@ class SlowDeferrer(Actor):
         self.ctx.defer_reply()
 
 
-async def test_the_timeout_of_an_inline_ask_counts_from_the_ask_not_from_when_the_handler_returned(
+async def test_the_timeout_of_an_ask_counts_from_the_ask_not_from_when_the_handler_returned(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_runtime() as rt:
@@ -409,7 +392,7 @@ async def test_the_timeout_of_an_inline_ask_counts_from_the_ask_not_from_when_th
 
 @frozen
 class Arm(Message):
-    """Handled inline: starts a background task that fails once ``boom`` is set."""
+    """Handled by a plain def: starts a background task that fails once ``boom`` is set."""
 
 
 class Crashy(Actor):
@@ -511,7 +494,7 @@ class Peeker(Actor):
 
 
 def test_an_inline_async_handler_is_refused_when_its_class_is_defined() -> None:
-    with pytest.raises(TypeError, match=r"^Waits\.on_query: an inline handler runs in the asker's task and may "
+    with pytest.raises(TypeError, match=r"^Waits\.on_query: an inline handler is called without await and may "
                                         r"not wait: make it a plain def, or drop inline=True$"):
         class Waits(Actor):
             @handler(inline=True)
@@ -519,7 +502,7 @@ def test_an_inline_async_handler_is_refused_when_its_class_is_defined() -> None:
                 return Answer(msg.text)
 
 
-async def test_an_ask_to_an_inline_handler_is_a_schedule_point() -> None:
+async def test_an_ask_to_a_plain_def_handler_is_a_schedule_point() -> None:
     shared = Shared()
     async with open_runtime() as rt:
         ref = await _spawn_probe(rt, shared)
@@ -530,10 +513,10 @@ async def test_an_ask_to_an_inline_handler_is_a_schedule_point() -> None:
             # each ask let the other task run (Trio may order a batch of runnable tasks
             # either way, so the last one's turn may come after the loop)
             assert other.count >= 9
-        assert all(shared.tasks[str(i)] is trio.lowlevel.current_task() for i in range(10))
+        assert all(shared.tasks[str(i)] is shared.actor_tasks[0] for i in range(10))
 
 
-async def test_an_ask_to_an_inline_handler_is_a_cancel_point_before_it_is_sent() -> None:
+async def test_an_ask_to_a_plain_def_handler_is_a_cancel_point_before_it_is_sent() -> None:
     shared = Shared()
     async with open_runtime() as rt:
         ref = await _spawn_probe(rt, shared)
@@ -552,7 +535,7 @@ async def test_an_ask_to_an_inline_handler_is_a_cancel_point_before_it_is_sent()
         assert shared.log[-1] == "no checkpoint"
 
 
-async def test_a_tell_to_an_inline_handler_is_a_schedule_point() -> None:
+async def test_a_tell_to_a_plain_def_handler_is_a_schedule_point() -> None:
     shared = Shared()
     async with open_runtime() as rt:
         ref = await _spawn_probe(rt, shared)

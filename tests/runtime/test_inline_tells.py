@@ -1,5 +1,5 @@
-"""Inline tells and publishes: an idle actor's inline handler with no ``await`` in it runs in the
-sender's task before ``tell``/``publish`` returns; anything else goes through the mailbox."""
+"""Tells and publishes to a plain ``def`` handler (``@handler(inline=True)``) go through the
+mailbox like any other: handled in the actor's own task, in mailbox order, never in the sender's."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ TOPIC = "inline.tells"
 
 @frozen
 class Ping(Message):
-    """Handled inline, without an await: may run in the sender's task."""
+    """Handled by a plain def, without an await."""
 
     text: str
 
 
 @frozen
 class Yielding(Message):
-    """Handled inline, with an await: always through the mailbox when told."""
+    """Handled with an await."""
 
     text: str
 
@@ -34,7 +34,7 @@ class Plain(Message):
 
 @frozen
 class Boom(Message):
-    """Handled inline, without an await, by raising."""
+    """Handled by a plain def, by raising."""
 
 
 Log = list[tuple[str, trio.lowlevel.Task]]
@@ -78,46 +78,49 @@ async def _listener(rt: Runtime) -> tuple[ActorRef[Listener], Log, list[trio.low
     return ref, log, starts
 
 
-async def test_a_tell_to_an_idle_actors_await_free_inline_handler_is_handled_before_tell_returns() -> None:
+async def test_a_tell_to_an_idle_actors_plain_def_handler_is_handled_in_the_actors_own_task() -> None:
     records: list[AuditRecord] = []
     async with open_runtime() as rt:
         rt.add_audit_hook(records.append)
         ref, log, starts = await _listener(rt)
         await rt.client("sender").tell(ref, Ping("now"))
-        assert log == [("now", trio.lowlevel.current_task())]  # done, in the sender's task
+        await trio.testing.wait_all_tasks_blocked()
+        assert log == [("now", starts[0])]
     assert [r.envelope.payload for r in records if r.event is AuditEvent.DELIVERED] == [Ping("now")]
 
 
-async def test_a_publish_runs_an_idle_subscribers_await_free_inline_handler_in_the_publishers_task() -> None:
+async def test_a_publish_to_an_idle_subscribers_plain_def_handler_is_handled_in_the_subscribers_task() -> None:
     async with open_runtime() as rt:
-        _, log, _ = await _listener(rt)
+        _, log, starts = await _listener(rt)
         await rt.client("publisher").publish(TOPIC, Ping("published"))
-        assert log == [("published", trio.lowlevel.current_task())]
+        await trio.testing.wait_all_tasks_blocked()
+        assert log == [("published", starts[0])]
 
 
-async def test_a_handler_that_awaits_or_is_not_inline_is_told_through_the_mailbox() -> None:
+async def test_a_tell_nowait_to_an_idle_actors_plain_def_handler_is_only_queued_when_it_returns() -> None:
     async with open_runtime() as rt:
         ref, log, starts = await _listener(rt)
-        sender = rt.client("sender")
-        await sender.tell(ref, Yielding("awaits"))
-        await sender.tell(ref, Plain("plain"))
+        rt.client("sender").tell_nowait(ref, Ping("queued"))
+        assert log == []  # nothing runs in the sender's task
+        assert not rt.is_idle(ref)  # it has a message to handle
         await trio.testing.wait_all_tasks_blocked()
-        assert log == [("awaits", starts[0]), ("plain", starts[0])]  # both in the actor's own task
+        assert log == [("queued", starts[0])]
 
 
-async def test_messages_queued_before_an_inline_eligible_tell_from_the_same_sender_are_handled_first() -> None:
+async def test_handlers_that_await_and_plain_def_handlers_are_handled_in_mailbox_order() -> None:
     async with open_runtime() as rt:
         ref, log, starts = await _listener(rt)
         sender = rt.client("sender")
         sender.tell_nowait(ref, Plain("first"))
-        sender.tell_nowait(ref, Plain("second"))
-        await sender.tell(ref, Ping("third"))  # the mailbox is not empty: no inline run
+        sender.tell_nowait(ref, Yielding("second"))
+        await sender.tell(ref, Ping("third"))
+        sender.tell_nowait(ref, Plain("fourth"))
         await trio.testing.wait_all_tasks_blocked()
-        assert [text for text, _ in log] == ["first", "second", "third"]
+        assert [text for text, _ in log] == ["first", "second", "third", "fourth"]
         assert {task for _, task in log} == {starts[0]}
 
 
-async def test_a_failing_inline_tell_does_not_reach_the_sender_and_restarts_the_actor(
+async def test_a_failing_plain_def_tell_does_not_reach_the_sender_and_restarts_the_actor(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with open_runtime() as rt:
@@ -126,33 +129,6 @@ async def test_a_failing_inline_tell_does_not_reach_the_sender_and_restarts_the_
         await sender.tell(ref, Boom())  # no exception here: a tell has no answer
         await trio.sleep(1)  # past the restart's backoff
         assert len(starts) == 2 and rt.statistics().restarts == 1
-        await trio.testing.wait_all_tasks_blocked()
         await sender.tell(ref, Ping("after"))
-        assert log == [("after", trio.lowlevel.current_task())]  # the new instance, inline again
-
-
-async def test_with_inline_asks_off_a_tell_always_goes_through_the_mailbox() -> None:
-    async with open_runtime(inline_asks=False) as rt:
-        ref, log, starts = await _listener(rt)
-        rt.client("sender").tell_nowait(ref, Ping("queued"))
-        assert log == []
         await trio.testing.wait_all_tasks_blocked()
-        assert log == [("queued", starts[0])]
-
-
-async def test_a_tell_nowait_to_an_idle_actors_await_free_inline_handler_is_handled_before_it_returns() -> None:
-    async with open_runtime() as rt:
-        ref, log, starts = await _listener(rt)
-        rt.client("sender").tell_nowait(ref, Ping("at once"))
-        assert log == [("at once", trio.lowlevel.current_task())]
-
-
-async def test_a_tell_nowait_behind_queued_mail_or_to_an_awaiting_handler_goes_through_the_mailbox() -> None:
-    async with open_runtime() as rt:
-        ref, log, starts = await _listener(rt)
-        sender = rt.client("sender")
-        sender.tell_nowait(ref, Yielding("awaits"))
-        sender.tell_nowait(ref, Ping("behind it"))  # the mailbox holds one: no inline run
-        assert log == []
-        await trio.testing.wait_all_tasks_blocked()
-        assert log == [("awaits", starts[0]), ("behind it", starts[0])]
+        assert log == [("after", starts[1])]  # the new instance, in its own task

@@ -249,20 +249,13 @@ SCENARIOS: dict[str, tuple[Scenario, list[dict[str, Any]]]] = {
     "cancel as an effect is applied": (cancel_as_an_effect_is_applied, [
         tool_calls(("ring", {}), ("slow_once", {"seconds": 0}), ("record", {"label": "a"})), {"text": "done"},
     ]),
-    "cancel as an effect is applied, every message through a mailbox": (cancel_as_an_effect_is_applied, [
-        tool_calls(("ring", {}), ("slow_once", {"seconds": 0}), ("record", {"label": "a"})), {"text": "done"},
-    ]),
     "cancel while a reply is recorded": (cancel_while_a_reply_is_recorded, [
         tool_calls(("slow_once", {"seconds": 0}), ("record", {"label": "a"})), {"text": "done"},
     ]),
 }
-UNWATCHED = {"cancel as an effect is applied", "cancel as an effect is applied, every message through a mailbox"}
+UNWATCHED = {"cancel as an effect is applied"}
 """Nobody subscribes to the engine's events: it publishes none (no schedule point after a write)."""
-THROUGH_MAILBOXES = {"cancel as an effect is applied, every message through a mailbox"}
-"""No inline path (``open_runtime(inline_asks=False)``): the Cancel waits in the engine's
-mailbox as the step ends, and the engine must have handled it before its next step."""
 NOT_STEPPED = {
-    "cancel as an effect is applied, every message through a mailbox": "as above (and it has no inline path anyway)",
     "cancel as an effect is applied": "its Cancel races the engine's writes there (see the module docstring)",
     "cancel while a reply is recorded": "its Cancel races the engine's writes there (see the module docstring)",
 }
@@ -292,7 +285,7 @@ async def run_scenario(name: str, stepping_seed: int | None = None) -> tuple[tup
         log = await store.open_thread("t", create=True, owner="tests")
         async with log:
             if stepping_seed is None:
-                runtime: Any = open_runtime(inline_asks=name not in THROUGH_MAILBOXES)
+                runtime: Any = open_runtime()
             else:
                 runtime = open_stepping_runtime(stepping_seed)
             async with runtime as opened:
