@@ -96,6 +96,15 @@ def test_drawing_without_all_of_before_after_and_out_is_refused(capsys: pytest.C
     assert "--before, --after and --out go together" in capsys.readouterr().err
 
 
+def test_drawing_without_graphviz_is_refused_in_one_line_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert main(["--before", "HEAD", "--after", "HEAD", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Graphviz's dot is not installed" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_page_is_rewritten_between_its_markers_only(tmp_path: Path) -> None:
     page = tmp_path / "structure.md"
     page.write_text(f"# Title\n\n{BEGIN}\nold figures\n{END}\n\nThe command.\n")

@@ -392,12 +392,17 @@ def to_dot(figures: Figures, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_svg(dot_source: str, path: Path) -> None:
+def find_dot() -> str:
+    """Graphviz's ``dot``, which draws the pictures."""
     dot = shutil.which("dot")
     if dot is None:
         raise GraphError("Graphviz's dot is not installed (apt-get install graphviz): it draws the "
-                         "pictures; the figures print without it (leave out --out)")
-    done = subprocess.run([dot, "-Tsvg"], input=dot_source, capture_output=True, text=True, check=False)
+                         "pictures; the figures print without it (leave out --before, --after and --out)")
+    return dot
+
+
+def render_svg(dot_source: str, path: Path) -> None:
+    done = subprocess.run([find_dot(), "-Tsvg"], input=dot_source, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise GraphError(f"dot could not draw {path.name}: {done.stderr.strip()}")
     # dot writes its version in a comment: keep the file the same whoever draws it
@@ -481,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "python tools/import_graph.py --before f014eca --after HEAD --out docs/")
             if not options.out.is_dir():
                 raise GraphError(f"--out {options.out}: no such folder")
+            find_dot()  # before the minutes of reading two revisions
             before, after = figures_at(options.before), figures_at(options.after)
             for name, figures in (("before", before), ("after", after)):
                 render_svg(to_dot(figures, f"{name}: {figures.label}"), options.out / f"import-graph-{name}.svg")
