@@ -3,7 +3,8 @@
 Both checks read the installed layout (``livecontext.protocol``, ...): see
 :mod:`tests.support.installed`. The layers are the ``[tool.importlinter]`` contracts in
 pyproject.toml, checked by ``lint-imports``; the circles are found here from the import graph
-grimp builds (the graph import-linter checks).
+grimp builds (the graph import-linter checks); tools/import_graph.py draws the graph between
+packages (docs/structure.md).
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from tests.support.installed import ROOT, lay_out_installed_package
+from tools.import_graph import strongly_connected
 
 KNOWN_CIRCLES: Mapping[str, list[frozenset[str]]] = {}
 """The circles there are today, by folder: a circle that is not listed fails the test, and so
@@ -69,7 +71,7 @@ def circles_by_folder(imports: Mapping[str, list[str]]) -> dict[str, list[frozen
                 target = _entry(package, module)
                 if target is not None and target != source:
                     edges.setdefault(source, set()).add(target)
-        circles = [circle for circle in _strongly_connected(edges) if len(circle) > 1]
+        circles = strongly_connected(edges)
         if circles:
             found[package] = sorted(circles, key=sorted)
     return found
@@ -81,40 +83,6 @@ def _entry(package: str, module: str) -> str | None:
     if not module.startswith(package + "."):
         return None
     return module[len(package) + 1:].split(".")[0]
-
-
-def _strongly_connected(edges: Mapping[str, set[str]]) -> Iterator[frozenset[str]]:
-    """Tarjan's strongly connected components (the graphs are a few dozen nodes)."""
-    index: dict[str, int] = {}
-    lowest: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[frozenset[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = lowest[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for successor in sorted(edges.get(node, ())):
-            if successor not in index:
-                visit(successor)
-                lowest[node] = min(lowest[node], lowest[successor])
-            elif successor in on_stack:
-                lowest[node] = min(lowest[node], index[successor])
-        if lowest[node] == index[node]:
-            component = set()
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.add(member)
-                if member == node:
-                    break
-            components.append(frozenset(component))
-
-    for node in sorted(set(edges) | {target for targets in edges.values() for target in targets}):
-        if node not in index:
-            visit(node)
-    return iter(components)
 
 
 def test_circles_are_found_through_subpackages_and_the_package_itself() -> None:
