@@ -17,6 +17,11 @@ be ordered, and the system cut at one point.
 The log stores JSON text and never looks inside it: the layer above serializes payloads and
 snapshot states, and decides when to snapshot. See DESIGN.md, "State, durability and the
 event log".
+
+Each backend has its folder (``jsonl/``, ``sqlite/``, ``postgres/``, ``memory/``), built on
+``base/`` (the records, the errors, the ``Backend`` protocol, the lease); the modules here are
+the front every backend is driven through (the async store, the URL opener, copy, salvage and
+verify).
 """
 
 from __future__ import annotations
