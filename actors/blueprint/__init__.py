@@ -20,7 +20,7 @@ from ._load import (
     parse_system_blueprint,
 )
 from ._models import BlueprintModels, open_blueprint_models
-from ._system import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
+from ._system_blueprint import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
 
 __all__ = [
     "BUILTIN_APPS",
