@@ -2,8 +2,7 @@
 of :func:`~livecontext.open_agent` and the flags of ``livecontext run`` / ``chat`` all say.
 
 Every way of building an agent makes one and opens it with
-:func:`~livecontext.actors.front.open_agent_from` (the front door exports it: it is not a
-blueprint's own name), so that defaults, checks and the rules for
+:func:`~livecontext.actors.front.open_agent_from`, so that defaults, checks and the rules for
 resuming a thread live in one place.
 """
 
@@ -12,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import Any, Final
 
 import attrs
 from attrs import field, frozen
@@ -24,31 +23,28 @@ from livecontext.runtime.persistence import EventStore
 from ..agent import SETTINGS, AgentSettings
 from ..agent import check_thread_id
 from ..analyzers import AnalyzerSettings
-from ..apps import App
+from ..apps import App, FunctionTools, Notebook
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits, override_limits
-from ._blueprint import AppUse, Blueprint
+from ._blueprint import AppUse, Blueprint, importable
 
 
-class _Given(enum.Enum):
+class NotGiven(enum.Enum):
+    """The type of :data:`NOT_GIVEN`, its one value (as PEP 484 writes a sentinel)."""
+
     NOT_GIVEN = "not given"
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"
 
 
-NOT_GIVEN: Literal[_Given.NOT_GIVEN] = _Given.NOT_GIVEN
+NOT_GIVEN: Final = NotGiven.NOT_GIVEN
 """A setting left out: a resumed thread keeps the value it recorded, a new one gets the
 default (``None``, where a setting takes it, means "none": no recap, no limits)."""
-NotGiven = Literal[_Given.NOT_GIVEN]
 
 ToolLike = Callable[..., Any] | str
 """A tool: a function (marked with ``@tool`` or not) or its import path ``module:function``."""
-
-T = TypeVar("T")
-Maybe = T | NotGiven
-
 
 def _tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value)
@@ -87,24 +83,24 @@ class AgentSpec:
     ``None``: the one a resumed thread recorded, else ``echo``."""
     system_prompt: str | None = None
     """``None``: a resumed thread keeps its own (a new one gets the default prompt)."""
-    budget: Maybe[int] = NOT_GIVEN
+    budget: int | NotGiven = NOT_GIVEN
     """Token budget of each model call's context (default 8000)."""
-    context: Maybe[ContextPolicy] = NOT_GIVEN
+    context: ContextPolicy | NotGiven = NOT_GIVEN
     """How each call's context is rendered (default: the ``stable`` policy)."""
-    limits: Maybe[HistoryLimits | None] = NOT_GIVEN
+    limits: HistoryLimits | None | NotGiven = NOT_GIVEN
     """Limits of the unfolded history (default none: derived from the budget when a recap runs)."""
-    recap: Maybe[RecapSettings | None] = NOT_GIVEN
+    recap: RecapSettings | None | NotGiven = NOT_GIVEN
     """Run a recap maintainer with these settings (default none)."""
-    analyzers: Maybe[tuple[AnalyzerSettings, ...]] = field(default=NOT_GIVEN, converter=_maybe_tuple)
+    analyzers: tuple[AnalyzerSettings, ...] | NotGiven = field(default=NOT_GIVEN, converter=_maybe_tuple)
     """Analyzers run beside the engine (default none)."""
-    spend: Maybe[SpendLimits | None] = NOT_GIVEN
+    spend: SpendLimits | None | NotGiven = NOT_GIVEN
     """Spend limits (default none)."""
     spend_override: SpendLimits | None = None
     """Limits put in place of the same limits of the spend the thread runs with (``spend``,
     else the recorded one): what ``run --max-cost`` and its kin give."""
-    pin_task: Maybe[bool] = NOT_GIVEN
+    pin_task: bool | NotGiven = NOT_GIVEN
     """Pin the thread's first input (default ``True``)."""
-    lifecycle: Maybe[bool] = NOT_GIVEN
+    lifecycle: bool | NotGiven = NOT_GIVEN
     """Offer the control tools ``task_complete`` and ``wait_user_response`` (default ``True``)."""
     snapshot_every: int = AgentSettings().snapshot_every
     """Snapshot the thread every this many log records (0: never)."""
@@ -183,6 +179,22 @@ class AgentSpec:
         settings = AgentSettings(thread_id=self.thread, system_prompt=self.system_prompt,
                                  snapshot_every=self.snapshot_every, **given)
         return settings, {name: self.label(name) for name in given}
+
+    def make_apps(self) -> list[App]:
+        """New instances of its apps (those given as instances: themselves), then one
+        :class:`FunctionTools` app for its tools; :attr:`folder` is importable meanwhile.
+        No apps given: a Memory Notebook.
+
+        Raises:
+            AppDefinitionError: an app's path names no App class, or it cannot be made so.
+            ToolDefinitionError: a tool's path names no function, or it cannot be a tool.
+        """
+        with importable(self.folder):
+            apps: list[App] = [a.make() if isinstance(a, AppUse) else a for a in self.apps] if (
+                self.apps is not None) else [Notebook()]
+            if self.tools:
+                apps.append(FunctionTools(self.tools))
+        return apps
 
     def with_override(self, settings: AgentSettings) -> AgentSettings:
         """``settings`` with :attr:`spend_override`'s limits in place of its spend's."""

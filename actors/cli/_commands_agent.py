@@ -121,13 +121,10 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         spec = cli_spec(ctx, bp, thread=thread_id, model=model_spec, store=store_url, system_prompt=system_prompt,
                         budget=budget, no_pin_task=no_pin_task, no_lifecycle=no_lifecycle,
                         spend_override=spend_override)
-        spec = attrs.evolve(
-            spec, **_flag_apps(app_paths, tools, spec),
-            **({"inputs": inputs} if bp is None or "inputs" in typed else {}),
-            **({"pins": pins} if bp is None or "pins" in typed else {}),
-            **({"max_steps": max_steps} if bp is None or "max_steps" in typed else {}),
-            **({"snapshot_every": snapshot_every} if bp is None or "snapshot_every" in typed else {}),
-            cut_oversized=cut_oversized)
+        flags: dict[str, Any] = {"inputs": inputs, "pins": pins, "max_steps": max_steps,
+                                 "snapshot_every": snapshot_every}  # (a blueprint's, unless typed)
+        spec = attrs.evolve(spec, **_flag_apps(app_paths, tools, spec), cut_oversized=cut_oversized,
+                            **{name: value for name, value in flags.items() if bp is None or name in typed})
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)

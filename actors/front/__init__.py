@@ -9,7 +9,7 @@ circle.
 
 from __future__ import annotations
 
-from ..blueprint._spec import NOT_GIVEN, AgentSpec
+from ..blueprint import NOT_GIVEN, AgentSpec
 from ._front import Agent, AgentEvent, AgentState, Reply, agent_spec, open_agent
 from ._open import OpenedAgent, open_agent_from
 

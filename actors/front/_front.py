@@ -72,8 +72,7 @@ from ..agent import (
 )
 from ..analyzers import AnalyzerSettings
 from ..apps import App
-from ..blueprint import Blueprint, load_blueprint
-from ..blueprint._spec import NOT_GIVEN, AgentSpec, NotGiven, ToolLike
+from ..blueprint import NOT_GIVEN, AgentSpec, Blueprint, NotGiven, ToolLike, load_blueprint
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits

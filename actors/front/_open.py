@@ -29,10 +29,8 @@ from ..agent import (
     resumed_settings,
 )
 from ..analyzers import AnalyzerKind
-from ..apps import App, FunctionTools, Notebook
-from ..blueprint import AppUse, Blueprint, open_blueprint_models
-from ..blueprint._spec import AgentSpec
-from ..blueprint._blueprint import importable
+from ..apps import App
+from ..blueprint import AgentSpec, Blueprint, open_blueprint_models
 from ..recap import RecapStrategy
 
 if TYPE_CHECKING:
@@ -108,10 +106,7 @@ def _apps(spec: AgentSpec, recorded: ThreadConfigured | None) -> tuple[list[App]
     note if they are not the ones it ran with."""
     if spec.apps is None and not spec.tools and recorded is not None and recorded.apps:
         return [make_recorded_app(spec.thread, info) for info in recorded.apps], []
-    with importable(spec.folder):
-        apps = [a.make() if isinstance(a, AppUse) else a for a in spec.apps] if spec.apps is not None else [Notebook()]
-        if spec.tools:
-            apps.append(FunctionTools(spec.tools))
+    apps = spec.make_apps()
     if recorded is not None and recorded.apps:
         was, now = [info.name for info in recorded.apps], [app.name for app in apps]
         if was != now:
@@ -123,6 +118,7 @@ def _side_models(spec: AgentSpec, settings: AgentSettings, recorded: ThreadConfi
     """The side models to open by spec: the spec's, else those the resumed thread recorded for
     the recap and the analyzers it runs that use a model (clients given are used as they are)."""
     recorded_recap, recorded_analyzers = recorded_models(recorded)
+    recap: str | None
     if isinstance(spec.recap_model, str):
         recap = spec.recap_model
     elif spec.recap_model is None and settings.recap is not None and settings.recap.strategy is RecapStrategy.MODEL_SUMMARY:
