@@ -21,6 +21,7 @@ from livecontext.runtime.persistence import EventStore
 from ..agent import (
     AgentSettings,
     Session,
+    SideModels,
     changed_settings,
     make_recorded_app,
     open_session,
@@ -86,8 +87,8 @@ async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_k
                 store, settings, model_spec or "echo", inputs=spec.inputs, pins=spec.pins,
                 cut_oversized=spec.cut_oversized, base_url=base_url, api_key=api_key, apps=apps,
                 model=spec.model if isinstance(spec.model, ModelClient) else None,
-                recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider,
-                side_specs=(side.recap_model or "", dict(side.analyzer_models))) as session:
+                side=SideModels(recap_client, analyzer_clients, side.recap_model or "", side.analyzer_models),
+                tracer_provider=tracer_provider) as session:
             yield OpenedAgent(session, settings, model_spec, changed, tuple(notes))
 
 

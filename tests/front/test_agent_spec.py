@@ -168,3 +168,26 @@ async def test_a_bad_keyword_of_open_agent_is_the_same_line_and_opens_nothing(tm
             pass
     assert not (tmp_path / "lc.db").exists()
 
+
+
+TOOLS = '''
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def plus(a: int, b: int) -> int:
+    """Add two integers too."""
+    return a + b
+'''
+
+
+async def test_tools_given_beside_a_blueprints_tools_are_offered_by_its_one_tools_app(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "spec_tools_here.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "bp.toml").write_text('[[tools]]\nuse = "spec_tools_here:add"\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    async with livecontext.open_agent(blueprint=tmp_path / "bp.toml", tools=["spec_tools_here:plus"]) as agent:
+        config = await recorded_config(agent.store, agent.thread)
+    assert config is not None and [a.name for a in config.apps] == ["notebook", "tools"]
+    assert {"add", "plus"} <= {t.name for t in config.tools}
