@@ -22,7 +22,7 @@ from ._load import (
 )
 from ._models import BlueprintModels, open_blueprint_models
 from ._spec import NOT_GIVEN, AgentSpec, NotGiven, ToolLike
-from ._system import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
+from ._system_blueprint import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
 
 __all__ = [
     "BUILTIN_APPS",
