@@ -3,7 +3,9 @@
 
 One call opens a model, a store, a thread and a runtime with the agent's actors in it (as
 ``livecontext run`` does), and closes them in order on exit. Every blueprint key has a
-keyword; ``blueprint=PATH`` loads one and the keywords given override it. The :class:`Agent`
+keyword; ``blueprint=PATH`` loads one and the keywords given override it. The keywords make
+one :class:`AgentSpec` (:func:`agent_spec`), opened by :func:`open_agent_from` as every other
+caller opens one. The :class:`Agent`
 talks to its actors only through their messages, like any other client of the runtime.
 """
 
