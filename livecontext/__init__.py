@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, HistoryLimits
     from livecontext.actors.recap import RecapSettings
     from livecontext.actors.spend import SpendLimits, SpendLimitsError
-    from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
+    from livecontext.protocol.agent import AgentStatus
+    from livecontext.protocol.history import EngineState, Level, Retention, TaskStatus
     from livecontext.runtime import UsageError
     from livecontext.runtime.models import Price
 

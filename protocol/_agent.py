@@ -501,8 +501,8 @@ AgentHistoryRequest = (GetTail | AppendInput | MeasureInput | AppendOutput | Rec
                        | AppendToolResults | PostNotification | Render | ReadHistory | GetAppEffects
                        | ReplayAppEffects | SaveAppState | GetFill)
 """What the agent's own actors (engine, app host) ask or tell the history store, and the one
-way any reader reads entries (:class:`~livecontext.protocol.ReadHistory`); the edits of
-context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
+way any reader reads entries (:class:`~livecontext.protocol.context.ReadHistory`); the edits of
+context management are :data:`~livecontext.protocol.context.HistoryEditRequest`."""
 
 AgentHistoryReply = (Tail | InputMeasured | NotificationPosted | Rendered | HistorySlice | AppEffects
                      | HistoryChanged | HistoryFill)

@@ -106,7 +106,7 @@ class ModelInputEntry:
     """Marked folded into a recap (still stored, no longer rendered)."""
     key: str | None = None
     """The key of the input, if a system's run of inputs fed it (see
-    :class:`~livecontext.protocol.InputsGiven`)."""
+    :class:`~livecontext.protocol.system.InputsGiven`)."""
 
 
 @frozen(kw_only=True)

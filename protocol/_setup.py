@@ -1,5 +1,5 @@
 """How a thread runs besides what it renders, as its log records it (see
-:attr:`~livecontext.protocol.ThreadConfigured.settings`).
+:attr:`~livecontext.protocol.records.ThreadConfigured.settings`).
 
 These are plain records of the settings the agent layer checks and uses
 (``livecontext.actors``: ``HistoryLimits``, ``RecapSettings``, ``AnalyzerSettings``,

@@ -10,7 +10,7 @@ a stopped actor, a timeout, a deadlock).
 from __future__ import annotations
 
 
-from livecontext.protocol import LivecontextError as LivecontextError  # (defined in the lowest layer)
+from livecontext.protocol.wire import LivecontextError as LivecontextError  # (defined in the lowest layer)
 
 
 class UsageError(LivecontextError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from livecontext.protocol import ActorId, ErrorReply
+from livecontext.protocol.kernel import ActorId, ErrorReply
 
 from ._errors import ActorError, UsageError
 

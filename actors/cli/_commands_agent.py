@@ -14,11 +14,11 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
+from livecontext.protocol.agent import IdleReason, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import Runtime, UsageError
 
-from livecontext.protocol import ThreadConfigured
+from livecontext.protocol.records import ThreadConfigured
 
 from ..agent import AgentSettings
 from ..agent import SETTINGS, changed_settings, resumed_settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from livecontext.protocol import ThreadConfigured
+from livecontext.protocol.records import ThreadConfigured
 
 from ..agent import AgentSettings
 from ..agent import recorded_models

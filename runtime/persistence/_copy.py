@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import aclosing
 
 from attrs import frozen
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from ._errors import CorruptRecordError, StoreCorruptError
 from ._interface import EventStore

@@ -10,7 +10,7 @@ import trio
 
 from ._backend import Backend, ThreadHandle, WriterHandle
 from ._clock import SystemClock
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from ._errors import CorruptRecordError, InvalidRecordError, SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
 from ._interface import EventStore, ThreadLog, ThreadReader

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 
 from attrs import frozen
-from livecontext.protocol import check_schema_version
+from livecontext.protocol.wire import check_schema_version
 
 from ._errors import CorruptRecordError
 from ._jsonl_codec import decode_record, decode_snapshot, prefix_seq

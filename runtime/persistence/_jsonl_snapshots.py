@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from livecontext.protocol import check_schema_version
+from livecontext.protocol.wire import check_schema_version
 
 from ._errors import CorruptRecordError
 from ._jsonl_codec import decode_snapshot, encode_snapshot

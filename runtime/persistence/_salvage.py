@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from attrs import frozen
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from ._errors import CorruptRecordError, PersistenceError, StoreCorruptError
 from ._interface import ThreadReader

@@ -9,7 +9,7 @@ import quicktok
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livecontext.protocol import Content, LevelText
+from livecontext.protocol.history import Content, LevelText
 from livecontext.runtime._errors import UsageError
 from livecontext.runtime._tokens import (
     BUNDLED_ENCODINGS,
