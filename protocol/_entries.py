@@ -10,20 +10,6 @@ from ._content import Content, Level, Retention
 from ._ids import ActorId
 from ._tools import ToolCall, ToolResult
 
-__all__ = [
-    "ENTRY_KINDS",
-    "HistoryEntry",
-    "KeyedNote",
-    "ModelInputEntry",
-    "ModelOutputEntry",
-    "Notification",
-    "RecapEntry",
-    "ToolResultsEntry",
-    "Usage",
-    "UsageTotals",
-    "id_number",
-]
-
 
 @frozen
 class Notification:

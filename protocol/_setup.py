@@ -12,15 +12,6 @@ from __future__ import annotations
 
 from attrs import frozen
 
-__all__ = [
-    "RecordedAnalyzer",
-    "RecordedLimits",
-    "RecordedPrice",
-    "RecordedRecap",
-    "RecordedSpend",
-    "ThreadSettings",
-]
-
 
 @frozen
 class RecordedLimits:
