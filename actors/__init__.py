@@ -8,42 +8,9 @@ rest; pyproject.toml's import contract says which may import which."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from .agent import (
-        AgentActors,
-        AgentSettings,
-        AppHost,
-        InputSource,
-        InputTooLargeError,
-        SubAgents,
-        check_thread_id,
-        parent_thread_id,
-        spawn_agent,
-        sub_thread_id,
-    )
-    from .system import (
-        AgentAddress,
-        AgentAnswer,
-        Directory,
-        ForkedThread,
-        InputsRun,
-        Messaging,
-        Switchboard,
-        System,
-        SystemAgent,
-        SystemAgentStatus,
-        SystemExistsError,
-        SystemFork,
-        SystemNotFoundError,
-        SystemSeqPastEndError,
-        SystemStatus,
-        TurnRefusedError,
-        fork_system,
-        open_system,
-    )
+from livecontext._lazy import attribute, names
 
 _HOMES = {
     "AgentActors": "agent",
@@ -79,47 +46,46 @@ _HOMES = {
 one module of the package (the CLI's ``threads`` imports the history's) does not import the
 whole of it (the agent's actors, the system, the model clients)."""
 
+__all__ = [*_HOMES]
+
+if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, with their types)
+    from .agent import (
+        AgentActors as AgentActors,
+        AgentSettings as AgentSettings,
+        AppHost as AppHost,
+        InputSource as InputSource,
+        InputTooLargeError as InputTooLargeError,
+        SubAgents as SubAgents,
+        check_thread_id as check_thread_id,
+        parent_thread_id as parent_thread_id,
+        spawn_agent as spawn_agent,
+        sub_thread_id as sub_thread_id,
+    )
+    from .system import (
+        AgentAddress as AgentAddress,
+        AgentAnswer as AgentAnswer,
+        Directory as Directory,
+        ForkedThread as ForkedThread,
+        InputsRun as InputsRun,
+        Messaging as Messaging,
+        Switchboard as Switchboard,
+        System as System,
+        SystemAgent as SystemAgent,
+        SystemAgentStatus as SystemAgentStatus,
+        SystemExistsError as SystemExistsError,
+        SystemFork as SystemFork,
+        SystemNotFoundError as SystemNotFoundError,
+        SystemSeqPastEndError as SystemSeqPastEndError,
+        SystemStatus as SystemStatus,
+        TurnRefusedError as TurnRefusedError,
+        fork_system as fork_system,
+        open_system as open_system,
+    )
+
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "AgentActors",
-    "AgentAddress",
-    "AgentAnswer",
-    "AgentSettings",
-    "AppHost",
-    "Directory",
-    "ForkedThread",
-    "InputSource",
-    "InputTooLargeError",
-    "InputsRun",
-    "Messaging",
-    "SubAgents",
-    "Switchboard",
-    "System",
-    "SystemAgent",
-    "SystemAgentStatus",
-    "SystemExistsError",
-    "SystemFork",
-    "SystemNotFoundError",
-    "SystemSeqPastEndError",
-    "SystemStatus",
-    "TurnRefusedError",
-    "check_thread_id",
-    "fork_system",
-    "open_system",
-    "parent_thread_id",
-    "spawn_agent",
-    "sub_thread_id",
-]
+    return names(__name__, _HOMES)

@@ -45,25 +45,20 @@ import trio
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.history import ContextPolicy, HistoryState, HistoryStore, StableRenderer, render
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
+from livecontext.protocol.agent import Idle, IdleReason, ProvideInput, Render, Rendered, RunUntilIdle
+from livecontext.protocol.history import (
     Content,
-    Idle,
     LevelText,
     ModelInputEntry,
     ModelOutputEntry,
-    ProvideInput,
-    Render,
-    Rendered,
     Retention,
-    RunUntilIdle,
     ToolCall,
     ToolResult,
     ToolResultsEntry,
     ToolStatus,
-    make_converter,
 )
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import GC_THRESHOLDS, open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import FsyncLevel, open_store

@@ -37,17 +37,9 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import (
-    IdleReason,
-    EditApplied,
-    FoldDone,
-    FoldIntoRecap,
-    FoldNow,
-    Idle,
-    ReadHistory,
-    RunUntilIdle,
-    make_converter,
-)
+from livecontext.protocol.agent import Idle, IdleReason, RunUntilIdle
+from livecontext.protocol.context import EditApplied, FoldDone, FoldIntoRecap, FoldNow, ReadHistory
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import AuditEvent, AuditRecord, open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

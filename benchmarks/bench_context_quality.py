@@ -67,7 +67,9 @@ from benchmarks.transcripts import STEPS, Transcript, generate  # noqa: E402
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
 from livecontext.actors.history import ContextPolicy, HistoryLimits  # noqa: E402
 from livecontext.actors.recap import RecapSettings  # noqa: E402
-from livecontext.protocol import BeforeModelCall, HistorySlice, Idle, IdleReason, ReadHistory, RunUntilIdle, make_converter  # noqa: E402
+from livecontext.protocol.agent import BeforeModelCall, Idle, IdleReason, RunUntilIdle  # noqa: E402
+from livecontext.protocol.context import HistorySlice, ReadHistory  # noqa: E402
+from livecontext.protocol.wire import make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import open_store  # noqa: E402

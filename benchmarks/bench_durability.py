@@ -50,22 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
 from livecontext.actors.history import HistoryState, HistoryStore, load_state, write_snapshot  # noqa: E402
 from livecontext.actors.history._lod import input_content, output_content  # noqa: E402
-from livecontext.protocol import (  # noqa: E402
-    ActorId,
-    AppendInput,
-    AppendOutput,
-    EntryAppended,
-    Idle,
-    Message,
-    ModelInputEntry,
-    ModelOutputEntry,
-    ProvideInput,
-    Retention,
-    RunUntilIdle,
-    SystemPromptSet,
-    Tail,
-    make_converter,
-)
+from livecontext.protocol.agent import AppendInput, AppendOutput, Idle, ProvideInput, RunUntilIdle, Tail  # noqa: E402
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, Retention  # noqa: E402
+from livecontext.protocol.kernel import ActorId, Message  # noqa: E402
+from livecontext.protocol.records import EntryAppended, SystemPromptSet  # noqa: E402
+from livecontext.protocol.wire import make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import NewRecord, ThreadReader, open_store  # noqa: E402

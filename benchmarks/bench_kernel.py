@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 import trio
 from attrs import frozen
 
-from livecontext.protocol import Message, Topic
+from livecontext.protocol.kernel import Message, Topic
 from livecontext.runtime import Actor, handler, open_runtime
 
 BUFFER = 128

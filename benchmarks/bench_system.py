@@ -30,7 +30,7 @@ import trio
 
 from livecontext.actors import AgentSettings, open_system
 from livecontext.actors.blueprint import AgentBlueprint, Blueprint, SystemBlueprint
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 
 LATENCY_S = 0.05

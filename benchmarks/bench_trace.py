@@ -36,7 +36,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
 from livecontext.actors.trace import Trace, build_trace, trace_json, trace_svg  # noqa: E402
-from livecontext.protocol import dump_json  # noqa: E402
+from livecontext.protocol.wire import dump_json  # noqa: E402
 from livecontext.runtime import gc_tuned  # noqa: E402
 from tests.support.trace_threads import LONG_THREAD, make_long_thread  # noqa: E402
 

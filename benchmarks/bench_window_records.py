@@ -29,7 +29,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
 from livecontext.actors import AgentSettings, spawn_agent  # noqa: E402
-from livecontext.protocol import Idle, ProvideInput, RunUntilIdle, make_converter  # noqa: E402
+from livecontext.protocol.agent import Idle, ProvideInput, RunUntilIdle  # noqa: E402
+from livecontext.protocol.wire import make_converter  # noqa: E402
 from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import open_store  # noqa: E402

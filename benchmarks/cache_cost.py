@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from attrs import define, field
 
-from livecontext.protocol import ChatMessage
+from livecontext.protocol.history import ChatMessage
 
 CACHE_READ_PRICE = 0.1
 """What a cached input token costs, as a share of an uncached one."""

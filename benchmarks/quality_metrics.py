@@ -1,8 +1,8 @@
 """What one rendered context kept of a transcript: the metrics of ``bench_context_quality.py``.
 
 Each is computed from what the model was actually given (the messages of a
-:class:`~livecontext.protocol.ModelRequest`) and from how the history store says it showed
-each entry (the ``spans`` of :class:`~livecontext.protocol.BeforeModelCall`). Where a
+:class:`~livecontext.protocol.history.ModelRequest`) and from how the history store says it showed
+each entry (the ``spans`` of :class:`~livecontext.protocol.agent.BeforeModelCall`). Where a
 runtime publishes no spans, :func:`infer_spans` reads them back from the messages.
 
 A *unit* is one step of the history as the entries' ids name it: the task's input entry
@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from attrs import frozen
 
 from livecontext.actors.history._render import RECAP_PREFIX
-from livecontext.protocol import (
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import (
     ChatMessage,
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
-    RenderedSpan,
     Role,
     Shown,
     ToolResult,

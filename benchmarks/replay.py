@@ -19,7 +19,7 @@ import trio
 from attrs import define, field
 
 from livecontext.actors.apps import App, ToolFailure, tool
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 from livecontext.runtime.models import ModelClient, TextCallback
 
 from .transcripts import Call

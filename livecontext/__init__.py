@@ -18,121 +18,109 @@ The front door (re-exports only)::
 
 The layers below are ``livecontext.actors`` (engine, history, apps, recap, analyzers,
 blueprints, CLI), ``livecontext.runtime`` (the actor kernel, stores, model clients) and
-``livecontext.protocol`` (the messages, pure data).
+``livecontext.protocol`` (the messages, pure data, in modules named for what they hold).
 """
 
 from __future__ import annotations
 
-import importlib
+_HOMES = {
+    "Agent": "actors.front",
+    "AgentAnswer": "actors.system",
+    "AgentEvent": "actors.front",
+    "AgentSpec": "actors.front",
+    "AgentState": "actors.front",
+    "AgentStatus": "protocol.agent",
+    "AnalyzerSettings": "actors.analyzers",
+    "App": "actors.apps",
+    "AppDefinitionError": "actors.apps",
+    "AppStateError": "actors.apps",
+    "BlueprintError": "actors.blueprint",
+    "BudgetTooSmallError": "actors.history",
+    "ContextPolicy": "actors.history",
+    "EngineState": "protocol.history",
+    "HistoryLimits": "actors.history",
+    "InputTooLargeError": "actors",
+    "Level": "protocol.history",
+    "Price": "runtime.models",
+    "RecapSettings": "actors.recap",
+    "Reply": "actors.front",
+    "Retention": "protocol.history",
+    "SpendLimits": "actors.spend",
+    "SpendLimitsError": "actors.spend",
+    "System": "actors.system",
+    "TaskStatus": "protocol.history",
+    "ToolDefinitionError": "actors.apps",
+    "ToolFailure": "actors.apps",
+    "ToolOutcome": "actors.apps",
+    "UsageError": "runtime",
+    "open_agent": "actors.front",
+    "open_system": "actors.system",
+    "tool": "actors.apps",
+}
+"""The front door's names, each with the module it lives in (below ``livecontext``): imported on
+first use, so that ``import livecontext`` (and the ``livecontext`` command's start, which a
+Ctrl-C may interrupt) costs nothing until a name is used. This table is the list of the front
+door's names: ``__all__`` and ``__getattr__`` read it."""
+
+__all__ = [*_HOMES]
 
 TYPE_CHECKING = False  # (not typing's: the command's start imports nothing it can do without)
-if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
+if TYPE_CHECKING:
+    # Type checkers and IDEs run no __getattr__: this block shows them each name of _HOMES
+    # (imported "as" itself: a re-export), with its type. tests/test_lazy_exports.py checks
+    # that it names the same names, from the same modules, as the table.
     from typing import Any
 
-    from livecontext.actors.front import Agent, AgentEvent, AgentSpec, AgentState, Reply, open_agent
-    from livecontext.actors.system import AgentAnswer, System, open_system
-    from livecontext.actors.analyzers import AnalyzerSettings
+    from livecontext.actors import InputTooLargeError as InputTooLargeError
+    from livecontext.actors.analyzers import AnalyzerSettings as AnalyzerSettings
     from livecontext.actors.apps import (
-        App,
-        AppDefinitionError,
-        AppStateError,
-        ToolDefinitionError,
-        ToolFailure,
-        ToolOutcome,
-        tool,
+        App as App,
+        AppDefinitionError as AppDefinitionError,
+        AppStateError as AppStateError,
+        ToolDefinitionError as ToolDefinitionError,
+        ToolFailure as ToolFailure,
+        ToolOutcome as ToolOutcome,
+        tool as tool,
     )
-    from livecontext.actors.blueprint import BlueprintError
-    from livecontext.actors import InputTooLargeError
-    from livecontext.actors.history import BudgetTooSmallError, ContextPolicy, HistoryLimits
-    from livecontext.actors.recap import RecapSettings
-    from livecontext.actors.spend import SpendLimits, SpendLimitsError
-    from livecontext.protocol import AgentStatus, EngineState, Level, Retention, TaskStatus
-    from livecontext.runtime import UsageError
-    from livecontext.runtime.models import Price
-
-_HOMES = {
-    "Agent": "livecontext.actors.front",
-    "AgentAnswer": "livecontext.actors.system",
-    "AgentEvent": "livecontext.actors.front",
-    "AgentSpec": "livecontext.actors.front",
-    "AgentState": "livecontext.actors.front",
-    "AgentStatus": "livecontext.protocol",
-    "AnalyzerSettings": "livecontext.actors.analyzers",
-    "App": "livecontext.actors.apps",
-    "AppDefinitionError": "livecontext.actors.apps",
-    "AppStateError": "livecontext.actors.apps",
-    "BlueprintError": "livecontext.actors.blueprint",
-    "BudgetTooSmallError": "livecontext.actors.history",
-    "ContextPolicy": "livecontext.actors.history",
-    "EngineState": "livecontext.protocol",
-    "HistoryLimits": "livecontext.actors.history",
-    "InputTooLargeError": "livecontext.actors",
-    "Level": "livecontext.protocol",
-    "Price": "livecontext.runtime.models",
-    "RecapSettings": "livecontext.actors.recap",
-    "Reply": "livecontext.actors.front",
-    "Retention": "livecontext.protocol",
-    "SpendLimits": "livecontext.actors.spend",
-    "SpendLimitsError": "livecontext.actors.spend",
-    "System": "livecontext.actors.system",
-    "TaskStatus": "livecontext.protocol",
-    "ToolDefinitionError": "livecontext.actors.apps",
-    "ToolFailure": "livecontext.actors.apps",
-    "ToolOutcome": "livecontext.actors.apps",
-    "UsageError": "livecontext.runtime",
-    "open_agent": "livecontext.actors.front",
-    "open_system": "livecontext.actors.system",
-    "tool": "livecontext.actors.apps",
-}
-"""Where each name of the front door lives: imported on first use, so that ``import
-livecontext`` (and the ``livecontext`` command's start, which a Ctrl-C may interrupt) costs
-nothing until a name is used."""
+    from livecontext.actors.blueprint import BlueprintError as BlueprintError
+    from livecontext.actors.front import (
+        Agent as Agent,
+        AgentEvent as AgentEvent,
+        AgentSpec as AgentSpec,
+        AgentState as AgentState,
+        Reply as Reply,
+        open_agent as open_agent,
+    )
+    from livecontext.actors.history import (
+        BudgetTooSmallError as BudgetTooSmallError,
+        ContextPolicy as ContextPolicy,
+        HistoryLimits as HistoryLimits,
+    )
+    from livecontext.actors.recap import RecapSettings as RecapSettings
+    from livecontext.actors.spend import SpendLimits as SpendLimits, SpendLimitsError as SpendLimitsError
+    from livecontext.actors.system import (
+        AgentAnswer as AgentAnswer,
+        System as System,
+        open_system as open_system,
+    )
+    from livecontext.protocol.agent import AgentStatus as AgentStatus
+    from livecontext.protocol.history import (
+        EngineState as EngineState,
+        Level as Level,
+        Retention as Retention,
+        TaskStatus as TaskStatus,
+    )
+    from livecontext.runtime import UsageError as UsageError
+    from livecontext.runtime.models import Price as Price
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'livecontext' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    from livecontext._lazy import attribute  # (on first use: the command's start loads nothing more)
+
+    return attribute(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    from livecontext._lazy import names
 
-
-__all__ = [
-    "Agent",
-    "AgentAnswer",
-    "AgentEvent",
-    "AgentSpec",
-    "AgentState",
-    "AgentStatus",
-    "AnalyzerSettings",
-    "App",
-    "AppDefinitionError",
-    "AppStateError",
-    "BlueprintError",
-    "BudgetTooSmallError",
-    "ContextPolicy",
-    "EngineState",
-    "HistoryLimits",
-    "InputTooLargeError",
-    "Level",
-    "Price",
-    "RecapSettings",
-    "Reply",
-    "Retention",
-    "SpendLimits",
-    "SpendLimitsError",
-    "System",
-    "TaskStatus",
-    "ToolDefinitionError",
-    "ToolFailure",
-    "ToolOutcome",
-    "UsageError",
-    "open_agent",
-    "open_system",
-    "tool",
-]
+    return names(__name__, _HOMES)

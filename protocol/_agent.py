@@ -20,65 +20,6 @@ from ._state import EngineState
 from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
 from ._windows import AppWindow
 
-__all__ = [
-    "AfterModelCall",
-    "AfterToolExecute",
-    "AgentHistoryReply",
-    "AgentHistoryRequest",
-    "AppEffects",
-    "AppHostReply",
-    "AppHostRequest",
-    "AppendInput",
-    "AppendOutput",
-    "AppendToolResults",
-    "ApplyEffect",
-    "BeforeModelCall",
-    "BeforeToolExecute",
-    "Cancel",
-    "CancelTool",
-    "EngineControl",
-    "EngineEvent",
-    "EngineReply",
-    "GetAppEffects",
-    "GetTail",
-    "GetWindows",
-    "HistoryChanged",
-    "Idle",
-    "IdleReason",
-    "InputAvailable",
-    "InputMeasured",
-    "InputSourceReply",
-    "InputSourceRequest",
-    "InputText",
-    "InvokeTool",
-    "ListTools",
-    "MeasureInput",
-    "ModelTextDelta",
-    "NotificationPosted",
-    "ObservationCut",
-    "Pause",
-    "PostNotification",
-    "ProvideInput",
-    "PullInput",
-    "RecordToolResult",
-    "RecordToolStarted",
-    "Render",
-    "Rendered",
-    "RenderedSpan",
-    "ReplayAppEffects",
-    "Resume",
-    "RunUntilIdle",
-    "SaveAppState",
-    "StateTransition",
-    "Step",
-    "StepDone",
-    "Tail",
-    "ToolInvoked",
-    "Tools",
-    "WaitingInput",
-    "Windows",
-]
-
 @frozen
 class RenderedSpan:
     """A run of entries with consecutive ids (inclusive) shown the same way in one render;
@@ -501,8 +442,8 @@ AgentHistoryRequest = (GetTail | AppendInput | MeasureInput | AppendOutput | Rec
                        | AppendToolResults | PostNotification | Render | ReadHistory | GetAppEffects
                        | ReplayAppEffects | SaveAppState | GetFill)
 """What the agent's own actors (engine, app host) ask or tell the history store, and the one
-way any reader reads entries (:class:`~livecontext.protocol.ReadHistory`); the edits of
-context management are :data:`~livecontext.protocol.HistoryEditRequest`."""
+way any reader reads entries (:class:`~livecontext.protocol.context.ReadHistory`); the edits of
+context management are :data:`~livecontext.protocol.context.HistoryEditRequest`."""
 
 AgentHistoryReply = (Tail | InputMeasured | NotificationPosted | Rendered | HistorySlice | AppEffects
                      | HistoryChanged | HistoryFill)

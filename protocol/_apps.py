@@ -12,15 +12,6 @@ from attrs import Factory, frozen
 from ._json import load_json
 from ._message import Message, type_source
 
-__all__ = [
-    "AppEffect",
-    "AppHistory",
-    "NotebookEdited",
-    "StoredEffect",
-    "UndecodedEffect",
-    "app_effect_of",
-]
-
 
 @frozen
 class NotebookEdited(Message):

@@ -2,7 +2,8 @@
 
 Each message is named once, in its module, and once in the closed union of its channel
 (``EngineControl = Pause | Resume | ...``); the catalog reads the classes off those unions,
-so a new message joins the converter (and the package's exports) by joining its channel.
+so a new message joins the converter by joining its channel (and is exported by the public
+module of its channel: a test checks that each is exported once).
 """
 
 from __future__ import annotations

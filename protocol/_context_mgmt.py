@@ -12,37 +12,6 @@ from ._entries import HistoryEntry, RecapEntry
 from ._ids import ActorId
 from ._message import Message
 
-__all__ = [
-    "AccessDenied",
-    "Capability",
-    "Conflict",
-    "ContextRecord",
-    "EditApplied",
-    "EditConflict",
-    "EditDenied",
-    "EditHistory",
-    "EntriesFolded",
-    "EntryRef",
-    "FoldDone",
-    "FoldIntoRecap",
-    "FoldNow",
-    "GetFill",
-    "HistoryEditReply",
-    "HistoryEditRequest",
-    "HistoryEdited",
-    "HistoryFill",
-    "HistorySlice",
-    "HistoryUsage",
-    "LimitEvent",
-    "LimitLevel",
-    "MarkFolded",
-    "ReadHistory",
-    "RecapRequest",
-    "RemoveEntries",
-    "ReplaceContent",
-    "SetRetention",
-]
-
 
 class Capability(enum.Enum):
     """What an actor may do to a thread's history; granted when the actor is spawned."""

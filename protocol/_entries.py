@@ -10,20 +10,6 @@ from ._content import Content, Level, Retention
 from ._ids import ActorId
 from ._tools import ToolCall, ToolResult
 
-__all__ = [
-    "ENTRY_KINDS",
-    "HistoryEntry",
-    "KeyedNote",
-    "ModelInputEntry",
-    "ModelOutputEntry",
-    "Notification",
-    "RecapEntry",
-    "ToolResultsEntry",
-    "Usage",
-    "UsageTotals",
-    "id_number",
-]
-
 
 @frozen
 class Notification:
@@ -106,7 +92,7 @@ class ModelInputEntry:
     """Marked folded into a recap (still stored, no longer rendered)."""
     key: str | None = None
     """The key of the input, if a system's run of inputs fed it (see
-    :class:`~livecontext.protocol.InputsGiven`)."""
+    :class:`~livecontext.protocol.system.InputsGiven`)."""
 
 
 @frozen(kw_only=True)

@@ -7,14 +7,6 @@ from attrs import frozen
 from ._ids import ActorId
 from ._message import Message
 
-__all__ = [
-    "Ack",
-    "ActorEscalated",
-    "ActorRestarted",
-    "ErrorReply",
-    "KernelMessage",
-]
-
 
 @frozen
 class ActorRestarted(Message):

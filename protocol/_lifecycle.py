@@ -29,25 +29,6 @@ from attrs import frozen
 
 from ._message import Message
 
-__all__ = [
-    "AgentStatus",
-    "ControlToolEffect",
-    "EnginePaused",
-    "GetStatus",
-    "LifecycleRecord",
-    "RecordPause",
-    "RecordStepFailure",
-    "StatusReply",
-    "StatusRequest",
-    "StepFailed",
-    "TASK_COMPLETE",
-    "TaskCompleted",
-    "TaskMarks",
-    "TaskStatus",
-    "UserQuestionAsked",
-    "WAIT_USER_RESPONSE",
-]
-
 TASK_COMPLETE = "task_complete"
 """The control tool that ends the task with a result."""
 WAIT_USER_RESPONSE = "wait_user_response"

@@ -16,20 +16,6 @@ from ._setup import ThreadSettings
 from ._tools import ToolResult, ToolSpec
 from ._windows import AppWindow
 
-__all__ = [
-    "AppInfo",
-    "EntryAppended",
-    "HistorySnapshot",
-    "SystemPromptSet",
-    "ContextCompacted",
-    "RenderPolicy",
-    "ThreadConfigured",
-    "ThreadRecord",
-    "ToolResultRecorded",
-    "ToolResultsAppended",
-    "ToolStarted",
-]
-
 
 @frozen
 class EntryAppended(Message):

@@ -3,7 +3,7 @@
 An app's effects are written to the event log by their tag (the class name) and must be
 read back by every converter in the process: the history store's, the CLI's, a test's. So
 defining an app registers its effect types here (``App.effects``), once, and every
-:class:`~livecontext.protocol.ProtocolConverter` looks a tag it does not know up here when it
+:class:`~livecontext.protocol.wire.ProtocolConverter` looks a tag it does not know up here when it
 meets it. This is the one process-wide table of the protocol, and it only grows: a tag names
 one class for the life of the process, because the tag is what the log stores.
 """
@@ -55,7 +55,7 @@ def register_message_types(classes: Iterable[type]) -> None:
         if not (isinstance(cls, type) and issubclass(cls, Message) and attrs.has(cls)):
             raise TypeError(
                 f"{cls!r} cannot be written to the log: make it a @frozen attrs class "
-                "subclassing livecontext.protocol.Message"
+                "subclassing livecontext.protocol.kernel.Message"
             )
         tag = cls.__name__
         builtin = _BUILTIN.get(tag)

@@ -1,5 +1,5 @@
 """How a thread runs besides what it renders, as its log records it (see
-:attr:`~livecontext.protocol.ThreadConfigured.settings`).
+:attr:`~livecontext.protocol.records.ThreadConfigured.settings`).
 
 These are plain records of the settings the agent layer checks and uses
 (``livecontext.actors``: ``HistoryLimits``, ``RecapSettings``, ``AnalyzerSettings``,
@@ -11,15 +11,6 @@ the agent layer turns back into its enums.
 from __future__ import annotations
 
 from attrs import frozen
-
-__all__ = [
-    "RecordedAnalyzer",
-    "RecordedLimits",
-    "RecordedPrice",
-    "RecordedRecap",
-    "RecordedSpend",
-    "ThreadSettings",
-]
 
 
 @frozen

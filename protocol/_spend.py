@@ -15,8 +15,6 @@ from attrs import frozen
 from ._entries import UsageTotals
 from ._message import Message
 
-__all__ = ["CheckSpend", "SpendReply", "SpendReport", "SpendRequest", "SpendVerdict"]
-
 
 @frozen
 class SpendReport(Message):

@@ -22,27 +22,6 @@ from ._content import Retention
 from ._entries import Notification
 from ._message import Message
 
-__all__ = [
-    "ClaimTurn",
-    "FindInputs",
-    "FindMessage",
-    "GivenInput",
-    "InputsDone",
-    "InputsFound",
-    "InputsGiven",
-    "MessageFound",
-    "ReleaseTurn",
-    "SwitchboardReply",
-    "SwitchboardRequest",
-    "SystemDeclared",
-    "SystemLookup",
-    "SystemLookupReply",
-    "SystemMember",
-    "SystemRecord",
-    "TurnGranted",
-    "TurnRefused",
-]
-
 
 @frozen
 class ClaimTurn(Message):

@@ -25,9 +25,6 @@ from ._content_wire import common_prefix, common_suffix
 from ._errors import MalformedDataError
 from ._message import Message
 
-__all__ = ["WHOLE_EVERY", "AppWindow", "AppWindowChange", "AppWindowsChanged", "AppWindowsRecorded", "TextChange",
-           "WindowRecord"]
-
 WHOLE_EVERY = 50
 """An app's window is recorded whole at least once in this many records of it: reading it
 as of a seq applies at most this many changes (each a few string slices) to a whole copy."""

@@ -11,7 +11,7 @@ import typing
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
-from livecontext.protocol import Message
+from livecontext.protocol.kernel import Message
 
 from ._cell import Handler
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import trio
 
-from livecontext.protocol import ActorId, Message
+from livecontext.protocol.kernel import ActorId, Message
 
 from ._errors import AskCycleError
 

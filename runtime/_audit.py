@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from attrs import frozen
 
-from livecontext.protocol import Envelope
+from livecontext.protocol.kernel import Envelope
 
 
 class AuditEvent(enum.Enum):

@@ -20,15 +20,7 @@ from typing import Protocol
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
-    Ack,
-    ActorEscalated,
-    ActorId,
-    ActorRestarted,
-    Envelope,
-    Message,
-    Topic,
-)
+from livecontext.protocol.kernel import Ack, ActorEscalated, ActorId, ActorRestarted, Envelope, Message, Topic
 
 from ._errors import ActorStoppedError, UnhandledMessageError, UsageError
 from ._post import Post, handling

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from livecontext.protocol import LivecontextError as LivecontextError  # (defined in the lowest layer)
-from livecontext.protocol import ActorId, ErrorReply
+from livecontext.protocol.wire import LivecontextError as LivecontextError  # (defined in the lowest layer)
+from livecontext.protocol.kernel import ActorId, ErrorReply
 
 
 class UsageError(LivecontextError):

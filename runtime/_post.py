@@ -14,7 +14,7 @@ import logging
 import random
 import time
 
-from livecontext.protocol import ActorId, Envelope, ErrorReply, Message, Topic, message_id_template
+from livecontext.protocol.kernel import ActorId, Envelope, ErrorReply, Message, Topic, message_id_template
 
 from ._asks import ReplySlot
 from ._audit import AuditEvent, AuditHook, AuditRecord

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.kernel import (
     Ack,
     ActorEscalated,
     ActorId,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import trio
 from attrs import frozen
 
-from livecontext.protocol import Envelope
+from livecontext.protocol.kernel import Envelope
 
 from ._errors import ActorStoppedError
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import quicktok  # type: ignore[import-untyped]  # (it ships no type information)
 
-from livecontext.protocol import Content, LevelText
+from livecontext.protocol.history import Content, LevelText
 
 from ._errors import UsageError
 
@@ -124,7 +124,7 @@ class TokenCounter:
         return int(self._tokenizer.count(text))
 
     def content(self, live: str, recent: str, gist: str) -> Content:
-        """A :class:`~livecontext.protocol.Content` holding the three levels and their counts.
+        """A :class:`~livecontext.protocol.history.Content` holding the three levels and their counts.
 
         Each distinct string is counted once: when two levels hold the same text (a short
         tool result is often its own gist), the count is reused.

@@ -7,7 +7,7 @@ import importlib
 import inspect
 import pkgutil
 
-from livecontext.protocol import LivecontextError
+from livecontext.protocol.wire import LivecontextError
 
 
 def _modules() -> list[str]:
@@ -37,7 +37,7 @@ def test_every_exception_class_defined_in_the_package_derives_from_livecontext_e
 
 
 def test_the_runtime_and_the_protocol_share_one_base_class() -> None:
-    from livecontext.protocol import ProtocolError
+    from livecontext.protocol.wire import ProtocolError
     from livecontext.runtime import LivecontextError as RuntimeBase
 
     assert RuntimeBase is LivecontextError

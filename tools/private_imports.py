@@ -34,9 +34,16 @@ def _is_package(graph_modules: set[str], module: str) -> bool:
     return any(other.startswith(module + ".") for other in graph_modules)
 
 
+SHARED = ("livecontext._lazy.",)
+"""Private modules made for every package to import: ``_lazy`` (names of a package imported on
+first use), the helper of each lazy ``__init__``, below every layer in pyproject.toml."""
+
+
 def crossing(importer: str, importer_is_package: bool, target: str, packages: set[str]) -> bool:
     """Whether importing ``target`` (a dotted path, a name at its end) from ``importer`` takes a
     private part of another package (``packages``: the graph's packages)."""
+    if target.startswith(SHARED):
+        return False
     home = importer if importer_is_package else importer.rpartition(".")[0]
     parts = target.split(".")
     for index, part in enumerate(parts):

@@ -7,52 +7,9 @@ take a few names of it without loading the rest (the agent's actors, the model c
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from ._agent import AgentActors, AgentSettings, spawn_agent
-    from ._answer import final_answer
-    from ._existing_store import StoreMissingError, open_existing_store
-    from ._format import (
-        apps_json,
-        chat_json,
-        dump_json_line,
-        entry_json,
-        json_data,
-        status_json,
-        tool_json,
-        undecoded_json,
-        usage_json,
-    )
-    from ._host import AppHost
-    from ._input import InputSource, InputTooLargeError, give_input
-    from ._resume import SETTINGS, changed_settings, recorded_models, resume, resumed_settings
-    from ._session import (
-        Session,
-        SideModels,
-        Stopped,
-        open_events_file,
-        open_session,
-        recorded_config,
-        run_until_idle,
-        stop_interrupted,
-        thread_exists,
-    )
-    from ._subagents import SubAgents
-    from ._text import InvalidTextError, check_text
-    from ._thread_apps import (
-        AppRebuildError,
-        ShownApps,
-        ToolImportError,
-        make_recorded_app,
-        rebuild_apps,
-        shown_apps,
-        shown_state,
-        thread_apps,
-    )
-    from ._thread_ids import check_thread_id, parent_thread_id, sub_thread_id
-    from ._usage import live_usage, spawned_threads, stored_usage
+from livecontext._lazy import attribute, names
 
 _HOMES = {
     "AgentActors": "_agent",
@@ -108,69 +65,77 @@ _HOMES = {
 }
 """The module of this package that defines each name."""
 
+__all__ = [*_HOMES]
+
+if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, with their types)
+    from ._agent import AgentActors as AgentActors, AgentSettings as AgentSettings, spawn_agent as spawn_agent
+    from ._answer import final_answer as final_answer
+    from ._existing_store import (
+        StoreMissingError as StoreMissingError,
+        open_existing_store as open_existing_store,
+    )
+    from ._format import (
+        apps_json as apps_json,
+        chat_json as chat_json,
+        dump_json_line as dump_json_line,
+        entry_json as entry_json,
+        json_data as json_data,
+        status_json as status_json,
+        tool_json as tool_json,
+        undecoded_json as undecoded_json,
+        usage_json as usage_json,
+    )
+    from ._host import AppHost as AppHost
+    from ._input import (
+        InputSource as InputSource,
+        InputTooLargeError as InputTooLargeError,
+        give_input as give_input,
+    )
+    from ._resume import (
+        SETTINGS as SETTINGS,
+        changed_settings as changed_settings,
+        recorded_models as recorded_models,
+        resume as resume,
+        resumed_settings as resumed_settings,
+    )
+    from ._session import (
+        Session as Session,
+        SideModels as SideModels,
+        Stopped as Stopped,
+        open_events_file as open_events_file,
+        open_session as open_session,
+        recorded_config as recorded_config,
+        run_until_idle as run_until_idle,
+        stop_interrupted as stop_interrupted,
+        thread_exists as thread_exists,
+    )
+    from ._subagents import SubAgents as SubAgents
+    from ._text import InvalidTextError as InvalidTextError, check_text as check_text
+    from ._thread_apps import (
+        AppRebuildError as AppRebuildError,
+        ShownApps as ShownApps,
+        ToolImportError as ToolImportError,
+        make_recorded_app as make_recorded_app,
+        rebuild_apps as rebuild_apps,
+        shown_apps as shown_apps,
+        shown_state as shown_state,
+        thread_apps as thread_apps,
+    )
+    from ._thread_ids import (
+        check_thread_id as check_thread_id,
+        parent_thread_id as parent_thread_id,
+        sub_thread_id as sub_thread_id,
+    )
+    from ._usage import (
+        live_usage as live_usage,
+        spawned_threads as spawned_threads,
+        stored_usage as stored_usage,
+    )
+
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "AgentActors",
-    "AgentSettings",
-    "AppHost",
-    "AppRebuildError",
-    "InputSource",
-    "InputTooLargeError",
-    "InvalidTextError",
-    "SETTINGS",
-    "Session",
-    "ShownApps",
-    "SideModels",
-    "Stopped",
-    "StoreMissingError",
-    "SubAgents",
-    "ToolImportError",
-    "apps_json",
-    "changed_settings",
-    "chat_json",
-    "check_text",
-    "check_thread_id",
-    "dump_json_line",
-    "entry_json",
-    "final_answer",
-    "give_input",
-    "json_data",
-    "live_usage",
-    "make_recorded_app",
-    "open_events_file",
-    "open_existing_store",
-    "open_session",
-    "parent_thread_id",
-    "rebuild_apps",
-    "recorded_config",
-    "recorded_models",
-    "resume",
-    "resumed_settings",
-    "run_until_idle",
-    "shown_apps",
-    "shown_state",
-    "spawn_agent",
-    "spawned_threads",
-    "status_json",
-    "stop_interrupted",
-    "stored_usage",
-    "sub_thread_id",
-    "thread_apps",
-    "thread_exists",
-    "tool_json",
-    "undecoded_json",
-    "usage_json",
-]
+    return names(__name__, _HOMES)

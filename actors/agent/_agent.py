@@ -11,13 +11,11 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import ProvideInput
+from livecontext.protocol.context import Capability
+from livecontext.protocol.kernel import ActorId, Topic
+from livecontext.protocol.records import (
     AppInfo,
-    Capability,
-    ProtocolConverter,
-    make_converter,
-    ProvideInput,
     RecordedAnalyzer,
     RecordedLimits,
     RecordedPrice,
@@ -25,8 +23,8 @@ from livecontext.protocol import (
     RecordedSpend,
     ThreadConfigured,
     ThreadSettings,
-    Topic,
 )
+from livecontext.protocol.wire import ProtocolConverter, make_converter
 from livecontext.runtime import ActorRef, Runtime
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import ThreadLog

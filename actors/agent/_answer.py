@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from livecontext.protocol import ActorId, AgentStatus, GetStatus, GetTail, ModelOutputEntry, Tail
+from livecontext.protocol.agent import AgentStatus, GetStatus, GetTail, Tail
+from livecontext.protocol.history import ModelOutputEntry
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import ActorRef, Context
 
 

@@ -10,22 +10,19 @@ from typing import Any
 
 import attrs
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import AgentStatus, StateTransition
+from livecontext.protocol.history import (
     ENTRY_KINDS,
-    AgentStatus,
-    AppEffect,
-    AppHistory,
     ChatMessage,
     HistoryEntry,
-    Message,
     ModelOutputEntry,
-    ProtocolConverter,
-    StateTransition,
     ToolResultsEntry,
     ToolSpec,
-    UndecodedEffect,
     UsageTotals,
 )
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppEffect, AppHistory, UndecodedEffect
+from livecontext.protocol.wire import ProtocolConverter
 
 
 def json_data(value: Any) -> Any:

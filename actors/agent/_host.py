@@ -7,29 +7,23 @@ from collections.abc import Sequence
 
 import trio
 
-from livecontext.protocol import (
-    ActorId,
-    AppEffect,
+from livecontext.protocol.agent import (
     AppEffects,
-    AppHistory,
-    AppWindow,
     ApplyEffect,
     CancelTool,
     GetAppEffects,
     GetWindows,
     InvokeTool,
     ListTools,
-    Message,
     ReplayAppEffects,
     SaveAppState,
-    ToolCall,
     ToolInvoked,
-    ToolResult,
     Tools,
-    ToolStatus,
-    UndecodedEffect,
     Windows,
 )
+from livecontext.protocol.history import ToolCall, ToolResult, ToolStatus
+from livecontext.protocol.kernel import ActorId, Message
+from livecontext.protocol.records import AppEffect, AppHistory, AppWindow, UndecodedEffect
 from livecontext.runtime import Actor, LivecontextError, MailboxFullError, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 

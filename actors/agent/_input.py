@@ -5,16 +5,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
-from livecontext.protocol import (
-    ActorId,
-    InputAvailable,
-    InputMeasured,
-    InputText,
-    MeasureInput,
-    ProvideInput,
-    PullInput,
-    Retention,
-)
+from livecontext.protocol.agent import InputAvailable, InputMeasured, InputText, MeasureInput, ProvideInput, PullInput
+from livecontext.protocol.history import Retention
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import (
     Actor,
     ActorRef,

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import attrs
 
-from livecontext.protocol import ThreadConfigured
+from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import Price
 
 from ._agent import AgentSettings

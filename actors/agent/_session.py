@@ -15,31 +15,24 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import (
     AgentStatus,
     AppEffects,
     Cancel,
-    EntryAppended,
-    EngineState,
-    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
     Idle,
-    Message,
-    HistoryUsage,
-    ModelInputEntry,
     NotificationPosted,
-    ProtocolConverter,
     ProvideInput,
-    ReadHistory,
-    Retention,
     RunUntilIdle,
     Tail,
-    ThreadConfigured,
-    UsageTotals,
-    make_converter,
 )
+from livecontext.protocol.context import HistorySlice, HistoryUsage, ReadHistory
+from livecontext.protocol.history import EngineState, ModelInputEntry, Retention, UsageTotals
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import EntryAppended, ThreadConfigured
+from livecontext.protocol.wire import ProtocolConverter, make_converter
 from livecontext.runtime import Context, Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store

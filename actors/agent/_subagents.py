@@ -16,20 +16,9 @@ from typing import Any, Protocol
 
 import trio
 
-from livecontext.protocol import (
-    ActorId,
-    IdleReason,
-    EngineState,
-    GetTail,
-    Idle,
-    InvokeTool,
-    ModelOutputEntry,
-    ModelReply,
-    ModelRequest,
-    ProvideInput,
-    RunUntilIdle,
-    Tail,
-)
+from livecontext.protocol.agent import GetTail, Idle, IdleReason, InvokeTool, ProvideInput, RunUntilIdle, Tail
+from livecontext.protocol.history import EngineState, ModelOutputEntry, ModelReply, ModelRequest
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import ActorRef, Context, LivecontextError, Runtime
 from livecontext.runtime.models import ModelClient, RetryingModel, make_model_client
 from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError, ThreadLog

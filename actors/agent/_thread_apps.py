@@ -18,17 +18,9 @@ from collections.abc import Awaitable, Callable
 
 from attrs import frozen
 
-from livecontext.protocol import (
-    AppEffect,
-    AppHistory,
-    AppInfo,
-    AppWindow,
-    Message,
-    ProtocolConverter,
-    ProtocolError,
-    UndecodedEffect,
-    load_json,
-)
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppEffect, AppHistory, AppInfo, AppWindow, UndecodedEffect
+from livecontext.protocol.wire import ProtocolConverter, ProtocolError, load_json
 from livecontext.runtime import UsageError
 
 from ._host import recorded_app

@@ -7,7 +7,7 @@ the usage of a thread's sub-agents) does not import the agent's actors.
 
 from __future__ import annotations
 
-from livecontext.protocol import SUB_MARK, thread_id_problem
+from livecontext.protocol.kernel import SUB_MARK, thread_id_problem
 from livecontext.runtime import UsageError
 
 
@@ -15,7 +15,7 @@ def check_thread_id(thread_id: str) -> str:
     """Return ``thread_id`` if an agent can run in it, else raise :class:`UsageError` saying
     what is allowed.
 
-    The rule is :func:`~livecontext.protocol.thread_id_problem` with ``agent=True``: 1-128
+    The rule is :func:`~livecontext.protocol.kernel.thread_id_problem` with ``agent=True``: 1-128
     letters, digits and ``_ . : @ + -``; a sub-agent's adds ``/sub/NAME`` to its parent's
     (see :func:`sub_thread_id`), the only form with a '/'. (A store holds more: any thread
     an agent runs in is one a store holds, not the other way round.)

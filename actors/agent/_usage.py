@@ -16,18 +16,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from livecontext.protocol import (
-    ENTRY_KINDS,
-    ActorId,
-    GetTail,
-    HistoryEntry,
-    HistorySlice,
-    ModelOutputEntry,
-    ProtocolConverter,
-    ReadHistory,
-    Tail,
-    UsageTotals,
-)
+from livecontext.protocol.agent import GetTail, Tail
+from livecontext.protocol.context import HistorySlice, ReadHistory
+from livecontext.protocol.history import ENTRY_KINDS, HistoryEntry, ModelOutputEntry, UsageTotals
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.wire import ProtocolConverter
 from livecontext.runtime import ActorStoppedError, Context, UnknownActorError, UsageError
 from livecontext.runtime.persistence import EventStore, ThreadReader
 

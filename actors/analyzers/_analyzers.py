@@ -10,26 +10,19 @@ from typing import NoReturn, assert_never
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
-    AccessDenied,
-    ActorId,
-    Capability,
+from livecontext.protocol.agent import HistoryChanged, PostNotification
+from livecontext.protocol.context import AccessDenied, Capability, HistorySlice, HistoryUsage, LimitLevel, ReadHistory
+from livecontext.protocol.history import (
     ChatMessage,
-    HistoryChanged,
     HistoryEntry,
-    HistorySlice,
-    HistoryUsage,
-    LimitLevel,
     ModelRequest,
-    PostNotification,
-    ReadHistory,
     Role,
     ToolResult,
     ToolResultsEntry,
     ToolStatus,
-    Topic,
     id_number,
 )
+from livecontext.protocol.kernel import ActorId, Topic
 from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
 

@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from livecontext.protocol import Message, MessageTypeClashError, register_message_types, type_source
+from livecontext.protocol.kernel import Message, type_source
+from livecontext.protocol.wire import MessageTypeClashError, register_message_types
 
 if TYPE_CHECKING:
     from livecontext.runtime import Context
@@ -65,7 +66,7 @@ class App(abc.ABC):
     it, or, for an app that saves none, by applying every effect it ever committed).
 
     **Effects.** Each class in :attr:`effects` is a ``@frozen`` attrs class subclassing
-    :class:`~livecontext.protocol.Message`, holding only data. Defining the app registers
+    :class:`~livecontext.protocol.kernel.Message`, holding only data. Defining the app registers
     them for the whole process, so every converter reads and writes them; the runtime
     records which app made each effect, so an effect needs no field naming its app. The log
     stores an effect by its class name: two effect classes of one name are refused.

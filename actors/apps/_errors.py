@@ -7,7 +7,7 @@ comes back as a FAILED :class:`~livecontext.actors.apps.ToolOutcome` the model c
 
 from __future__ import annotations
 
-from livecontext.protocol import Message
+from livecontext.protocol.kernel import Message
 from livecontext.runtime import UsageError
 
 

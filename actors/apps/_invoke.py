@@ -12,7 +12,7 @@ import pydantic
 import pydantic_core
 import trio
 
-from livecontext.protocol import ToolCall, ToolSpec
+from livecontext.protocol.history import ToolCall, ToolSpec
 
 from ._app import App
 from ._errors import ToolDefinitionError

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from livecontext.protocol import Message, NotebookEdited, Retention
+from livecontext.protocol.history import Retention
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import NotebookEdited
 
 from ._app import App
 from ._diff import unified_diff
@@ -21,7 +23,7 @@ class Notebook(App):
     The model edits it with :meth:`notebook_replace` (old text -> new text, matching exactly
     once) and :meth:`notebook_replace_span` (everything between two anchors). Each edit's
     result has three levels: LIVE the whole new text, RECENT a unified diff, GIST one line
-    with the size change. The edit itself is a :class:`~livecontext.protocol.NotebookEdited`
+    with the size change. The edit itself is a :class:`~livecontext.protocol.records.NotebookEdited`
     effect, applied once committed.
 
     Its tools' results are DISPOSABLE: each shows the notebook as it was, which its window
@@ -44,7 +46,7 @@ class Notebook(App):
         return self._text if self._text else "(the notebook is empty)"
 
     def apply(self, effect: Message) -> None:
-        """Apply a committed :class:`~livecontext.protocol.NotebookEdited`."""
+        """Apply a committed :class:`~livecontext.protocol.records.NotebookEdited`."""
         if isinstance(effect, NotebookEdited):
             self._text = effect.text
             return

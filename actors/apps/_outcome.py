@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from livecontext.protocol import LivecontextError, Message, ToolCall, ToolResult, ToolStatus
+from livecontext.protocol.history import ToolCall, ToolResult, ToolStatus
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.wire import LivecontextError
 
 from ..history import result_content
 
@@ -72,7 +74,7 @@ class ToolOutcome:
         return cls(ToolStatus.FAILED, message)
 
     def to_result(self, call: ToolCall, tokens: TokenCounter) -> ToolResult:
-        """The :class:`~livecontext.protocol.ToolResult` answering ``call``, with token counts.
+        """The :class:`~livecontext.protocol.history.ToolResult` answering ``call``, with token counts.
 
         Text that is not valid Unicode (a lone surrogate, as ``bytes.decode(errors=
         "surrogateescape")`` leaves) cannot be counted, stored or sent: such characters are

@@ -21,7 +21,7 @@ import docstring_parser
 import pydantic
 from attrs import frozen
 
-from livecontext.protocol import Retention
+from livecontext.protocol.history import Retention
 
 from ._errors import ToolDefinitionError
 

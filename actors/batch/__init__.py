@@ -6,22 +6,9 @@ does not load Ray."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from ._batch import (
-        BatchTask,
-        TaskResult,
-        batch_name,
-        check_tasks,
-        ray_environment,
-        read_tasks,
-        run_batch,
-        unset_placeholders,
-    )
-    from ._batch_ray import run_on_ray
-    from ._batch_results import ResultsFile
+from livecontext._lazy import attribute, names
 
 _HOMES = {
     "BatchTask": "_batch",
@@ -37,29 +24,26 @@ _HOMES = {
 }
 """The module of this package that defines each name."""
 
+__all__ = [*_HOMES]
+
+if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, with their types)
+    from ._batch import (
+        BatchTask as BatchTask,
+        TaskResult as TaskResult,
+        batch_name as batch_name,
+        check_tasks as check_tasks,
+        ray_environment as ray_environment,
+        read_tasks as read_tasks,
+        run_batch as run_batch,
+        unset_placeholders as unset_placeholders,
+    )
+    from ._batch_ray import run_on_ray as run_on_ray
+    from ._batch_results import ResultsFile as ResultsFile
+
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "BatchTask",
-    "ResultsFile",
-    "TaskResult",
-    "batch_name",
-    "check_tasks",
-    "ray_environment",
-    "read_tasks",
-    "run_batch",
-    "run_on_ray",
-    "unset_placeholders",
-]
+    return names(__name__, _HOMES)

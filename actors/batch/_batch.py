@@ -2,7 +2,7 @@
 file, many at once in one Trio process, each in its own thread(s) of one shared store.
 
 A task's thread id is ``BATCH/TASK_ID`` (an agent's thread id may have one namespace before its
-name: see :func:`livecontext.protocol.thread_id_problem`).
+name: see :func:`livecontext.protocol.kernel.thread_id_problem`).
 
 A task is *finished* once its log says so (``completed`` by ``task_complete``, ``answered``:
 it answered its last input, or ``waiting`` on a question): a re-run reads the log and skips
@@ -36,21 +36,19 @@ import attrs
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
-    AgentStatus,
+from livecontext.protocol.agent import AgentStatus
+from livecontext.protocol.history import (
     EngineState,
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
-    ProtocolConverter,
     RecapEntry,
-    SystemDeclared,
-    SystemMember,
     TaskStatus,
     UsageTotals,
-    make_converter,
-    thread_id_problem,
 )
+from livecontext.protocol.kernel import thread_id_problem
+from livecontext.protocol.system import SystemDeclared, SystemMember
+from livecontext.protocol.wire import ProtocolConverter, make_converter
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import EventStore, open_store
 

@@ -29,7 +29,7 @@ from typing import Any
 import ray
 import trio
 
-from livecontext.protocol import UsageTotals
+from livecontext.protocol.history import UsageTotals
 from livecontext.runtime import LivecontextError, UsageError, error_leaves
 
 from livecontext.runtime.persistence import open_store

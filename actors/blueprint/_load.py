@@ -17,7 +17,7 @@ from pathlib import Path
 import attrs
 import pydantic
 
-from livecontext.protocol import thread_id_problem
+from livecontext.protocol.kernel import thread_id_problem
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import SPEC_FORMS
 

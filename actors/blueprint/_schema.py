@@ -16,7 +16,7 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
-from livecontext.protocol import Capability
+from livecontext.protocol.context import Capability
 
 from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger

@@ -18,18 +18,10 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import (
-    AfterModelCall,
-    EngineState,
-    Envelope,
-    HistorySlice,
-    Idle,
-    IdleReason,
-    Message,
-    ProvideInput,
-    ReadHistory,
-    RunUntilIdle,
-)
+from livecontext.protocol.agent import AfterModelCall, Idle, IdleReason, ProvideInput, RunUntilIdle
+from livecontext.protocol.context import HistorySlice, ReadHistory
+from livecontext.protocol.history import EngineState
+from livecontext.protocol.kernel import Envelope, Message
 
 from ..agent import entry_json
 from ..agent import InputTooLargeError, give_input

@@ -14,7 +14,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
+from livecontext.protocol.agent import IdleReason, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import Runtime, UsageError
 

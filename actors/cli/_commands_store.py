@@ -19,31 +19,27 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from livecontext.protocol import (
-    AccessDenied,
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import (
+    AppEffect,
     AppWindowsChanged,
     AppWindowsRecorded,
+    ContextCompacted,
     EnginePaused,
-    AppEffect,
-    EntriesFolded,
     EntryAppended,
-    HistoryEdited,
-    Message,
-    NotificationPosted,
-    ProtocolConverter,
-    ProtocolError,
     StepFailed,
-    SystemDeclared,
     SystemPromptSet,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
     ToolStarted,
     UndecodedEffect,
-    UnsupportedSchemaVersionError,
     app_effect_of,
-    make_converter,
 )
+from livecontext.protocol.system import SystemDeclared
+from livecontext.protocol.wire import ProtocolConverter, ProtocolError, UnsupportedSchemaVersionError, make_converter
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
     CorruptRecordError,
@@ -59,7 +55,7 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from livecontext.protocol import ContextCompacted, ModelOutputEntry, Shown, id_number
+from livecontext.protocol.history import ModelOutputEntry, Shown, id_number
 
 from ..agent import parent_thread_id
 from ..system import SYSTEM_LOG_PREFIX, check_system_name, fork_system

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import trio
 
-from livecontext.protocol import dump_json
+from livecontext.protocol.wire import dump_json
 from livecontext.runtime import UsageError
 
 from ..trace import build_trace, trace_json, trace_svg

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.panel import Panel
 
-from livecontext.protocol import Idle
+from livecontext.protocol.agent import Idle
 from livecontext.runtime import UsageError
 
 from ..agent import AgentSettings

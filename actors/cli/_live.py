@@ -4,7 +4,7 @@ The view is an observer: it subscribes to what each agent's actors publish anywa
 engine's events, the history store's changes and limit reports, the recap maintainer's
 folds), and reads what costs the agents nothing: each actor's mailbox depth (a plain read of
 the runtime) and, when the history has changed and its store is idle, how full the unfolded
-history is (:class:`~livecontext.protocol.GetFill`, answered in the view's own task).
+history is (:class:`~livecontext.protocol.context.GetFill`, answered in the view's own task).
 
 Nothing of the view runs per event: events wait in its subscriptions (bounded, and far
 larger than an agent can publish between two ticks, so a publisher never waits on it), and
@@ -30,7 +30,9 @@ import trio
 from rich.console import Console
 from rich.live import Live
 
-from livecontext.protocol import AgentStatus, Envelope, GetFill, GetStatus, GetTail, HistoryFill, Tail, Topic
+from livecontext.protocol.agent import AgentStatus, GetStatus, GetTail, Tail
+from livecontext.protocol.context import GetFill, HistoryFill
+from livecontext.protocol.kernel import Envelope, Topic
 from livecontext.runtime import ActorRef, LivecontextError, Runtime, UnknownActorError
 
 from ..agent import AgentActors

@@ -11,24 +11,21 @@ import copy
 
 from attrs import define, field, frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
     AgentStatus,
     BeforeModelCall,
     BeforeToolExecute,
-    EngineState,
-    FoldDone,
     HistoryChanged,
-    HistoryFill,
-    HistoryUsage,
-    LimitLevel,
-    Message,
     ModelTextDelta,
     NotificationPosted,
     StateTransition,
     WaitingInput,
 )
+from livecontext.protocol.context import FoldDone, HistoryFill, HistoryUsage, LimitLevel
+from livecontext.protocol.history import EngineState
+from livecontext.protocol.kernel import Message
 
 from ..agent import AgentActors
 

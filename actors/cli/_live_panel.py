@@ -15,7 +15,8 @@ from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 
-from livecontext.protocol import HistoryFill, LimitLevel, TaskStatus
+from livecontext.protocol.context import HistoryFill, LimitLevel
+from livecontext.protocol.history import TaskStatus
 
 from ._live_gauge import Gauge, Line, one_line
 

@@ -92,7 +92,7 @@ def _reports() -> tuple[tuple[type[BaseException] | tuple[type[BaseException], .
     """What each kind of error found in a failed command becomes, in order of precedence."""
     import sqlite3
 
-    from livecontext.protocol import ProtocolError
+    from livecontext.protocol.wire import ProtocolError
     from livecontext.runtime import LivecontextError
 
     from ._interrupt import Interrupted

@@ -15,7 +15,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
-from livecontext.protocol import (
+from livecontext.protocol.history import (
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,

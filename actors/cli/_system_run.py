@@ -12,7 +12,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import Topic
+from livecontext.protocol.kernel import Topic
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import default_store_url
 

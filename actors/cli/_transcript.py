@@ -5,22 +5,20 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
     BeforeModelCall,
     BeforeToolExecute,
-    FoldDone,
     HistoryChanged,
-    HistoryUsage,
-    LimitLevel,
-    Message,
     ModelTextDelta,
     NotificationPosted,
     StateTransition,
-    ToolStatus,
     WaitingInput,
 )
+from livecontext.protocol.context import FoldDone, HistoryUsage, LimitLevel
+from livecontext.protocol.history import ToolStatus
+from livecontext.protocol.kernel import Message
 
 _STATUS_STYLE = {ToolStatus.OK: "green", ToolStatus.FAILED: "red", ToolStatus.SKIPPED: "yellow",
                  ToolStatus.INTERRUPTED: "magenta"}

@@ -8,7 +8,7 @@ on) and answers a call itself, without asking the app host; with the setting off
 answers it as any unknown tool: a FAILED result naming the tools there are.
 
 They follow the apps' rule all the same: a call computes a result and an effect
-(:class:`~livecontext.protocol.TaskCompleted`, :class:`~livecontext.protocol.UserQuestionAsked`)
+(:class:`~livecontext.protocol.records.TaskCompleted`, :class:`~livecontext.protocol.records.UserQuestionAsked`)
 and changes nothing; the history store commits the effect with the result, in one record,
 and applies it to the task's marks. Once the output's tool-results entry is appended, the
 engine's state is ``WaitingInput`` (``derive_state``): it takes no step until new input,
@@ -28,18 +28,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from livecontext.protocol import (
-    TASK_COMPLETE,
-    WAIT_USER_RESPONSE,
-    Message,
-    TaskCompleted,
-    ToolCall,
-    ToolInvoked,
-    ToolResult,
-    ToolSpec,
-    ToolStatus,
-    UserQuestionAsked,
-)
+from livecontext.protocol.agent import ToolInvoked
+from livecontext.protocol.history import TASK_COMPLETE, WAIT_USER_RESPONSE, ToolCall, ToolResult, ToolSpec, ToolStatus
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import TaskCompleted, UserQuestionAsked
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import TokenCounter
 

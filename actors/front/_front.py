@@ -21,41 +21,37 @@ from typing import TYPE_CHECKING, Any
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import (
     AfterModelCall,
-    AgentStatus,
     AfterToolExecute,
+    AgentStatus,
     AppEffects,
     BeforeModelCall,
     BeforeToolExecute,
     Cancel,
-    EngineState,
-    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
     GetWindows,
-    HistoryEntry,
     Idle,
-    Message,
-    ModelOutputEntry,
     ModelTextDelta,
     ObservationCut,
     Pause,
     ProvideInput,
-    ReadHistory,
     Render,
     Rendered,
     Resume,
-    Retention,
     RunUntilIdle,
     StateTransition,
     Step,
     StepDone,
     Tail,
-    UsageTotals,
     Windows,
 )
+from livecontext.protocol.context import HistorySlice, ReadHistory
+from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, UsageTotals
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
@@ -120,7 +116,7 @@ class Reply:
     input tokens (the cached ones among them), output tokens, calls."""
     cut: tuple[str, ...] = ()
     """One line for each observation the run sent cut to its head and tail because it did not
-    fit the context whole (see :class:`~livecontext.protocol.ObservationCut`); empty when
+    fit the context whole (see :class:`~livecontext.protocol.agent.ObservationCut`); empty when
     every one was sent whole."""
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from livecontext.protocol import ThreadConfigured
+from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore
 

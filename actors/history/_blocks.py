@@ -21,7 +21,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from livecontext.protocol import LivecontextError, dump_json, id_number, load_json
+from livecontext.protocol.history import id_number
+from livecontext.protocol.wire import LivecontextError, dump_json, load_json
 
 BLOCK = 256
 """Entry ids per block: a snapshot rewrites at most this many entries per block changed (the

@@ -15,30 +15,32 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.context import (
     Conflict,
     EditConflict,
     EditHistory,
     EntriesFolded,
     EntryRef,
-    ENTRY_KINDS,
     FoldIntoRecap,
     HistoryEdited,
-    HistoryEntry,
     HistorySlice,
-    LevelText,
     MarkFolded,
-    ModelOutputEntry,
     ReadHistory,
-    RecapEntry,
     RemoveEntries,
     ReplaceContent,
-    Retention,
     SetRetention,
+)
+from livecontext.protocol.history import (
+    ENTRY_KINDS,
+    HistoryEntry,
+    LevelText,
+    ModelOutputEntry,
+    RecapEntry,
+    Retention,
     ToolResultsEntry,
     id_number,
 )
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import TokenCounter
 

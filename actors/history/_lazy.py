@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, SupportsIndex, overload
 
-from livecontext.protocol import HistoryEntry
+from livecontext.protocol.history import HistoryEntry
 
 from ._blocks import Block
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from livecontext.protocol import HistoryEdited, HistoryEntry, LimitLevel, ModelOutputEntry, Retention, ToolResultsEntry
+from livecontext.protocol.context import HistoryEdited, LimitLevel
+from livecontext.protocol.history import HistoryEntry, ModelOutputEntry, Retention, ToolResultsEntry
 from livecontext.runtime import UsageError
 
 from ._edits import unit_conflicts

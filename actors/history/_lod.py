@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from livecontext.protocol import Content, LevelText, Notification, ToolCall, ToolSpec, ToolStatus
+from livecontext.protocol.history import Content, LevelText, Notification, ToolCall, ToolSpec, ToolStatus
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 from ._text import meaningful, salient_line
@@ -107,7 +107,7 @@ def output_levels(text: str, tool_calls: Sequence[ToolCall],
     """A model output's content and its calls' arguments at RECENT and GIST.
 
     Returns ``(content, recent_arguments, gist_arguments)`` as
-    :class:`~livecontext.protocol.ModelOutputEntry` keeps them: each level's token count
+    :class:`~livecontext.protocol.history.ModelOutputEntry` keeps them: each level's token count
     includes its calls; an arguments tuple is empty when it equals the level above.
     """
     gist = gist_line(text)  # (an output that only calls tools shows its calls at every level)

@@ -14,16 +14,9 @@ from typing import Any, cast
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
-    AppEffect,
-    HistoryEntry,
-    HistorySnapshot,
-    ProtocolConverter,
-    ToolResultRecorded,
-    app_effect_of,
-    dump_json,
-    load_json,
-)
+from livecontext.protocol.history import HistoryEntry
+from livecontext.protocol.records import AppEffect, HistorySnapshot, ToolResultRecorded, app_effect_of
+from livecontext.protocol.wire import ProtocolConverter, dump_json, load_json
 from livecontext.runtime.persistence import CorruptRecordError, DamagedSnapshotWarning, Snapshot, ThreadLog
 
 from ._blocks import MalformedPartError, decode_part

@@ -40,14 +40,14 @@ from operator import itemgetter
 
 from attrs import frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import (
     ChatMessage,
     HistoryEntry,
     Level,
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
-    RenderedSpan,
     Role,
     Shown,
     id_number,

@@ -27,18 +27,9 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import (
-    ChatMessage,
-    HistoryEntry,
-    Level,
-    ContextCompacted,
-    RecapEntry,
-    RenderedSpan,
-    RenderPolicy,
-    Role,
-    Shown,
-    id_number,
-)
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import ChatMessage, HistoryEntry, Level, RecapEntry, Role, Shown, id_number
+from livecontext.protocol.records import ContextCompacted, RenderPolicy
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 

@@ -9,56 +9,51 @@ from typing import Any
 
 import attrs
 
-from livecontext.protocol import (
-    LivecontextError,
+from livecontext.protocol.agent import AgentStatus, NotificationPosted
+from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
+from livecontext.protocol.history import (
     ENTRY_KINDS,
     NO_MARKS,
-    AccessDenied,
-    ContextCompacted,
-    AgentStatus,
-    EnginePaused,
+    EngineState,
+    HistoryEntry,
+    KeyedNote,
+    ModelInputEntry,
+    ModelOutputEntry,
+    Notification,
+    RecapEntry,
+    Retention,
+    ToolResult,
+    ToolResultsEntry,
+    UsageTotals,
+    derive_state,
+    derive_status,
+    id_number,
+    task_after,
+)
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import (
+    WHOLE_EVERY,
     AppEffect,
     AppHistory,
     AppWindow,
     AppWindowsChanged,
     AppWindowsRecorded,
-    EntriesFolded,
-    HistoryEdited,
-    EngineState,
+    ContextCompacted,
+    EnginePaused,
     EntryAppended,
-    HistoryEntry,
     HistorySnapshot,
-    KeyedNote,
-    Message,
-    ModelInputEntry,
-    ModelOutputEntry,
-    Notification,
-    NotificationPosted,
-    RecapEntry,
-    Retention,
     StepFailed,
-    InputsDone,
-    InputsGiven,
-    SystemDeclared,
     SystemPromptSet,
     TaskCompleted,
     ThreadConfigured,
-    ToolResult,
     ToolResultRecorded,
     ToolResultsAppended,
-    ToolResultsEntry,
     ToolStarted,
-    UsageTotals,
     UserQuestionAsked,
-    WHOLE_EVERY,
     app_effect_of,
-    derive_state,
-    derive_status,
-    dump_json,
-    id_number,
-    load_json,
-    task_after,
 )
+from livecontext.protocol.system import InputsDone, InputsGiven, SystemDeclared
+from livecontext.protocol.wire import LivecontextError, dump_json, load_json
 
 
 from ._blocks import BLOCK, Block, block_of, encode_part
@@ -70,13 +65,13 @@ log = logging.getLogger("livecontext.history")
 class ReplayError(LivecontextError):
     """A record cannot be replayed onto the thread's state: the log is inconsistent.
 
-    Contrast with folding entries into a recap (:class:`~livecontext.protocol.FoldIntoRecap`),
+    Contrast with folding entries into a recap (:class:`~livecontext.protocol.context.FoldIntoRecap`),
     an edit of the history, not a reading of its log.
     """
 
 
 class AppTrack:
-    """What one app is rebuilt from (see :class:`~livecontext.protocol.AppHistory`), kept
+    """What one app is rebuilt from (see :class:`~livecontext.protocol.records.AppHistory`), kept
     up to date as effects are committed and states saved."""
 
     __slots__ = ("effects", "last_saved", "saved", "state")

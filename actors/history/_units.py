@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from livecontext.protocol import (
+from livecontext.protocol.history import (
     ChatMessage,
     HistoryEntry,
     Level,

@@ -4,7 +4,8 @@ before it where that is shorter and the app's last whole copy is recent enough, 
 
 from __future__ import annotations
 
-from livecontext.protocol import WHOLE_EVERY, AppWindow, AppWindowChange, AppWindowsChanged, AppWindowsRecorded, Message
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import WHOLE_EVERY, AppWindow, AppWindowChange, AppWindowsChanged, AppWindowsRecorded
 
 from ._state import HistoryState
 

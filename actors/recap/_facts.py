@@ -38,7 +38,7 @@ from livecontext.actors.history import (
     questions,
     test_outcome,
 )
-from livecontext.protocol import (
+from livecontext.protocol.history import (
     HistoryEntry,
     Level,
     ModelInputEntry,

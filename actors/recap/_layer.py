@@ -32,7 +32,7 @@ from typing import Any
 
 from attrs import Factory, define, frozen
 
-from livecontext.protocol import HistoryEntry
+from livecontext.protocol.history import HistoryEntry
 
 from ._facts import StepFacts, facts_of, step_line, steps_of
 from ._shell import reruns

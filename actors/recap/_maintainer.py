@@ -9,27 +9,22 @@ from typing import TYPE_CHECKING
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.agent import GetTail, Tail
+from livecontext.protocol.context import (
     AccessDenied,
-    ActorId,
     EditApplied,
     EditConflict,
     EntryRef,
     FoldDone,
     FoldIntoRecap,
     FoldNow,
-    GetTail,
-    HistoryEntry,
     HistorySlice,
     HistoryUsage,
     LimitLevel,
-    ModelInputEntry,
     ReadHistory,
-    RecapEntry,
-    Retention,
-    Tail,
-    Topic,
 )
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry, RecapEntry, Retention
+from livecontext.protocol.kernel import ActorId, Topic
 from livecontext.runtime import Actor, ModelError, UsageError, handler
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from livecontext.actors.history import cut_at_boundary
-from livecontext.protocol import (
+from livecontext.protocol.history import (
     ChatMessage,
     HistoryEntry,
     Level,

@@ -35,7 +35,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from livecontext.protocol import HistoryEntry, ModelInputEntry
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry
 
 from ._facts import facts_of, steps_of
 from ._layer import ErrorItem, Layer, Recap, Span, add_error, fit, resolve, span_of, vars_of

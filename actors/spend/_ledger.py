@@ -2,8 +2,8 @@
 
 An agent run with spend limits has a ledger (``spend/THREAD``); a system has one for all its
 agents (``spend/SYSTEM``); a sub-agent uses its parent's. Each engine asks it before a model
-call (:class:`~livecontext.protocol.CheckSpend`) and tells it its thread's totals after one
-(:class:`~livecontext.protocol.SpendReport`); a call allowed counts as spent (its input) until
+call (:class:`~livecontext.protocol.agent.CheckSpend`) and tells it its thread's totals after one
+(:class:`~livecontext.protocol.agent.SpendReport`); a call allowed counts as spent (its input) until
 that report, so agents that call at once cannot pass a limit together. The totals are the
 threads' own, folded from
 their logs: a report replaces the thread's last one, so nothing is counted twice and the
@@ -17,14 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from livecontext.protocol import (
-    ActorId,
-    CheckSpend,
-    SpendReport,
-    SpendVerdict,
-    UsageTotals,
-    make_converter,
-)
+from livecontext.protocol.agent import CheckSpend, SpendReport, SpendVerdict
+from livecontext.protocol.history import UsageTotals
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import Actor, handler
 from livecontext.runtime.models import Price
 from livecontext.runtime.persistence import EventStore

@@ -7,35 +7,9 @@ take a few names of it without loading the rest (the agents' actors, the model c
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
-    from ._messaging import Directory, Messaging
-    from ._running import (
-        AgentAnswer,
-        InputsRun,
-        System,
-        SystemAgent,
-        SystemAgentStatus,
-        SystemStatus,
-        open_system,
-    )
-    from ._switchboard import Switchboard
-    from ._system_log import (
-        ForkedThread,
-        SYSTEM_LOG_PREFIX,
-        SystemExistsError,
-        SystemFork,
-        SystemNotFoundError,
-        SystemSeqPastEndError,
-        check_system_name,
-        fork_system,
-        read_system_log,
-        system_log_id,
-        system_threads,
-    )
-    from ._turns import AgentAddress, TurnRefusedError
+from livecontext._lazy import attribute, names
 
 _HOMES = {
     "AgentAddress": "_turns",
@@ -64,42 +38,39 @@ _HOMES = {
 }
 """The module of this package that defines each name."""
 
+__all__ = [*_HOMES]
+
+if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, with their types)
+    from ._messaging import Directory as Directory, Messaging as Messaging
+    from ._switchboard import Switchboard as Switchboard
+    from ._running import (
+        AgentAnswer as AgentAnswer,
+        InputsRun as InputsRun,
+        System as System,
+        SystemAgent as SystemAgent,
+        SystemAgentStatus as SystemAgentStatus,
+        SystemStatus as SystemStatus,
+        open_system as open_system,
+    )
+    from ._system_log import (
+        SYSTEM_LOG_PREFIX as SYSTEM_LOG_PREFIX,
+        ForkedThread as ForkedThread,
+        SystemExistsError as SystemExistsError,
+        SystemFork as SystemFork,
+        SystemNotFoundError as SystemNotFoundError,
+        SystemSeqPastEndError as SystemSeqPastEndError,
+        check_system_name as check_system_name,
+        fork_system as fork_system,
+        read_system_log as read_system_log,
+        system_log_id as system_log_id,
+        system_threads as system_threads,
+    )
+    from ._turns import AgentAddress as AgentAddress, TurnRefusedError as TurnRefusedError
+
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return attribute(__name__, _HOMES, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "AgentAddress",
-    "AgentAnswer",
-    "Directory",
-    "ForkedThread",
-    "InputsRun",
-    "Messaging",
-    "SYSTEM_LOG_PREFIX",
-    "Switchboard",
-    "System",
-    "SystemAgent",
-    "SystemAgentStatus",
-    "SystemExistsError",
-    "SystemFork",
-    "SystemNotFoundError",
-    "SystemSeqPastEndError",
-    "SystemStatus",
-    "TurnRefusedError",
-    "check_system_name",
-    "fork_system",
-    "open_system",
-    "read_system_log",
-    "system_log_id",
-    "system_threads",
-]
+    return names(__name__, _HOMES)

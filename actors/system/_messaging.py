@@ -25,14 +25,9 @@ from types import MappingProxyType
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
-    ActorId,
-    InvokeTool,
-    NotificationPosted,
-    PostNotification,
-    ProvideInput,
-    Retention,
-)
+from livecontext.protocol.agent import InvokeTool, NotificationPosted, PostNotification, ProvideInput
+from livecontext.protocol.history import Retention
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import Context
 
 from ._turns import AgentAddress, TurnRefusedError, held_turn, run_question

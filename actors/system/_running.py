@@ -34,31 +34,21 @@ import attrs
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol import (
-    AgentStatus,
-    AppEffects,
-    AppHistory,
-    EngineState,
-    HistorySlice,
-    GetAppEffects,
-    GetStatus,
-    GetTail,
-    HistoryEntry,
+from livecontext.protocol.agent import AgentStatus, AppEffects, GetAppEffects, GetStatus, GetTail, ProvideInput, Tail
+from livecontext.protocol.context import HistorySlice, ReadHistory
+from livecontext.protocol.history import EngineState, HistoryEntry, Retention, UsageTotals
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppHistory
+from livecontext.protocol.system import (
     FindInputs,
     GivenInput,
     InputsDone,
     InputsFound,
     InputsGiven,
-    Message,
-    ProvideInput,
     SystemDeclared,
     SystemMember,
-    ReadHistory,
-    Retention,
-    Tail,
-    UsageTotals,
-    make_converter,
 )
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import Context, Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import (

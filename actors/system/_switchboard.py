@@ -1,8 +1,8 @@
 """The switchboard of a system of agents: each agent's turns, one at a time, and no deadlock.
 
 An agent answers one question (or one input of the user) at a time: whoever wants to run it
-claims its next turn here (:class:`~livecontext.protocol.ClaimTurn`), runs it, and gives it
-back (:class:`~livecontext.protocol.ReleaseTurn`). Claims are granted in the order they came.
+claims its next turn here (:class:`~livecontext.protocol.system.ClaimTurn`), runs it, and gives it
+back (:class:`~livecontext.protocol.system.ReleaseTurn`). Claims are granted in the order they came.
 
 An agent that asks another waits, in its tool call, for that agent's answer; meanwhile its own
 turn is taken, so nobody can ask *it* anything until it has the answer. If the agent asked
@@ -18,7 +18,8 @@ from collections.abc import Mapping
 
 from attrs import define
 
-from livecontext.protocol import ActorId, ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.system import ClaimTurn, ReleaseTurn, TurnGranted, TurnRefused
 from livecontext.runtime import Actor, PendingReply, handler
 
 

@@ -5,7 +5,7 @@ Every record of a system's threads carries a system seq (see
 record is appended, that increases along each thread and along every cause and effect between
 threads (a message's receipt comes after the tool call that sent it; a question's answer after
 the question). The system's own log, thread ``system:NAME``, records its agents and their
-threads, and where it was forked from (:class:`~livecontext.protocol.SystemDeclared`).
+threads, and where it was forked from (:class:`~livecontext.protocol.system.SystemDeclared`).
 
 **A cut at system seq S** keeps, of each of the system's threads (its agents' and their
 sub-agents'), the records before the first one stamped past S. It is consistent: nothing in it
@@ -26,9 +26,9 @@ resume where the cut left them.
 
 **Runs of inputs** (:meth:`System.run_inputs <livecontext.actors.System.run_inputs>`, what
 ``livecontext run SYSTEM.toml`` does) are recorded in the system's log too: the inputs each agent
-is given, each with a key its agent's entry keeps (:class:`~livecontext.protocol.InputsGiven`),
+is given, each with a key its agent's entry keeps (:class:`~livecontext.protocol.system.InputsGiven`),
 then, once every input is in and every turn ended, that the run is done
-(:class:`~livecontext.protocol.InputsDone`). A run not done was interrupted (a crash, a cut):
+(:class:`~livecontext.protocol.system.InputsDone`). A run not done was interrupted (a crash, a cut):
 the system's next run resumes it, feeding only the inputs no entry holds yet, and holds the
 inputs it was given itself (run again to give them). A fork copies the run going on at its cut.
 """
@@ -42,16 +42,9 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import (
-    SUB_MARK,
-    InputsDone,
-    InputsGiven,
-    ProtocolConverter,
-    SystemDeclared,
-    SystemMember,
-    load_json,
-    make_converter,
-)
+from livecontext.protocol.kernel import SUB_MARK
+from livecontext.protocol.system import InputsDone, InputsGiven, SystemDeclared, SystemMember
+from livecontext.protocol.wire import ProtocolConverter, load_json, make_converter
 from livecontext.runtime import UsageError
 from livecontext.runtime.persistence import (
     EventStore,
@@ -125,7 +118,7 @@ class SystemLog:
 
     declared: SystemDeclared
     pending: InputsGiven | None = None
-    """The latest run of inputs with no :class:`~livecontext.protocol.InputsDone`: a run that
+    """The latest run of inputs with no :class:`~livecontext.protocol.system.InputsDone`: a run that
     was interrupted (or is going on), which the system's next run resumes."""
     runs: int = 0
     """How many runs of inputs the log records, done or not."""

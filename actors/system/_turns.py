@@ -19,24 +19,20 @@ from collections.abc import AsyncIterator, Sequence
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
+from livecontext.protocol.agent import (
     Cancel,
-    ClaimTurn,
-    EngineState,
-    FindMessage,
     GetTail,
     Idle,
-    MessageFound,
+    IdleReason,
     NotificationPosted,
     PostNotification,
     ProvideInput,
-    ReleaseTurn,
     RunUntilIdle,
     Tail,
-    TurnRefused,
 )
+from livecontext.protocol.history import EngineState
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.system import ClaimTurn, FindMessage, MessageFound, ReleaseTurn, TurnRefused
 from livecontext.runtime import ActorError, Context, UsageError
 
 from ..agent import final_answer
@@ -82,7 +78,7 @@ class TurnRefusedError(UsageError):
 
 @frozen
 class TurnOutcome:
-    """How a turn ended: the engine's :class:`~livecontext.protocol.Idle` and the answer."""
+    """How a turn ended: the engine's :class:`~livecontext.protocol.agent.Idle` and the answer."""
 
     idle: Idle
     answer: str | None

@@ -46,35 +46,33 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from livecontext.protocol import (
-    AccessDenied,
-    ActorId,
+from livecontext.protocol.agent import (
     AppendOutput,
-    EditApplied,
-    EditConflict,
-    EditHistory,
-    EngineState,
-    Envelope,
-    FoldIntoRecap,
     Idle,
     IdleReason,
     InputAvailable,
     InvokeTool,
-    Message,
-    ModelOutputEntry,
     PostNotification,
     RecordPause,
     RecordStepFailure,
     RecordToolResult,
-    RemoveEntries,
     Rendered,
     Resume,
     RunUntilIdle,
     Step,
     StepDone,
     Tail,
-    ToolStatus,
 )
+from livecontext.protocol.context import (
+    AccessDenied,
+    EditApplied,
+    EditConflict,
+    EditHistory,
+    FoldIntoRecap,
+    RemoveEntries,
+)
+from livecontext.protocol.history import EngineState, ModelOutputEntry, ToolStatus
+from livecontext.protocol.kernel import ActorId, Envelope, Message
 from livecontext.runtime import AuditEvent, AuditRecord, Runtime
 
 from ._provider import provider_from_env, shut_down

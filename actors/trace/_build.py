@@ -7,7 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from livecontext.protocol import AppEffect, Message, ProtocolConverter, load_json, make_converter
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppEffect
+from livecontext.protocol.wire import ProtocolConverter, load_json, make_converter
 from livecontext.runtime.persistence import EventStore, StoredRecord
 from livecontext.runtime.tokens import TokenCounter
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.history import (
     ChatMessage,
     HistoryEntry,
     Level,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from attrs import field, frozen
 
-from livecontext.protocol import EngineState
+from livecontext.protocol.history import EngineState
 
 
 class ActorRole(enum.StrEnum):

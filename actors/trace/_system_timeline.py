@@ -14,15 +14,10 @@ from collections.abc import Sequence
 
 from attrs import define, field
 
-from livecontext.protocol import (
-    InputsDone,
-    InputsGiven,
-    Message,
-    NotificationPosted,
-    ProtocolConverter,
-    SystemDeclared,
-    load_json,
-)
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.system import InputsDone, InputsGiven, SystemDeclared
+from livecontext.protocol.wire import ProtocolConverter, load_json
 from livecontext.runtime.persistence import EventStore, StoredRecord
 
 from ..system import SystemNotFoundError, system_log_id, system_threads

@@ -12,32 +12,32 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from livecontext.protocol import (
-    ContextCompacted,
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
+from livecontext.protocol.history import (
     TASK_COMPLETE,
     WAIT_USER_RESPONSE,
-    AccessDenied,
-    AppEffect,
     EngineState,
-    EnginePaused,
-    EntriesFolded,
-    EntryAppended,
-    HistoryEdited,
-    Message,
     ModelInputEntry,
     ModelOutputEntry,
-    NotificationPosted,
     RecapEntry,
+    ToolResultsEntry,
+    ToolStatus,
+    Usage,
+)
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import (
+    AppEffect,
+    ContextCompacted,
+    EnginePaused,
+    EntryAppended,
+    RenderPolicy,
     StepFailed,
     SystemPromptSet,
-    RenderPolicy,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
-    ToolResultsEntry,
     ToolStarted,
-    ToolStatus,
-    Usage,
     app_effect_of,
 )
 from livecontext.runtime.tokens import TokenCounter

@@ -7,7 +7,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Awaitable, Callable
 
-from livecontext.protocol import AppEffect, ProtocolConverter, UndecodedEffect
+from livecontext.protocol.records import AppEffect, UndecodedEffect
+from livecontext.protocol.wire import ProtocolConverter
 
 from ..agent import AppRebuildError, ShownApps, rebuild_apps, shown_apps
 from ..apps import App

@@ -2,7 +2,7 @@
 
 Every client implements :class:`ModelClient`: one :meth:`~ModelClient.complete` call is one
 attempt that streams text through ``on_text`` and returns the accumulated
-:class:`~livecontext.protocol.ModelReply`. Retries live in one wrapper,
+:class:`~livecontext.protocol.history.ModelReply`. Retries live in one wrapper,
 :class:`RetryingModel`; :func:`open_model_client` opens a client from a spec string
 (``echo``, ``scripted:PATH``, ``openai:MODEL``) already wrapped in it.
 

@@ -10,7 +10,7 @@ from typing import Self
 
 import trio
 
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 
 TextCallback = Callable[[str], None]
 """Receives each piece of streamed text as it arrives (for display only)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from livecontext.protocol import ModelReply, ModelRequest, Role
+from livecontext.protocol.history import ModelReply, ModelRequest, Role
 
 from ._client import ModelClient, TextCallback, stream_in_pieces
 

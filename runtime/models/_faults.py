@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 
 from .. import UsageError
 from ._client import ModelClient, TextCallback

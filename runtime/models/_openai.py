@@ -18,7 +18,7 @@ import trio
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 
 from .. import ModelError, UsageError
 from ._client import ModelClient, TextCallback

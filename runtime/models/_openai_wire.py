@@ -13,7 +13,7 @@ from attrs import define, field
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.chat_completion_chunk import Choice, ChoiceDeltaToolCall
 
-from livecontext.protocol import ChatMessage, ModelReply, Role, ToolCall, ToolSpec, Usage
+from livecontext.protocol.history import ChatMessage, ModelReply, Role, ToolCall, ToolSpec, Usage
 
 from .. import ModelError, UsageError
 from ._errors import FailureKind, TransientModelError

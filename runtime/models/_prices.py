@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 from attrs import frozen
 
-from livecontext.protocol import UsageTotals
+from livecontext.protocol.history import UsageTotals
 
 from .. import UsageError
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import trio
 from attrs import frozen
 
-from livecontext.protocol import ModelReply, ModelRequest
+from livecontext.protocol.history import ModelReply, ModelRequest
 
 from .. import UsageError
 from ._client import ModelClient, TextCallback

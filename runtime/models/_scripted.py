@@ -8,7 +8,7 @@ from typing import Any
 
 from trio import sleep
 
-from livecontext.protocol import ModelReply, ModelRequest, ToolCall
+from livecontext.protocol.history import ModelReply, ModelRequest, ToolCall
 
 from .. import UsageError
 from ._client import ModelClient, TextCallback, stream_in_pieces

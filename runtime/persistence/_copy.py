@@ -14,7 +14,7 @@ from __future__ import annotations
 from contextlib import aclosing
 
 from attrs import frozen
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from .base import CorruptRecordError, StoreCorruptError, StoredRecord, ThreadInfo
 from ._interface import EventStore

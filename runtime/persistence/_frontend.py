@@ -28,7 +28,7 @@ from .base import (
     seal_snapshot,
 )
 from ._clock import SystemClock
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from ._interface import EventStore, ThreadLog, ThreadReader
 

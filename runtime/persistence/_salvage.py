@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from attrs import frozen
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from .base import CorruptRecordError, PersistenceError, StoreCorruptError, StoredRecord
 from ._interface import ThreadReader

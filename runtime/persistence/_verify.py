@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from contextlib import aclosing
 
 from attrs import frozen
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from .base import CorruptRecordError, StoreCorruptError
 from ._interface import EventStore, ThreadReader

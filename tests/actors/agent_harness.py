@@ -23,24 +23,17 @@ from livecontext.actors.agent import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.history import ContextPolicy, HistoryLimits
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import (
+from livecontext.protocol.agent import (
     AgentStatus,
     AppEffects,
-    AppHistory,
     Cancel,
-    HistorySlice,
     GetAppEffects,
     GetStatus,
     GetTail,
-    HistoryEntry,
     Idle,
-    Message,
-    ModelReply,
-    ModelRequest,
     NotificationPosted,
     PostNotification,
     ProvideInput,
-    ReadHistory,
     Render,
     Rendered,
     RunUntilIdle,
@@ -48,8 +41,12 @@ from livecontext.protocol import (
     Step,
     StepDone,
     Tail,
-    make_converter,
 )
+from livecontext.protocol.context import HistorySlice, ReadHistory
+from livecontext.protocol.history import HistoryEntry, ModelReply, ModelRequest
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppHistory
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import Context, Runtime, open_runtime
 from livecontext.runtime.models import (
     ModelClient,

@@ -14,15 +14,9 @@ from typing import Any
 from livecontext.actors import SubAgents
 from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint, parse_system_blueprint
 from livecontext.actors.history import load_state
-from livecontext.protocol import (
-    HistoryEntry,
-    Message,
-    ModelInputEntry,
-    ModelOutputEntry,
-    ToolResult,
-    ToolResultsEntry,
-    make_converter,
-)
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry, ModelOutputEntry, ToolResult, ToolResultsEntry
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import ModelClient, ScriptedModel
 from livecontext.runtime.persistence import EventStore, StoredRecord
 

@@ -10,21 +10,19 @@ import trio
 from livecontext.actors.agent import _host
 from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
-from livecontext.protocol import (
-    ActorId,
-    AppEffect,
+from livecontext.protocol.agent import (
     ApplyEffect,
     CancelTool,
     GetWindows,
     InvokeTool,
     ListTools,
-    NotebookEdited,
-    ToolCall,
     ToolInvoked,
     Tools,
-    ToolStatus,
     Windows,
 )
+from livecontext.protocol.history import ToolCall, ToolStatus
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import AppEffect, NotebookEdited
 from livecontext.runtime import RemoteActorError
 from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, counter, open_agent
 

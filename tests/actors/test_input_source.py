@@ -7,7 +7,8 @@ import collections
 import trio
 import trio.testing
 from livecontext.actors import InputSource
-from livecontext.protocol import InputAvailable, InputText, Message, ProvideInput, PullInput
+from livecontext.protocol.agent import InputAvailable, InputText, ProvideInput, PullInput
+from livecontext.protocol.kernel import Message
 from livecontext.runtime import Actor, RestartPolicy, handler, open_runtime
 from tests.actors.agent_harness import open_agent
 

@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import (
-    IdleReason,
-    GetWindows,
-    NotebookEdited,
-    ToolResultsEntry,
-    ToolStatus,
-    Windows,
-)
+from livecontext.protocol.agent import GetWindows, IdleReason, Windows
+from livecontext.protocol.history import ToolResultsEntry, ToolStatus
+from livecontext.protocol.records import NotebookEdited
 from tests.actors.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
 
 

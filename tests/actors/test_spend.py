@@ -20,7 +20,8 @@ from livecontext import Price, SpendLimits, SpendLimitsError, TaskStatus
 from livecontext.actors import SubAgents, open_system
 from livecontext.actors.apps import Notebook
 from livecontext.actors.history import load_state
-from livecontext.protocol import ModelOutputEntry, ToolResultsEntry, ToolStatus, UsageTotals, make_converter
+from livecontext.protocol.history import ModelOutputEntry, ToolResultsEntry, ToolStatus, UsageTotals
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import ScriptedModel
 
 from tests.actors.system_support import entries, system_blueprint

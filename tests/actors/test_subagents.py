@@ -6,19 +6,11 @@ from livecontext.actors import AgentSettings, SubAgents, spawn_agent
 from livecontext.actors.apps import Notebook
 import json
 
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
-    EntryAppended,
-    HistoryEntry,
-    ModelInputEntry,
-    ModelOutputEntry,
-    RunUntilIdle,
-    ToolResultsAppended,
-    ToolResultsEntry,
-    ToolStatus,
-    make_converter,
-)
+from livecontext.protocol.agent import IdleReason, RunUntilIdle
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry, ModelOutputEntry, ToolResultsEntry, ToolStatus
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import EntryAppended, ToolResultsAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from livecontext.runtime.persistence import StoredRecord
 
@@ -140,7 +132,8 @@ async def _first_result(h: AgentHarness) -> tuple[ToolStatus, str]:
 async def test_a_sub_agents_app_hosted_outside_spawn_agent_says_in_one_line_that_it_cannot_spawn() -> None:
     from livecontext.actors.agent import AppHost
     from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
-    from livecontext.protocol import InvokeTool, ToolCall, ToolInvoked
+    from livecontext.protocol.agent import InvokeTool, ToolInvoked
+    from livecontext.protocol.history import ToolCall
 
     async with open_agent(apps=[Notebook()]) as h:
         await h.rt.stop(h.agent.apps)

@@ -10,14 +10,9 @@ import trio.testing
 
 from livecontext.actors.agent._format import apps_json
 from livecontext.actors import open_system
-from livecontext.protocol import (
-    InputsDone,
-    InputsGiven,
-    ModelInputEntry,
-    ModelOutputEntry,
-    NotificationPosted,
-    ToolStatus,
-)
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, ToolStatus
+from livecontext.protocol.system import InputsDone, InputsGiven
 from livecontext.runtime import UsageError
 
 from tests.actors.system_support import call, entries, payloads, records, results, scripted, team

@@ -22,14 +22,10 @@ from livecontext.actors.system._system_log import (
     read_declaration,
 )
 from livecontext.actors.blueprint import SystemBlueprint, load_system_blueprint
-from livecontext.protocol import (
-    ModelInputEntry,
-    ModelOutputEntry,
-    NotificationPosted,
-    SystemDeclared,
-    SystemMember,
-    make_converter,
-)
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry
+from livecontext.protocol.system import SystemDeclared, SystemMember
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import EventStore, StoredRecord, open_store
 
 from tests.actors.system_support import AGENTS, NOTE, TASK, call, entries, payloads, records, transcript, write_team

@@ -1,4 +1,4 @@
-"""One thread-id rule (:func:`livecontext.protocol.thread_id_problem`) for the two layers that
+"""One thread-id rule (:func:`livecontext.protocol.kernel.thread_id_problem`) for the two layers that
 check ids: an agent runs only in a thread its actors can be named after; a store holds more,
 and keeps opening every thread it was ever given."""
 

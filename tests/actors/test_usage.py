@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from livecontext.actors.agent._usage import spawned_threads
-from livecontext.protocol import ActorId, ModelInputEntry, ModelOutputEntry, Retention, ToolCall, thread_id_problem
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, Retention, ToolCall
+from livecontext.protocol.kernel import ActorId, thread_id_problem
 from tests.actors.agent_harness import counter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

@@ -12,7 +12,8 @@ import trio
 from click.testing import CliRunner, Result
 
 from livecontext.actors.cli import main
-from livecontext.protocol import ModelInputEntry, UsageTotals, make_converter
+from livecontext.protocol.history import ModelInputEntry, UsageTotals
+from livecontext.protocol.wire import make_converter
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.runtime.persistence import open_store
 

@@ -109,7 +109,7 @@ def entry_kinds(thread: str) -> list[str]:
 
 
 def tool_result_text(thread: str) -> str:
-    from livecontext.protocol import ToolResultsEntry
+    from livecontext.protocol.history import ToolResultsEntry
     [results] = [e for e in state_of(thread).entries if isinstance(e, ToolResultsEntry)]
     return repr(results)
 
@@ -118,7 +118,7 @@ def state_of(thread: str, store_url: str = "sqlite:b.db") -> Any:
     import trio
 
     from livecontext.actors.history import load_state
-    from livecontext.protocol import make_converter
+    from livecontext.protocol.wire import make_converter
     from livecontext.runtime.persistence import open_store
 
     async def go() -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.cache_cost import CACHE_READ_PRICE, PrefixMeter, everything
-from livecontext.protocol import ChatMessage, Role
+from livecontext.protocol.history import ChatMessage, Role
 
 
 

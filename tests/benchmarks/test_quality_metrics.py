@@ -16,8 +16,8 @@ from benchmarks.quality_metrics import (
     units_of,
 )
 from benchmarks.replay import fit
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import (
     ChatMessage,
     Content,
     HistoryEntry,
@@ -25,7 +25,6 @@ from livecontext.protocol import (
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
-    RenderedSpan,
     Retention,
     Role,
     Shown,
@@ -34,6 +33,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
 
 T0 = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
 WHO = ActorId("engine", "t")

@@ -14,8 +14,7 @@ import random
 from collections.abc import Iterator
 
 from livecontext.actors.history._lod import input_content, output_levels, result_content
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.history import (
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
@@ -26,6 +25,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
 
 from tests.context._world import COUNTER
 

@@ -16,36 +16,32 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import (
     AppendInput,
     AppendOutput,
     AppendToolResults,
-    EntryRef,
     GetTail,
-    HistoryEntry,
-    ReadHistory,
+    NotificationPosted,
     RecordToolResult,
     Tail,
-    ToolCall,
-    ToolResult,
-    ToolStatus,
-    EntriesFolded,
-    EntryAppended,
-    ToolResultsAppended,
-    HistoryEdited,
-    HistorySlice,
-    Message,
+)
+from livecontext.protocol.context import EntriesFolded, EntryRef, HistoryEdited, HistorySlice, ReadHistory
+from livecontext.protocol.history import (
+    HistoryEntry,
     ModelOutputEntry,
     ModelReply,
     ModelRequest,
-    NotificationPosted,
     RecapEntry,
     Retention,
     Role,
+    ToolCall,
+    ToolResult,
     ToolResultsEntry,
-    make_converter,
+    ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId, Message
+from livecontext.protocol.records import EntryAppended, ToolResultsAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.actors.agent._agent import HISTORY_CAPABILITIES
 from livecontext.actors.analyzers import Analyzer
 from livecontext.actors.history import HistoryLimits, HistoryState, HistoryStore

@@ -23,18 +23,10 @@ from livecontext.actors.analyzers import (
 )
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
-    EditApplied,
-    HistoryChanged,
-    FoldIntoRecap,
-    Message,
-    ModelReply,
-    ModelRequest,
-    NotificationPosted,
-    RunUntilIdle,
-)
+from livecontext.protocol.agent import HistoryChanged, IdleReason, NotificationPosted, RunUntilIdle
+from livecontext.protocol.context import EditApplied, FoldIntoRecap
+from livecontext.protocol.history import ModelReply, ModelRequest
+from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime import Runtime, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, TextCallback
 from livecontext.runtime.persistence import open_store

@@ -6,29 +6,27 @@ import pytest
 import trio
 
 from livecontext.actors.history import HistoryLimits, history_topic
-from livecontext.protocol import (
-    GetFill,
-    HistoryFill,
+from livecontext.protocol.context import (
     Conflict,
     EditApplied,
-    Envelope,
     EditConflict,
     EditHistory,
     EntriesFolded,
     EntryRef,
     FoldIntoRecap,
+    GetFill,
     HistoryEdited,
+    HistoryFill,
     HistoryUsage,
-    Level,
     LimitLevel,
     MarkFolded,
-    RecapEntry,
+    ReadHistory,
     RemoveEntries,
     ReplaceContent,
-    Retention,
-    ReadHistory,
     SetRetention,
 )
+from livecontext.protocol.history import Level, RecapEntry, Retention
+from livecontext.protocol.kernel import Envelope
 from livecontext.runtime import RemoteActorError
 
 from tests.context._world import COUNTER, HistoryWorld, open_history, replay
@@ -245,7 +243,7 @@ def drain(channel: trio.MemoryReceiveChannel[Envelope]) -> list[Envelope]:
 
 async def test_ephemeral_entries_are_gone_when_a_new_session_opens_the_thread() -> None:
     from livecontext.actors.history import HistoryStore
-    from livecontext.protocol import ActorId
+    from livecontext.protocol.kernel import ActorId
 
     from tests.context._world import CONVERTER
 

@@ -10,14 +10,8 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.history import ContextPolicy, HistoryLimits, HistoryState
 from livecontext.actors.recap import RecapSettings
 from livecontext.actors.recap._layer import DATA_FACTOR
-from livecontext.protocol import (
-    IdleReason,
-    BeforeModelCall,
-    EntriesFolded,
-    HistoryChanged,
-    Idle,
-    RunUntilIdle,
-)
+from livecontext.protocol.agent import BeforeModelCall, HistoryChanged, Idle, IdleReason, RunUntilIdle
+from livecontext.protocol.context import EntriesFolded
 from livecontext.runtime import open_runtime
 from livecontext.runtime.persistence import open_store
 

@@ -6,23 +6,20 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.agent._agent import ANALYZER_CAPABILITIES, ENGINE_CAPABILITIES, RECAP_CAPABILITIES
 from livecontext.actors.analyzers import Analyzer, AnalyzerSettings
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import (
+from livecontext.protocol.agent import NotificationPosted, PostNotification, RunUntilIdle
+from livecontext.protocol.context import (
     AccessDenied,
-    ActorId,
     Capability,
     EditApplied,
     EditHistory,
     EntryRef,
     FoldIntoRecap,
     HistorySlice,
-    Level,
-    Message,
-    NotificationPosted,
-    PostNotification,
     ReadHistory,
     ReplaceContent,
-    RunUntilIdle,
 )
+from livecontext.protocol.history import Level
+from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime import open_runtime
 from livecontext.runtime.persistence import open_store
 

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from livecontext.protocol import (
-    EditHistory,
-    FoldIntoRecap,
-    RecapEntry,
-    RemoveEntries,
-    Retention,
-    SetRetention,
-)
+from livecontext.protocol.context import EditHistory, FoldIntoRecap, RemoveEntries, SetRetention
+from livecontext.protocol.history import RecapEntry, Retention
 
 from tests.context._world import HistoryWorld, open_history, replay
 

@@ -20,7 +20,8 @@ from livecontext.actors.agent._agent import ANALYZER_CAPABILITIES
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits, render
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import ActorId, Idle, IdleReason, Message, NotificationPosted, RunUntilIdle
+from livecontext.protocol.agent import Idle, IdleReason, NotificationPosted, RunUntilIdle
+from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.testing import open_stepping_runtime
 

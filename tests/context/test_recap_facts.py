@@ -18,7 +18,7 @@ from livecontext.actors.recap._facts import (
     steps_of,
 )
 from livecontext.actors.recap._shell import looks_like_path, parse_command, reruns
-from livecontext.protocol import RecapEntry, Retention, ToolCall, ToolResult, ToolStatus
+from livecontext.protocol.history import RecapEntry, Retention, ToolCall, ToolResult, ToolStatus
 
 from tests.context._transcripts import (
     Session,

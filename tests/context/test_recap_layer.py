@@ -25,7 +25,7 @@ from livecontext.actors.recap._layer import (
     render,
     span_of,
 )
-from livecontext.protocol import HistoryEntry
+from livecontext.protocol.history import HistoryEntry
 from livecontext.runtime.models import ScriptedModel
 
 from tests.context._transcripts import (

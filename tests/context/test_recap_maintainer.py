@@ -14,27 +14,22 @@ from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import MIN_SUMMARY_CHARS, RecapMaintainer, RecapSettings, RecapStrategy, recap_topic
 from livecontext.actors.recap._layer import Layer
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
+from livecontext.protocol.agent import Idle, IdleReason, RunUntilIdle
+from livecontext.protocol.context import (
     Capability,
     EditApplied,
     EditConflict,
     EditHistory,
     EntriesFolded,
-    FoldIntoRecap,
     FoldDone,
+    FoldIntoRecap,
     FoldNow,
     HistoryEdited,
-    Idle,
-    Level,
-    ModelReply,
-    ModelRequest,
     ReplaceContent,
-    Retention,
-    RunUntilIdle,
     SetRetention,
 )
+from livecontext.protocol.history import Level, ModelReply, ModelRequest, Retention
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import AuditEvent, AuditRecord, UsageError, open_runtime
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from livecontext.runtime.persistence import open_store

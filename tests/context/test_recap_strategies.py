@@ -19,14 +19,7 @@ from livecontext.actors.recap import (
 )
 from livecontext.actors.recap._layer import Layer, range_line
 from livecontext.actors.recap._strategies import _body
-from livecontext.protocol import (
-    HistoryEntry,
-    ModelInputEntry,
-    ModelReply,
-    ModelRequest,
-    Retention,
-    Role,
-)
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry, ModelReply, ModelRequest, Retention, Role
 from livecontext.runtime.models import FailureKind, ModelClient, ScriptedModel, TextCallback, TransientModelError
 
 from tests.context._transcripts import (

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from livecontext.actors.recap import Recap, structured
-from livecontext.protocol import HistoryEntry
+from livecontext.protocol.history import HistoryEntry
 
 from tests.context._transcripts import Session, pytest_passing, traceback_output
 

@@ -4,7 +4,7 @@ last token, and a shortened answer that is no shorter than the first."""
 from __future__ import annotations
 
 from livecontext.actors.recap import Recap, model_summary, simple_extract
-from livecontext.protocol import HistoryEntry, ModelInputEntry, Retention
+from livecontext.protocol.history import HistoryEntry, ModelInputEntry, Retention
 from livecontext.runtime.models import ScriptedModel
 
 from tests.context._transcripts import WHEN, WHO

@@ -81,7 +81,7 @@ async def read_thread(url: str, thread: str) -> Any:
     """The state of ``thread`` in the store at ``url`` as a reader sees it now (``None``: no
     such thread yet)."""
     from livecontext.actors.history import load_state
-    from livecontext.protocol import make_converter
+    from livecontext.protocol.wire import make_converter
     from livecontext.runtime.persistence import ThreadNotFoundError, open_store
 
     async with await open_store(url) as store:

@@ -22,23 +22,18 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.agent._agent import AgentActors
 from livecontext.actors.apps import App
 from livecontext.actors.history import load_state
-from livecontext.protocol import (
-    AccessDenied,
-    AppEffect,
+from livecontext.protocol.agent import (
     AppEffects,
-    AppHistory,
-    Capability,
     GetAppEffects,
     GetWindows,
-    HistorySnapshot,
     ProvideInput,
     RunUntilIdle,
     SaveAppState,
-    ToolResultRecorded,
     Windows,
-    load_json,
-    make_converter,
 )
+from livecontext.protocol.context import AccessDenied, Capability
+from livecontext.protocol.records import AppEffect, AppHistory, HistorySnapshot, ToolResultRecorded
+from livecontext.protocol.wire import load_json, make_converter
 from livecontext.runtime import Context, open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import EventStore, open_store

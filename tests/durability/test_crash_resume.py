@@ -24,7 +24,8 @@ import pytest
 import trio
 from livecontext.actors.agent._format import apps_json, entry_json
 from livecontext.actors.history import HistoryState, load_state
-from livecontext.protocol import EngineState, make_converter
+from livecontext.protocol.history import EngineState
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store
 
 from tests.support.postgres import Cluster

@@ -21,13 +21,8 @@ from livecontext.actors.apps import Notebook
 from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.actors.history import HistoryState, load_state
 from livecontext.actors.history import write_snapshot
-from livecontext.protocol import (
-    SCHEMA_VERSION,
-    HistoryEntry,
-    ModelOutputEntry,
-    ToolResultsEntry,
-    make_converter,
-)
+from livecontext.protocol.history import HistoryEntry, ModelOutputEntry, ToolResultsEntry
+from livecontext.protocol.wire import SCHEMA_VERSION, make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
 from livecontext.runtime.persistence.sqlite._compression import pack_text

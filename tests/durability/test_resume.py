@@ -14,25 +14,20 @@ from livecontext.actors.apps import App, Notebook, ToolOutcome, tool
 from livecontext.actors.agent._format import apps_json, entry_json
 from livecontext.actors.agent._session import Session, open_session, run_until_idle
 from livecontext.actors.history import HistoryState, HistoryStore, load_state
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
-    AppEffect,
+from livecontext.protocol.agent import (
     AppendInput,
-    EngineState,
     GetTail,
     GetWindows,
-    ModelInputEntry,
-    ModelOutputEntry,
-    NotebookEdited,
+    IdleReason,
     RecordToolResult,
     RecordToolStarted,
     Tail,
-    ToolResult,
-    ToolStatus,
     Windows,
-    make_converter,
 )
+from livecontext.protocol.history import EngineState, ModelInputEntry, ModelOutputEntry, ToolResult, ToolStatus
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import AppEffect, NotebookEdited
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LogWriteError, open_store

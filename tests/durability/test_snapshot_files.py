@@ -16,7 +16,8 @@ import pytest
 
 from livecontext.actors.history import HistoryState, load_state, write_snapshot
 from livecontext.actors.history._blocks import BLOCK
-from livecontext.protocol import HistoryEdited, make_converter
+from livecontext.protocol.context import HistoryEdited
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import open_store
 
 from tests.actors.history.test_snapshot_blocks import _Thread
@@ -28,7 +29,10 @@ CONVERTER = make_converter()
 _WRITER = """
 import datetime as dt, json, sys, trio
 from livecontext.actors.history import HistoryState, write_snapshot
-from livecontext.protocol import ActorId, EntryAppended, ModelInputEntry, Retention, make_converter
+from livecontext.protocol.history import ModelInputEntry, Retention
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import EntryAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import NewRecord, open_store
 from livecontext.runtime.tokens import TokenCounter
 

@@ -15,7 +15,9 @@ import trio
 
 from livecontext.actors.history import load_state
 from livecontext.actors.history import write_snapshot
-from livecontext.protocol import AgentStatus, Pause, TaskStatus, make_converter
+from livecontext.protocol.agent import AgentStatus, Pause
+from livecontext.protocol.history import TaskStatus
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store
 from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted

@@ -11,7 +11,8 @@ from livecontext.actors import AgentSettings
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.actors.history import load_state
-from livecontext.protocol import ToolResultsEntry, make_converter
+from livecontext.protocol.history import ToolResultsEntry
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.persistence.sqlite._compression import DICTIONARY

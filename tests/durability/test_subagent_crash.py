@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from livecontext.actors.agent._format import apps_json
-from livecontext.protocol import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
+from livecontext.protocol.history import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 
 from ._support import json_lines, notebook_turns, read_thread, run_cli, run_or_kill, write_script
 

@@ -18,12 +18,8 @@ import pytest
 
 from livecontext.actors import open_system
 from livecontext.actors.history import HistoryState
-from livecontext.protocol import (
-    ModelInputEntry,
-    ModelOutputEntry,
-    NotificationPosted,
-    ToolResultsEntry,
-)
+from livecontext.protocol.agent import NotificationPosted
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 from livecontext.runtime.persistence import open_store
 
 from tests.actors.system_support import AGENTS, payloads, records, transcript, write_team

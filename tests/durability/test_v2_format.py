@@ -25,17 +25,9 @@ from livecontext.actors.apps import App, Notebook
 from livecontext.actors.cli._commands_store import render_json
 from livecontext.actors.history import HistoryState, load_state, replay_app_effects
 from livecontext.actors.history import write_snapshot
-from livecontext.protocol import (
-    SCHEMA_VERSION,
-    AppEffect,
-    HistoryEntry,
-    ModelOutputEntry,
-    NotebookEdited,
-    RecapEntry,
-    Retention,
-    ToolResultsEntry,
-    make_converter,
-)
+from livecontext.protocol.history import HistoryEntry, ModelOutputEntry, RecapEntry, Retention, ToolResultsEntry
+from livecontext.protocol.records import AppEffect, NotebookEdited
+from livecontext.protocol.wire import SCHEMA_VERSION, make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import StoredRecord, open_store
 from livecontext.runtime.tokens import TokenCounter

@@ -23,7 +23,7 @@ from livecontext.actors.blueprint import load_blueprint
 from livecontext.actors.cli import main
 from livecontext.actors.front import agent_spec
 from livecontext.actors.history import HistoryLimits
-from livecontext.protocol import ThreadConfigured
+from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.persistence import open_store
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

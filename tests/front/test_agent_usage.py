@@ -10,7 +10,7 @@ import trio
 import livecontext
 from livecontext.actors import SubAgents
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import ModelOutputEntry, Usage, UsageTotals
+from livecontext.protocol.history import ModelOutputEntry, Usage, UsageTotals
 from tests.support.metered import Metered
 
 

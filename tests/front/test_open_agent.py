@@ -11,7 +11,8 @@ import trio
 
 import livecontext
 from livecontext import EngineState, Reply
-from livecontext.protocol import ModelTextDelta, ToolResultsEntry, ToolStatus
+from livecontext.protocol.agent import ModelTextDelta
+from livecontext.protocol.history import ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import ScriptedModel
 from tests.support import function_tools as ft
 

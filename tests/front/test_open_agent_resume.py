@@ -15,7 +15,8 @@ from livecontext.actors.agent._session import owner_string, recorded_config
 from livecontext.actors.analyzers import AnalyzerSettings
 from livecontext.actors.history import HistoryLimits
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import RenderPolicy, ThreadConfigured, ThreadSettings, make_converter
+from livecontext.protocol.records import RenderPolicy, ThreadConfigured, ThreadSettings
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import NewRecord, open_store
 
 RECAP = RecapSettings("simple_extract", window=2, batch=1, max_summary_chars=900)

@@ -8,15 +8,8 @@ import re
 import pytest
 
 import livecontext
-from livecontext.protocol import (
-    AfterModelCall,
-    BeforeModelCall,
-    ModelReply,
-    ModelRequest,
-    ObservationCut,
-    Retention,
-    Role,
-)
+from livecontext.protocol.agent import AfterModelCall, BeforeModelCall, ObservationCut
+from livecontext.protocol.history import ModelReply, ModelRequest, Retention, Role
 from livecontext.runtime.models import EchoModel, TextCallback
 
 WORDS_900 = "word " * 900

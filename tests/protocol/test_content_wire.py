@@ -10,16 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livecontext.protocol import (
-    ActorId,
-    Content,
-    HistoryEntry,
-    LevelText,
-    MalformedDataError,
-    ModelInputEntry,
-    Retention,
-    make_converter,
-)
+from livecontext.protocol.history import Content, HistoryEntry, LevelText, ModelInputEntry, Retention
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.wire import MalformedDataError, make_converter
 from livecontext.protocol._content_wire import SHARED_MIN
 
 _TEXTS = st.text(alphabet=st.sampled_from("ab\n é✓"), max_size=80)

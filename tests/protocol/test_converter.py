@@ -17,20 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import livecontext.protocol
-from livecontext.protocol import (
+from livecontext.protocol.history import Content, HistoryEntry, LevelText, ModelInputEntry, Retention
+from livecontext.protocol.kernel import Ack, ActorId, Envelope, Message, Topic
+from livecontext.protocol.records import NotebookEdited, TextChange, UndecodedEffect
+from livecontext.protocol.wire import (
     SCHEMA_VERSION,
     TAGGED_TYPES,
-    Ack,
-    TextChange,
-    ActorId,
-    Envelope,
-    HistoryEntry,
     MalformedDataError,
-    Message,
-    ModelInputEntry,
-    NotebookEdited,
-    Topic,
-    UndecodedEffect,
+    ProtocolConverter,
     UnknownMessageTypeError,
     UnsupportedSchemaVersionError,
     dump_json,
@@ -366,7 +360,7 @@ def test_the_fast_unstructure_hooks_give_exactly_what_cattrs_generic_hooks_give(
     cls: type, data: st.DataObject
 ) -> None:
     fast = make_converter()
-    generic = livecontext.protocol.ProtocolConverter(_generic_unstructure=True)
+    generic = ProtocolConverter(_generic_unstructure=True)
     obj = data.draw(strategy_for(cls))
     _same_data(fast.unstructure(obj), generic.unstructure(obj))
     _same_data(fast.unstructure(obj, cls), generic.unstructure(obj, cls))  # untagged
@@ -379,7 +373,7 @@ def test_the_fast_unstructure_hooks_give_exactly_what_cattrs_generic_hooks_give(
 @given(_envelopes(strategy_for(Message)))
 def test_an_envelope_is_written_the_same_by_the_fast_and_the_generic_hooks(env: Envelope) -> None:
     fast = make_converter()
-    generic = livecontext.protocol.ProtocolConverter(_generic_unstructure=True)
+    generic = ProtocolConverter(_generic_unstructure=True)
     _same_data(fast.envelope_to_data(env), generic.envelope_to_data(env))
     assert fast.envelope_to_json(env) == generic.envelope_to_json(env)
 
@@ -437,7 +431,7 @@ def test_extra_types_with_unusual_fields_are_written_the_same_by_both_hooks() ->
     obj = _Unusual(_Shade.DARK, _Count.ONE, _Word.HI, (("a", 1),), (1, 2), ((_Shade.DARK,), ()),
                    dt.datetime(2024, 5, 1, 12, 0, 0, 5, tzinfo=dt.timezone.utc), Ack())
     fast = make_converter(extra_types=[_Unusual, _Annotated])
-    generic = livecontext.protocol.ProtocolConverter([_Unusual, _Annotated], _generic_unstructure=True)
+    generic = ProtocolConverter([_Unusual, _Annotated], _generic_unstructure=True)
     data = fast.dump_message(obj)
     _same_data(data, generic.dump_message(obj))
     assert "hidden" not in data
@@ -450,9 +444,9 @@ def test_extra_types_with_unusual_fields_are_written_the_same_by_both_hooks() ->
 def test_a_tagged_object_written_where_its_own_class_is_declared_carries_no_tag() -> None:
     entry = ModelInputEntry(id="e1", revision=1, author=ActorId("user", "me"),
                             created_at=dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc),
-                            retention=livecontext.protocol.Retention.CRITICAL,
-                            content=livecontext.protocol.Content(
-                                *[livecontext.protocol.LevelText("hi", 1)] * 3),
+                            retention=Retention.CRITICAL,
+                            content=Content(
+                                *[LevelText("hi", 1)] * 3),
                             text="hi")
     converter = make_converter()
     assert "type" not in converter.unstructure(entry, ModelInputEntry)

@@ -7,7 +7,8 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from livecontext.protocol import ActorId, Envelope, GetTail, Topic, format_message_id
+from livecontext.protocol.agent import GetTail
+from livecontext.protocol.kernel import ActorId, Envelope, Topic, format_message_id
 from livecontext.protocol._converter import make_converter
 
 _SENDER, _RECIPIENT = ActorId("engine", "a"), Topic("history.changes")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from livecontext.protocol import (
+from livecontext.protocol.kernel import (
     MAX_THREAD_ID,
     ActorId,
     Topic,

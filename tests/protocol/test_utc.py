@@ -5,7 +5,7 @@ import datetime as dt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livecontext.protocol import utc_iso_text
+from livecontext.protocol.wire import utc_iso_text
 
 _UTC_TIMES = st.datetimes(timezones=st.just(dt.timezone.utc))
 

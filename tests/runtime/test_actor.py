@@ -7,7 +7,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Envelope, Message
+from livecontext.protocol.kernel import ActorId, Envelope, Message
 from livecontext.runtime import (
     Actor,
     ActorRef,

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ErrorReply, Message
+from livecontext.protocol.kernel import ErrorReply, Message
 from livecontext.runtime import (
     Actor,
     ActorStoppedError,

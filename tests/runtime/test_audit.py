@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Message, Topic, message_id_time_ns
+from livecontext.protocol.kernel import ActorId, Message, Topic, message_id_time_ns
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, RemoteActorError, handler, open_runtime
 
 

@@ -9,9 +9,9 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import (
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.wire import (
     MalformedDataError,
-    Message,
     UnknownMessageTypeError,
     UnsupportedSchemaVersionError,
     make_converter,

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import __future__
+import importlib
 import inspect
+import pkgutil
 import types
 import typing
 
 import pytest
 
 import livecontext.protocol
+import livecontext.protocol.kernel
+import livecontext.protocol.wire
 import livecontext.runtime
 import livecontext.runtime.testing
 
-MODULES = [livecontext.protocol, livecontext.runtime, livecontext.runtime.testing]
+PUBLIC_MODULES = [importlib.import_module(f"livecontext.protocol.{info.name}")
+                  for info in pkgutil.iter_modules(livecontext.protocol.__path__) if not info.name.startswith("_")]
+"""The protocol's public modules (``kernel``, ``agent``, ...): its package itself exports nothing."""
+
+MODULES = [*PUBLIC_MODULES, livecontext.runtime, livecontext.runtime.testing]
+REEXPORTING = {*PUBLIC_MODULES}
+"""Modules that define nothing themselves: every public name in them is meant to be exported."""
 
 
 def _owned(module: types.ModuleType, obj: object) -> bool:
@@ -34,7 +44,7 @@ def test_every_name_in_all_exists_once(module: types.ModuleType) -> None:
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_nothing_public_is_missing_from_all(module: types.ModuleType) -> None:
-    is_package = hasattr(module, "__path__")
+    reexports = hasattr(module, "__path__") or module in REEXPORTING
     missing = []
     for name, obj in vars(module).items():
         if name.startswith("_") or name in module.__all__:
@@ -42,7 +52,7 @@ def test_nothing_public_is_missing_from_all(module: types.ModuleType) -> None:
         if isinstance(obj, (types.ModuleType, __future__._Feature, typing.TypeVar)):
             continue
         # a package re-exports its private modules' API; a plain module may import helpers
-        if is_package or _owned(module, obj):
+        if reexports or _owned(module, obj):
             missing.append(name)
     assert missing == [], f"add to {module.__name__}.__all__ (or rename with a leading _): {missing}"
 
@@ -74,9 +84,10 @@ def test_the_kernel_api_is_public() -> None:
     assert expected <= set(livecontext.runtime.__all__)
     assert {"explore", "run_seed", "open_stepping_runtime", "StallError", "SeedFailedError",
             "Exploration", "SeedRun", "SteppingScheduler"} <= set(livecontext.runtime.testing.__all__)
-    assert {"ActorId", "Topic", "Envelope", "Message", "make_converter", "TAGGED_TYPES",
-            "UnknownMessageTypeError", "UnsupportedSchemaVersionError", "MalformedDataError",
-            "format_message_id", "message_id_time_ns"} <= set(livecontext.protocol.__all__)
+    assert {"ActorId", "Topic", "Envelope", "Message", "format_message_id",
+            "message_id_time_ns"} <= set(livecontext.protocol.kernel.__all__)
+    assert {"make_converter", "TAGGED_TYPES", "UnknownMessageTypeError", "UnsupportedSchemaVersionError",
+            "MalformedDataError"} <= set(livecontext.protocol.wire.__all__)
 
 
 def test_kernel_errors_derive_from_one_base_per_fault() -> None:

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Envelope, Message, message_id_time_ns
+from livecontext.protocol.kernel import ActorId, Envelope, Message, message_id_time_ns
 from tests.support.busy import busy_task
 from livecontext.runtime import (
     Actor,

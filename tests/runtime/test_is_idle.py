@@ -6,7 +6,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import Message
+from livecontext.protocol.kernel import Message
 from livecontext.runtime import Actor, SteppingScheduler, handler, open_runtime
 
 

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Message
+from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime import Actor, MailboxFullError, MailboxStatistics, UnknownActorError, handler, open_runtime
 
 

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorEscalated, ActorId, ActorRestarted, Envelope, Message
+from livecontext.protocol.kernel import ActorEscalated, ActorId, ActorRestarted, Envelope, Message
 from livecontext.runtime import (
     SUPERVISION_TOPIC,
     SUPERVISOR_ID,

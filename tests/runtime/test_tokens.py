@@ -9,7 +9,7 @@ import quicktok
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from livecontext.protocol import Content, LevelText
+from livecontext.protocol.history import Content, LevelText
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import (
     BUNDLED_ENCODINGS,

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Envelope, Message, Topic
+from livecontext.protocol.kernel import ActorId, Envelope, Message, Topic
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, handler, open_runtime
 
 NEWS = Topic("news")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from livecontext.protocol import ActorId, Message
+from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime import AskCycleError, Context
 
 

@@ -8,7 +8,7 @@ import json
 from attrs import frozen
 
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.protocol import Message
+from livecontext.protocol.kernel import Message
 
 
 @frozen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from livecontext.protocol import ModelReply, ModelRequest, Usage
+from livecontext.protocol.history import ModelReply, ModelRequest, Usage
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 
 

@@ -14,23 +14,19 @@ from click.testing import CliRunner
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.cli import main
 from livecontext.actors.trace import Trace, build_trace
-from livecontext.protocol import (
+from livecontext.protocol.agent import Cancel, Idle, IdleReason, ProvideInput, RunUntilIdle
+from livecontext.protocol.context import (
     AccessDenied,
-    Cancel,
     Capability,
     EditApplied,
     EditHistory,
     EntryRef,
     HistorySlice,
-    Idle,
-    IdleReason,
-    Level,
-    ProvideInput,
     ReadHistory,
     ReplaceContent,
-    RunUntilIdle,
-    make_converter,
 )
+from livecontext.protocol.history import Level
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from livecontext.actors.trace import WindowsUnknownWarning, trace_json
-from livecontext.protocol import EngineState
+from livecontext.protocol.history import EngineState
 from tests.trace._runs import refused_edit_run, run_blueprint, trace
 
 V2 = Path(__file__).resolve().parents[1] / "fixtures" / "v2"

@@ -20,7 +20,9 @@ from livecontext.actors.trace import (
     WindowsRecordedWarning,
     build_trace,
 )
-from livecontext.protocol import EngineState, RunUntilIdle, make_converter
+from livecontext.protocol.agent import RunUntilIdle
+from livecontext.protocol.history import EngineState
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

@@ -6,12 +6,12 @@ thread that does not exist, a seq past the end) also derive from
 (:class:`CorruptRecordError`) or that the disk failed us (:class:`LogWriteError`) do not.
 A record of an unknown schema version is reported with
 :class:`UnsupportedRecordVersionError`, a kind of the protocol's own
-:class:`~livecontext.protocol.UnsupportedSchemaVersionError` that names its thread and seq.
+:class:`~livecontext.protocol.wire.UnsupportedSchemaVersionError` that names its thread and seq.
 """
 
 from __future__ import annotations
 
-from livecontext.protocol import UnsupportedSchemaVersionError
+from livecontext.protocol.wire import UnsupportedSchemaVersionError
 
 from ... import LivecontextError, UsageError
 

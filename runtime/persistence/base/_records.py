@@ -27,7 +27,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 
 from attrs import evolve, field, frozen
-from livecontext.protocol import (
+from livecontext.protocol.kernel import thread_id_problem
+from livecontext.protocol.wire import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
     UnsupportedSchemaVersionError,
@@ -35,7 +36,6 @@ from livecontext.protocol import (
     dump_json,
     dump_standard_json,
     load_json,
-    thread_id_problem,
 )
 
 from ._errors import CorruptRecordError, InvalidRecordError, InvalidThreadIdError, UnsupportedRecordVersionError
@@ -428,7 +428,7 @@ def rehome_snapshot(snapshot: Snapshot, thread_id: str, covers: str) -> Snapshot
 
 def check_thread_id(thread_id: object) -> str:
     """``thread_id`` if a store can hold it (the rule is
-    :func:`~livecontext.protocol.thread_id_problem`: 1-200 characters, no control characters).
+    :func:`~livecontext.protocol.kernel.thread_id_problem`: 1-200 characters, no control characters).
 
     Raises:
         InvalidThreadIdError: it is not.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from livecontext.protocol import utc_iso_text
+from livecontext.protocol.wire import utc_iso_text
 
 
 def format_time(value: dt.datetime) -> str:

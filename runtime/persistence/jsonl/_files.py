@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 
 from attrs import frozen
-from livecontext.protocol import check_schema_version
+from livecontext.protocol.wire import check_schema_version
 
 from ..base import CorruptRecordError, Snapshot, StoredRecord, checksum_matches, supported_version
 from ._codec import decode_record, decode_snapshot, prefix_seq

@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from livecontext.protocol import check_schema_version
+from livecontext.protocol.wire import check_schema_version
 
 from ..base import CorruptRecordError, KEEP_SNAPSHOTS, Snapshot, is_part_key, missing_part, used_parts
 from ._codec import decode_snapshot, encode_snapshot

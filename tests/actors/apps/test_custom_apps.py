@@ -20,16 +20,10 @@ from livecontext.actors.apps import (
     invoke_tool,
     tool,
 )
-from livecontext.protocol import (
-    AppEffect,
-    Message,
-    MessageTypeClashError,
-    ToolCall,
-    ToolStatus,
-    UndecodedEffect,
-    make_converter,
-    register_message_types,
-)
+from livecontext.protocol.history import ToolCall, ToolStatus
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import AppEffect, UndecodedEffect
+from livecontext.protocol.wire import MessageTypeClashError, make_converter, register_message_types
 from tests.support.counter import Counter, CounterAdded, CounterReset
 
 
@@ -145,7 +139,7 @@ def test_a_tag_of_the_protocol_cannot_be_taken_by_an_effect() -> None:
     [
         ([CounterAdded], r"^Broken\.effects must be a tuple of effect classes, got \[<class "),
         ((dict,), r"^Broken\.effects: <class 'dict'> cannot be written to the log: make it a @frozen attrs "
-                  r"class subclassing livecontext\.protocol\.Message$"),
+                  r"class subclassing livecontext\.protocol\.kernel\.Message$"),
     ],
 )
 def test_effects_that_cannot_be_logged_are_refused_when_the_app_is_defined(effects: object, message: str) -> None:

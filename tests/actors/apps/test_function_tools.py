@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from livecontext.actors.apps import FunctionTools, ToolDefinitionError, describe_tools, invoke_tool, tool
-from livecontext.protocol import ToolCall, ToolStatus
+from livecontext.protocol.history import ToolCall, ToolStatus
 from tests.support import function_tools as ft
 
 
@@ -137,7 +137,7 @@ def test_the_tools_app_has_no_window() -> None:
 
 async def test_a_tool_returning_text_that_is_not_valid_unicode_ran_and_says_what_was_replaced() -> None:
     import livecontext
-    from livecontext.protocol import ToolResultsEntry
+    from livecontext.protocol.history import ToolResultsEntry
     from livecontext.runtime.models import ScriptedModel
 
     @livecontext.tool

@@ -15,7 +15,9 @@ from livecontext.actors.apps import (
     describe_tools,
     invoke_tool,
 )
-from livecontext.protocol import Message, NotebookEdited, ToolCall, ToolStatus
+from livecontext.protocol.history import ToolCall, ToolStatus
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import NotebookEdited
 
 PLAN = "# Plan\nstep 1: read\nstep 2: write\n# Notes\nkeep this\n"
 

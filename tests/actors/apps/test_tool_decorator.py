@@ -19,13 +19,8 @@ from livecontext.actors.apps import (
     tool,
 )
 from livecontext.actors.apps._invoke import start_tool
-from livecontext.protocol import (
-    LevelText,
-    NotebookEdited,
-    ToolCall,
-    ToolResult,
-    ToolStatus,
-)
+from livecontext.protocol.history import LevelText, ToolCall, ToolResult, ToolStatus
+from livecontext.protocol.records import NotebookEdited
 from livecontext.runtime.tokens import TokenCounter
 
 

@@ -34,7 +34,7 @@ from livecontext.actors.system import open_system
 from livecontext.actors.cli._live import open_live_view
 from livecontext.actors.cli._live_gauge import Gauge, Watched
 from livecontext.actors.cli._live_panel import frame
-from livecontext.protocol import ActorId
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import ActorRef
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -18,18 +18,17 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.apps import Notebook
 from livecontext.actors.cli import main
 from livecontext.actors.cli._readable import audit_printer, print_history, print_state, readable_console
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import ProvideInput, RunUntilIdle
+from livecontext.protocol.history import (
     ModelInputEntry,
     ModelOutputEntry,
     Notification,
-    ProvideInput,
     RecapEntry,
     Retention,
-    RunUntilIdle,
     ToolCall,
-    make_converter,
 )
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

@@ -16,7 +16,9 @@ from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.apps import Notebook
 from livecontext.actors.cli import main
 from livecontext.actors.agent._format import chat_json, tool_json
-from livecontext.protocol import BeforeModelCall, ProvideInput, Retention, RunUntilIdle, make_converter
+from livecontext.protocol.agent import BeforeModelCall, ProvideInput, RunUntilIdle
+from livecontext.protocol.history import Retention
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

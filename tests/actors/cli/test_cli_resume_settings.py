@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from livecontext.actors.agent._session import recorded_config
 from livecontext.actors.cli import main
-from livecontext.protocol import RecordedRecap, ThreadConfigured
+from livecontext.protocol.records import RecordedRecap, ThreadConfigured
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 

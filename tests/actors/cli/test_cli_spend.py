@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from livecontext.actors.cli import main
 from livecontext.actors.history import load_state
-from livecontext.protocol import ModelOutputEntry, make_converter
+from livecontext.protocol.history import ModelOutputEntry
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import open_store
 
 NOTE = {"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "- milk"}}

@@ -128,7 +128,8 @@ def test_the_json_of_a_sub_agents_state_is_printed_whatever_way_it_ended(folder:
 
 def test_the_one_encoder_turns_enums_and_attrs_values_into_json_data() -> None:
     from livecontext.actors.agent._format import json_data
-    from livecontext.protocol import EngineState, Idle, IdleReason
+    from livecontext.protocol.agent import Idle, IdleReason
+    from livecontext.protocol.history import EngineState
 
     idle = Idle(EngineState.WAITING_INPUT, 2, IdleReason.CANCELLED)
     data = json_data({"idle": idle, "reason": IdleReason.PAUSED, "states": (EngineState.PENDING_INPUT,)})

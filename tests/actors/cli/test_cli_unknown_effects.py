@@ -24,7 +24,8 @@ from click.testing import CliRunner
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.cli import main
-from livecontext.protocol import ProvideInput, RunUntilIdle, make_converter, registered_type
+from livecontext.protocol.agent import ProvideInput, RunUntilIdle
+from livecontext.protocol.wire import make_converter, registered_type
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
@@ -35,7 +36,7 @@ FARAWAY = '''
 import json
 from attrs import frozen
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.protocol import Message
+from livecontext.protocol.kernel import Message
 
 @frozen
 class FarAdded(Message):
@@ -78,7 +79,8 @@ WRITER = '''
 import sys, trio
 from faraway_counter import FarCounter
 from livecontext.actors import AgentSettings, spawn_agent
-from livecontext.protocol import ProvideInput, RunUntilIdle, make_converter
+from livecontext.protocol.agent import ProvideInput, RunUntilIdle
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store

@@ -12,7 +12,9 @@ from click.testing import CliRunner
 import livecontext
 from livecontext.actors import SubAgents
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import EntryAppended, ModelOutputEntry, Usage, make_converter
+from livecontext.protocol.history import ModelOutputEntry, Usage
+from livecontext.protocol.records import EntryAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import open_store
 
 from livecontext.actors.cli import main

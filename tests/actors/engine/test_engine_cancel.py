@@ -11,27 +11,22 @@ import trio
 import trio.testing
 
 from livecontext.actors.apps import Notebook, ToolOutcome, tool
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
+from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
     Cancel,
-    EngineState,
     GetWindows,
     Idle,
-    Message,
-    ModelReply,
-    ModelRequest,
-    NotebookEdited,
+    IdleReason,
     Pause,
     PostNotification,
     Step,
     StepDone,
-    ToolResultsEntry,
-    ToolStatus,
     Windows,
 )
+from livecontext.protocol.history import EngineState, ModelReply, ModelRequest, ToolResultsEntry, ToolStatus
+from livecontext.protocol.kernel import ActorId, Message
+from livecontext.protocol.records import NotebookEdited
 from livecontext.runtime import Context
 from livecontext.runtime.models import ModelClient, TextCallback
 from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted

@@ -9,20 +9,9 @@ import pytest
 import trio
 from attrs import frozen
 
-from livecontext.protocol import (
-    IdleReason,
-    ActorId,
-    EngineState,
-    InputAvailable,
-    Message,
-    Topic,
-    WaitingInput,
-    ModelInputEntry,
-    ModelReply,
-    ModelRequest,
-    ProvideInput,
-    PullInput,
-)
+from livecontext.protocol.agent import IdleReason, InputAvailable, ProvideInput, PullInput, WaitingInput
+from livecontext.protocol.history import EngineState, ModelInputEntry, ModelReply, ModelRequest
+from livecontext.protocol.kernel import ActorId, Message, Topic
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, Context, handler
 from livecontext.runtime.models import ModelClient, TextCallback
 from tests.actors.agent_harness import AgentHarness, ProbeModel, open_agent, scripted

@@ -10,17 +10,8 @@ import trio.testing
 
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.actors.engine import ToolNameClashError
-from livecontext.protocol import (
-    IdleReason,
-    AfterToolExecute,
-    AgentStatus,
-    EngineState,
-    Pause,
-    Role,
-    TaskStatus,
-    ToolResultsEntry,
-    ToolStatus,
-)
+from livecontext.protocol.agent import AfterToolExecute, AgentStatus, IdleReason, Pause
+from livecontext.protocol.history import EngineState, Role, TaskStatus, ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
 
@@ -97,7 +88,7 @@ async def test_a_completed_agent_takes_no_step_until_new_input_arrives_which_mak
 async def test_a_completed_agent_left_running_on_its_own_does_not_call_the_model_again(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    from livecontext.protocol import Resume
+    from livecontext.protocol.agent import Resume
 
     model = ProbeModel(scripted([TASK_DONE, {"text": "never said"}]))
     async with open_agent(model=model, inputs=["rename the files"]) as h:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import livecontext
-from livecontext.protocol import BeforeModelCall, ObservationCut
+from livecontext.protocol.agent import BeforeModelCall, ObservationCut
 from livecontext.runtime.models import ScriptedModel
 
 

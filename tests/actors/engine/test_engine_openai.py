@@ -8,11 +8,10 @@ from contextlib import asynccontextmanager
 import pytest
 
 from livecontext.actors.apps import Notebook
-from livecontext.protocol import (
-    IdleReason,
+from livecontext.protocol.agent import IdleReason, ModelTextDelta
+from livecontext.protocol.history import (
     EngineState,
     ModelOutputEntry,
-    ModelTextDelta,
     ToolCall,
     ToolResultsEntry,
     ToolStatus,

@@ -28,17 +28,10 @@ from attrs import define, field, frozen
 
 from livecontext.actors.agent import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.protocol import (
-    Cancel,
-    Idle,
-    Message,
-    ModelReply,
-    ModelRequest,
-    Pause,
-    ProvideInput,
-    RunUntilIdle,
-    make_converter,
-)
+from livecontext.protocol.agent import Cancel, Idle, Pause, ProvideInput, RunUntilIdle
+from livecontext.protocol.history import ModelReply, ModelRequest
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime import Context, Runtime, open_runtime
 from livecontext.runtime.models import ModelClient, TextCallback
 from livecontext.runtime.persistence import open_store

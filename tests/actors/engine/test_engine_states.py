@@ -6,20 +6,22 @@ import pytest
 import trio
 import trio.testing
 
-from livecontext.protocol import (
-    IdleReason,
+from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
     BeforeModelCall,
     BeforeToolExecute,
+    IdleReason,
+    ModelTextDelta,
+    WaitingInput,
+)
+from livecontext.protocol.history import (
     EngineState,
     ModelInputEntry,
     ModelOutputEntry,
-    ModelTextDelta,
     Role,
     ToolResultsEntry,
     ToolStatus,
-    WaitingInput,
 )
 from livecontext.runtime.models import RetryPolicy, ScriptedModel
 from tests.actors.agent_harness import Probe, ProbeApp, ProbeModel, open_agent, scripted
@@ -230,7 +232,7 @@ async def test_run_until_idle_feeds_the_inputs_in_order_and_max_steps_stops_earl
 async def test_a_resumed_engine_runs_on_its_own_when_input_arrives_and_pause_stops_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    from livecontext.protocol import Pause, Resume
+    from livecontext.protocol.agent import Pause, Resume
 
     async with open_agent([{"text": "one"}, {"text": "two"}]) as h:
         await h.client.ask(h.agent.engine, Resume())
@@ -260,7 +262,7 @@ async def test_a_budget_too_small_fails_the_step_with_a_clear_error_and_the_engi
 
 
 async def test_streamed_text_deltas_are_published_before_the_model_call_ends() -> None:
-    from livecontext.protocol import ModelTextDelta
+    from livecontext.protocol.agent import ModelTextDelta
 
     text = "a streamed answer in several pieces, word by word"
     async with open_agent([{"text": text}, {"text": text}], inputs=["a", "b"]) as h:

@@ -27,8 +27,7 @@ from livecontext.actors.history._lod import (
     result_gist,
 )
 from livecontext.actors.history._units import unit_messages
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.history import (
     Level,
     ModelOutputEntry,
     Notification,
@@ -39,6 +38,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
 from tests.actors.agent_harness import counter
 
 PYTEST_LOG = "\n".join(

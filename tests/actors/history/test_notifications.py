@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from livecontext.protocol import (
-    EngineState,
-    HistoryEntry,
-    ModelInputEntry,
-    Role,
-    ToolResultsEntry,
-)
+from livecontext.protocol.history import EngineState, HistoryEntry, ModelInputEntry, Role, ToolResultsEntry
 from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState

@@ -24,8 +24,8 @@ from livecontext.actors.history._units import (
     differs,
     unit_messages,
 )
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import (
     ChatMessage,
     Content,
     HistoryEntry,
@@ -33,7 +33,6 @@ from livecontext.protocol import (
     ModelInputEntry,
     ModelOutputEntry,
     RecapEntry,
-    RenderedSpan,
     Retention,
     Role,
     Shown,
@@ -42,6 +41,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime.tokens import BUNDLED_ENCODINGS, MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from tests.actors.agent_harness import ProbeApp, counter, open_agent
 
@@ -606,7 +606,7 @@ async def test_the_history_store_counts_the_windows_once_while_their_text_stays_
 @pytest.mark.parametrize("calls", [0, 1, 3])
 def test_a_model_outputs_levels_count_their_text_plus_the_tool_calls(text: str, calls: int) -> None:
     from livecontext.actors.history._lod import gist_line
-    from livecontext.protocol import LevelText
+    from livecontext.protocol.history import LevelText
 
     c = counter()
     tool_calls = tuple(ToolCall(f"c{k}", f"tool_{k}", f'{{"k": {k}}}') for k in range(calls))

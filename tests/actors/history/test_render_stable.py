@@ -10,15 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from livecontext.actors.history import ContextPolicy, RenderResult, StableRenderer
-from livecontext.protocol import (
-    ChatMessage,
-    ContextCompacted,
-    HistoryEntry,
-    ModelOutputEntry,
-    Retention,
-    Role,
-    Shown,
-)
+from livecontext.protocol.history import ChatMessage, HistoryEntry, ModelOutputEntry, Retention, Role, Shown
+from livecontext.protocol.records import ContextCompacted
 from livecontext.runtime import UsageError
 from tests.actors.agent_harness import ProbeApp, counter, open_agent
 from tests.actors.history.test_render import SYSTEM, assert_no_orphans, inp, out, recount, results

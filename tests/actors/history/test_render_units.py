@@ -28,15 +28,14 @@ from livecontext.actors.history._units import (
     differs,
     unit_messages,
 )
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import RenderedSpan
+from livecontext.protocol.history import (
     Content,
     HistoryEntry,
     Level,
     LevelText,
     ModelInputEntry,
     ModelOutputEntry,
-    RenderedSpan,
     Retention,
     Role,
     Shown,
@@ -45,6 +44,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
 from tests.actors.agent_harness import counter
 from tests.actors.history.test_render import AUTHOR, T0

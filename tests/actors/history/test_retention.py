@@ -11,23 +11,18 @@ from livecontext.actors.apps import App, ToolDefinitionError, describe_tools, to
 from livecontext.actors.engine import CONTROL_TOOLS
 from livecontext.actors.history import HistoryLimits, history_topic
 from livecontext.actors.recap import RecapSettings
-from livecontext.protocol import (
-    BeforeModelCall,
+from livecontext.protocol.agent import BeforeModelCall, ProvideInput
+from livecontext.protocol.context import (
     EditApplied,
     EditConflict,
     EditHistory,
-    EntryAppended,
     EntryRef,
     HistoryEdited,
     MarkFolded,
-    ModelInputEntry,
-    ProvideInput,
-    Retention,
     SetRetention,
-    Shown,
-    ThreadConfigured,
-    ToolResultsAppended,
 )
+from livecontext.protocol.history import ModelInputEntry, Retention, Shown
+from livecontext.protocol.records import EntryAppended, ThreadConfigured, ToolResultsAppended
 from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 from tests.context._world import decode, open_history
 

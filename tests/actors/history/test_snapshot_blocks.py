@@ -14,17 +14,11 @@ from hypothesis import strategies as st
 
 from livecontext.actors.history import HistoryState, load_state, write_snapshot
 from livecontext.actors.history._blocks import BLOCK
-from livecontext.protocol import (
-    ActorId,
-    EntriesFolded,
-    EntryAppended,
-    HistoryEdited,
-    Message,
-    ModelInputEntry,
-    RecapEntry,
-    Retention,
-    make_converter,
-)
+from livecontext.protocol.context import EntriesFolded, HistoryEdited
+from livecontext.protocol.history import ModelInputEntry, RecapEntry, Retention
+from livecontext.protocol.kernel import ActorId, Message
+from livecontext.protocol.records import EntryAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import CorruptRecordError, DamagedSnapshotWarning, NewRecord, open_store
 from livecontext.runtime.tokens import TokenCounter
 

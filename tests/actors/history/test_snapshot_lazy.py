@@ -10,14 +10,10 @@ from livecontext.actors.history._lazy import Raw
 from livecontext.actors.history import write_snapshot
 from livecontext.actors.history._log import dump_snapshot
 from livecontext.actors.history._render import render
-from livecontext.protocol import (
-    ActorId,
-    EntryAppended,
-    ModelInputEntry,
-    ModelOutputEntry,
-    Retention,
-    make_converter,
-)
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, Retention
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import EntryAppended
+from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import NewRecord, open_store
 from livecontext.runtime.tokens import TokenCounter
 

@@ -8,11 +8,8 @@ import pytest
 
 from livecontext.actors.history import HistoryState
 from livecontext.actors.history._state import ReplayError
-from livecontext.protocol import (
-    ActorId,
-    EntriesFolded,
-    EntryAppended,
-    HistoryEdited,
+from livecontext.protocol.context import EntriesFolded, HistoryEdited
+from livecontext.protocol.history import (
     HistoryEntry,
     ModelInputEntry,
     ModelOutputEntry,
@@ -20,11 +17,11 @@ from livecontext.protocol import (
     Retention,
     ToolCall,
     ToolResult,
-    ToolResultRecorded,
-    ToolResultsAppended,
     ToolResultsEntry,
     ToolStatus,
 )
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import EntryAppended, ToolResultRecorded, ToolResultsAppended
 from tests.actors.agent_harness import counter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

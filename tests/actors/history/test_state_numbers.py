@@ -8,19 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from livecontext.actors.history import HistoryLimits, HistoryState
-from livecontext.protocol import id_number as _number
-from livecontext.protocol import (
-    ActorId,
-    EntryAppended,
+from livecontext.protocol.history import (
     ModelInputEntry,
     ModelOutputEntry,
     Retention,
     ToolCall,
     ToolResult,
-    ToolResultRecorded,
     ToolResultsEntry,
     ToolStatus,
+    id_number as _number,
 )
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.records import EntryAppended, ToolResultRecorded
 from tests.actors.agent_harness import counter
 
 

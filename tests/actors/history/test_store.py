@@ -17,30 +17,27 @@ from hypothesis import strategies as st
 
 from livecontext.actors.agent._agent import HISTORY_CAPABILITIES
 from livecontext.actors.history import HistoryLimits, HistoryStore, history_topic
-from livecontext.protocol import (
-    ActorId,
+from livecontext.protocol.agent import (
     AppendInput,
     AppendOutput,
     AppendToolResults,
-    EditHistory,
-    EngineState,
-    EntryRef,
-    FoldIntoRecap,
     GetTail,
-    Message,
-    ModelOutputEntry,
     PostNotification,
-    ReadHistory,
-    RecapEntry,
     RecordToolResult,
-    Retention,
-    SetRetention,
     Tail,
+)
+from livecontext.protocol.context import EditHistory, EntryRef, FoldIntoRecap, ReadHistory, SetRetention
+from livecontext.protocol.history import (
+    EngineState,
+    ModelOutputEntry,
+    RecapEntry,
+    Retention,
     ToolCall,
     ToolResult,
     ToolStatus,
-    dump_json,
 )
+from livecontext.protocol.kernel import ActorId, Message
+from livecontext.protocol.wire import dump_json
 from livecontext.runtime import open_runtime
 from livecontext.runtime.persistence import open_store
 

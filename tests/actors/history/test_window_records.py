@@ -12,17 +12,16 @@ from hypothesis import strategies as st
 
 from livecontext.actors.history import HistoryState
 from livecontext.actors.history._windows import windows_records
-from livecontext.protocol import (
+from livecontext.protocol.kernel import Message
+from livecontext.protocol.records import (
     WHOLE_EVERY,
     AppWindow,
     AppWindowChange,
     AppWindowsChanged,
     AppWindowsRecorded,
-    MalformedDataError,
-    Message,
     TextChange,
-    make_converter,
 )
+from livecontext.protocol.wire import MalformedDataError, make_converter
 
 CONVERTER = make_converter()
 

@@ -18,7 +18,8 @@ import livecontext
 from livecontext.actors import SubAgents
 from livecontext.actors.apps import Notebook
 from livecontext.actors.telemetry import open_tracing
-from livecontext.protocol import AccessDenied, Capability, EditHistory, EntryRef, Level, ReplaceContent
+from livecontext.protocol.context import AccessDenied, Capability, EditHistory, EntryRef, ReplaceContent
+from livecontext.protocol.history import Level
 from livecontext.runtime.models import ScriptedModel
 from tests.actors.agent_harness import open_agent as open_harness
 from tests.support import function_tools as ft

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from livecontext.protocol import ChatMessage, ModelRequest, Role, ToolCall
+from livecontext.protocol.history import ChatMessage, ModelRequest, Role, ToolCall
 from livecontext.runtime.models import EchoModel
 
 

@@ -5,7 +5,7 @@ import random
 import pytest
 import trio
 
-from livecontext.protocol import ChatMessage, ModelReply, ModelRequest, Role
+from livecontext.protocol.history import ChatMessage, ModelReply, ModelRequest, Role
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import (
     EchoModel,

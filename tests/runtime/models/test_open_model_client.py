@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import livecontext.runtime.models as models
-from livecontext.protocol import ChatMessage, ModelRequest, Role
+from livecontext.protocol.history import ChatMessage, ModelRequest, Role
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import (
     EchoModel,

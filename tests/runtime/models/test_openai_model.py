@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import trio
 
-from livecontext.protocol import ChatMessage, ModelRequest, Role, ToolCall, ToolSpec, Usage
+from livecontext.protocol.history import ChatMessage, ModelRequest, Role, ToolCall, ToolSpec, Usage
 from livecontext.runtime import UsageError
 from livecontext.runtime.models import (
     FailureKind,

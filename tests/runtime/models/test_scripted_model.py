@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from livecontext.protocol import ChatMessage, ModelRequest, Role, ToolCall
+from livecontext.protocol.history import ChatMessage, ModelRequest, Role, ToolCall
 from livecontext.runtime import ModelError, UsageError, open_runtime
 from livecontext.runtime.models import (
     FailureKind,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError
+from livecontext.protocol.wire import SCHEMA_VERSION, UnsupportedSchemaVersionError
 from livecontext.runtime.persistence.jsonl._codec import encode_snapshot
 from livecontext.runtime.persistence.base._records import Snapshot, snapshot_checksum
 from livecontext.runtime.persistence import (

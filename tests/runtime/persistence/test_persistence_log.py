@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 import trio
 import trio.testing
-from livecontext.protocol import SCHEMA_VERSION
+from livecontext.protocol.wire import SCHEMA_VERSION
 from livecontext.runtime.persistence import (
     InvalidRecordError,
     InvalidThreadIdError,

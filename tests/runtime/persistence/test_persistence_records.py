@@ -10,7 +10,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError, dump_json, dump_standard_json
+from livecontext.protocol.wire import SCHEMA_VERSION, UnsupportedSchemaVersionError, dump_json, dump_standard_json
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     InvalidRecordError,

@@ -162,7 +162,8 @@ async def test_a_damaged_sqlite_page_is_a_store_corrupt_error_and_no_writer_writ
 async def test_load_state_passes_over_a_damaged_snapshot_to_an_older_one_and_gets_the_same_state(
         tmp_path: Path) -> None:
     from livecontext.actors.history import HistoryState, load_state, write_snapshot
-    from livecontext.protocol import SystemPromptSet, make_converter
+    from livecontext.protocol.records import SystemPromptSet
+    from livecontext.protocol.wire import make_converter
 
     converter = make_converter()
     url = f"jsonl:{tmp_path}"

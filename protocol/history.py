@@ -1,0 +1,63 @@
+"""What a thread's history holds and a model is shown: content at its levels of detail, tool
+specs, calls and results, history entries, the chat sent to a model, and where a thread
+stands (the engine's state and the task's status, both read off the history; the status
+itself, :class:`~livecontext.protocol.agent.AgentStatus`, is the reply of the agent's status request).
+"""
+
+from __future__ import annotations
+
+from ._content import Content, Level, LevelText, Retention, Shown
+from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+from ._entries import (
+    ENTRY_KINDS,
+    HistoryEntry,
+    KeyedNote,
+    ModelInputEntry,
+    ModelOutputEntry,
+    Notification,
+    RecapEntry,
+    ToolResultsEntry,
+    Usage,
+    UsageTotals,
+    id_number,
+)
+from ._chat import ChatMessage, ModelReply, ModelRequest, Role
+from ._state import EngineState, derive_state
+from ._lifecycle import TASK_COMPLETE, WAIT_USER_RESPONSE, TaskMarks, TaskStatus
+from ._status import NO_MARKS, derive_status, task_after
+
+__all__ = [
+    "ChatMessage",
+    "Content",
+    "ENTRY_KINDS",
+    "EngineState",
+    "HistoryEntry",
+    "KeyedNote",
+    "Level",
+    "LevelText",
+    "ModelInputEntry",
+    "ModelOutputEntry",
+    "ModelReply",
+    "ModelRequest",
+    "NO_MARKS",
+    "Notification",
+    "RecapEntry",
+    "Retention",
+    "Role",
+    "Shown",
+    "TASK_COMPLETE",
+    "TaskMarks",
+    "TaskStatus",
+    "ToolCall",
+    "ToolResult",
+    "ToolResultsEntry",
+    "ToolSpec",
+    "ToolStatus",
+    "Usage",
+    "UsageTotals",
+    "WAIT_USER_RESPONSE",
+    "derive_state",
+    "derive_status",
+    "id_number",
+    "task_after",
+]

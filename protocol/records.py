@@ -1,0 +1,85 @@
+"""What a thread's event log stores: one record per accepted state change (entries appended,
+tool results, configuration, snapshots), the settings a thread runs with, the apps' effects
+and windows, and the marks of its task's lifecycle.
+"""
+
+from __future__ import annotations
+
+from ._records import (
+    AppInfo,
+    ContextCompacted,
+    EntryAppended,
+    HistorySnapshot,
+    RenderPolicy,
+    SystemPromptSet,
+    ThreadConfigured,
+    ThreadRecord,
+    ToolResultRecorded,
+    ToolResultsAppended,
+    ToolStarted,
+)
+from ._setup import (
+    RecordedAnalyzer,
+    RecordedLimits,
+    RecordedPrice,
+    RecordedRecap,
+    RecordedSpend,
+    ThreadSettings,
+)
+from ._apps import AppEffect, AppHistory, NotebookEdited, StoredEffect, UndecodedEffect, app_effect_of
+from ._windows import (
+    WHOLE_EVERY,
+    AppWindow,
+    AppWindowChange,
+    AppWindowsChanged,
+    AppWindowsRecorded,
+    TextChange,
+    WindowRecord,
+)
+from ._lifecycle import (
+    ControlToolEffect,
+    EnginePaused,
+    LifecycleRecord,
+    StepFailed,
+    TaskCompleted,
+    UserQuestionAsked,
+)
+
+__all__ = [
+    "AppEffect",
+    "AppHistory",
+    "AppInfo",
+    "AppWindow",
+    "AppWindowChange",
+    "AppWindowsChanged",
+    "AppWindowsRecorded",
+    "ContextCompacted",
+    "ControlToolEffect",
+    "EnginePaused",
+    "EntryAppended",
+    "HistorySnapshot",
+    "LifecycleRecord",
+    "NotebookEdited",
+    "RecordedAnalyzer",
+    "RecordedLimits",
+    "RecordedPrice",
+    "RecordedRecap",
+    "RecordedSpend",
+    "RenderPolicy",
+    "StepFailed",
+    "StoredEffect",
+    "SystemPromptSet",
+    "TaskCompleted",
+    "TextChange",
+    "ThreadConfigured",
+    "ThreadRecord",
+    "ThreadSettings",
+    "ToolResultRecorded",
+    "ToolResultsAppended",
+    "ToolStarted",
+    "UndecodedEffect",
+    "UserQuestionAsked",
+    "WHOLE_EVERY",
+    "WindowRecord",
+    "app_effect_of",
+]
