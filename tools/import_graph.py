@@ -150,7 +150,10 @@ def figures_of(label: str, imports: Imports, packages: Iterable[str], private: S
 
     Pure: the tests give it small graphs."""
     modules = set(imports) | {module for imported in imports.values() for module in imported}
-    packages = set(packages)
+    # a module the contract names as a layer of its own (the command, the lazy-names helper) is a
+    # node of its own, as the contract sees it, not a part of the package that holds its file
+    packages = set(packages) | {f"{container}.{name.strip()}" for container, layers in contracts
+                                for layer in layers for name in layer.split("|")} & modules
     arrows: Counter[tuple[str, str]] = Counter()
     module_edges: dict[str, set[str]] = {}
     for importer, imported in imports.items():
