@@ -286,6 +286,11 @@ class Engine(Actor):
         """The run in progress, from its first step until it is over (a cancelled one included)."""
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
+        self._windows: Windows | None = None
+        """The apps' windows as the app host last gave them (``None``: ask it again). An app
+        changes only by an effect applied, and the engine alone sends the host
+        ``ApplyEffect``, whose answer is the windows after it: so they hold until the engine
+        invokes a tool (a tool must not change its app; if one does, the next call asks)."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
         self._last_state = EngineState.WAITING_INPUT
@@ -716,7 +721,9 @@ class Engine(Actor):
                 await self.ctx.ask(self.wiring.recap, FoldNow(), timeout=self.tool_timeout_s)
             except ActorError as exc:  # a maintainer gone must not halt the agent: render still cuts to budget
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
-        windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
+        windows = self._windows
+        if windows is None:
+            windows = self._windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True,
                                                                           apps=windows.apps),
@@ -788,6 +795,7 @@ class Engine(Actor):
         run = self._active
         if run is not None:
             run.tool_in_flight = call.id
+        self._windows = None  # (see __init__)
         # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
         # with that deadline anyway (a second scope would cost without adding anything)
         try:
@@ -810,7 +818,8 @@ class Engine(Actor):
                                       shield=True)
         if isinstance(invoked.effect, AppEffect) and apply:
             try:
-                await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
+                applied = await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
+                self._windows = applied if isinstance(applied, Windows) else None
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log
                 log.warning("engine %s: applying %s failed: %s", self.thread_id,
                             type(invoked.effect).__name__, exc)
