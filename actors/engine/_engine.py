@@ -1,7 +1,8 @@
 """The engine actor: the agent's state machine (seed note 002, DESIGN.md "The engine").
 
-The engine keeps no state of its own beyond what the history holds: every step starts by
-asking the history store for the tail, derives the state from it, and does that state's one
+The engine keeps no state of its own beyond what the history holds: every step starts from
+the history store's tail (the one its previous write returned, or the one a run stopped at
+for want of input, else asked for), derives the state from it, and does that state's one
 piece of work. Steps run in a background task owned by the engine (so control messages are
 handled while a model call or tool runs); the mailbox takes ``Pause``, ``Resume``, ``Step``,
 ``RunUntilIdle`` and ``Cancel``.
@@ -293,6 +294,11 @@ class Engine(Actor):
         invokes a tool (a tool must not change its app; if one does, the next call asks)."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
+        self._waiting_tail: Tail | None = None
+        """The tail the last step stopped at for want of input (``None``: it did not): the next
+        run starts from it. Only the engine moves a thread on from waiting for input (it alone
+        appends entries, and the newest entry cannot be edited away), so that state holds
+        whatever was written since; the input step uses nothing else of the tail."""
         self._last_state = EngineState.WAITING_INPUT
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
@@ -653,7 +659,8 @@ class Engine(Actor):
 
     async def do_step(self) -> StepOutcome:
         """Do the one piece of work of the current state (see DESIGN.md's table)."""
-        tail, self._known_tail = self._known_tail, None
+        tail, self._known_tail = self._known_tail or self._waiting_tail, None
+        self._waiting_tail = None
         if tail is None:
             tail = await self._tail()
         state = tail.state
@@ -661,6 +668,7 @@ class Engine(Actor):
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
+                self._waiting_tail = tail
                 return StepOutcome(state, state, False, waiting_for_input=True)
         elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
