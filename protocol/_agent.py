@@ -505,7 +505,8 @@ class CancelTool(Message):
 
 @frozen
 class ApplyEffect(Message):
-    """Fold a committed effect into its app (ask: ``Ack``)."""
+    """Fold a committed effect into its app (ask: :class:`Windows`, the apps' windows once it
+    is folded in)."""
 
     effect: AppEffect
 

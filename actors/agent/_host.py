@@ -143,6 +143,9 @@ class AppHost(Actor):
 
     @handler(inline=True)
     def on_get_windows(self, msg: GetWindows) -> Windows:
+        return self._windows()
+
+    def _windows(self) -> Windows:
         windows = [(app, app.window()) for app in self.apps.values()]
         return Windows("\n\n".join(w for _, w in windows if w),
                        tuple(AppWindow(app.name, w, self._state_text(app)) for app, w in windows if recorded_app(app)))
@@ -222,9 +225,12 @@ class AppHost(Actor):
             await done.wait()
 
     @handler(inline=True)
-    def on_apply(self, msg: ApplyEffect) -> None:
+    def on_apply(self, msg: ApplyEffect) -> Windows:
+        """Apply the effect; the answer is the windows it leaves (what the engine's next model
+        call shows: it need not ask for them again)."""
         app = self._app_named(msg.effect.app, f"is named by a committed {type(msg.effect.effect).__name__} effect")
         self._apply(app, msg.effect)
         self._applied[app.name] = self._applied.get(app.name, 0) + 1
         self._unsaved[app.name] = self._unsaved.get(app.name, 0) + 1
         self._save_if_due(app)
+        return self._windows()

@@ -1,7 +1,8 @@
 """The engine actor: the agent's state machine (seed note 002, DESIGN.md "The engine").
 
-The engine keeps no state of its own beyond what the history holds: every step starts by
-asking the history store for the tail, derives the state from it, and does that state's one
+The engine keeps no state of its own beyond what the history holds: every step starts from
+the history store's tail (the one its previous write returned, or the one a run stopped at
+for want of input, else asked for), derives the state from it, and does that state's one
 piece of work. Steps run in a background task owned by the engine (so control messages are
 handled while a model call or tool runs); the mailbox takes ``Pause``, ``Resume``, ``Step``,
 ``RunUntilIdle`` and ``Cancel``.
@@ -284,8 +285,18 @@ class Engine(Actor):
         """The run in progress, from its first step until it is over (a cancelled one included)."""
         self._tool_specs: Tools | None = None
         """The apps' tools, asked once: the host's apps are fixed when the agent is spawned."""
+        self._windows: Windows | None = None
+        """The apps' windows as the app host last gave them (``None``: ask it again). An app
+        changes only by an effect applied, and the engine alone sends the host
+        ``ApplyEffect``, whose answer is the windows after it: so they hold until the engine
+        invokes a tool (a tool must not change its app; if one does, the next call asks)."""
         self._known_tail: Tail | None = None
         """The Tail the previous step's write returned; used by the next step of the same run only."""
+        self._waiting_tail: Tail | None = None
+        """The tail the last step stopped at for want of input (``None``: it did not): the next
+        run starts from it. Only the engine moves a thread on from waiting for input (it alone
+        appends entries, and the newest entry cannot be edited away), so that state holds
+        whatever was written since; the input step uses nothing else of the tail."""
         self._last_state = EngineState.WAITING_INPUT
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
@@ -646,7 +657,8 @@ class Engine(Actor):
 
     async def do_step(self) -> StepOutcome:
         """Do the one piece of work of the current state (see DESIGN.md's table)."""
-        tail, self._known_tail = self._known_tail, None
+        tail, self._known_tail = self._known_tail or self._waiting_tail, None
+        self._waiting_tail = None
         if tail is None:
             tail = await self._tail()
         state = tail.state
@@ -654,6 +666,7 @@ class Engine(Actor):
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
             if after is None:
+                self._waiting_tail = tail
                 return StepOutcome(state, state, False, waiting_for_input=True)
         elif state in (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS):
             try:
@@ -714,7 +727,9 @@ class Engine(Actor):
                 await self.ctx.ask(self.wiring.recap, FoldNow(), timeout=self.tool_timeout_s)
             except ActorError as exc:  # a maintainer gone must not halt the agent: render still cuts to budget
                 log.warning("engine %s: no fold before the model call: %s", self.thread_id, exc)
-        windows: Windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
+        windows = self._windows
+        if windows is None:
+            windows = self._windows = await self._ask(self.wiring.apps, GetWindows(), Windows)
         tools = await self._tools()
         rendered: Rendered = await self._ask(self.wiring.history, Render(self.budget, windows.text, for_call=True,
                                                                           apps=windows.apps),
@@ -786,6 +801,7 @@ class Engine(Actor):
         run = self._active
         if run is not None:
             run.tool_in_flight = call.id
+        self._windows = None  # (see __init__)
         # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
         # with that deadline anyway (a second scope would cost without adding anything)
         try:
@@ -808,7 +824,8 @@ class Engine(Actor):
                                       shield=True)
         if isinstance(invoked.effect, AppEffect) and apply:
             try:
-                await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
+                applied = await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)
+                self._windows = applied if isinstance(applied, Windows) else None
             except ActorError as exc:  # the host restarts and rebuilds its apps from the log
                 log.warning("engine %s: applying %s failed: %s", self.thread_id,
                             type(invoked.effect).__name__, exc)

@@ -124,6 +124,9 @@ class StableRenderer:
     def __init__(self, policy: ContextPolicy) -> None:
         self.policy = policy
         self.frame: Frame | None = None
+        self._grown: _Grown | None = None
+        """What the previous call added to the frame (its units but the last), for the next
+        call to go on from rather than make again."""
         self.compactions = 0
         """Compactions kept (made for calls, or restored from the log)."""
 
@@ -144,7 +147,8 @@ class StableRenderer:
         tail_tokens = tail[1] if tail else 0
         frame = self.frame
         if frame is not None and frame.key == key:
-            grown = _grow(frame, entries, index, active, int(budget * self.policy.high_water) - tail_tokens)
+            grown, self._grown = _grow(frame, entries, index, active, int(budget * self.policy.high_water) - tail_tokens,
+                                       self._grown)
             if grown is not None:
                 return Planned(_with_windows(grown, tail))
         try:
@@ -205,15 +209,29 @@ def _compact(active: Sequence[HistoryEntry], recaps: Sequence[RecapEntry], budge
     raise BudgetTooSmallError(budget, needed)
 
 
+@frozen
+class _Grown:
+    """The units a call added to ``frame`` but its last (which the entry after it may join:
+    an output and its results are one unit): made of ``entries``, these very objects."""
+
+    frame: Frame
+    entries: tuple[HistoryEntry, ...]
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    spans: tuple[RenderedSpan, ...]
+
+
 def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], active: Sequence[HistoryEntry],
-          limit: int) -> RenderResult | None:
+          limit: int, kept: _Grown | None = None) -> tuple[RenderResult | None, _Grown | None]:
     """The frame with the entries appended since, each unit at LIVE (folded or not: the recap
     that stands for them is sent from the next compaction on), if that fits in ``limit``;
-    ``None`` when a compaction is due."""
+    ``None`` when a compaction is due. Goes on from ``kept`` (what the previous call added)
+    when its entries are still the first ones since the frame (an entry edited since is a
+    new object: its unit is made again); returns what the next call may go on from."""
     if frame.upto:
         at = index.get(frame.upto)
         if at is None:
-            return None
+            return None, None
         start = at + 1
     else:
         start = 0
@@ -223,15 +241,17 @@ def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], 
         if isinstance(entry, RecapEntry):
             continue  # a fold: its recap shows from the next compaction on
         if not hasattr(entry, "folded"):  # (an entry still in its snapshot form: a reopened thread)
-            return None
+            return None, None
         new.append(entry)  # (folded since, it is still sent as it was: the recap is not sent yet)
     if not new:
-        return RenderResult(frame.messages, frame.tokens, frame.entries, frame.spans)
-    messages = list(frame.messages)
-    tokens = frame.tokens
-    spans = list(frame.spans)
-    i = 0
-    while i < len(new):
+        return RenderResult(frame.messages, frame.tokens, frame.entries, frame.spans), None
+    if (kept is not None and kept.frame is frame and len(kept.entries) < len(new)
+            and all(a is b for a, b in zip(kept.entries, new))):
+        i, messages, tokens, spans = len(kept.entries), list(kept.messages), kept.tokens, list(kept.spans)
+    else:
+        i, messages, tokens, spans = 0, list(frame.messages), frame.tokens, list(frame.spans)
+    while True:
+        last = (i, len(messages), tokens, len(spans), spans[-1] if spans else None)  # (before this unit)
         if i + 1 < len(new) and answers(new[i], new[i + 1]):
             unit = new[i:i + 2]
         else:
@@ -239,11 +259,16 @@ def _grow(frame: Frame, entries: Sequence[HistoryEntry], index: dict[str, int], 
         piece = unit_messages(unit, Level.LIVE)
         tokens += piece[1]
         if tokens > limit:
-            return None
+            return None, None
         messages += piece[0]
         _add_span(spans, unit[0].id, unit[-1].id)
         i += len(unit)
-    return RenderResult(tuple(messages), tokens, frame.entries + len(new), tuple(spans))
+        if i >= len(new):
+            break
+    result = RenderResult(tuple(messages), tokens, frame.entries + len(new), tuple(spans))
+    at, sent, cost, n_spans, last_span = last
+    spans_before = (*spans[:n_spans - 1], last_span) if last_span is not None else ()
+    return result, _Grown(frame, tuple(new[:at]), result.messages[:sent], cost, spans_before)
 
 
 def _add_span(spans: list[RenderedSpan], first: str, last: str) -> None:

@@ -318,7 +318,7 @@ class ThreadTracer:
               "Tail", f"{result.call_id} recorded")
         effect = app_effect_of(payload.effect) if payload.effect is not None else None
         if effect is not None and sender == self.engine:
-            d.ask(rec.seq, rec.t, sender, apps, "ApplyEffect", f"{type(effect.effect).__name__} to {effect.app}", "Ack")
+            d.ask(rec.seq, rec.t, sender, apps, "ApplyEffect", f"{type(effect.effect).__name__} to {effect.app}", "Windows")
 
     def _call_of(self, call_id: str) -> str | None:
         last = self.state.last

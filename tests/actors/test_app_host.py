@@ -9,7 +9,7 @@ import trio
 
 from livecontext.actors.agent import _host
 from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
-from livecontext.actors.apps import Notebook, ToolOutcome, tool
+from livecontext.actors.apps import App, Notebook, ToolOutcome, tool
 from livecontext.protocol.agent import (
     ApplyEffect,
     CancelTool,
@@ -20,11 +20,11 @@ from livecontext.protocol.agent import (
     Tools,
     Windows,
 )
-from livecontext.protocol.history import ToolCall, ToolStatus
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.records import AppEffect, NotebookEdited
+from livecontext.protocol.history import ToolCall, ToolStatus
 from livecontext.runtime import RemoteActorError
-from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, counter, open_agent
+from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, counter, open_agent, scripted
 
 
 async def windows(h: AgentHarness) -> str:
@@ -64,8 +64,9 @@ async def test_a_tool_call_returns_its_effect_and_changes_nothing_until_the_effe
         assert invoked.result.status is ToolStatus.OK
         assert invoked.effect == AppEffect("notebook", NotebookEdited(text="hello"))
         assert "(the notebook is empty)" in await windows(h)
-        await h.client.ask(h.agent.apps, ApplyEffect(invoked.effect))
+        applied = await h.client.ask(h.agent.apps, ApplyEffect(invoked.effect))
         assert await windows(h) == "[Window: notebook]\nhello"
+        assert applied == Windows("[Window: notebook]\nhello")  # the answer: the windows it leaves
 
 
 async def test_a_call_for_an_unknown_tool_fails_and_names_the_available_tools() -> None:
@@ -187,3 +188,51 @@ async def test_two_apps_with_one_name_are_refused() -> None:
 
     with pytest.raises(UsageError, match=r"two apps share a name: \['notebook', 'notebook'\]"):
         _host.AppHost([Notebook(), Notebook()], ActorId("history", "t"), counter())
+
+
+class Viewed(App):
+    """An app that counts how often its window is made, and whose tool (against the rules)
+    changes what it shows without an effect, as a tool that counts its own runs does."""
+
+    name = "viewed"
+
+    def __init__(self, views: list[str] | None = None) -> None:
+        self.views = views if views is not None else []
+        """Every window made, shared with the instance the agent makes again (:meth:`fresh`)."""
+        self.bumps = 0
+
+    def fresh(self) -> Viewed:
+        return type(self)(self.views)
+
+    def view(self) -> str:
+        self.views.append(f"bumped {self.bumps} time(s)")
+        return self.views[-1]
+
+    @tool(idempotent=True)
+    def bump(self) -> ToolOutcome:
+        """Bump the count, with no effect."""
+        self.bumps += 1
+        return ToolOutcome.ok("bumped")
+
+
+async def test_the_engine_asks_for_the_windows_once_while_no_tool_runs() -> None:
+    app = Viewed()
+    model = ProbeModel(scripted([{"text": f"answer {k}"} for k in range(3)]))
+    async with open_agent(model=model, inputs=["one"], apps=[app], listen=False) as h:
+        await h.run_until_idle()
+        for text in ("two", "three"):
+            await h.provide(text)
+            await h.run_until_idle()
+    assert len(model.requests) == 3
+    assert len(app.views) == 1  # three model calls, one window made
+
+
+async def test_a_model_call_after_a_tool_sees_the_window_the_tool_left_even_without_an_effect() -> None:
+    app = Viewed()
+    turns = [{"tool_calls": [{"name": "bump", "arguments": {}}]}, {"text": "done"}]
+    model = ProbeModel(scripted(turns))
+    async with open_agent(model=model, inputs=["bump it"], apps=[app], listen=False) as h:
+        await h.run_until_idle()
+    sent = [request.messages[-1].content for request in model.requests]
+    assert sent[0].endswith("[Window: viewed]\nbumped 0 time(s)")
+    assert sent[1].endswith("[Window: viewed]\nbumped 1 time(s)")

@@ -72,6 +72,23 @@ async def test_a_source_that_had_more_is_asked_again() -> None:
         assert pulls(records) == 2  # "a" (one remained), "b" (none remained)
 
 
+async def test_a_run_that_starts_where_the_last_stopped_for_input_asks_the_history_for_no_tail() -> None:
+    # only the engine moves a thread on from waiting for input: the tail it stopped at holds
+    async with open_agent([{"text": "one"}, {"text": "two"}], inputs=["a"]) as h:
+        await h.run_until_idle()
+        await h.notify("meanwhile")  # written by someone else between the runs: not the state
+        records: list[AuditRecord] = []
+        h.rt.add_audit_hook(records.append)
+        await h.provide("b")
+        idle = await h.run_until_idle()
+        assert (idle.state, idle.steps, idle.reason) == (S.WAITING_INPUT, 2, IdleReason.NO_INPUT)
+        asked = [type(r.envelope.payload).__name__ for r in records
+                 if r.event is AuditEvent.DELIVERED and r.envelope.sender == h.agent.engine.id]
+        assert "GetTail" not in asked and asked.count("PullInput") == 1
+        inputs = [e for e in await h.entries() if isinstance(e, ModelInputEntry)]
+        assert [e.text for e in inputs] == ["a", "b"] and len(inputs[1].notifications) == 1
+
+
 @pytest.mark.parametrize("attempt", range(8))
 async def test_input_provided_during_a_run_is_taken_by_that_run(attempt: int) -> None:
     # the input reaches the source while the engine records the model's answer, just before

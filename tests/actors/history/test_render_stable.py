@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import attrs
@@ -184,6 +185,41 @@ def test_every_call_is_within_budget_with_the_task_and_the_latest_result_whole_a
         assert call.messages[1] == ChatMessage(Role.USER, "the task, pinned")
         assert call.messages[-2].content == f"[ok] {'result %d ' % k * output}"
         assert call.messages[-1].content == WINDOWS
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_call_that_goes_on_from_the_call_before_sends_what_one_made_afresh_would(seed: int) -> None:
+    # steps, an output whose results come a call later, entries edited or folded after the
+    # frame, windows that change: each call equals the same call by a renderer that keeps
+    # nothing from the call before (the same frame, made afresh)
+    rng = random.Random(seed)
+    thread = Thread("the task", 2500)
+    pending: ModelOutputEntry | None = None
+    for _ in range(60):
+        n, move = thread.next_id, rng.random()
+        if pending is not None:
+            thread.entries.append(results(n, pending, "r" * rng.randint(1, 300)))
+            pending = None
+        elif move < 0.45:
+            thread.step(f"step {n}", "r" * rng.randint(1, 300))
+        elif move < 0.6:
+            pending = out(n, f"calls at {n}", calls=rng.randint(1, 2))
+            thread.entries.append(pending)
+        elif move < 0.7:
+            thread.entries.append(inp(n, f"input {n}"))
+        elif move < 0.8 and len(thread.entries) > 2:
+            at = rng.randrange(1, len(thread.entries) - 1)
+            edited = thread.entries[at]
+            thread.entries[at] = attrs.evolve(edited, content=attrs.evolve(  # type: ignore[misc]
+                edited.content, live=attrs.evolve(edited.content.live, text=f"edited {at}")))
+        elif move < 0.9 and len(thread.entries) > 2:
+            thread.fold(thread.entries[rng.randrange(1, len(thread.entries) - 1)].id)
+        windows = rng.choice([WINDOWS, WINDOWS + "\nmore" * 40, ""])
+        kept, thread.renderer = thread.renderer, StableRenderer(thread.renderer.policy)
+        thread.renderer.frame = kept.frame
+        afresh = thread.render(windows, commit=False)
+        thread.renderer = kept
+        assert thread.render(windows) == afresh
 
 
 def test_the_policy_refuses_marks_it_cannot_keep() -> None:
