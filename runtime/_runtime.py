@@ -436,7 +436,7 @@ class Runtime:
         reached = False
         try:
             # the timeout covers the wait for room in a full mailbox too; with neither a timeout nor
-            # a shield there is nothing for a cancel scope to do (it costs about a third of an ask)
+            # a shield there is nothing for a cancel scope to do (it costs about a quarter of an ask)
             with (_NO_SCOPE if timeout is None and not shield else
                   trio.CancelScope(deadline=math.inf if timeout is None else trio.current_time() + timeout,
                                    shield=shield)):
