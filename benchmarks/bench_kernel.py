@@ -11,9 +11,9 @@ It prints, all with the same channel buffer (the kernel's default mailbox size):
 - raw trio: one-way ``await send`` / ``await receive`` (msg/s), the same messages moved with
   ``send_nowait`` / ``receive_nowait`` (msg/s), and a ping-pong over two channels (round trips/s);
 - the kernel: ``tell`` from a client to an actor that counts (msg/s), ``ask`` round trips
-  (round trips/s) to an ``async def`` handler and to a plain ``def`` one
-  (``@handler(inline=True)``: the same mailbox, no coroutine), ``publish`` to 100 subscribed
-  actors (deliveries/s);
+  (round trips/s) to an ``async def`` handler (with the default 30 s timeout, and with
+  ``timeout=None``: no cancel scope) and to a plain ``def`` one (``@handler(inline=True)``: the
+  same mailbox, no coroutine), ``publish`` to 100 subscribed actors (deliveries/s);
 - the ratios against raw trio, with the target of the one-delivery-path kernel (ask >= 0.4x
   raw ping-pong: every message goes through the mailbox), and against autogen-core's figures
   measured on the same machine (3,300 ask round trips/s, 13,000 fan-out deliveries/s).
@@ -161,14 +161,14 @@ async def kernel_tell(n: int) -> float:
     return elapsed
 
 
-async def kernel_ask(n: int, actor: type[Actor] = Echo) -> float:
+async def kernel_ask(n: int, actor: type[Actor] = Echo, timeout: float | None = 30.0) -> float:
     async with open_runtime() as rt:
         ref = await rt.spawn(actor, "bench/echo", mailbox_size=BUFFER)
         client = rt.client("asker")
         item = Item(1)
         start = CLOCK()
         for _ in range(n):
-            await client.ask(ref, item)
+            await client.ask(ref, item, timeout=timeout)
         return CLOCK() - start
 
 
@@ -232,6 +232,8 @@ async def main(target_s: float, reps: int) -> None:
     _line("tell, client -> counting actor", tell, "msg/s")
     ask = await rate(kernel_ask, target_s=target_s, reps=reps)
     _line("ask round trips", ask, "round trips/s")
+    untimed = await rate(lambda n: kernel_ask(n, timeout=None), target_s=target_s, reps=reps)
+    _line("ask round trips, timeout=None", untimed, "round trips/s")
     inline = await rate(lambda n: kernel_ask(n, InlineEcho), target_s=target_s, reps=reps)
     _line("ask round trips, plain def handler", inline, "round trips/s")
     fanout = await rate(kernel_fanout, target_s=target_s, reps=reps)
@@ -240,6 +242,7 @@ async def main(target_s: float, reps: int) -> None:
     print("\nratios")
     _ratio("kernel tell / raw one-way channel", tell / oneway)
     _ratio("kernel ask / raw ping-pong", ask / pingpong, 0.4)
+    _ratio("ask, timeout=None / raw ping-pong", untimed / pingpong)
     _ratio("plain def ask / raw ping-pong", inline / pingpong)
     _ratio("kernel tell / raw send_nowait+receive_nowait", tell / nowait)
 

@@ -34,6 +34,9 @@ SUPERVISOR_ID = ActorId("system", "supervisor")
 
 _FAIRNESS_BATCH = 32  # messages handled back to back before an actor yields to others
 
+_ACK = Ack()
+"""The reply of every handler that returns nothing (plain immutable data: one serves all)."""
+
 
 @frozen
 class Handler:
@@ -364,7 +367,7 @@ class Cell:
         if not self._post.awaits_return(env):
             return
         if result is None:
-            self._post.reply(env, self.id, Ack())
+            self._post.reply(env, self.id, _ACK)
         elif isinstance(result, Message):
             self._post.reply(env, self.id, result)
         else:

@@ -92,9 +92,15 @@ async def _spawn(rt, world: World):  # type: ignore[no-untyped-def]
     return ref
 
 
+TIMEOUTS = pytest.mark.parametrize("timeout", [30.0, None], ids=["timed", "untimed"])
+"""An ask with a timeout waits in a cancel scope of its own; one without (and unshielded) waits
+in none: both must behave alike."""
+
+
+@TIMEOUTS
 @pytest.mark.parametrize("message", [SlowWrite("a"), DeferredWrite("a")], ids=["mailbox", "deferred"])
 async def test_a_shielded_ask_returns_its_reply_though_the_caller_is_cancelled_while_it_waits(
-        message: Message) -> None:
+        message: Message, timeout: float | None) -> None:
     world = World()
     async with open_runtime() as rt:
         ref = await _spawn(rt, world)
@@ -106,7 +112,7 @@ async def test_a_shielded_ask_returns_its_reply_though_the_caller_is_cancelled_w
 
             async def ask() -> None:
                 with scope:
-                    replies.append(await client.ask(ref, message, shield=True))
+                    replies.append(await client.ask(ref, message, shield=True, timeout=timeout))
                     after_ask.append(True)  # no cancel point between the ask and here
                     await trio.lowlevel.checkpoint()  # the cancel lands here
                     after_ask.append(False)
@@ -122,7 +128,8 @@ async def test_a_shielded_ask_returns_its_reply_though_the_caller_is_cancelled_w
         assert scope.cancelled_caught
 
 
-async def test_an_unshielded_ask_in_the_same_place_loses_its_reply_to_the_cancel() -> None:
+@TIMEOUTS
+async def test_an_unshielded_ask_in_the_same_place_loses_its_reply_to_the_cancel(timeout: float | None) -> None:
     """The contrast to the test above: what ``shield=True`` is for."""
     world = World()
     async with open_runtime() as rt:
@@ -134,20 +141,25 @@ async def test_an_unshielded_ask_in_the_same_place_loses_its_reply_to_the_cancel
 
             async def ask() -> None:
                 with scope:
-                    replies.append(await client.ask(ref, SlowWrite("a")))
+                    replies.append(await client.ask(ref, SlowWrite("a"), timeout=timeout))
 
             nursery.start_soon(ask)
             await world.entered.wait()
             scope.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            assert rt.statistics().pending_asks == 0  # the asker gave up at once
             world.gate.set()
+            await trio.testing.wait_all_tasks_blocked()
         assert world.log == ["a"]  # the handler itself is never cut short
         assert replies == []
         assert scope.cancelled_caught
+        assert rt.statistics().dropped == 1  # its late reply, dropped
 
 
+@TIMEOUTS
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "mailbox"])
 async def test_two_shielded_asks_in_an_already_cancelled_scope_both_finish_with_no_cancel_point_between(
-        inline: bool) -> None:
+        inline: bool, timeout: float | None) -> None:
     world = World()
     world.gate.set()
     async with open_runtime() as rt:
@@ -157,7 +169,8 @@ async def test_two_shielded_asks_in_an_already_cancelled_scope_both_finish_with_
         with trio.CancelScope() as scope:
             scope.cancel()
             for text in ("commit", "apply"):
-                replies.append(await client.ask(ref, Write(text) if inline else SlowWrite(text), shield=True))
+                replies.append(await client.ask(ref, Write(text) if inline else SlowWrite(text), shield=True,
+                                                timeout=timeout))
             replies.append("after both")
             await trio.lowlevel.checkpoint()
             replies.append("never")
