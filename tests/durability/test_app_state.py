@@ -42,7 +42,7 @@ from livecontext.protocol import (
 from livecontext.runtime import Context, open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import EventStore, open_store
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 from tests.support.counter import Counter, CounterAdded, CounterReset, CounterV2, Tally, TallyMarked
 
 THREAD = "t"

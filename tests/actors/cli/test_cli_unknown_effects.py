@@ -28,7 +28,7 @@ from livecontext.protocol import ProvideInput, RunUntilIdle, make_converter, reg
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 from tests.support.counter import CounterV2
 
 FARAWAY = '''

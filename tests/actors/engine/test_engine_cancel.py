@@ -34,7 +34,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Context
 from livecontext.runtime.models import ModelClient, TextCallback
-from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 SLOW = 30.0

@@ -25,7 +25,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, Context, handler
 from livecontext.runtime.models import ModelClient, TextCallback
-from tests.actors.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
 
 S = EngineState
 

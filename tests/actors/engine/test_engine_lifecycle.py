@@ -22,7 +22,7 @@ from livecontext.protocol import (
     ToolStatus,
 )
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
-from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 SLOW = 30.0

@@ -20,7 +20,7 @@ from livecontext.protocol import (
     UsageTotals,
 )
 from livecontext.runtime.models import OpenAIModel, RetryingModel, RetryPolicy
-from tests.actors.agent_harness import AgentHarness, open_agent
+from tests.support.agent_harness import AgentHarness, open_agent
 from tests.support.openai_server import (
     Garbage,
     OpenAIServer,

@@ -39,7 +39,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 PYTEST_LOG = "\n".join(
     ["============================= test session starts ==============================",

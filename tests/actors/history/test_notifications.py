@@ -11,7 +11,7 @@ from livecontext.protocol import (
     Role,
     ToolResultsEntry,
 )
-from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 RECORD = {"name": "record", "arguments": {"label": "x"}}

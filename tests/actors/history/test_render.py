@@ -43,7 +43,7 @@ from livecontext.protocol import (
     ToolStatus,
 )
 from livecontext.runtime.tokens import BUNDLED_ENCODINGS, MESSAGE_OVERHEAD_TOKENS, TokenCounter
-from tests.actors.agent_harness import ProbeApp, counter, open_agent
+from tests.support.agent_harness import ProbeApp, counter, open_agent
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 AUTHOR = ActorId("engine", "t")

@@ -20,7 +20,7 @@ from livecontext.protocol import (
     Shown,
 )
 from livecontext.runtime import UsageError
-from tests.actors.agent_harness import ProbeApp, counter, open_agent
+from tests.support.agent_harness import ProbeApp, counter, open_agent
 from tests.actors.history.test_render import SYSTEM, assert_no_orphans, inp, out, recount, results
 
 WINDOWS = "[Window: probe]\nWINDOW-MARK"

@@ -28,8 +28,8 @@ from livecontext.protocol import (
     ThreadConfigured,
     ToolResultsAppended,
 )
-from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
-from tests.context._world import decode, open_history
+from tests.support.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.context_world import decode, open_history
 
 
 async def retentions(entries: Sequence[object]) -> list[str]:
@@ -180,5 +180,5 @@ async def test_a_thread_records_its_budget_tools_and_apps_once_and_again_when_th
         assert isinstance(config, ThreadConfigured)
         assert config.budget == 3000
         assert config.tools == describe_tools(ProbeApp()) + CONTROL_TOOLS  # the app's, then the engine's
-        assert [(a.name, a.source) for a in config.apps] == [("probe", "tests.actors.agent_harness:ProbeApp")]
+        assert [(a.name, a.source) for a in config.apps] == [("probe", "tests.support.agent_harness:ProbeApp")]
         assert store.tools_tokens > 0

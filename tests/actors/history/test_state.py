@@ -25,7 +25,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

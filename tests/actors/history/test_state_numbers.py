@@ -21,7 +21,7 @@ from livecontext.protocol import (
     ToolResultsEntry,
     ToolStatus,
 )
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 
 def _digits_in(ident: str) -> int:

@@ -44,7 +44,7 @@ from livecontext.protocol import (
 from livecontext.runtime import open_runtime
 from livecontext.runtime.persistence import open_store
 
-from tests.context._world import CONVERTER, COUNTER
+from tests.support.context_world import CONVERTER, COUNTER
 
 
 class GeneralStore(HistoryStore):

@@ -20,7 +20,7 @@ from livecontext.actors.apps import Notebook
 from livecontext.actors.telemetry import open_tracing
 from livecontext.protocol import AccessDenied, Capability, EditHistory, EntryRef, Level, ReplaceContent
 from livecontext.runtime.models import ScriptedModel
-from tests.actors.agent_harness import open_agent as open_harness
+from tests.support.agent_harness import open_agent as open_harness
 from tests.support import function_tools as ft
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -1,0 +1,191 @@
+"""The app host: windows, tool routing, cancelling a tool, effects applied only once committed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+
+from livecontext.actors.agent import _host
+from livecontext.actors.agent._agent import APP_HOST_CAPABILITIES
+from livecontext.actors.apps import Notebook, ToolOutcome, tool
+from livecontext.protocol import (
+    ActorId,
+    AppEffect,
+    ApplyEffect,
+    CancelTool,
+    GetWindows,
+    InvokeTool,
+    ListTools,
+    NotebookEdited,
+    ToolCall,
+    ToolInvoked,
+    Tools,
+    ToolStatus,
+    Windows,
+)
+from livecontext.runtime import RemoteActorError
+from tests.support.agent_harness import AgentHarness, Probe, ProbeApp, counter, open_agent
+
+
+async def windows(h: AgentHarness) -> str:
+    got = await h.client.ask(h.agent.apps, GetWindows())
+    assert isinstance(got, Windows)
+    return got.text
+
+
+async def invoke(h: AgentHarness, name: str, arguments: object, call_id: str = "c1") -> ToolInvoked:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    got = await h.client.ask(h.agent.apps, InvokeTool(ToolCall(call_id, name, text)))
+    assert isinstance(got, ToolInvoked)
+    return got
+
+
+async def test_the_windows_of_every_app_are_gathered_in_order() -> None:
+    async with open_agent(apps=[Notebook(), ProbeApp()]) as h:
+        assert await windows(h) == "[Window: notebook]\n(the notebook is empty)\n\n[Window: probe]\nPROBE-WINDOW"
+
+
+async def test_the_tools_of_every_app_are_listed_with_their_schemas() -> None:
+    async with open_agent(apps=[Notebook(), ProbeApp()]) as h:
+        tools = await h.client.ask(h.agent.apps, ListTools())
+        assert isinstance(tools, Tools)
+        names = [s.name for s in tools.specs]
+        assert names == ["notebook_replace", "notebook_replace_span", "record", "explode", "slow", "slow_once"]
+        replace = tools.specs[0]
+        assert replace.idempotent
+        schema = json.loads(replace.parameters_json)
+        assert schema["required"] == ["old_text", "new_text"]
+        assert not tools.specs[-1].idempotent
+
+
+async def test_a_tool_call_returns_its_effect_and_changes_nothing_until_the_effect_is_applied() -> None:
+    async with open_agent(apps=[Notebook()]) as h:
+        invoked = await invoke(h, "notebook_replace", {"old_text": "", "new_text": "hello"})
+        assert invoked.result.status is ToolStatus.OK
+        assert invoked.effect == AppEffect("notebook", NotebookEdited(text="hello"))
+        assert "(the notebook is empty)" in await windows(h)
+        await h.client.ask(h.agent.apps, ApplyEffect(invoked.effect))
+        assert await windows(h) == "[Window: notebook]\nhello"
+
+
+async def test_a_call_for_an_unknown_tool_fails_and_names_the_available_tools() -> None:
+    async with open_agent(apps=[Notebook()]) as h:
+        invoked = await invoke(h, "notebook_erase", {})
+        assert invoked.result.status is ToolStatus.FAILED
+        assert invoked.result.content.live.text == (
+            "unknown tool 'notebook_erase'; available tools: notebook_replace, notebook_replace_span")
+        assert invoked.effect is None
+
+
+async def test_cancel_tool_stops_a_running_tool_and_its_asker_hears_so() -> None:
+    probe = Probe()
+    async with open_agent(apps=[ProbeApp(probe)]) as h:
+        async with trio.open_nursery() as nursery:
+            errors: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await invoke(h, "slow", {"seconds": 30}, call_id="slow-1")
+                except RemoteActorError as exc:
+                    errors.append(exc)
+
+            nursery.start_soon(call)
+            await probe.started.wait()
+            with trio.fail_after(1):
+                await h.client.ask(h.agent.apps, CancelTool("slow-1"))
+        assert probe.cancelled == ["slow"]
+        assert probe.finished == []
+        (error,) = errors
+        assert "tool call slow-1 was cancelled" in str(error)
+        await h.client.ask(h.agent.apps, CancelTool("not-running"))  # nothing to cancel: fine
+
+
+def _broken_sync(apps: object, call: ToolCall) -> object:
+    raise KeyError("no such app")
+
+
+async def _broken_async(apps: object, call: ToolCall) -> object:
+    await trio.lowlevel.checkpoint()
+    raise KeyError("no such app")
+
+
+@pytest.mark.parametrize("broken", [_broken_sync, _broken_async], ids=["sync", "async"])
+async def test_a_host_failure_inside_a_tool_call_still_answers_with_a_failed_result(
+    monkeypatch: pytest.MonkeyPatch, broken: object,
+) -> None:
+    monkeypatch.setattr(_host, "start_tool", broken)
+    async with open_agent(apps=[Notebook()]) as h:
+        with trio.fail_after(2):
+            invoked = await invoke(h, "notebook_replace", {"old_text": "", "new_text": "x"})
+        assert invoked.result.status is ToolStatus.FAILED
+        assert invoked.result.content.live.text == "notebook_replace could not be run: KeyError: 'no such app'"
+
+
+class _Where(ProbeApp):
+    """Records the task each tool call ran in."""
+
+    name = "where"
+
+    def __init__(self, tasks: list[trio.lowlevel.Task]) -> None:
+        super().__init__()
+        self.tasks = tasks
+
+    def fresh(self) -> _Where:
+        return _Where(self.tasks)
+
+    @tool(idempotent=True)
+    def here(self) -> ToolOutcome:
+        """Note the task."""
+        self.tasks.append(trio.lowlevel.current_task())
+        return ToolOutcome.ok("here", "here", "here")
+
+    @tool(idempotent=True)
+    async def there(self) -> ToolOutcome:
+        """Note the task, after a checkpoint."""
+        await trio.lowlevel.checkpoint()
+        self.tasks.append(trio.lowlevel.current_task())
+        return ToolOutcome.ok("there", "there", "there")
+
+
+async def test_a_sync_tool_is_answered_from_the_handler_and_an_async_one_runs_in_a_task_of_the_host() -> None:
+    tasks: list[trio.lowlevel.Task] = []
+    async with open_agent(apps=[_Where(tasks)]) as h:
+        host = h.agent.apps._cell.instance  # type: ignore[attr-defined]
+        assert (await invoke(h, "here", {}, call_id="s1")).result.content.live.text == "here"
+        assert (await invoke(h, "there", {}, call_id="a1")).result.content.live.text == "there"
+        sync_task, async_task = tasks
+        assert sync_task.parent_nursery is not host.ctx.nursery  # no task of its own
+        assert async_task.parent_nursery is host.ctx.nursery  # cancellable by CancelTool
+        assert host._running == {}
+
+
+async def test_a_restarted_host_rebuilds_its_apps_from_the_committed_effects() -> None:
+    turns = [{"tool_calls": [{"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "kept"}}]},
+             {"text": "ok"}]
+    async with open_agent(turns, inputs=["write"], apps=[Notebook()]) as h:
+        await h.run_until_idle()
+        await h.rt.stop(h.agent.apps)
+        host = await h.rt.spawn(lambda: _host.AppHost([Notebook()], h.agent.history.id, counter()),
+                                h.agent.apps.id, capabilities=APP_HOST_CAPABILITIES)
+        got = await h.client.ask(host, GetWindows())
+        assert got == Windows("[Window: notebook]\nkept")
+
+
+async def test_a_host_that_may_not_read_the_history_fails_to_start_and_says_why() -> None:
+    from livecontext.runtime import UsageError
+
+    async with open_agent(apps=[Notebook()]) as h:
+        await h.rt.stop(h.agent.apps)
+        with pytest.raises(UsageError, match=r"app/t1 cannot rebuild its apps: history/t1 answered "
+                                             r"GetAppEffects with AccessDenied; spawn the host with the read"):
+            await h.rt.spawn(lambda: _host.AppHost([Notebook()], h.agent.history.id, counter()),
+                             h.agent.apps.id)
+
+
+async def test_two_apps_with_one_name_are_refused() -> None:
+    from livecontext.runtime import UsageError
+
+    with pytest.raises(UsageError, match=r"two apps share a name: \['notebook', 'notebook'\]"):
+        _host.AppHost([Notebook(), Notebook()], ActorId("history", "t"), counter())
