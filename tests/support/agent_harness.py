@@ -21,7 +21,7 @@ from attrs import define, field
 
 from livecontext.actors.agent import _agent as agent_module
 from livecontext.actors.apps import App, ToolOutcome, tool
-from livecontext.actors.history import ContextPolicy, HistoryLimits
+from livecontext.actors.history import ContextPolicy, HistoryLimits, HistoryState, load_state
 from livecontext.actors.recap import RecapSettings
 from livecontext.protocol import (
     AgentStatus,
@@ -59,6 +59,7 @@ from livecontext.runtime.models import (
     TextCallback,
 )
 from livecontext.runtime.persistence import EventStore, open_store
+from livecontext.runtime.testing import actor_instance
 from livecontext.runtime.tokens import TokenCounter
 
 FAST_RETRY = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.002)
@@ -119,6 +120,12 @@ class AgentHarness:
         got = await self.client.ask(self.agent.history, ReadHistory(include_folded=True))
         assert isinstance(got, HistorySlice)
         return got.entries
+
+    async def logged(self) -> HistoryState:
+        """The thread's state as its log in the store holds it, rebuilt by a reader (as a
+        process that opens the thread would)."""
+        async with await self.store.open_reader(self.agent.thread_id) as reader:
+            return await load_state(reader, make_converter(), self.agent.thread_id)
 
     async def app_histories(self) -> tuple[AppHistory, ...]:
         """What the history store keeps to rebuild each app: its saved state, the effects after."""
@@ -288,7 +295,7 @@ async def open_agent(
                     rt, log, client_model, settings, converter=make_converter(), counter=counter(),
                     inputs=inputs, apps=apps)
                 if tool_timeout_s is not None:
-                    agent.engine._cell.instance.tool_timeout_s = tool_timeout_s  # type: ignore[union-attr]
+                    actor_instance(agent.engine).tool_timeout_s = tool_timeout_s
                 harness = AgentHarness(rt, agent, rt.client("test"), client_model, opened)
                 if not listen:
                     yield harness

@@ -26,6 +26,7 @@ from livecontext.protocol import (
     Windows,
 )
 from livecontext.runtime import RemoteActorError
+from livecontext.runtime.testing import actor_instance
 from tests.support.agent_harness import AgentHarness, Probe, ProbeApp, counter, open_agent
 
 
@@ -152,7 +153,7 @@ class _Where(ProbeApp):
 async def test_a_sync_tool_is_answered_from_the_handler_and_an_async_one_runs_in_a_task_of_the_host() -> None:
     tasks: list[trio.lowlevel.Task] = []
     async with open_agent(apps=[_Where(tasks)]) as h:
-        host = h.agent.apps._cell.instance  # type: ignore[attr-defined]
+        host = actor_instance(h.agent.apps)
         assert (await invoke(h, "here", {}, call_id="s1")).result.content.live.text == "here"
         assert (await invoke(h, "there", {}, call_id="a1")).result.content.live.text == "there"
         sync_task, async_task = tasks

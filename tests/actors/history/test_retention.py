@@ -28,6 +28,7 @@ from livecontext.protocol import (
     ThreadConfigured,
     ToolResultsAppended,
 )
+from livecontext.runtime.testing import actor_instance
 from tests.support.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 from tests.support.context_world import decode, open_history
 
@@ -175,7 +176,7 @@ async def test_the_pinned_task_is_never_folded_and_is_in_every_context_of_a_long
 async def test_a_thread_records_its_budget_tools_and_apps_once_and_again_when_they_change() -> None:
     async with open_agent([{"text": "ok"}], inputs=["hi"], apps=[ProbeApp()], budget=3000) as h:
         await h.run_until_idle()
-        store = h.agent.history._cell.instance  # type: ignore[attr-defined]
+        store = actor_instance(h.agent.history)
         config = store.state.config
         assert isinstance(config, ThreadConfigured)
         assert config.budget == 3000
