@@ -70,7 +70,7 @@ from livecontext.runtime import open_runtime  # noqa: E402
 from livecontext.runtime.models import ScriptedModel  # noqa: E402
 from livecontext.runtime.persistence import NewRecord, ThreadReader, open_store  # noqa: E402
 from livecontext.runtime._gc import gc_tuned  # noqa: E402
-from livecontext.runtime.persistence._fsync import resolve_fsync  # noqa: E402
+from livecontext.runtime.persistence.base._fsync import resolve_fsync  # noqa: E402
 from livecontext.runtime.tokens import TokenCounter  # noqa: E402
 
 LANGGRAPH_BYTES_1000 = 169e6

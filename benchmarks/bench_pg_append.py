@@ -56,7 +56,7 @@ from benchmarks.bench_scale import CAN_SAMPLE, TreeCpu, write_inputs  # noqa: E4
 from livecontext.actors.batch import BatchTask, run_batch  # noqa: E402
 from livecontext.actors.blueprint import load_blueprint  # noqa: E402
 from livecontext.runtime.persistence import NewRecord, open_store  # noqa: E402
-from livecontext.runtime.persistence import _postgres  # noqa: E402
+from livecontext.runtime.persistence.postgres import _postgres  # noqa: E402
 from tests.support.postgres import Cluster, throwaway_cluster  # noqa: E402
 
 

@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # (not typing's: the command's start imports nothing it c
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
     from typing import Any
 
-    from livecontext.actors.front import Agent, AgentEvent, AgentState, Reply, open_agent
+    from livecontext.actors.front import Agent, AgentEvent, AgentSpec, AgentState, Reply, open_agent
     from livecontext.actors.system import AgentAnswer, System, open_system
     from livecontext.actors.analyzers import AnalyzerSettings
     from livecontext.actors.apps import (
@@ -54,6 +54,7 @@ _HOMES = {
     "Agent": "livecontext.actors.front",
     "AgentAnswer": "livecontext.actors.system",
     "AgentEvent": "livecontext.actors.front",
+    "AgentSpec": "livecontext.actors.front",
     "AgentState": "livecontext.actors.front",
     "AgentStatus": "livecontext.protocol",
     "AnalyzerSettings": "livecontext.actors.analyzers",
@@ -105,6 +106,7 @@ __all__ = [
     "Agent",
     "AgentAnswer",
     "AgentEvent",
+    "AgentSpec",
     "AgentState",
     "AgentStatus",
     "AnalyzerSettings",

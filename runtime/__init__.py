@@ -13,17 +13,21 @@ from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
 from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
-from ._errors import ActorError, LivecontextError, ModelError, UsageError, error_leaves
-from ._kernel_errors import (
+from ._errors import (
+    ActorError,
     ActorStoppedError,
     AskCycleError,
     AskTimeoutError,
     DeadlockError,
     DuplicateActorError,
+    LivecontextError,
     MailboxFullError,
+    ModelError,
     RemoteActorError,
     UnhandledMessageError,
     UnknownActorError,
+    UsageError,
+    error_leaves,
 )
 from ._open import open_runtime
 from ._post import PendingReply

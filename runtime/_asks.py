@@ -8,7 +8,7 @@ import trio
 
 from livecontext.protocol import ActorId, Message
 
-from ._kernel_errors import AskCycleError
+from ._errors import AskCycleError
 
 
 class ReplySlot:

@@ -30,8 +30,7 @@ from livecontext.protocol import (
     Topic,
 )
 
-from ._errors import UsageError
-from ._kernel_errors import ActorStoppedError, UnhandledMessageError
+from ._errors import ActorStoppedError, UnhandledMessageError, UsageError
 from ._post import Post, handling
 
 log = logging.getLogger("livecontext.runtime")

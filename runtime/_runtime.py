@@ -38,7 +38,7 @@ from ._cell import (
     CellState,
     RestartPolicy,
 )
-from ._kernel_errors import (
+from ._errors import (
     ActorStoppedError,
     AskTimeoutError,
     DuplicateActorError,

@@ -11,7 +11,7 @@ from attrs import frozen
 
 from livecontext.protocol import Envelope
 
-from ._kernel_errors import ActorStoppedError
+from ._errors import ActorStoppedError
 
 if TYPE_CHECKING:
     from ._cell import Cell

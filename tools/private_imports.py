@@ -19,6 +19,10 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grimp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,12 +50,16 @@ def crossing(importer: str, importer_is_package: bool, target: str, packages: se
     return False
 
 
-def private_imports(root: Path) -> list[tuple[str, str]]:
-    """(importer, imported dotted name) for each private name imported across packages."""
-    import grimp
+def private_imports(root: Path, graph: grimp.ImportGraph | None = None) -> list[tuple[str, str]]:
+    """(importer, imported dotted name) for each private name imported across packages.
 
-    sys.path.insert(0, str(root))
-    graph = grimp.build_graph("livecontext", cache_dir=None)
+    ``root`` is a tree laid out as installed; ``graph``, grimp's graph of it if already built.
+    """
+    if graph is None:
+        import grimp
+
+        sys.path.insert(0, str(root))
+        graph = grimp.build_graph("livecontext", cache_dir=None)
     modules = set(graph.modules)
     packages = {module for module in modules if _is_package(modules, module)} | {"livecontext"}
     found: list[tuple[str, str]] = []

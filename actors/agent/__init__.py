@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
     from ._resume import SETTINGS, changed_settings, recorded_models, resume, resumed_settings
     from ._session import (
         Session,
+        SideModels,
         Stopped,
         open_events_file,
         open_session,
@@ -64,6 +65,7 @@ _HOMES = {
     "SETTINGS": "_resume",
     "Session": "_session",
     "ShownApps": "_thread_apps",
+    "SideModels": "_session",
     "Stopped": "_session",
     "StoreMissingError": "_existing_store",
     "SubAgents": "_subagents",
@@ -131,6 +133,7 @@ __all__ = [
     "SETTINGS",
     "Session",
     "ShownApps",
+    "SideModels",
     "Stopped",
     "StoreMissingError",
     "SubAgents",

@@ -9,10 +9,11 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
-from attrs import frozen
+from attrs import field, frozen
 
 from livecontext.protocol import (
     AgentStatus,
@@ -78,6 +79,25 @@ class ThreadBusyError(UsageError):
         )
 
 
+def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value))
+
+
+@frozen
+class SideModels:
+    """An agent's models besides its own: the recap's and the analyzers', open, with the specs
+    its thread records of them (empty: none, or a client given in Python)."""
+
+    recap: ModelClient | None = None
+    """The recap maintainer's model (``model_summary`` only)."""
+    analyzers: Mapping[str, ModelClient] = field(factory=dict, converter=_readonly, hash=False)
+    """Each ``model`` analyzer's model, by analyzer name."""
+    recap_spec: str = ""
+    """The recap's model spec, as the thread records it."""
+    analyzer_specs: Mapping[str, str] = field(factory=dict, converter=_readonly, hash=False)
+    """Each analyzer's model spec, by analyzer name, as the thread records it."""
+
+
 @frozen
 class Session:
     """A running agent and what it runs on."""
@@ -128,9 +148,8 @@ async def open_session(
     pins: Sequence[str] = (), cut_oversized: bool = False,
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
-    on_note: Callable[[str], None] | None = None,
-    recap_model: ModelClient | None = None, analyzer_models: Mapping[str, ModelClient] | None = None,
-    tracer_provider: TracerProvider | None = None, side_specs: tuple[str, Mapping[str, str]] = ("", {}),
+    on_note: Callable[[str], None] | None = None, side: SideModels = SideModels(),
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[Session]:
     """Everything needed to run one thread, closed in order on exit.
 
@@ -149,8 +168,8 @@ async def open_session(
     refused, nothing of it recorded, unless ``cut_oversized`` (see
     :class:`~livecontext.actors.InputTooLargeError`).
 
-    ``side_specs`` are the specs of the recap's model and of each analyzer's (by name), for
-    the thread to record (empty: none, or a client given in Python).
+    ``side`` holds the recap's and the analyzers' models, and their specs for the thread to
+    record.
 
     The session is traced with ``tracer_provider``, or as the ``OTEL_*`` variables say (see
     :func:`~livecontext.actors.telemetry.open_tracing`).
@@ -190,10 +209,10 @@ async def open_session(
                     agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                               counter=counter, apps=apps, auto=auto,
                                               model_spec=_recordable(model_spec) if model is None else "",
-                                              recap_model=recap_model, analyzer_models=analyzer_models,
-                                              recap_model_spec=_recordable(side_specs[0]),
+                                              recap_model=side.recap, analyzer_models=side.analyzers,
+                                              recap_model_spec=_recordable(side.recap_spec),
                                               analyzer_model_specs={name: _recordable(spec)
-                                                                    for name, spec in side_specs[1].items()})
+                                                                    for name, spec in side.analyzer_specs.items()})
                     state, held = await _feed(rt, agent, given)
                 except UsageError as exc:  # (raised below, once closed: not inside the runtime's group)
                     refused = exc

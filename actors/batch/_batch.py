@@ -56,7 +56,7 @@ from livecontext.runtime.persistence import EventStore, open_store
 
 from ._batch_results import ResultsFile
 from ..agent import stored_usage, usage_json
-from ..front import open_agent
+from ..front import AgentSpec, open_agent
 from ..blueprint import AgentBlueprint, Blueprint, SystemBlueprint
 from ..history import HistoryState, load_state
 from ..system import check_system_name, open_system, read_system_log, system_threads
@@ -240,9 +240,10 @@ def unset_placeholders(bp: Blueprint | SystemBlueprint, tasks: Sequence[BatchTas
     return lines
 
 
-def task_blueprint(bp: Blueprint, task: BatchTask, thread: str) -> Blueprint:
-    """The blueprint one task runs: its thread, its vars in the system prompt and inputs."""
-    return _with_vars(bp, task.vars, task.inputs).override(thread=thread)
+def task_spec(bp: Blueprint, task: BatchTask, thread: str) -> AgentSpec:
+    """The agent one task runs: the blueprint's, on its thread, its vars in the system prompt
+    and inputs."""
+    return AgentSpec.from_blueprint(_with_vars(bp, task.vars, task.inputs).override(thread=thread))
 
 
 def task_system(bp: SystemBlueprint, task: BatchTask) -> SystemBlueprint:
@@ -355,7 +356,7 @@ async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str
         return await _run_system_task(bp, task, thread, store, base_url=base_url, api_key=api_key,
                                       converter=converter)
     try:
-        made = task_blueprint(bp, task, thread)
+        made = task_spec(bp, task, thread)
         expected = len(made.pins) + len(made.inputs)
         before = await _read_thread(store, thread, converter)
         if before is not None:
@@ -365,8 +366,8 @@ async def run_task(bp: Blueprint | SystemBlueprint, task: BatchTask, thread: str
                 return TaskResult(task.id, thread, status, result, before.model_outputs, usage, error, skipped=True)
             fed = _inputs(before.entries)  # (a resumed thread gets only the inputs its log lacks)
             pins_left = made.pins[fed:]
-            made = made.override(pins=pins_left, inputs=made.inputs[max(0, fed - len(made.pins)):])
-        async with open_agent(blueprint=made, store=store, base_url=base_url, api_key=api_key) as agent:
+            made = attrs.evolve(made, pins=pins_left, inputs=made.inputs[max(0, fed - len(made.pins)):])
+        async with open_agent(spec=made, store=store, base_url=base_url, api_key=api_key) as agent:
             reply = await agent.run()
             # (read from the agent's history store: what its log holds, without replaying it)
             after, entries = await agent.state(), await agent.history()

@@ -42,7 +42,7 @@ from ._schema import (
     key_name,
     label,
 )
-from ._system import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
+from ._system_blueprint import DEFAULT_ASK_TIMEOUT_S, AgentBlueprint, SystemBlueprint
 
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 _STORE_SCHEMES = ("sqlite", "jsonl", "memory", "postgresql", "postgres")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -30,19 +30,15 @@ from livecontext.protocol import (
     ReadHistory,
     RunUntilIdle,
 )
-from livecontext.runtime import UsageError
 
-from ..agent import AgentSettings
 from ..agent import entry_json
 from ..agent import InputTooLargeError, give_input
-from ..agent import resume as resumed_with
-from ..agent import Session, Stopped, open_session, recorded_config, stop_interrupted
+from ..agent import Session, Stopped, stop_interrupted
 from ..agent import InvalidTextError, check_text
-from ..blueprint import open_blueprint_models
+from ..front import AgentSpec, open_agent_from
 from ._interrupt import Interrupt, say_interrupted
 from ._live import LiveView, draws_panels, open_live_view
 from ._live_gauge import Watched
-from ._resumed import recorded_side_models, side_specs
 from ._transcript import ChatView, Transcript
 
 SHOWN_ENTRIES = 6
@@ -95,49 +91,35 @@ class Terminal:
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, self._saved)
 
 
-async def chat(store_url: str, settings: AgentSettings, model_spec: str | None, *, base_url: str | None,
-               api_key: str | None, interrupt: Interrupt, resume: str | None,
-               on_open: Callable[[], None], live: bool = False, cut_oversized: bool = False,
-               given: Mapping[str, str] | None = None) -> int:
-    """Chat on the thread of ``settings`` until the input ends; return the exit code (1 if a
+async def chat(spec: AgentSpec, *, base_url: str | None, api_key: str | None, interrupt: Interrupt,
+               resume: str | None, on_open: Callable[[], None], live: bool = False) -> int:
+    """Chat on the thread ``spec`` describes until the input ends; return the exit code (1 if a
     turn failed or a line could not be sent). Ctrl-C stops the thread and exits 130.
 
-    ``model_spec`` ``None``: the model the thread last ran with (``echo`` for a new thread).
+    A resumed thread keeps what ``spec`` does not give (its model, apps and settings) as it
+    recorded them, and a change is said in one line (see ``open_agent_from``).
     ``live``: each turn is followed by a live panel (see ``_live``); the answer is shown
     whole once it is recorded, above the panel, rather than streamed.
-    ``cut_oversized``: the task larger than the room is taken and sent cut (else refused).
-    ``given``: the settings typed, by name, with their flags (see ``given_flags``): a resumed
-    thread keeps the others as it recorded them, and a change is said in one line.
     """
     console = Console()
     terminal = Terminal()
-    thread_id = settings.thread_id
-    recorded = await recorded_config(store_url, thread_id)
-    if model_spec is None:  # a thread resumes with its own model, and its settings
-        model_spec = recorded.model if recorded is not None and recorded.model else "echo"
-    try:
-        settings, changed = resumed_with(recorded, settings, given or {})
-    except UsageError as exc:
-        click.echo(f"livecontext: error: {exc}", err=True)
-        return 1
-    side = recorded_side_models(recorded, settings)
+    thread_id = spec.thread
     stopped: Stopped | None = None
     try:
-        async with open_blueprint_models(side, base_url=base_url, api_key=api_key) as models, \
-                open_session(store_url, settings, model_spec, base_url=base_url, api_key=api_key,
-                             recap_model=models.recap, analyzer_models=models.analyzers,
-                             side_specs=side_specs(side)) as session:
+        async with open_agent_from(spec, base_url=base_url, api_key=api_key) as opened:
+            session = opened.session
             on_open()
-            for line in changed:
+            for line in opened.changed:
                 click.echo(f"livecontext: note: {line}", err=True)
-            console.print(f"[dim]chatting on thread {thread_id} with {model_spec}; an empty line or Ctrl-D "
-                          "ends[/dim]")
+            console.print(f"[dim]chatting on thread {thread_id} with {opened.model or 'echo'}; an empty line or "
+                          "Ctrl-D ends[/dim]")
             await _show_so_far(session, console)
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
                 # on a terminal the answers are printed above the panel; in plain lines, among them
-                watched = Watched(thread_id, session.agent, settings.budget, answers=not draws_panels(console))
+                watched = Watched(thread_id, session.agent, opened.settings.budget,
+                                  answers=not draws_panels(console))
                 conversation = _Conversation(session, events, console, terminal, interrupt, watched if live else None,
-                                             cut_oversized)
+                                             spec.cut_oversized)
                 await conversation.run()
             if interrupt.caught:
                 stopped = await stop_interrupted(session, conversation.sent, conversation.since)

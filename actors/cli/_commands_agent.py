@@ -18,25 +18,21 @@ from livecontext.protocol import IdleReason, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import Runtime, UsageError
 
-from livecontext.protocol import ThreadConfigured
-
-from ..agent import AgentSettings
-from ..agent import SETTINGS, changed_settings, resumed_settings
 from ..agent import check_thread_id
-from ..agent import Stopped, open_events_file, open_session, recorded_config, run_until_idle, stop_interrupted
-from ..agent import AppRebuildError, ToolImportError, make_recorded_app
-from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError
-from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint, open_blueprint_models
+from ..agent import Stopped, open_events_file, run_until_idle, stop_interrupted
+from ..agent import AppRebuildError, ToolImportError
+from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint
+from ..front import AgentSpec, OpenedAgent, open_agent_from
 from ..spend import SpendLimits, override_limits
 from ._chat import chat as run_chat
 from ._demo import run_demo
 from ._live import LiveView, open_live_view
 from ._live_gauge import Watched
 from ._interrupt import interrupting, resume_command, say_interrupted
-from ._resumed import given_flags, recorded_side_models, side_specs
+from ._resumed import given_flags
 from ._main import folder_note, import_from_cwd, main, print_json, run_async, store_option
 from ._system_run import run_system
-from ._transcript import ChatView, Transcript
+from ._transcript import Transcript
 
 
 def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -104,79 +100,53 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     --max-input-tokens, --max-output-tokens and --max-cost (or [spend]) stop the agent, paused,
     before the model call that would pass them; run again with a higher limit to go on.
     """
-    bp: Blueprint | None = None
+    spend_override = _spend_override(max_input_tokens, max_output_tokens, max_cost)
     try:
         if blueprint_path is None:
             _no_system_name(as_system, "an agent without a blueprint")
-
-        def limited(given: SpendLimits | None) -> SpendLimits | None:
-            """``given`` with the spend flags' limits in place of its own."""
-            return override_limits(given, max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
-                                   max_cost=max_cost)
-
-        settings = AgentSettings(thread_id=check_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
-                                 snapshot_every=snapshot_every, pin_task=not no_pin_task,
-                                 lifecycle=not no_lifecycle, spend=limited(None))
+        typed = {name for name in ctx.params
+                 if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+        bp = None
         if blueprint_path is not None:
-            given = {name: value for name, value in ctx.params.items()
-                     if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
             loaded = load_any_blueprint(blueprint_path)
             if isinstance(loaded, SystemBlueprint):
-                loaded = loaded.override(spend=limited(loaded.spend))
-                run_system(loaded, given, base_url=base_url, api_key=api_key, as_json=as_json, live=live)
+                loaded = loaded.override(spend=override_limits(
+                    loaded.spend, max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+                    max_cost=max_cost))
+                run_system(loaded, {name: ctx.params[name] for name in typed}, base_url=base_url, api_key=api_key,
+                           as_json=as_json, live=live)
                 return
             _no_system_name(as_system, blueprint_path)
-            bp = loaded.override(
-                model=given.get("model_spec"), store=given.get("store_url"), thread=given.get("thread_id"),
-                inputs=given.get("inputs"), system_prompt=given.get("system_prompt"),
-                budget=given.get("budget"), max_steps=given.get("max_steps"), pins=given.get("pins"),
-                pin_task=False if no_pin_task else None, lifecycle=False if no_lifecycle else None)
-            settings, model_spec, thread_id = bp.settings, bp.model, bp.settings.thread_id
-            settings = attrs.evolve(settings, spend=limited(settings.spend))
-            inputs, pins, max_steps, store_url = bp.inputs, bp.pins, bp.max_steps, bp.store or store_url
-            if "snapshot_every" in given:
-                settings = attrs.evolve(settings, snapshot_every=snapshot_every)
+            bp = loaded
+        spec = cli_spec(ctx, bp, thread=thread_id, model=model_spec, store=store_url, system_prompt=system_prompt,
+                        budget=budget, no_pin_task=no_pin_task, no_lifecycle=no_lifecycle,
+                        spend_override=spend_override)
+        flags: dict[str, Any] = {"inputs": inputs, "pins": pins, "max_steps": max_steps,
+                                 "snapshot_every": snapshot_every}  # (a blueprint's, unless typed)
+        spec = attrs.evolve(spec, **_flag_apps(app_paths, tools, spec), cut_oversized=cut_oversized,
+                            **{name: value for name, value in flags.items() if bp is None or name in typed})
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
     console = Console(stderr=as_json)
-    model_given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
+    thread_id, max_steps, store_url = spec.thread, spec.max_steps, str(spec.store)
     made_folder = folder_note(store_url)
     resume = resume_command("run", thread_id, store_url)
     interrupt = interrupting(thread_id, store_url, resume)
 
     async def go() -> None:
-        nonlocal model_spec, settings
         import_from_cwd()  # --tool/--app and recorded apps import from here too
-        try:
-            apps = _flag_apps(app_paths, tools, bp)
-            recorded = await recorded_config(store_url, thread_id)
-        except (UsageError, AppDefinitionError, ToolDefinitionError) as exc:
-            click.echo(f"livecontext: error: {exc}", err=True)
-            sys.exit(1)
         events_file = open_events_file(events_path) if events_path else None  # (before the thread)
-        notes = [made_folder] if made_folder else []
-        side_models = bp
-        if recorded is not None:  # a thread resumes as it was, unless told otherwise
-            model_spec, apps = _resume_as_recorded(recorded, thread_id, model_spec if model_given or bp else None,
-                                                   apps, notes)
-            try:
-                settings, side_models = _resume_settings(ctx, recorded, settings, bp, limited, notes)
-            except UsageError as exc:
-                click.echo(f"livecontext: error: {exc}", err=True)
-                sys.exit(1)
         stopped: Stopped | None = None
         try:
-            async with open_blueprint_models(side_models, base_url=base_url, api_key=api_key) as side, \
-                    open_session(store_url, settings, model_spec, inputs=inputs, pins=pins, base_url=base_url,
-                                 api_key=api_key, apps=apps, cut_oversized=cut_oversized,
-                                 recap_model=side.recap, analyzer_models=side.analyzers,
-                                 side_specs=side_specs(side_models)) as session:
-                for note in notes:  # (once the thread is ours: a busy thread says only that)
-                    click.echo(f"livecontext: note: {note}", err=True)
+            async with contextlib.AsyncExitStack() as stack:
+                opened = await _open(stack, spec, base_url, api_key)
+                session = opened.session
+                for note in ([made_folder] if made_folder else []) + [*opened.notes, *opened.changed]:
+                    click.echo(f"livecontext: note: {note}", err=True)  # (once the thread is ours)
                 since = await session.log.last_seq()  # (what is fed is taken by the run below)
-                fed = () if session.held_inputs else (*pins, *inputs)
-                watched = Watched(thread_id, session.agent, settings.budget, max_steps,
+                fed = () if session.held_inputs else (*spec.pins, *spec.inputs)
+                watched = Watched(thread_id, session.agent, opened.settings.budget, max_steps,
                                   sum(1 for text in fed if text.strip()))
                 async with _watching(live, session.rt, watched, console) as view:
                     with interrupt.region():
@@ -207,6 +177,57 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     run_async(go, interrupt)
 
 
+def cli_spec(ctx: click.Context, bp: Blueprint | None, *, thread: str, model: str, store: str,
+             system_prompt: str | None, budget: int, no_pin_task: bool, no_lifecycle: bool,
+             spend_override: SpendLimits | None = None) -> AgentSpec:
+    """The agent ``run`` and ``chat`` build: ``bp``'s (every setting given by it), else one
+    whose settings not typed are a resumed thread's recorded ones; the flags typed on the
+    command line in place of its values, each change said with its flag (``--budget``).
+
+    Raises:
+        UsageError: a value is not usable (the message names it).
+    """
+    typed = {name for name in ctx.params if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
+    spec = AgentSpec.from_blueprint(bp) if bp is not None else AgentSpec(thread=thread, store=store)
+    values: dict[str, Any] = {"thread": thread, "model": model, "system_prompt": system_prompt, "budget": budget,
+                              "store": store}
+    given: dict[str, Any] = {name: values[name] for name, param in _PARAMS.items() if param in typed}
+    if no_pin_task:
+        given["pin_task"] = False
+    if no_lifecycle:
+        given["lifecycle"] = False
+    made = spec.given(**given)
+    return attrs.evolve(made, spend_override=spend_override, store=made.store if made.store is not None else store,
+                        given_by={**made.given_by, **given_flags(ctx)})
+
+
+_PARAMS = {"thread": "thread_id", "model": "model_spec", "system_prompt": "system_prompt", "budget": "budget",
+           "store": "store_url"}
+"""The spec's fields ``run`` and ``chat`` have a flag for (beside the flags of switches), by parameter."""
+
+
+def _spend_override(max_input_tokens: int | None, max_output_tokens: int | None,
+                    max_cost: float | None) -> SpendLimits | None:
+    """The spend flags' limits (``None``: none typed)."""
+    if max_input_tokens is None and max_output_tokens is None and max_cost is None:
+        return None
+    return SpendLimits(max_input_tokens, max_output_tokens, max_cost)
+
+
+async def _open(stack: contextlib.AsyncExitStack, spec: AgentSpec, base_url: str | None,
+                api_key: str | None) -> OpenedAgent:
+    """The agent ``spec`` describes, opened on ``stack``; a recorded app that cannot be made
+    again is one error line (and exit 1)."""
+    try:
+        return await stack.enter_async_context(open_agent_from(spec, base_url=base_url, api_key=api_key))
+    except ToolImportError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
+        sys.exit(1)
+    except AppRebuildError as exc:
+        click.echo(f"livecontext: error: {exc}; or give its apps with --app/--tool", err=True)
+        sys.exit(1)
+
+
 def _watching(live: bool, rt: Runtime, watched: Watched,
               console: Console) -> contextlib.AbstractAsyncContextManager[LiveView | None]:
     """A live view of the agent while the block runs, if ``--live`` (else nothing)."""
@@ -227,59 +248,12 @@ def _no_system_name(as_system: str | None, what: str) -> None:
         raise UsageError(f"--as names the system a system blueprint ([[agents]]) runs as; {what} describes one agent")
 
 
-def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], bp: Blueprint | None) -> list[App] | None:
-    """The apps ``--app`` and ``--tool`` name (``None``: none given, the default apps)."""
-    if not app_paths and not tools:
-        return None if bp is None else bp.make_apps()
-    apps: list[App] = [AppUse(p).make() for p in app_paths] if app_paths else (
-        [Notebook()] if bp is None else bp.make_apps())
-    if tools:
-        apps.append(FunctionTools(tools))
-    return apps
-
-
-def _resume_settings(ctx: click.Context, recorded: ThreadConfigured, settings: AgentSettings,
-                     bp: Blueprint | None, limited: Callable[[SpendLimits | None], SpendLimits | None],
-                     notes: list[str]) -> tuple[AgentSettings, Blueprint | None]:
-    """The settings a resumed thread runs with: those typed and the blueprint's, else the
-    recorded ones (spend flags change the recorded limits they name); each change is added to
-    ``notes``. Also what to open the side models from: the blueprint, else the recorded specs.
-
-    Raises:
-        UsageError: a recorded setting is not usable.
-    """
-    flags = given_flags(ctx)
-    given = {name: f"blueprint {bp.path}" for name in SETTINGS} if bp is not None else {}
-    given.update(flags)
-    settings = resumed_settings(recorded, settings, {name for name in given if name != "spend" or bp is not None})
-    if bp is None and "spend" in flags:
-        settings = attrs.evolve(settings, spend=limited(settings.spend))
-    notes.extend(changed_settings(recorded, settings, given))
-    return settings, bp if bp is not None else recorded_side_models(recorded, settings)
-
-
-def _resume_as_recorded(recorded: ThreadConfigured, thread_id: str, model_spec: str | None,
-                        apps: list[App] | None, notes: list[str]) -> tuple[str, list[App] | None]:
-    """The model spec and apps a resumed thread runs with: what it recorded, for what the
-    command line does not give; a change is added to ``notes`` (said once the run starts)."""
-    spec = model_spec if model_spec is not None else (recorded.model or "echo")
-    if recorded.model and spec != recorded.model:
-        notes.append(f"thread {thread_id} ran with model {recorded.model}; it now runs with {spec}")
-    if apps is None and recorded.apps:
-        try:
-            apps = [make_recorded_app(thread_id, info) for info in recorded.apps]
-        except ToolImportError as exc:
-            click.echo(f"livecontext: error: {exc}", err=True)
-            sys.exit(1)
-        except AppRebuildError as exc:
-            click.echo(f"livecontext: error: {exc}; or give its apps with --app/--tool", err=True)
-            sys.exit(1)
-    elif apps is not None and recorded.apps:
-        was = [info.name for info in recorded.apps]
-        now = [app.name for app in apps]
-        if was != now:
-            notes.append(f"thread {thread_id} had apps {', '.join(was)}; it now has {', '.join(now)}")
-    return spec, apps
+def _flag_apps(app_paths: tuple[str, ...], tools: tuple[str, ...], spec: AgentSpec) -> dict[str, Any]:
+    """What ``--app`` and ``--tool`` change of ``spec``: ``--app`` replaces its apps (and the
+    tools that come with them), ``--tool`` adds to its tools."""
+    if app_paths:
+        return {"apps": tuple(AppUse(p) for p in app_paths), "tools": tools}
+    return {"tools": (*spec.tools, *tools)} if tools else {}
 
 
 @main.command()
@@ -327,8 +301,13 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
     Each line is answered before the next is read. A thread resumes with the model it ran
     with, unless --model says otherwise.
     """
-    settings = AgentSettings(thread_id=_thread_id(thread_id), budget=budget, system_prompt=system_prompt,
-                             pin_task=not no_pin_task, lifecycle=not no_lifecycle)
+    try:
+        spec = attrs.evolve(cli_spec(ctx, None, thread=thread_id, model=model_spec, store=store_url,
+                                     system_prompt=system_prompt, budget=budget, no_pin_task=no_pin_task,
+                                     no_lifecycle=no_lifecycle), cut_oversized=cut_oversized)
+    except UsageError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
+        sys.exit(1)
     made_folder = folder_note(store_url)
     resume = resume_command("chat", thread_id, store_url)
     interrupt = interrupting(thread_id, store_url, resume)
@@ -337,8 +316,6 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
         if made_folder:
             click.echo(f"livecontext: note: {made_folder}", err=True)
 
-    given = ctx.get_parameter_source("model_spec") is click.core.ParameterSource.COMMANDLINE
-    code = run_async(lambda: run_chat(store_url, settings, model_spec if given else None, base_url=base_url, api_key=api_key,
-                                      interrupt=interrupt, resume=resume, on_open=opened, live=live,
-                                      cut_oversized=cut_oversized, given=given_flags(ctx)), interrupt)
+    code = run_async(lambda: run_chat(spec, base_url=base_url, api_key=api_key, interrupt=interrupt, resume=resume,
+                                      on_open=opened, live=live), interrupt)
     sys.exit(code)

@@ -1,14 +1,8 @@
-"""What ``run`` and ``chat`` need to resume a thread with the side models it recorded."""
+"""The settings ``run`` and ``chat`` were given by flag, for the lines that say a resumed thread's changes."""
 
 from __future__ import annotations
 
 import click
-
-from livecontext.protocol import ThreadConfigured
-
-from ..agent import AgentSettings
-from ..agent import recorded_models
-from ..blueprint import Blueprint
 
 
 FLAGS = {"budget": ("budget",), "pin_task": ("no_pin_task",), "lifecycle": ("no_lifecycle",),
@@ -25,17 +19,3 @@ def given_flags(ctx: click.Context) -> dict[str, str]:
         if typed:
             given[name] = ", ".join(f"--{p.replace('_', '-')}" for p in typed)
     return given
-
-
-def recorded_side_models(recorded: ThreadConfigured | None, settings: AgentSettings) -> Blueprint:
-    """The side models to open for a thread run without a blueprint: the recap's and the
-    analyzers' specs it recorded, for the recap and the analyzers ``settings`` run."""
-    recap_spec, analyzer_specs = recorded_models(recorded)
-    return Blueprint(path="<recorded>", settings=settings, recap_model=recap_spec if settings.recap else None,
-                     analyzer_models={a.name: analyzer_specs[a.name] for a in settings.analyzers
-                                      if a.name in analyzer_specs})
-
-
-def side_specs(bp: Blueprint | None) -> tuple[str, dict[str, str]]:
-    """The side models' specs a thread records (``bp``'s, see ``open_session(side_specs=)``)."""
-    return ("", {}) if bp is None else (bp.recap_model or "", dict(bp.analyzer_models))

@@ -1,5 +1,6 @@
 """The front door for one agent: :func:`open_agent` and the :class:`Agent` it gives (re-exported
-by ``livecontext``).
+by ``livecontext``), and below it the one way every caller builds an agent: an
+:class:`AgentSpec` opened by :func:`open_agent_from`.
 
 It is a wing of its own, above the blueprints it loads: the agent's wing sits below them (a
 blueprint names an agent's settings and apps), so the two cannot be one package without a
@@ -8,6 +9,9 @@ circle.
 
 from __future__ import annotations
 
-from ._front import Agent, AgentEvent, AgentState, Reply, open_agent
+from ..blueprint import NOT_GIVEN, AgentSpec
+from ._front import Agent, AgentEvent, AgentState, Reply, agent_spec, open_agent
+from ._open import OpenedAgent, open_agent_from
 
-__all__ = ["Agent", "AgentEvent", "AgentState", "Reply", "open_agent"]
+__all__ = ["NOT_GIVEN", "Agent", "AgentEvent", "AgentSpec", "AgentState", "OpenedAgent", "Reply", "agent_spec",
+           "open_agent", "open_agent_from"]

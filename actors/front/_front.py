@@ -3,21 +3,21 @@
 
 One call opens a model, a store, a thread and a runtime with the agent's actors in it (as
 ``livecontext run`` does), and closes them in order on exit. Every blueprint key has a
-keyword; ``blueprint=PATH`` loads one and the keywords given override it. The :class:`Agent`
+keyword; ``blueprint=PATH`` loads one and the keywords given override it. The keywords make
+one :class:`AgentSpec` (:func:`agent_spec`), opened by :func:`open_agent_from` as every other
+caller opens one. The :class:`Agent`
 talks to its actors only through their messages, like any other client of the runtime.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 from attrs import frozen
 
@@ -50,7 +50,6 @@ from livecontext.protocol import (
     Retention,
     RunUntilIdle,
     StateTransition,
-    ThreadConfigured,
     Step,
     StepDone,
     Tail,
@@ -60,30 +59,26 @@ from livecontext.protocol import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
+from livecontext.runtime import UsageError
+
 from ..agent import (
-    SETTINGS,
-    AgentSettings,
     Session,
     apps_json,
     check_text,
     check_thread_id,
     give_input,
     json_data,
-    make_recorded_app,
-    open_session,
-    recorded_config,
-    recorded_models,
-    resume,
     shown_state,
     status_json,
     usage_json,
 )
 from ..analyzers import AnalyzerSettings
-from ..apps import App, FunctionTools, Notebook
-from ..blueprint import AppUse, Blueprint, load_blueprint, open_blueprint_models
+from ..apps import App
+from ..blueprint import NOT_GIVEN, AgentSpec, Blueprint, NotGiven, ToolLike, load_blueprint
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits
+from ._open import open_agent_from
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -91,16 +86,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("livecontext")
 
 
-class _Given(enum.Enum):
-    NOT_GIVEN = "not given"
-
-
-NOT_GIVEN: Literal[_Given.NOT_GIVEN] = _Given.NOT_GIVEN
-"""The default of :func:`open_agent`'s keywords whose ``None`` means "none" (``recap``,
-``limits``, ``spend``): not given, so the blueprint's, else what a resumed thread recorded."""
-
-ToolLike = Callable[..., Any] | str
-"""A tool: a function (marked with ``@tool`` or not) or its import path ``module:function``."""
 AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
@@ -367,9 +352,9 @@ async def open_agent(
     thread: str | None = None,
     system: str | None = None,
     budget: int | None = None,
-    limits: HistoryLimits | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
+    limits: HistoryLimits | None | NotGiven = NOT_GIVEN,
     context: ContextPolicy | None = None,
-    recap: RecapSettings | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
+    recap: RecapSettings | None | NotGiven = NOT_GIVEN,
     recap_model: str | ModelClient | None = None,
     analyzers: Sequence[AnalyzerSettings] | None = None,
     analyzer_models: Mapping[str, str | ModelClient] | None = None,
@@ -379,12 +364,13 @@ async def open_agent(
     inputs: Sequence[str] | None = None,
     max_steps: int | None = None,
     snapshot_every: int | None = None,
-    spend: SpendLimits | None | Literal[_Given.NOT_GIVEN] = NOT_GIVEN,
+    spend: SpendLimits | None | NotGiven = NOT_GIVEN,
     cut_oversized: bool = False,
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
     tracer_provider: TracerProvider | None = None,
+    spec: AgentSpec | None = None,
 ) -> AsyncIterator[Agent]:
     """Open an agent: its model, store, thread and actors; close them in order on exit.
 
@@ -436,6 +422,8 @@ async def open_agent(
         api_key: Its API key (default ``$OPENAI_API_KEY``).
         tracer_provider: Trace the agent with this OpenTelemetry provider (by default it is
             traced only if ``OTEL_TRACES_EXPORTER`` asks for it: see README, "OpenTelemetry").
+        spec: The agent's settings as one :class:`AgentSpec` (in place of a blueprint);
+            keywords override it.
 
     Raises:
         UsageError: a value is not usable (the message says which and what to do).
@@ -447,80 +435,68 @@ async def open_agent(
         AppDefinitionError: an app path names no App class.
     """
     bp = _blueprint(blueprint)
-    # the keys a blueprint's override takes (and checks) go through it; the rest are settings
-    given = (bp or Blueprint(path="<open_agent>", settings=AgentSettings())).override(
-        thread=thread, system_prompt=system, budget=budget, max_steps=max_steps, inputs=inputs,
-        pins=pins, pin_task=pin_task)
-    kept = given.settings
-    settings = attrs.evolve(
-        kept, limits=kept.limits if limits is NOT_GIVEN else limits,
-        recap=kept.recap if recap is NOT_GIVEN else recap,
-        context=kept.context if context is None else context,
-        analyzers=kept.analyzers if analyzers is None else tuple(analyzers),
-        lifecycle=kept.lifecycle if lifecycle is None else lifecycle,
-        snapshot_every=kept.snapshot_every if snapshot_every is None else snapshot_every,
-        spend=kept.spend if spend is NOT_GIVEN else spend)
-    store_given: str | EventStore = store if store is not None else (given.store or "memory:")
-    recorded = await recorded_config(store_given, settings.thread_id)  # resumed as it was
-    typed = {"budget": budget is not None, "context": context is not None, "analyzers": analyzers is not None,
-             "pin_task": pin_task is not None, "lifecycle": lifecycle is not None, "limits": limits is not NOT_GIVEN,
-             "recap": recap is not NOT_GIVEN, "spend": spend is not NOT_GIVEN}
-    labels = {name: f"blueprint {bp.path}" for name in SETTINGS} if bp is not None else {}
-    labels.update({name: f"{name}=" for name, was_given in typed.items() if was_given})
-    settings, changed = resume(recorded, settings, labels)
-    for line in changed:
-        log.warning("%s", line)
-    if bp is None and recorded is not None and apps is None and not tools and recorded.apps:
-        app_list = [make_recorded_app(settings.thread_id, info) for info in recorded.apps]
-    else:
-        app_list = _apps(apps, bp) + ([FunctionTools(tools)] if tools else [])
-    model_spec = model if isinstance(model, str) else (
-        bp.model if bp is not None else (recorded.model if recorded is not None and recorded.model else "echo"))
+    if bp is not None and spec is not None:
+        raise UsageError("open_agent takes a blueprint or a spec, not both: give one")
+    base = AgentSpec.from_blueprint(bp) if bp is not None else (spec if spec is not None else AgentSpec())
+    made = agent_spec(base, model=model, tools=tools, apps=apps, store=store, thread=thread, system=system,
+                      budget=budget, limits=limits, context=context, recap=recap, recap_model=recap_model,
+                      analyzers=analyzers, analyzer_models=analyzer_models, pin_task=pin_task, lifecycle=lifecycle,
+                      pins=pins, inputs=inputs, max_steps=max_steps, snapshot_every=snapshot_every, spend=spend,
+                      cut_oversized=cut_oversized)
     async with AsyncExitStack() as stack:
-        side_specs = _side_models(bp, recap_model, analyzer_models, recorded if bp is None else None, settings)
-        side = await stack.enter_async_context(open_blueprint_models(side_specs, base_url=base_url, api_key=api_key))
-        recap_client = recap_model if isinstance(recap_model, ModelClient) else side.recap
-        analyzer_clients = {**side.analyzers,
-                            **{k: v for k, v in (analyzer_models or {}).items() if isinstance(v, ModelClient)}}
-        session = await stack.enter_async_context(open_session(
-            store_given, settings, model_spec,
-            inputs=given.inputs, pins=given.pins, cut_oversized=cut_oversized,
-            base_url=base_url, api_key=api_key, apps=app_list,
-            model=model if isinstance(model, ModelClient) else None,
-            recap_model=recap_client, analyzer_models=analyzer_clients, tracer_provider=tracer_provider,
-            side_specs=(side_specs.recap_model or "", dict(side_specs.analyzer_models))))
+        opened = await stack.enter_async_context(
+            open_agent_from(made, base_url=base_url, api_key=api_key, tracer_provider=tracer_provider))
+        for line in opened.changed:
+            log.warning("%s", line)
         nursery = await stack.enter_async_context(trio.open_nursery())
-        yield Agent(session, nursery, settings.budget, given.max_steps, cut_oversized, changed)
+        yield Agent(opened.session, nursery, opened.settings.budget, made.max_steps, made.cut_oversized,
+                    opened.changed)
         nursery.cancel_scope.cancel()
 
+
+def agent_spec(
+    base: AgentSpec, *, model: str | ModelClient | None = None, tools: Sequence[ToolLike] = (),
+    apps: Sequence[AppLike] | None = None, store: str | EventStore | None = None, thread: str | None = None,
+    system: str | None = None, budget: int | None = None, limits: HistoryLimits | None | NotGiven = NOT_GIVEN,
+    context: ContextPolicy | None = None, recap: RecapSettings | None | NotGiven = NOT_GIVEN,
+    recap_model: str | ModelClient | None = None, analyzers: Sequence[AnalyzerSettings] | None = None,
+    analyzer_models: Mapping[str, str | ModelClient] | None = None, pin_task: bool | None = None,
+    lifecycle: bool | None = None, pins: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
+    max_steps: int | None = None, snapshot_every: int | None = None,
+    spend: SpendLimits | None | NotGiven = NOT_GIVEN, cut_oversized: bool = False,
+) -> AgentSpec:
+    """``base`` with :func:`open_agent`'s keywords given in place of its values (``None``, or
+    :data:`NOT_GIVEN` where ``None`` means "none", keeps ``base``'s). Each setting given is said
+    ``NAME=`` if it changes what a resumed thread recorded. ``tools`` are added to ``base``'s,
+    unless ``apps`` replaces its apps (and with them its tools).
+
+    Raises:
+        UsageError: a value is not usable (the message names it).
+    """
+    kept: dict[str, object] = {"thread": thread, "system_prompt": system, "budget": budget, "context": context,
+                               "pin_task": pin_task, "lifecycle": lifecycle, "max_steps": max_steps,
+                               "snapshot_every": snapshot_every, "model": model, "recap_model": recap_model,
+                               "store": store}
+    given: dict[str, Any] = {name: value for name, value in kept.items() if value is not None}
+    given.update({name: value for name, value in (("limits", limits), ("recap", recap), ("spend", spend))
+                  if value is not NOT_GIVEN})
+    if analyzers is not None:
+        given["analyzers"] = tuple(analyzers)
+    if analyzer_models:
+        given["analyzer_models"] = {**base.analyzer_models, **analyzer_models}
+    if pins is not None:
+        given["pins"] = tuple(pins)
+    if inputs is not None:
+        given["inputs"] = tuple(inputs)
+    if apps is not None:
+        given["apps"], given["tools"] = tuple(apps), tuple(tools)
+    elif tools:
+        given["tools"] = (*base.tools, *tools)
+    if cut_oversized:
+        given["cut_oversized"] = True
+    return base.given(**given)
 
 def _blueprint(given: str | os.PathLike[str] | Blueprint | None) -> Blueprint | None:
     if given is None or isinstance(given, Blueprint):
         return given
     return load_blueprint(given)
-
-
-def _side_models(bp: Blueprint | None, recap_model: str | ModelClient | None,
-                 analyzer_models: Mapping[str, str | ModelClient] | None,
-                 recorded: ThreadConfigured | None, settings: AgentSettings) -> Blueprint:
-    """What :func:`open_blueprint_models` should open: the side models named by spec (the
-    blueprint's, else the ones the resumed thread ``recorded`` for the recap and analyzers
-    it runs with, or the ones given in their place); clients given are used as they are."""
-    recorded_recap, recorded_analyzers = recorded_models(recorded)
-    recap_spec = bp.recap_model if bp is not None else (recorded_recap if settings.recap is not None else None)
-    if recap_model is not None:
-        recap_spec = recap_model if isinstance(recap_model, str) else None
-    names = {a.name for a in settings.analyzers}
-    specs = dict(bp.analyzer_models) if bp is not None else {
-        name: spec for name, spec in recorded_analyzers.items() if name in names}
-    for name, given in (analyzer_models or {}).items():
-        specs.pop(name, None)
-        if isinstance(given, str):
-            specs[name] = given
-    return Blueprint(path="<open_agent>", settings=AgentSettings(), recap_model=recap_spec, analyzer_models=specs)
-
-
-def _apps(given: Sequence[AppLike] | None, bp: Blueprint | None) -> list[App]:
-    if given is None:
-        return bp.make_apps() if bp is not None else [Notebook()]
-    return [AppUse(a).make() if isinstance(a, str) else a for a in given]

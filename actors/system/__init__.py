@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr__)
     from ._messaging import Directory, Messaging
-    from ._switchboard import Switchboard
-    from ._system import (
+    from ._running import (
         AgentAnswer,
         InputsRun,
         System,
@@ -22,6 +21,7 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
         SystemStatus,
         open_system,
     )
+    from ._switchboard import Switchboard
     from ._system_log import (
         ForkedThread,
         SYSTEM_LOG_PREFIX,
@@ -39,25 +39,25 @@ if TYPE_CHECKING:  # (for type checkers and readers; at run time, see __getattr_
 
 _HOMES = {
     "AgentAddress": "_turns",
-    "AgentAnswer": "_system",
+    "AgentAnswer": "_running",
     "Directory": "_messaging",
     "ForkedThread": "_system_log",
-    "InputsRun": "_system",
+    "InputsRun": "_running",
     "Messaging": "_messaging",
     "SYSTEM_LOG_PREFIX": "_system_log",
     "Switchboard": "_switchboard",
-    "System": "_system",
-    "SystemAgent": "_system",
-    "SystemAgentStatus": "_system",
+    "System": "_running",
+    "SystemAgent": "_running",
+    "SystemAgentStatus": "_running",
     "SystemExistsError": "_system_log",
     "SystemFork": "_system_log",
     "SystemNotFoundError": "_system_log",
     "SystemSeqPastEndError": "_system_log",
-    "SystemStatus": "_system",
+    "SystemStatus": "_running",
     "TurnRefusedError": "_turns",
     "check_system_name": "_system_log",
     "fork_system": "_system_log",
-    "open_system": "_system",
+    "open_system": "_running",
     "read_system_log": "_system_log",
     "system_log_id": "_system_log",
     "system_threads": "_system_log",

@@ -1,6 +1,6 @@
 """Building a trace from a store: read the thread's records once, replay them in order, and
 draw each one (see :mod:`._thread`); for a system, merge in what the system's other threads
-and its own log say passed between its agents (see :mod:`._system`)."""
+and its own log say passed between its agents (see :mod:`._system_timeline`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..history import replay_app_effects
 from ._diagram import Diagram
 from ._model import Trace
 from ._reading import SeqPastEndError, TraceError, open_thread
-from ._system import SystemTimeline, read_system
+from ._system_timeline import SystemTimeline, read_system
 from ._thread import Record, ThreadTracer
 from ._windows import AppWindows
 

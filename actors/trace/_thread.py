@@ -87,7 +87,7 @@ class ThreadTracer:
             agents: In a system trace, each agent's thread id -> its name (else empty).
             subscribers: The actors the history store publishes its changes to.
             asked: In a system trace, the arrows of the keyed messages drawn to other agents
-                (see :attr:`SystemTimeline.asked <._system.SystemTimeline.asked>`), filled as
+                (see :attr:`SystemTimeline.asked <._system_timeline.SystemTimeline.asked>`), filled as
                 the timeline is drawn: an ``ask_agent`` result is drawn as its answer.
         """
         self.thread = thread

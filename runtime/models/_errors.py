@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
-from .._errors import ModelError, UsageError
+from .. import ModelError, UsageError
 
 
 class FailureKind(enum.Enum):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from livecontext.protocol import ModelReply, ModelRequest
 
-from .._errors import UsageError
+from .. import UsageError
 from ._client import ModelClient, TextCallback
 from ._errors import FailureKind, TransientModelError
 

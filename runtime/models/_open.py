@@ -6,7 +6,7 @@ import contextlib
 import random
 from collections.abc import AsyncIterator
 
-from .._errors import UsageError
+from .. import UsageError
 from ._client import ModelClient
 from ._echo import EchoModel
 from ._retry import RetryingModel, RetryPolicy

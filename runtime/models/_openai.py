@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from livecontext.protocol import ModelReply, ModelRequest
 
-from .._errors import ModelError, UsageError
+from .. import ModelError, UsageError
 from ._client import ModelClient, TextCallback
 from ._errors import FailureKind, IncompatibleServerError, ModelRequestRejected, TransientModelError
 from ._openai_wire import ChunkAccumulator, UnreadableChunk, to_openai_messages, to_openai_tools

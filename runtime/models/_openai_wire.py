@@ -15,7 +15,7 @@ from openai.types.chat.chat_completion_chunk import Choice, ChoiceDeltaToolCall
 
 from livecontext.protocol import ChatMessage, ModelReply, Role, ToolCall, ToolSpec, Usage
 
-from .._errors import ModelError, UsageError
+from .. import ModelError, UsageError
 from ._errors import FailureKind, TransientModelError
 
 

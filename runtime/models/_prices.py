@@ -18,7 +18,7 @@ from attrs import frozen
 
 from livecontext.protocol import UsageTotals
 
-from .._errors import UsageError
+from .. import UsageError
 
 OFFLINE_MODELS = ("echo", "scripted")
 """The kinds of model spec that call no provider: they cost nothing unless priced."""

@@ -10,7 +10,7 @@ from attrs import frozen
 
 from livecontext.protocol import ModelReply, ModelRequest
 
-from .._errors import UsageError
+from .. import UsageError
 from ._client import ModelClient, TextCallback
 from ._errors import ModelCallFailed, TransientModelError
 

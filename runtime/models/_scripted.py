@@ -10,7 +10,7 @@ from trio import sleep
 
 from livecontext.protocol import ModelReply, ModelRequest, ToolCall
 
-from .._errors import UsageError
+from .. import UsageError
 from ._client import ModelClient, TextCallback, stream_in_pieces
 from ._errors import FailureKind, ScriptExhaustedError, TransientModelError, UnusedTurnsError
 from ._script import Script, load_script, parse_script

@@ -17,21 +17,31 @@ be ordered, and the system cut at one point.
 The log stores JSON text and never looks inside it: the layer above serializes payloads and
 snapshot states, and decides when to snapshot. See DESIGN.md, "State, durability and the
 event log".
+
+Each backend has its folder (``jsonl/``, ``sqlite/``, ``postgres/``, ``memory/``), built on
+``base/`` (the records, the errors, the ``Backend`` protocol, the lease); the modules here are
+the front every backend is driven through (the async store, the URL opener, copy, salvage and
+verify).
 """
 
 from __future__ import annotations
 
 from ._clock import SystemClock
-from ._errors import (
+from .base import (
     CorruptRecordError,
     DamagedSnapshotWarning,
+    FSYNC_ENV_VAR,
+    FsyncLevel,
     FsyncLevelError,
     InvalidRecordError,
     InvalidThreadIdError,
+    LEASE_TTL_S,
     LeaseLostError,
     LogWriteError,
+    NewRecord,
     PersistenceError,
     SeqOutOfRangeError,
+    Snapshot,
     SnapshotOrderError,
     StoreClosedError,
     StoreCorruptError,
@@ -39,26 +49,20 @@ from ._errors import (
     StoreOpenError,
     StoreReadOnlyError,
     StoreUrlError,
+    StoredRecord,
     ThreadExistsError,
+    ThreadInfo,
     ThreadLockedError,
     ThreadNotFoundError,
     TornRecordWarning,
     TornSnapshotWarning,
     TornTailWarning,
     UnsupportedRecordVersionError,
-)
-from ._copy import ThreadCopy, copy_thread
-from ._fsync import FSYNC_ENV_VAR, FsyncLevel
-from ._interface import EventStore, ThreadLog, ThreadReader
-from ._lease import LEASE_TTL_S
-from ._records import (
-    NewRecord,
-    Snapshot,
-    StoredRecord,
-    ThreadInfo,
     record_checksum,
     snapshot_checksum,
 )
+from ._copy import ThreadCopy, copy_thread
+from ._interface import EventStore, ThreadLog, ThreadReader
 from ._url import DEFAULT_STORE_PATH, STORE_ENV_VAR, default_store_url, open_store
 from ._salvage import Damage, read_past_damage
 from ._verify import Problem, StoreCheck, verify_store

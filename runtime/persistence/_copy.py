@@ -16,9 +16,8 @@ from contextlib import aclosing
 from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
 
-from ._errors import CorruptRecordError, StoreCorruptError
+from .base import CorruptRecordError, StoreCorruptError, StoredRecord, ThreadInfo
 from ._interface import EventStore
-from ._records import StoredRecord, ThreadInfo
 from ._salvage import CHUNK, DAMAGE, Damage, read_past_damage
 
 COPY_OWNER = "livecontext copy"

@@ -8,22 +8,29 @@ from typing import TypeVar
 
 import trio
 
-from ._backend import Backend, ThreadHandle, WriterHandle
-from ._clock import SystemClock
-from livecontext.protocol import UnsupportedSchemaVersionError
-
-from ._errors import CorruptRecordError, InvalidRecordError, SeqOutOfRangeError, SnapshotOrderError, StoreClosedError
-from ._interface import EventStore, ThreadLog, ThreadReader
-from ._parts import check_new_parts, checked_parts
-from ._records import (
+from .base import (
+    Backend,
+    CorruptRecordError,
+    InvalidRecordError,
     NewRecord,
+    SeqOutOfRangeError,
     Snapshot,
+    SnapshotOrderError,
+    StoreClosedError,
     StoredRecord,
+    ThreadHandle,
     ThreadInfo,
+    WriterHandle,
+    check_new_parts,
     check_thread_id,
+    checked_parts,
     seal_records,
     seal_snapshot,
 )
+from ._clock import SystemClock
+from livecontext.protocol import UnsupportedSchemaVersionError
+
+from ._interface import EventStore, ThreadLog, ThreadReader
 
 T = TypeVar("T")
 

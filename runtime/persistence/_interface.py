@@ -17,7 +17,7 @@ from typing import Self
 import trio
 
 from ._clock import SystemClock
-from ._records import NewRecord, Snapshot, StoredRecord, ThreadInfo
+from .base import NewRecord, Snapshot, StoredRecord, ThreadInfo
 
 
 class _AsyncResource(abc.ABC):
@@ -165,11 +165,11 @@ class ThreadLog(ThreadReader):
         """Store ``state`` (JSON text) as the thread's folded state as of ``seq``.
 
         Snapshots are written in seq order; one at the same seq as the latest replaces it.
-        Only the newest :data:`~._records.KEEP_SNAPSHOTS` are kept, with the parts they use.
+        Only the newest :data:`~.base._records.KEEP_SNAPSHOTS` are kept, with the parts they use.
 
         Args:
             parts: the keys of the parts the state is split into besides ``state`` (see
-                :mod:`._parts`), in order; the snapshot's checksum covers them.
+                :mod:`.base._parts`), in order; the snapshot's checksum covers them.
             new_parts: the bytes of those parts the thread may not hold yet, by key (a part
                 the thread holds is not written again): what makes a snapshot after a few
                 changes cost as much as they do.

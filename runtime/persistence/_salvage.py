@@ -13,9 +13,8 @@ from collections.abc import AsyncGenerator
 from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
 
-from ._errors import CorruptRecordError, PersistenceError, StoreCorruptError
+from .base import CorruptRecordError, PersistenceError, StoreCorruptError, StoredRecord
 from ._interface import ThreadReader
-from ._records import StoredRecord
 
 CHUNK = 1000
 """Records read at a time."""

@@ -11,14 +11,31 @@ from pathlib import Path
 
 import trio
 
-from ._errors import StoreCorruptError, StoreFormatError, StoreOpenError, StoreReadOnlyError, StoreUrlError
+from .base import (
+    FsyncLevel,
+    StoreCorruptError,
+    StoreFormatError,
+    StoreOpenError,
+    StoreReadOnlyError,
+    StoreUrlError,
+    resolve_fsync,
+)
 from ._frontend import BackendStore
-from ._fsync import FsyncLevel, resolve_fsync
 from ._interface import EventStore
-from ._jsonl import JsonlBackend
-from ._memory import MemoryBackend
-from ._sqlite import BUSY_TIMEOUT_S, NO_SPACE, SqliteBackend, connect, connect_to_read, damaged, disk_full, refused_to_write
-from ._sqlite_schema import READABLE_FORMAT_VERSIONS, ensure_schema
+from .jsonl import JsonlBackend
+from .memory import MemoryBackend
+from .sqlite import (
+    BUSY_TIMEOUT_S,
+    NO_SPACE,
+    READABLE_FORMAT_VERSIONS,
+    SqliteBackend,
+    connect,
+    connect_to_read,
+    damaged,
+    disk_full,
+    ensure_schema,
+    refused_to_write,
+)
 
 STORE_ENV_VAR = "LIVECONTEXT_STORE"
 """The environment variable that overrides :func:`default_store_url`."""
@@ -96,7 +113,7 @@ async def open_store(url: str, *, fsync: FsyncLevel | None = None, read_only: bo
 async def _open_postgres(url: str) -> EventStore:
     """A PostgreSQL store (psycopg is imported only here: it is an optional extra)."""
     try:
-        from ._postgres import describe_url, open_postgres
+        from .postgres import describe_url, open_postgres
     except ImportError:
         where = f"{url.split('://', 1)[0]}://{url.rsplit('@', 1)[-1]}" if "@" in url else url  # (no password)
         raise StoreOpenError(where, "psycopg is not installed",

@@ -16,7 +16,7 @@ from contextlib import aclosing
 from attrs import frozen
 from livecontext.protocol import UnsupportedSchemaVersionError
 
-from ._errors import CorruptRecordError, StoreCorruptError
+from .base import CorruptRecordError, StoreCorruptError
 from ._interface import EventStore, ThreadReader
 from ._salvage import CHUNK, Damage, read_past_damage
 

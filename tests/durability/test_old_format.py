@@ -30,7 +30,7 @@ from livecontext.protocol import (
 )
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
-from livecontext.runtime.persistence._sqlite_codec import pack_text
+from livecontext.runtime.persistence.sqlite._compression import pack_text
 
 from tests.support.command import json_lines, without_added_keys
 

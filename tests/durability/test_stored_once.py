@@ -14,7 +14,7 @@ from livecontext.actors.history import load_state
 from livecontext.protocol import ToolResultsEntry, make_converter
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
-from livecontext.runtime.persistence._sqlite_codec import DICTIONARY
+from livecontext.runtime.persistence.sqlite._compression import DICTIONARY
 
 
 from tests.support.command import url_for

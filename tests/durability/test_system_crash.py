@@ -51,6 +51,11 @@ KILL_POINTS = {
     # both questions answered: the planner is thinking about its notebook
     "the planner writes its plan": ("team.planner", lambda s: results(s) >= 3),
 }
+HELD = {  # the model turn in progress at each kill point, held until the kill (see write_team)
+    "the researcher answers the planner": ("researcher", 0),
+    "the critic answers the researcher": ("critic", 0),
+    "the planner writes its plan": ("planner", 3),
+}
 
 
 async def run_team(root: Path, url: str, *, kill_when: str | None) -> dict[str, Any] | None:
@@ -91,7 +96,7 @@ async def test_a_system_killed_mid_run_resumes_as_a_whole_and_ends_as_a_run_neve
     whole_url, killed_url = f"sqlite:{tmp_path / 'whole.db'}", f"sqlite:{tmp_path / 'killed.db'}"
     async with open_system(write_team(tmp_path / "whole"), store=whole_url) as system:  # never killed
         await system.run_inputs()
-    write_team(tmp_path / "killed", delay_s=0.15)
+    write_team(tmp_path / "killed", delay_s=0.15, hold=HELD[kill_when])
 
     assert await run_team(tmp_path / "killed", killed_url, kill_when=kill_when) is None
     planner = await read_thread(killed_url, "team.planner")
@@ -100,6 +105,7 @@ async def test_a_system_killed_mid_run_resumes_as_a_whole_and_ends_as_a_run_neve
         for e in planner.entries)
     kept = {name: await read_thread(killed_url, f"team.{name}") for name in AGENTS}
 
+    write_team(tmp_path / "killed", delay_s=0.15)  # the held turn no longer waits
     done = await run_team(tmp_path / "killed", killed_url, kill_when=None)
     assert done is not None
     assert [(a["name"], a["status"]) for a in done["agents"]] == [(name, "waiting_user") for name in AGENTS]

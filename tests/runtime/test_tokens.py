@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from livecontext.protocol import Content, LevelText
-from livecontext.runtime._errors import UsageError
-from livecontext.runtime._tokens import (
+from livecontext.runtime import UsageError
+from livecontext.runtime.tokens import (
     BUNDLED_ENCODINGS,
     CACHED_COUNTS,
     CACHED_TEXT_CHARS,
@@ -63,7 +63,7 @@ def test_counting_works_with_the_network_off() -> None:
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
 
-        from livecontext.runtime._tokens import TokenCounter
+        from livecontext.runtime.tokens import TokenCounter
 
         print(TokenCounter("o200k_base").count("hello world"), TokenCounter().count("hello world"))
         """

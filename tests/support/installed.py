@@ -15,9 +15,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def lay_out_installed_package(destination: Path) -> Path:
-    """Link the repository's package folders under ``destination`` as their import names place
-    them, read from pyproject.toml's ``package-dir``.
+def lay_out_installed_package(destination: Path, root: Path = ROOT) -> Path:
+    """Link the package folders of the repository at ``root`` (this one unless told: another
+    revision's files, say) under ``destination`` as their import names place them, read from
+    its pyproject.toml's ``package-dir``.
 
     A folder that holds another mapped package (livecontext/ holds protocol/, ...) becomes a
     real folder of links to its entries; any other folder is one link.
@@ -25,11 +26,11 @@ def lay_out_installed_package(destination: Path) -> Path:
     Returns:
         ``destination``, to put on ``sys.path`` (or use as the working folder).
     """
-    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    settings = tomllib.loads((root / "pyproject.toml").read_text())
     package_dir: dict[str, str] = settings["tool"]["setuptools"]["package-dir"]
     for name, folder in sorted(package_dir.items()):
         place = destination.joinpath(*name.split("."))
-        source = ROOT / folder
+        source = root / folder
         if any(other.startswith(name + ".") for other in package_dir):
             place.mkdir(parents=True)
             for entry in source.iterdir():

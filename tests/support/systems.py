@@ -75,11 +75,15 @@ NOTE = "Note the date."
 AGENTS = ("planner", "researcher", "critic", "scribe")
 
 
-def write_team(root: Path, delay_s: float = 0.0) -> SystemBlueprint:
+def write_team(root: Path, delay_s: float = 0.0, hold: tuple[str, int] | None = None) -> SystemBlueprint:
     """A team whose messages cross every way, in ``root/team.toml`` (scripted models, each turn
     taking ``delay_s``): the planner tells the critic something, asks the researcher, who asks
     the critic while the planner waits, then asks the critic itself, and writes its notebook;
-    the scribe, alone, answers its own input (and is done long before the others)."""
+    the scribe, alone, answers its own input (and is done long before the others).
+
+    ``hold`` (agent, turn): that model turn takes ten minutes instead, so that a process killed
+    while it thinks there is killed there however slowly the machine runs (write the team again
+    without it before resuming)."""
     turns: dict[str, list[dict[str, Any]]] = {
         "planner": [call("send_message", to="critic", text="a plan is coming"),
                     call("ask_agent", to="researcher", question="What is there to see?"),
@@ -94,7 +98,7 @@ def write_team(root: Path, delay_s: float = 0.0) -> SystemBlueprint:
     given = {"planner": TASK, "scribe": NOTE}
     tables = []
     for name in AGENTS:
-        timed = [{**turn, "delay_s": delay_s} for turn in turns[name]]
+        timed = [{**turn, "delay_s": 600.0 if hold == (name, k) else delay_s} for k, turn in enumerate(turns[name])]
         (root / f"{name}.json").write_text(json.dumps({"turns": timed}), encoding="utf-8")
         tables.append(f'[[agents]]\nname = "{name}"\nmodel = "scripted:{name}.json"\n'
                       + (f'inputs = ["{given[name]}"]\n' if name in given else ""))

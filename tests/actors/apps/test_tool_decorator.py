@@ -26,7 +26,7 @@ from livecontext.protocol import (
     ToolResult,
     ToolStatus,
 )
-from livecontext.runtime._tokens import TokenCounter
+from livecontext.runtime.tokens import TokenCounter
 
 
 class Colour(enum.Enum):

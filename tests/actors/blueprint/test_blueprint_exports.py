@@ -8,13 +8,17 @@ import livecontext.actors.blueprint as blueprint
 async def test_the_blueprint_package_exports_exactly_its_public_names() -> None:
     assert sorted(blueprint.__all__) == [
         "AgentBlueprint",
+        "AgentSpec",
         "AppUse",
         "BUILTIN_APPS",
         "Blueprint",
         "BlueprintError",
         "BlueprintModels",
         "DEFAULT_ASK_TIMEOUT_S",
+        "NOT_GIVEN",
+        "NotGiven",
         "SystemBlueprint",
+        "ToolLike",
         "load_any_blueprint",
         "load_blueprint",
         "load_system_blueprint",

@@ -30,7 +30,7 @@ from rich.console import Console
 
 from livecontext.actors.agent._agent import AgentActors, AgentSettings
 from livecontext.actors.agent._session import open_session, run_until_idle
-from livecontext.actors.system._system import open_system
+from livecontext.actors.system import open_system
 from livecontext.actors.cli._live import open_live_view
 from livecontext.actors.cli._live_gauge import Gauge, Watched
 from livecontext.actors.cli._live_panel import frame

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 from click.testing import CliRunner
 
+from livecontext.actors.agent._session import recorded_config
 from livecontext.actors.cli import main
 
 TOOLS = '''
@@ -87,3 +89,26 @@ def test_a_thread_resumed_where_its_function_tool_cannot_be_imported_names_the_t
     assert code == 1
     assert err == ("livecontext: error: cli_tools_here:add cannot be imported: cannot import module 'cli_tools_here' "
                    "(No module named 'cli_tools_here'); run from the folder that has it, or give --tool\n")
+
+
+def test_a_chat_on_a_thread_run_with_a_tool_resumes_with_its_tool_and_its_model(project: Path) -> None:
+    store = f"sqlite:{project / 'lc.db'}"
+    assert run("--store", store, "--tool", "cli_tools_here:add", "--model", "scripted:script.json",
+               "--input", "add 2 and 3", "--json")[0] == 0
+    chat = CliRunner().invoke(main, ["chat", "--store", store, "--thread", "main"], input="add 1 and 1\n")
+    assert chat.exit_code == 0, chat.stderr
+    code, summary, _ = run("--store", store, "--json")  # (reads where it stands: nothing left to do)
+    assert code == 0 and results(summary) == ["5", "2"]
+    assert summary is not None and summary["apps"] == {"notebook": "", "tools": ""}
+
+
+def test_a_tool_flag_adds_to_a_blueprints_tools_in_its_one_tools_app(project: Path) -> None:
+    (project / "more_tools_here.py").write_text(TOOLS.replace("def add", "def plus"), encoding="utf-8")
+    (project / "bp.toml").write_text('model = "scripted:script.json"\ninputs = ["add 2 and 3"]\n'
+                                     '[[tools]]\nuse = "cli_tools_here:add"\n', encoding="utf-8")
+    code, summary, err = run(str(project / "bp.toml"), "--store", f"sqlite:{project / 'lc.db'}",
+                             "--tool", "more_tools_here:plus", "--json")
+    assert code == 0, err
+    assert results(summary) == ["5"] and summary is not None and summary["apps"] == {"notebook": "", "tools": ""}
+    config = trio.run(recorded_config, f"sqlite:{project / 'lc.db'}", "main")
+    assert config is not None and {"add", "plus"} <= {t.name for t in config.tools}

@@ -26,7 +26,7 @@ def call(name: str, **arguments: object) -> dict[str, object]:
 
 def test_the_package_exports_exactly_the_front_door() -> None:
     assert sorted(livecontext.__all__) == sorted([
-        "Agent", "AgentEvent", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
+        "Agent", "AgentEvent", "AgentSpec", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
         "BlueprintError", "BudgetTooSmallError", "ContextPolicy", "EngineState", "HistoryLimits",
         "InputTooLargeError", "Level", "RecapSettings",
         "Reply", "Retention", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from livecontext.runtime.persistence import NewRecord, record_checksum
-from livecontext.runtime.persistence._sqlite_codec import pack_text, unpack_text
+from livecontext.runtime.persistence.sqlite._compression import pack_text, unpack_text
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 from livecontext.protocol import SCHEMA_VERSION, UnsupportedSchemaVersionError
-from livecontext.runtime.persistence._jsonl_codec import encode_snapshot
-from livecontext.runtime.persistence._records import Snapshot, snapshot_checksum
+from livecontext.runtime.persistence.jsonl._codec import encode_snapshot
+from livecontext.runtime.persistence.base._records import Snapshot, snapshot_checksum
 from livecontext.runtime.persistence import (
     CorruptRecordError,
     NewRecord,

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.runtime.persistence import NewRecord, _jsonl_files, open_store
-from livecontext.runtime.persistence._jsonl import dir_name
-from livecontext.runtime.persistence._jsonl_files import iter_lines_backward
+from livecontext.runtime.persistence import NewRecord, open_store
+from livecontext.runtime.persistence.jsonl import _files as _jsonl_files
+from livecontext.runtime.persistence.jsonl._jsonl import dir_name
+from livecontext.runtime.persistence.jsonl._files import iter_lines_backward
 
 MakeRecords = Callable[..., list[NewRecord]]
 

@@ -20,7 +20,7 @@ from livecontext.runtime.persistence import (
     ThreadLockedError,
     open_store,
 )
-from livecontext.runtime.persistence._lease import (
+from livecontext.runtime.persistence.base._lease import (
     Holder,
     current_holder,
     holder_alive,
@@ -198,7 +198,8 @@ async def test_sqlite_reads_go_on_while_an_append_waits_for_another_process(
 async def test_an_sqlite_append_that_waits_too_long_for_another_process_fails_and_writes_nothing(
     tmp_path: Path, make_records: MakeRecords, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from livecontext.runtime.persistence import LogWriteError, _sqlite
+    from livecontext.runtime.persistence import LogWriteError
+    from livecontext.runtime.persistence.sqlite import _sqlite
 
     monkeypatch.setattr(_sqlite, "_WRITE_WAIT_S", 0.3)  # (30 s otherwise)
     path = tmp_path / "s.db"

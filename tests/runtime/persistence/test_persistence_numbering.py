@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from livecontext.runtime.persistence import CorruptRecordError, NewRecord, StoredRecord
 from livecontext.runtime.persistence import record_checksum
-from livecontext.runtime.persistence._records import contiguous, seal_records
+from livecontext.runtime.persistence.base._records import contiguous, seal_records
 
 
 WHEN = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)

@@ -18,7 +18,7 @@ from livecontext.runtime.persistence import (
     default_store_url,
     open_store,
 )
-from livecontext.runtime.persistence._fsync import resolve_fsync
+from livecontext.runtime.persistence.base._fsync import resolve_fsync
 
 MakeRecords = Callable[..., list[NewRecord]]
 

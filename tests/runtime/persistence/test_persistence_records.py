@@ -19,14 +19,14 @@ from livecontext.runtime.persistence import (
     StoredRecord,
     record_checksum,
 )
-from livecontext.runtime.persistence._jsonl_codec import (
+from livecontext.runtime.persistence.jsonl._codec import (
     decode_record,
     decode_snapshot,
     encode_record,
     encode_snapshot,
     prefix_seq,
 )
-from livecontext.runtime.persistence._records import (
+from livecontext.runtime.persistence.base._records import (
     check_thread_id,
     checksum_matches,
     Snapshot,
@@ -37,7 +37,7 @@ from livecontext.runtime.persistence._records import (
     snapshot_damage,
     supported_version,
 )
-from livecontext.runtime.persistence._sqlite_schema import (
+from livecontext.runtime.persistence.sqlite._tables import (
     _TABLES,
     INSERT_RECORD,
     RECORD_COLUMNS,
@@ -258,7 +258,7 @@ def test_the_record_checksum_is_the_canonical_encoding_of_the_module_doc(
 @settings(max_examples=300, deadline=None)
 @given(any_times)
 def test_stored_times_are_iso_8601_utc_with_microseconds(value: dt.datetime) -> None:
-    from livecontext.runtime.persistence._time import format_time
+    from livecontext.runtime.persistence.base._time import format_time
 
     assert format_time(value) == value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
     assert format_time(value.astimezone(dt.timezone.utc)).endswith("+00:00")
@@ -286,7 +286,7 @@ def test_a_sealed_record_carries_the_checksum_of_its_fields_in_utc_from_any_zone
 
 def test_stored_times_stay_right_across_many_days_the_day_texts_kept_or_not() -> None:
     # format_time keeps the text of the days it formats (and starts afresh past a limit)
-    from livecontext.runtime.persistence._time import format_time
+    from livecontext.runtime.persistence.base._time import format_time
 
     start = dt.datetime(2024, 2, 28, 23, 59, 59, 999999, tzinfo=dt.timezone.utc)
     for _ in range(2):

@@ -11,7 +11,7 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from livecontext.runtime.persistence._sqlite_codec import (
+from livecontext.runtime.persistence.sqlite._compression import (
     COMPRESS_AT_LEAST,
     DICTIONARY,
     pack_checksum,

@@ -20,7 +20,7 @@ from livecontext.runtime.persistence import (
     open_store,
 )
 
-from livecontext.runtime.persistence._sqlite_schema import STORE_FORMAT_VERSION
+from livecontext.runtime.persistence.sqlite._tables import STORE_FORMAT_VERSION
 
 if TYPE_CHECKING:
     from conftest import Tamper

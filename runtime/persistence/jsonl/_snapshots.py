@@ -2,15 +2,15 @@
 
 ``DIR/<thread>/snapshot-<seq>.json`` holds one snapshot (the keys of a ``snapshots.jsonl``
 line, and ``parts``: its part keys), ``DIR/<thread>/parts/<key>`` one part's bytes (see
-:mod:`._parts`). Each file is written to ``<name>.tmp``, synced, renamed over its name, and its
+:mod:`..base._parts`). Each file is written to ``<name>.tmp``, synced, renamed over its name, and its
 directory synced, so a crash (``kill -9``, a power loss unless the fsync level is ``off``)
 leaves either the whole file or none: a ``.tmp`` left behind is removed when the thread is
 next opened for writing. A snapshot's parts are written before it, and deleted only once no
 kept snapshot uses them, so a snapshot that exists finds its parts. Only the newest
-:data:`~._records.KEEP_SNAPSHOTS` snapshot files are kept.
+:data:`~..base._records.KEEP_SNAPSHOTS` snapshot files are kept.
 
 Threads written before this layout keep their snapshots as lines of ``snapshots.jsonl``
-(see :func:`~._jsonl_files.iter_snapshots_backward`): they are still read, and the file is
+(see :func:`~._files.iter_snapshots_backward`): they are still read, and the file is
 emptied once a snapshot file supersedes them (an older build then replays from the records).
 """
 
@@ -23,10 +23,8 @@ from pathlib import Path
 
 from livecontext.protocol import check_schema_version
 
-from ._errors import CorruptRecordError
-from ._jsonl_codec import decode_snapshot, encode_snapshot
-from ._parts import is_part_key, missing_part, used_parts
-from ._records import KEEP_SNAPSHOTS, Snapshot
+from ..base import CorruptRecordError, KEEP_SNAPSHOTS, Snapshot, is_part_key, missing_part, used_parts
+from ._codec import decode_snapshot, encode_snapshot
 
 PARTS = "parts"
 _NAME = re.compile(r"snapshot-(\d{20})\.json")
@@ -52,7 +50,7 @@ def snapshot_seqs(path: Path) -> list[int]:
 def read_snapshot_file(path: Path, thread_id: str, seq: int) -> Snapshot | None:
     """The snapshot at ``seq``, decoded; ``None`` if its file is gone (a writer dropped it).
     Its checksum is not checked here: it commits to the record it covers (see
-    :func:`~._records.check_snapshot`).
+    :func:`~..base._records.check_snapshot`).
 
     Raises:
         CorruptRecordError: the file does not decode (``what="snapshot"``).
@@ -157,7 +155,7 @@ def write_snapshot_file(path: Path, snapshot: Snapshot, new_parts: dict[str, byt
 
 def collect(path: Path) -> int:
     """Remove what no kept snapshot needs: snapshot files but the newest
-    :data:`~._records.KEEP_SNAPSHOTS`, the parts none of them uses, and ``.tmp`` files left
+    :data:`~..base._records.KEEP_SNAPSHOTS`, the parts none of them uses, and ``.tmp`` files left
     by an interrupted write. Returns how many snapshot files are kept.
 
     Only the thread's writer calls it (under its lock). A file that cannot be removed stays

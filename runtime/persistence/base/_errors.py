@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from livecontext.protocol import UnsupportedSchemaVersionError
 
-from .._errors import LivecontextError, UsageError
+from ... import LivecontextError, UsageError
 
 
 class PersistenceError(LivecontextError):

@@ -10,15 +10,22 @@ import datetime as dt
 
 import attrs
 
-from ._errors import (
+from ..base import (
+    Holder,
+    KEEP_SNAPSHOTS,
     SeqOutOfRangeError,
+    Snapshot,
+    StoredRecord,
     ThreadExistsError,
+    ThreadInfo,
     ThreadLockedError,
     ThreadNotFoundError,
+    current_holder,
+    missing_part,
+    rehome,
+    rehome_snapshot,
+    used_parts,
 )
-from ._lease import Holder, current_holder
-from ._parts import missing_part, used_parts
-from ._records import KEEP_SNAPSHOTS, Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot
 
 
 @attrs.define

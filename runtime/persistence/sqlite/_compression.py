@@ -15,7 +15,7 @@ store unreadable. A better dictionary needs a new store format version; the stre
 dictionary by its Adler-32 (zlib's DICTID), which a later format can choose by.
 
 The checksum is stored as its 32 bytes (a BLOB) rather than its 64 hex digits (TEXT); read
-back, it is hex again, as :class:`~._records.StoredRecord` holds it.
+back, it is hex again, as :class:`~..base._records.StoredRecord` holds it.
 """
 
 from __future__ import annotations

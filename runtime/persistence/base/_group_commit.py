@@ -9,7 +9,7 @@ returns only once the transaction holding its records has committed: nothing of 
 durability promise changes, and nothing waits on a timer.
 
 The backend's ``commit`` says, for each append of a group, whether it was written: one whose
-lease was lost fails alone (see :mod:`._sqlite` and :mod:`._postgres` for how each isolates
+lease was lost fails alone (see :mod:`..sqlite._sqlite` and :mod:`..postgres._postgres` for how each isolates
 them), and a transaction that fails as a whole fails every append of its group.
 """
 

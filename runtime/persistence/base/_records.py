@@ -9,7 +9,7 @@ implementation can recompute them: a domain tag (``b"livecontext-record\\0"`` or
 bytes, where integers are written in decimal and times as ISO 8601 UTC with microseconds
 (``2024-05-01T12:00:00.000000+00:00``). Records: schema_version, thread_id, seq, sender,
 sent_at, sent_mono_ns, kind, payload, then, for a record of a system's thread (see
-:class:`~._clock.SystemClock`), system_seq; a record without one is hashed as before system
+:class:`~.._clock.SystemClock`), system_seq; a record without one is hashed as before system
 seqs existed. Snapshots: schema_version, thread_id, seq, state, then the checksum of the
 record at the snapshot's seq, then, for a snapshot whose entries are kept in parts (see
 :mod:`._parts`), each part's key, under the tag ``b"livecontext-snapshot-covering\\0"`` (a
@@ -121,7 +121,7 @@ class StoredRecord:
     system_seq: int | None = None
     """Its place in its system's sequence, if its thread belongs to a system of agents: one
     counter for every thread of the system, stamped when the record is appended (see
-    :class:`~._clock.SystemClock`), so that records of different threads can be ordered and a
+    :class:`~.._clock.SystemClock`), so that records of different threads can be ordered and a
     whole system cut at one point. ``None`` for a thread of no system."""
 
     def verify(self) -> None:

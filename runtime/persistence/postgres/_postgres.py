@@ -1,11 +1,11 @@
 """The PostgreSQL backend: every thread in one database, shared by processes and machines.
 
-It mirrors the SQLite backend (:mod:`._sqlite`): the same tables (created on first use,
+It mirrors the SQLite backend (:mod:`..sqlite._sqlite`): the same tables (created on first use,
 ``CREATE TABLE IF NOT EXISTS`` under an advisory lock so that two processes opening a new
 database do not race), the same single-writer lease, the same checks. Calls are blocking
 psycopg 3 calls, run by the frontend in a worker thread, each on a connection borrowed from
 a :class:`psycopg_pool.ConnectionPool`. Appends are committed in groups
-(:mod:`._group_commit`): the appends of this process waiting to be written share one
+(:mod:`..base._group_commit`): the appends of this process waiting to be written share one
 transaction, and each is durable when it has committed (PostgreSQL's ``synchronous_commit``,
 on by default).
 
@@ -15,7 +15,7 @@ group's appends renew theirs in one ``UPDATE``; only those renewed insert); the 
 locks the row until commit, so a writer that lost its lease (another took the
 thread over after its holder died or stopped renewing) cannot append, not even once. A lease
 is stale when its holder's process is gone (same host) or it was not renewed for
-:data:`~._lease.LEASE_TTL_S` (another host), as with SQLite.
+:data:`~..base._lease.LEASE_TTL_S` (another host), as with SQLite.
 
 Payloads are stored as text: PostgreSQL compresses long values itself (TOAST).
 """
@@ -34,35 +34,38 @@ import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
-from ._errors import (
+from ..base import (
     CorruptRecordError,
+    DamagedSnapshotWarning,
+    GroupCommit,
+    Holder,
+    KEEP_SNAPSHOTS,
     LeaseLostError,
     LogWriteError,
+    QueuedAppend,
     SeqOutOfRangeError,
+    Snapshot,
+    SqlReader,
     StoreClosedError,
     StoreFormatError,
     StoreOpenError,
+    StoredRecord,
     ThreadExistsError,
+    ThreadInfo,
     ThreadLockedError,
     ThreadNotFoundError,
-    DamagedSnapshotWarning,
     TornSnapshotWarning,
-)
-from ._backend import SqlReader
-from ._group_commit import GroupCommit, QueuedAppend
-from ._lease import Holder, current_holder, holder_alive
-from ._parts import missing_part, used_parts
-from ._records import (
-    KEEP_SNAPSHOTS,
-    Snapshot,
-    StoredRecord,
-    ThreadInfo,
     contiguous,
+    current_holder,
+    format_time,
+    holder_alive,
+    missing_part,
+    parse_time,
     rehome,
     rehome_snapshot,
     snapshot_damage,
+    used_parts,
 )
-from ._time import format_time, parse_time
 
 STORE_FORMAT_VERSION = 1
 """The PostgreSQL store format this build writes (table ``livecontext_meta``)."""
@@ -274,7 +277,7 @@ class PostgresBackend:
         self._committing = threading.Lock()
         self.appends: GroupCommit[_PostgresWriter] = GroupCommit(
             lambda: self._committing, self._commit_group, self._group_failed)
-        """Appends, committed in groups, one group at a time (see :mod:`._group_commit`)."""
+        """Appends, committed in groups, one group at a time (see :mod:`..base._group_commit`)."""
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Conn]:

@@ -7,15 +7,15 @@ IMMEDIATE`` while another process writes to the same file, and with one connecti
 read of this process waited behind it (two batch workers on one file spent half their time
 so). A store opened only to read (``mode=ro``, ``immutable=1``) has one connection for both.
 
-Appends are committed in groups (:mod:`._group_commit`): the appends waiting for the
+Appends are committed in groups (:mod:`..base._group_commit`): the appends waiting for the
 writing connection share one ``BEGIN IMMEDIATE`` transaction, each in a savepoint
 that renews its writer's lease (and so checks it still holds it) and inserts its batch. The
 single-writer lock is a row in ``leases``; it is stale when its holder's process is gone
-(same host) or it was not renewed for :data:`~._lease.LEASE_TTL_S` (another host). Last
+(same host) or it was not renewed for :data:`~..base._lease.LEASE_TTL_S` (another host). Last
 seqs come from the primary-key index, so no call reads more than it returns.
 
 Rows are encoded and decoded (compressed, checksums packed) in the calling worker thread,
-never in an actor's task: see :mod:`._sqlite_schema` and :mod:`._sqlite_codec`.
+never in an actor's task: see :mod:`._tables` and :mod:`._compression`.
 """
 
 from __future__ import annotations
@@ -30,36 +30,40 @@ import threading
 import time
 from collections.abc import Iterator
 
-from ._errors import (
+from ..base import (
     CorruptRecordError,
+    DamagedSnapshotWarning,
+    FsyncLevel,
+    GroupCommit,
+    Holder,
+    KEEP_SNAPSHOTS,
     LeaseLostError,
     LogWriteError,
+    QueuedAppend,
     SeqOutOfRangeError,
+    Snapshot,
+    SqlReader,
     StoreClosedError,
     StoreCorruptError,
     StoreReadOnlyError,
+    StoredRecord,
     ThreadExistsError,
+    ThreadInfo,
     ThreadLockedError,
     ThreadNotFoundError,
-    DamagedSnapshotWarning,
     TornSnapshotWarning,
-)
-from ._backend import SqlReader
-from ._fsync import FsyncLevel
-from ._group_commit import GroupCommit, QueuedAppend
-from ._lease import Holder, current_holder, holder_alive
-from ._parts import missing_part, used_parts
-from ._records import (
-    KEEP_SNAPSHOTS,
-    Snapshot,
-    StoredRecord,
-    ThreadInfo,
     contiguous,
+    current_holder,
+    format_time,
+    holder_alive,
+    missing_part,
+    parse_time,
     rehome,
     rehome_snapshot,
     snapshot_damage,
+    used_parts,
 )
-from ._sqlite_schema import (
+from ._tables import (
     INSERT_RECORD,
     INSERT_UNSTAMPED_RECORD,
     PARTS_FORMAT_VERSION,
@@ -77,7 +81,6 @@ from ._sqlite_schema import (
     snapshot_to_row,
     upgrade_in,
 )
-from ._time import format_time, parse_time
 
 _FORK_CHUNK = 512
 
@@ -201,7 +204,7 @@ class SqliteBackend:
         self._lock = threading.Lock()
         self._read_lock = threading.Lock() if read_conn is not None else self._lock
         self.appends: GroupCommit[_SqliteWriter] = GroupCommit(self._using, self._commit_group, self._group_failed)
-        """Appends, committed in groups on the writing connection (see :mod:`._group_commit`)."""
+        """Appends, committed in groups on the writing connection (see :mod:`..base._group_commit`)."""
         self._closed = False
         self._structure_checked = False
 

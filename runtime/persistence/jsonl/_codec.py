@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._errors import StoreFormatError
-from ._records import Snapshot, StoredRecord, ThreadInfo
-from ._time import format_time, parse_time
+from ..base import Snapshot, StoreFormatError, StoredRecord, ThreadInfo, format_time, parse_time
 
 JSONL_FORMAT_VERSION = 2
 """The layout of a JSONL store's thread directories (the ``"format"`` in ``meta.json``).

@@ -1,7 +1,7 @@
 """Reading a JSONL log without reading all of it: from the end, by bisection, or forward.
 
 - :func:`scan_record_tail` reads backwards from the end of ``records.jsonl`` to its last
-  committed batch (see :mod:`._jsonl_codec`), so opening a thread reads the last line (or the
+  committed batch (see :mod:`._codec`), so opening a thread reads the last line (or the
   last unfinished batch), never the whole file.
 - :func:`read_records` finds ``from_seq`` by bisecting on byte offsets (lines are in seq
   order and each starts with its seq), then reads forward.
@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from attrs import frozen
 from livecontext.protocol import check_schema_version
 
-from ._errors import CorruptRecordError
-from ._jsonl_codec import decode_record, decode_snapshot, prefix_seq
-from ._records import Snapshot, StoredRecord, checksum_matches, supported_version
+from ..base import CorruptRecordError, Snapshot, StoredRecord, checksum_matches, supported_version
+from ._codec import decode_record, decode_snapshot, prefix_seq
 
 CHUNK = 1 << 16
 """Bytes read per step when scanning."""
@@ -214,7 +213,7 @@ def iter_snapshots_backward(
     A partial newest line (a torn write) yields no snapshot and no damage; a complete line that
     does not decode yields its damage (its seq as far as it can be read, else -1); an unknown
     schema version raises ``UnsupportedSchemaVersionError``. Checksums are not checked here: a
-    snapshot's commits to the record it covers (see :func:`~._records.check_snapshot`).
+    snapshot's commits to the record it covers (see :func:`~..base._records.check_snapshot`).
     """
     for offset, line, complete in iter_lines_backward(fd, size):
         stop = offset + len(line) + complete

@@ -1,7 +1,7 @@
 """The JSONL backend: one directory per thread, plain files you can read with ``jq``.
 
-``DIR/<thread>/`` holds ``records.jsonl`` (one record per line, see :mod:`._jsonl_codec`),
-the newest snapshots, one file each, and the parts they use (see :mod:`._jsonl_snapshots`),
+``DIR/<thread>/`` holds ``records.jsonl`` (one record per line, see :mod:`._codec`),
+the newest snapshots, one file each, and the parts they use (see :mod:`._snapshots`),
 ``snapshots.jsonl`` (the snapshots of threads written before snapshot files, one per line, in
 seq order; empty since), ``meta.json`` (written last and atomically: a directory without it is
 no thread) and ``lock``. The directory name is the
@@ -22,25 +22,34 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 
-from ._errors import (
+from ..base import (
+    CorruptRecordError,
+    DamagedSnapshotWarning,
+    FsyncLevel,
     InvalidThreadIdError,
     LogWriteError,
     SeqOutOfRangeError,
+    Snapshot,
     StoreFormatError,
     StoreReadOnlyError,
+    StoredRecord,
     ThreadExistsError,
+    ThreadInfo,
     ThreadLockedError,
     ThreadNotFoundError,
-    CorruptRecordError,
-    DamagedSnapshotWarning,
     TornRecordWarning,
     TornSnapshotWarning,
     TornTailWarning,
+    checked_parts,
+    current_holder,
+    rehome,
+    rehome_snapshot,
+    snapshot_damage,
+    supported_version,
 )
-from ._fsync import FsyncLevel
-from ._jsonl_codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record
-from ._jsonl_files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
-from ._jsonl_snapshots import (
+from ._codec import JSONL_FORMAT_VERSION, decode_meta, encode_meta, encode_record
+from ._files import RecordTail, iter_snapshots_backward, read_records, scan_record_tail
+from ._snapshots import (
     PARTS,
     collect,
     latest_snapshot_file,
@@ -51,9 +60,6 @@ from ._jsonl_snapshots import (
     sync_dir,
     write_snapshot_file,
 )
-from ._lease import current_holder
-from ._parts import checked_parts
-from ._records import Snapshot, StoredRecord, ThreadInfo, rehome, rehome_snapshot, snapshot_damage, supported_version
 
 RECORDS = "records.jsonl"
 SNAPSHOTS = "snapshots.jsonl"

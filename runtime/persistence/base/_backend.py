@@ -1,4 +1,4 @@
-"""What a storage backend provides: plain blocking calls, driven by :mod:`._frontend`.
+"""What a storage backend provides: plain blocking calls, driven by :mod:`.._frontend`.
 
 The frontend owns everything the backends share (async, worker-thread hops, seq numbering,
 validation, checksums, closing, warnings); a backend only moves already-sealed records and

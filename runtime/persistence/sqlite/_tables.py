@@ -12,18 +12,18 @@ no version, is refused rather than guessed at.
   ``(thread_id, seq)``; ``parts`` is the keys of the snapshot's parts joined by commas (NULL
   or empty for a snapshot kept whole in ``state``).
 - ``snapshot_parts(thread_id, key, data)``, primary key ``(thread_id, key)``: each part of the
-  kept snapshots of a thread, once (see :mod:`._parts`).
+  kept snapshots of a thread, once (see :mod:`..base._parts`).
 - ``leases(thread_id, token, owner, host, pid, start, acquired_at, renewed_at)``: the
   single-writer lock of each thread being written; ``token`` identifies the holding writer.
 
 Format 2 (this one) keeps the tables of format 1 and adds two ways to store a value, told
-apart by its SQLite storage class (see :mod:`._sqlite_codec`): a payload or state may be a
+apart by its SQLite storage class (see :mod:`._compression`): a payload or state may be a
 BLOB (zlib-compressed text) and a checksum a BLOB (its 32 bytes). Every format-1 row is a
 format-2 row, so a format-1 file is read as it is; the first transaction that writes a
 record or a snapshot to it sets its version to 2 (:func:`upgrade_in`), so that an older build
 refuses it instead of misreading a BLOB.
 
-Format 3 adds the column ``records.system_seq`` (see :mod:`._clock`), hashed into
+Format 3 adds the column ``records.system_seq`` (see :mod:`.._clock`), hashed into
 the checksum of a record that has one: an older build would call such a record corrupt. A
 format-1 or format-2 file stays as it is (no column: every record reads with no system seq)
 until a transaction writes a record that has a system seq (a system of agents runs on it): that
@@ -41,10 +41,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from ._errors import StoreFormatError
-from ._records import Snapshot, StoredRecord
-from ._sqlite_codec import pack_checksum, pack_text, unpack_checksum, unpack_text
-from ._time import format_time, parse_time
+from ..base import Snapshot, StoreFormatError, StoredRecord, format_time, parse_time
+from ._compression import pack_checksum, pack_text, unpack_checksum, unpack_text
 
 STORE_FORMAT_VERSION = 4
 """The SQLite store format this build writes (``PRAGMA user_version``)."""
