@@ -15,6 +15,9 @@ Typical use, in a pytest-trio test::
 The scenario runs inside a runtime driven by a :class:`SteppingScheduler`: every envelope
 waits until the driver delivers it, in an order picked by the seed. ``report.first_failure``
 names the first failing seed; :func:`run_seed` replays it exactly.
+
+:func:`actor_instance` hands a test the actor object behind a ref, to read what the actor
+noted or to swap a collaborator; code that runs actors talks to them by messages only.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from typing import Any, Generic, TypeVar
 import trio
 from attrs import frozen
 
+from ._cell import Behaviour
 from ._errors import ActorError, LivecontextError
 from ._open import open_runtime
-from ._runtime import Runtime
+from ._runtime import ActorRef, Runtime
 from ._stepping import Delivery, SteppingScheduler
 
 T = TypeVar("T")
+A = TypeVar("A", bound=Behaviour)
 Scenario = Callable[[Runtime], Awaitable[T]]
 """A test scenario: an async function that drives a runtime and returns what a check inspects."""
 
@@ -80,6 +85,12 @@ class Exploration(Generic[T]):
         """Raise the first failure (a :class:`SeedFailedError` naming the seed), if any."""
         if self.first_failure is not None:
             raise self.first_failure
+
+
+def actor_instance(ref: ActorRef[A]) -> A:
+    """The actor object behind ``ref``, for tests only: from the moment ``rt.spawn`` returns
+    (a restart makes a new one; a stopped actor keeps its last)."""
+    return ref._cell.instance  # type: ignore[return-value]  # (set before spawn returns)
 
 
 @asynccontextmanager
@@ -206,6 +217,7 @@ __all__ = [
     "SeedRun",
     "StallError",
     "SteppingScheduler",
+    "actor_instance",
     "explore",
     "open_stepping_runtime",
     "run_seed",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._support import run_cli
+from tests.support.command import run_cli
 
 
 @pytest.fixture

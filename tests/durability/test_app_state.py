@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.agent._agent import AgentActors
 from livecontext.actors.apps import App
-from livecontext.actors.history import load_state
+from livecontext.actors.history import load_state, write_snapshot
 from livecontext.protocol.agent import (
     AppEffects,
     GetAppEffects,
@@ -37,7 +37,8 @@ from livecontext.protocol.wire import load_json, make_converter
 from livecontext.runtime import Context, open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import EventStore, open_store
-from tests.actors.agent_harness import counter
+from livecontext.runtime.testing import actor_instance
+from tests.support.agent_harness import counter
 from tests.support.counter import Counter, CounterAdded, CounterReset, CounterV2, Tally, TallyMarked
 
 THREAD = "t"
@@ -67,14 +68,14 @@ class Running:
 
     def app(self, name: str) -> Any:
         """The host's instance of app ``name``."""
-        return self.agent.apps._cell.instance.apps[name]  # type: ignore[attr-defined]
+        return actor_instance(self.agent.apps).apps[name]
 
     async def snapshot(self, store: EventStore) -> HistorySnapshot:
         """Write the thread's snapshot now, as the history store does every ``snapshot_every``
         records (in the background, so one may be skipped or cut short by the end of a
         session), and read it back."""
-        history = self.agent.history._cell.instance  # type: ignore[attr-defined]
-        await history._snapshot(history.state.snapshot())
+        history = actor_instance(self.agent.history)
+        await write_snapshot(history.log, history.converter, history.state)
         reader = await store.open_reader(THREAD)
         async with reader:
             snap = await reader.latest_snapshot()

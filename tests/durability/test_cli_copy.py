@@ -18,9 +18,9 @@ import trio
 
 from livecontext.runtime.persistence import StoredRecord, ThreadInfo, open_store
 
-from tests.actors.system_support import write_team
+from tests.support.systems import write_team
 
-from ._support import notebook_turns, url_for, write_script
+from tests.support.command import notebook_turns, url_for, write_script
 from .test_cli_damaged_record import SEQS, damage_payload, damage_second_leaf_of_records, lc, ok
 
 

@@ -33,7 +33,7 @@ from click.testing import CliRunner
 
 from livecontext.actors.cli import main
 
-from ._support import notebook_turns, write_script
+from tests.support.command import notebook_turns, write_script
 from .test_cli_faults import lc_all
 
 POSITIONS = 50
@@ -42,7 +42,7 @@ IN_REAL_PROCESSES = 2
 """How many of each kind's cases also run in real processes (at once)."""
 THREAD = "t"
 ENV = {"LIVECONTEXT_STORE": None, "LIVECONTEXT_FSYNC": None, "COLUMNS": "200"}
-"""The environment of the commands run here: as :func:`~._support.cli_env` gives a child."""
+"""The environment of the commands run here: as :func:`~tests.support.command.cli_env` gives a child."""
 
 
 def lc_here(*args: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from livecontext.actors.cli import main
 
-from ._support import notebook_turns, url_for, write_script
+from tests.support.command import notebook_turns, url_for, write_script
 
 
 def lc(*args: str) -> Result:

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from livecontext.actors.cli import main
 
-from ._support import LIVECONTEXT, cli_env, url_for
+from tests.support.command import LIVECONTEXT, cli_env, url_for
 
 SETPRIV = shutil.which("setpriv")
 _DROP = "-dac_override,-dac_read_search"

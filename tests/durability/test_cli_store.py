@@ -22,7 +22,7 @@ from livecontext.actors.cli import main
 from livecontext.actors.agent._session import open_session, run_until_idle
 from livecontext.runtime.models import ScriptedModel
 
-from ._support import LIVECONTEXT, cli_env, json_lines, notebook_turns, run_cli, url_for, write_script
+from tests.support.command import LIVECONTEXT, cli_env, json_lines, notebook_turns, run_cli, url_for, write_script
 
 EDITS = 3
 

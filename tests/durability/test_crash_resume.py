@@ -30,7 +30,7 @@ from livecontext.runtime.persistence import ThreadNotFoundError, open_store
 
 from tests.support.postgres import Cluster
 
-from ._support import LIVECONTEXT, cli_env, notebook_turns, write_script
+from tests.support.command import LIVECONTEXT, cli_env, notebook_turns, write_script
 
 EDITS = 40
 SEEDS = (1, 2, 3, 4)

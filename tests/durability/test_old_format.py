@@ -27,7 +27,7 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import LeaseLostError, NewRecord, StoredRecord, TornRecordWarning, open_store
 from livecontext.runtime.persistence.sqlite._compression import pack_text
 
-from ._support import json_lines, without_added_keys
+from tests.support.command import json_lines, without_added_keys
 
 V1 = Path(__file__).parent.parent / "fixtures" / "v1"
 THREAD = "old"

@@ -34,7 +34,7 @@ from livecontext.runtime.persistence import LogWriteError, open_store
 from livecontext.runtime.tokens import TokenCounter
 
 
-from ._support import notebook_turns
+from tests.support.command import notebook_turns
 
 
 class Mailer(App):

@@ -22,7 +22,7 @@ from livecontext.runtime.persistence import open_store
 
 from tests.actors.history.test_snapshot_blocks import _Thread
 
-from ._support import cli_env
+from tests.support.command import cli_env
 
 CONVERTER = make_converter()
 

@@ -20,9 +20,9 @@ from livecontext.protocol.history import TaskStatus
 from livecontext.protocol.wire import make_converter
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
 from livecontext.runtime.persistence import ThreadNotFoundError, open_store
-from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
 
-from ._support import LIVECONTEXT, cli_env, run_cli, write_script
+from tests.support.command import LIVECONTEXT, cli_env, run_cli, write_script
 
 ASK = {"text": "", "tool_calls": [{"name": "wait_user_response", "arguments": {"question": "Which folder?"}}]}
 DONE = {"text": "", "tool_calls": [{"name": "task_complete", "arguments": {"result": "Cleaned /tmp."}}]}

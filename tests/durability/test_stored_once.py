@@ -18,7 +18,7 @@ from livecontext.runtime.persistence import open_store
 from livecontext.runtime.persistence.sqlite._compression import DICTIONARY
 
 
-from ._support import url_for
+from tests.support.command import url_for
 
 FILLER = [f"src/pkg/mod_{n}.py:{n * 7}:    return helper(value_{n}, config)" for n in range(80)]
 """Output lines (80 of them: far more than a RECENT excerpt keeps)."""

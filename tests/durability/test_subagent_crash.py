@@ -17,7 +17,7 @@ from pathlib import Path
 from livecontext.actors.agent._format import apps_json
 from livecontext.protocol.history import EngineState, ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 
-from ._support import json_lines, notebook_turns, read_thread, run_cli, run_or_kill, write_script
+from tests.support.command import json_lines, notebook_turns, read_thread, run_cli, run_or_kill, write_script
 
 SUB = "main/sub/call_0_0"
 """The sub-agent spawned by the parent's first model output's first call."""

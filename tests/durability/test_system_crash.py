@@ -1,7 +1,7 @@
 """A system of agents killed with SIGKILL in the middle of a run resumes as a whole when run again:
 every agent ends as in a run never killed, each message delivered once, each question asked once.
 
-A real process runs ``livecontext run team.toml`` (the team of tests/actors/system_support.py:
+A real process runs ``livecontext run team.toml`` (the team of tests/support/systems.py:
 the planner tells the critic something, asks the researcher, who asks the critic while the
 planner waits, then asks the critic itself; each model turn takes 0.15 s). It is killed when
 the store shows it at a given point, then the same command is run again to its end, and
@@ -22,9 +22,9 @@ from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, ToolResultsEntry
 from livecontext.runtime.persistence import open_store
 
-from tests.actors.system_support import AGENTS, payloads, records, transcript, write_team
+from tests.support.systems import AGENTS, payloads, records, transcript, write_team
 
-from ._support import LIVECONTEXT, read_thread, run_cli, run_or_kill
+from tests.support.command import LIVECONTEXT, read_thread, run_cli, run_or_kill
 
 
 def inputs(state: HistoryState | None) -> int:

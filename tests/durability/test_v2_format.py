@@ -32,7 +32,7 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import StoredRecord, open_store
 from livecontext.runtime.tokens import TokenCounter
 
-from ._support import json_lines, without_added_keys
+from tests.support.command import json_lines, without_added_keys
 
 V2 = Path(__file__).parent.parent / "fixtures" / "v2"
 THREAD = "old"

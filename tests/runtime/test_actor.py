@@ -17,6 +17,7 @@ from livecontext.runtime import (
     handler,
     open_runtime,
 )
+from livecontext.runtime.testing import actor_instance
 
 
 @frozen
@@ -136,7 +137,7 @@ async def test_a_handler_for_a_base_message_type_also_handles_its_subclasses() -
         await client.tell(ref, Circle("ci", 1.0))
         await client.tell(ref, Shape("plain"))
         await client.ask(ref, Shape("sync"))
-        instance = ref._cell.instance
+        instance = actor_instance(ref)
         assert isinstance(instance, Shapes)
         assert instance.seen == ["shape:sq", "circle:ci", "shape:plain", "shape:sync"]
 
@@ -234,7 +235,7 @@ async def test_the_handler_sees_the_true_sender_stamped_by_the_runtime() -> None
         await client.tell(counter, Add(1))
         await client.ask(relay, Forward(counter.id, 2))
         await client.ask(counter, Get())
-        instance = counter._cell.instance
+        instance = actor_instance(counter)
         assert isinstance(instance, Counter)
         assert instance.senders == [ActorId("client", "alice"), ActorId("relay", "r")]
         assert instance.envelopes[0].recipient == counter.id
@@ -276,7 +277,7 @@ async def test_messages_sent_from_a_handler_carry_the_handled_message_id_as_caus
         client = rt.client("t")
         await client.ask(relay, Forward(counter.id, 1))
         await client.ask(counter, Get())
-        relay_actor, counter_actor = relay._cell.instance, counter._cell.instance
+        relay_actor, counter_actor = actor_instance(relay), actor_instance(counter)
         assert isinstance(relay_actor, Relay) and isinstance(counter_actor, Counter)
         forwarded = counter_actor.envelopes[0]
         assert forwarded.causation_id == relay_actor.handled[0].message_id

@@ -16,6 +16,7 @@ from livecontext.runtime import (
     handler,
     open_runtime,
 )
+from livecontext.runtime.testing import actor_instance
 from tests.support.cycle_messages import AskOn, Caught, CaughtList, Via, relay
 
 
@@ -176,7 +177,7 @@ async def test_an_ask_from_a_background_task_is_not_a_cycle(autojump_clock: trio
         # a's mailbox is free, so a answers
         await rt.client("t").ask(a, AskLater(b.id, _ids("a")))
         await trio.testing.wait_all_tasks_blocked()
-        actor = a._cell.instance
+        actor = actor_instance(a)
         assert isinstance(actor, Node)
         assert actor.background == [Via(("actor/b", "actor/a"))]
 

@@ -9,6 +9,7 @@ from attrs import frozen
 
 from livecontext.protocol.kernel import ActorId, Message
 from livecontext.runtime import Actor, MailboxFullError, MailboxStatistics, UnknownActorError, handler, open_runtime
+from livecontext.runtime.testing import actor_instance
 
 
 @frozen
@@ -59,7 +60,7 @@ class Quick(Actor):
 async def test_a_sender_waits_while_the_mailbox_is_full_and_resumes_when_it_drains() -> None:
     async with open_runtime() as rt:
         ref = await rt.spawn(Gate, "gate/g", mailbox_size=2)
-        actor = ref._cell.instance
+        actor = actor_instance(ref)
         assert isinstance(actor, Gate)
         client = rt.client("producer")
         sent: list[int] = []
@@ -84,7 +85,7 @@ async def test_a_sender_waits_while_the_mailbox_is_full_and_resumes_when_it_drai
 async def test_tell_nowait_raises_mailbox_full_error_instead_of_waiting() -> None:
     async with open_runtime() as rt:
         ref = await rt.spawn(Gate, "gate/g", mailbox_size=2)
-        actor = ref._cell.instance
+        actor = actor_instance(ref)
         assert isinstance(actor, Gate)
         client = rt.client("producer")
         client.tell_nowait(ref, Item(0))
@@ -109,7 +110,7 @@ async def test_messages_from_one_sender_are_handled_in_the_order_sent() -> None:
         for n in range(100):
             await client.tell(ref, Item(n))
         assert await client.ask(ref, Count()) == Counted(100)
-        actor = ref._cell.instance
+        actor = actor_instance(ref)
         assert isinstance(actor, Quick)
         assert actor.items == list(range(100))
 
@@ -122,7 +123,7 @@ async def test_an_actor_with_a_long_backlog_lets_other_actors_run() -> None:
         for n in range(200):
             client.tell_nowait(busy, Item(n))
         assert await client.ask(other, Count()) == Counted(0)
-        actor = busy._cell.instance
+        actor = actor_instance(busy)
         assert isinstance(actor, Quick)
         assert len(actor.items) < 200  # the other actor answered while the backlog was handled
         assert await client.ask(busy, Count()) == Counted(200)
@@ -141,7 +142,7 @@ async def test_many_producers_into_a_small_mailbox_lose_nothing() -> None:
 
                 nursery.start_soon(produce)
         assert await rt.client("reader").ask(ref, Count()) == Counted(100)
-        actor = ref._cell.instance
+        actor = actor_instance(ref)
         assert isinstance(actor, Quick)
         for p in range(5):  # each producer's own order is kept
             assert [n for n in actor.items if n // 100 == p] == [p * 100 + n for n in range(20)]

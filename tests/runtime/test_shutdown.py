@@ -9,6 +9,7 @@ from attrs import frozen
 
 from livecontext.protocol.kernel import Message
 from livecontext.runtime import Actor, ActorStoppedError, handler, open_runtime
+from livecontext.runtime.testing import actor_instance
 
 
 @frozen
@@ -129,7 +130,7 @@ async def test_nothing_keeps_running_after_the_runtime_exits(autojump_clock: tri
         client = rt.client("t")
         await client.ask(ref, StartTicking())
         await trio.sleep(3.5)
-    actor = ref._cell.instance
+    actor = actor_instance(ref)
     assert isinstance(actor, Ticker)
     ticks = actor.ticks
     assert ticks == 3

@@ -12,6 +12,7 @@ from livecontext.runtime import Actor, Delivery, Runtime, SteppingScheduler, han
 from livecontext.runtime.testing import (
     SeedFailedError,
     StallError,
+    actor_instance,
     explore,
     open_stepping_runtime,
     run_seed,
@@ -232,7 +233,7 @@ async def test_step_delivers_one_held_envelope_at_a_time() -> None:
         for value in (1, 2, 3):
             await client.tell(register, Set(value))
         assert scheduler.held == 3
-        actor = register._cell.instance
+        actor = actor_instance(register)
         assert isinstance(actor, Register)
         assert actor.writes == 0  # held, not delivered
         first = await scheduler.step()
@@ -247,7 +248,7 @@ async def test_envelopes_still_held_at_exit_are_delivered_before_the_actors_stop
     async with open_stepping_runtime(seed=1) as (rt, scheduler):
         register = await rt.spawn(Register, "register/r")
         await rt.client("test").tell(register, Set(9))
-        actor = register._cell.instance
+        actor = actor_instance(register)
         assert isinstance(actor, Register)
     assert actor.value == 9
 

@@ -18,6 +18,7 @@ from livecontext.runtime import (
     handler,
     open_runtime,
 )
+from livecontext.runtime.testing import actor_instance
 
 
 @frozen
@@ -223,7 +224,7 @@ async def test_an_escalation_goes_to_a_parent_that_handles_it(autojump_clock: tr
             assert await client.ask(parent, Escalations()) == EscalationList(("fragile/child",))
             with pytest.raises(trio.WouldBlock):
                 supervision.receive_nowait()  # the parent took it: nothing published
-        parent_actor = parent._cell.instance
+        parent_actor = actor_instance(parent)
         assert isinstance(parent_actor, Parent)
         message, envelope = parent_actor.escalations[0]
         assert message == ActorEscalated(child.id, "RuntimeError", "fatal", 1, 5.0)

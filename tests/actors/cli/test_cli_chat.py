@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.durability._support import LIVECONTEXT, cli_env
+from tests.support.command import LIVECONTEXT, cli_env
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.durability._support import LIVECONTEXT, cli_env, json_lines
+from tests.support.command import LIVECONTEXT, cli_env, json_lines
 
 SLOW = {"text": "thinking slowly", "delay_s": 60}
 DEADLINE_S = 5.0

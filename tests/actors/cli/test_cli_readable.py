@@ -32,7 +32,7 @@ from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
-from tests.actors.agent_harness import ProbeApp, counter
+from tests.support.agent_harness import ProbeApp, counter
 
 LONG = "x" * 1500
 """A label long enough that the result which repeats it is shortened."""

@@ -22,7 +22,7 @@ from livecontext.protocol.wire import make_converter
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
-from tests.actors.agent_harness import ProbeApp, ProbeModel, counter
+from tests.support.agent_harness import ProbeApp, ProbeModel, counter
 
 TASK = "Keep a plan in the notebook: requirements, a design, then a review. " * 3
 

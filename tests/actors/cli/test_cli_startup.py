@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from livecontext.actors.cli import _main
 
-from tests.durability._support import cli_env
+from tests.support.command import cli_env
 
 HEAVY = ("openai", "ray", "opentelemetry", "psycopg", "psycopg_pool", "pydantic", "rich", "httpx")
 """Libraries a command imports only where it uses them (a model client, batch --ray, tracing,

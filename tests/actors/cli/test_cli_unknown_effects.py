@@ -24,12 +24,14 @@ from click.testing import CliRunner
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.cli import main
+from livecontext.actors.history import write_snapshot
 from livecontext.protocol.agent import ProvideInput, RunUntilIdle
 from livecontext.protocol.wire import make_converter, registered_type
 from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
-from tests.actors.agent_harness import counter
+from livecontext.runtime.testing import actor_instance
+from tests.support.agent_harness import counter
 from tests.support.counter import CounterV2
 
 FARAWAY = '''
@@ -239,8 +241,7 @@ def test_render_of_an_app_whose_saved_state_cannot_be_loaded_replays_its_effects
                 # input, model call, three tools, results: the next step would call the model
                 idle = await client.ask(agent.engine, RunUntilIdle(max_steps=6), timeout=30)
                 assert idle.state.value == "PendingToolResults"
-                history = agent.history._cell.instance  # type: ignore[attr-defined]
-                await history._snapshot(history.state.snapshot())  # the saved state in the thread's snapshot
+                await write_snapshot(log, make_converter(), actor_instance(agent.history).state)  # the saved state in the thread's snapshot
                 await rt.aclose()
 
     trio.run(run)

@@ -29,7 +29,7 @@ from livecontext.protocol.kernel import ActorId, Message
 from livecontext.protocol.records import NotebookEdited
 from livecontext.runtime import Context
 from livecontext.runtime.models import ModelClient, TextCallback
-from tests.actors.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 SLOW = 30.0

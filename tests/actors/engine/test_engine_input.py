@@ -14,7 +14,8 @@ from livecontext.protocol.history import EngineState, ModelInputEntry, ModelRepl
 from livecontext.protocol.kernel import ActorId, Message, Topic
 from livecontext.runtime import Actor, AuditEvent, AuditRecord, Context, handler
 from livecontext.runtime.models import ModelClient, TextCallback
-from tests.actors.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
+from livecontext.runtime.testing import actor_instance
+from tests.support.agent_harness import AgentHarness, ProbeModel, open_agent, scripted
 
 S = EngineState
 
@@ -170,11 +171,10 @@ async def test_input_waiting_in_the_sources_mailbox_at_the_last_moment_is_pulled
 
 async def test_input_whose_notice_waits_in_the_engines_mailbox_at_the_last_moment_is_pulled() -> None:
     async with open_agent([{"text": "one"}, {"text": "two"}], inputs=["a"]) as h:
-        source = h.agent.input._cell.instance
-        assert source is not None
+        source = actor_instance(h.agent.input)
 
         def provided_and_notified() -> None:  # what the source does with a ProvideInput
-            source.buffer.append(ProvideInput("b"))  # type: ignore[attr-defined]
+            source.buffer.append(ProvideInput("b"))
             h.client.tell_nowait(h.agent.engine, InputAvailable())
 
         await _at_the_last_waiting_input(h, provided_and_notified)

@@ -13,7 +13,7 @@ from livecontext.actors.engine import ToolNameClashError
 from livecontext.protocol.agent import AfterToolExecute, AgentStatus, IdleReason, Pause
 from livecontext.protocol.history import EngineState, Role, TaskStatus, ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import RetryingModel, RetryPolicy, ScriptedModel
-from tests.actors.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import AgentHarness, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 SLOW = 30.0
@@ -144,7 +144,7 @@ async def test_with_lifecycle_off_the_tools_are_not_offered_and_a_call_fails_as_
         results = await h.entries()
         await h.run_until_idle()
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)  # not completed
-        config = h.agent.history._cell.instance.state.config  # type: ignore[attr-defined]
+        config = (await h.logged()).config
     assert tool_names(model) == ["notebook_replace", "notebook_replace_span"]
     assert [s.name for s in config.tools] == ["notebook_replace", "notebook_replace_span"]  # nor counted
     assert len(model.requests) == 2  # the model was called again, to read the failure
@@ -253,10 +253,10 @@ async def test_a_pause_of_an_idle_engine_with_work_left_gives_status_paused() ->
 async def test_a_pause_of_an_agent_waiting_for_input_changes_nothing_in_its_log() -> None:
     async with open_agent([TASK_DONE], inputs=["go"]) as h:
         await h.run_until_idle()
-        seq = (await h.tail()).entries, h.agent.history._cell.instance.state.seq  # type: ignore[attr-defined]
+        seq = (await h.tail()).entries, (await h.logged()).seq
         await h.client.ask(h.agent.engine, Pause())
         await h.step()  # (the runner has recorded what it had to, if anything)
-        assert ((await h.tail()).entries, h.agent.history._cell.instance.state.seq) == seq  # type: ignore[attr-defined]
+        assert ((await h.tail()).entries, (await h.logged()).seq) == seq
         assert await h.status() == AgentStatus(TaskStatus.COMPLETED, result="3 files renamed")
 
 

@@ -19,7 +19,7 @@ from livecontext.protocol.history import (
     UsageTotals,
 )
 from livecontext.runtime.models import OpenAIModel, RetryingModel, RetryPolicy
-from tests.actors.agent_harness import AgentHarness, open_agent
+from tests.support.agent_harness import AgentHarness, open_agent
 from tests.support.openai_server import (
     Garbage,
     OpenAIServer,

@@ -36,8 +36,8 @@ from livecontext.runtime import Context, Runtime, open_runtime
 from livecontext.runtime.models import ModelClient, TextCallback
 from livecontext.runtime.persistence import open_store
 from livecontext.runtime.testing import open_stepping_runtime
-from tests.actors.agent_harness import Probe, ProbeApp, counter, scripted
-from tests.context._world import step_until_settled
+from tests.support.agent_harness import Probe, ProbeApp, counter, scripted
+from tests.support.context_world import step_until_settled
 
 TRIO_SEEDS = range(50)
 """Seeds of trio's own scheduler, per scenario."""

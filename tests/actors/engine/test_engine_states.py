@@ -24,7 +24,7 @@ from livecontext.protocol.history import (
     ToolStatus,
 )
 from livecontext.runtime.models import RetryPolicy, ScriptedModel
-from tests.actors.agent_harness import Probe, ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import Probe, ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 

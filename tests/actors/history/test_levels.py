@@ -39,7 +39,7 @@ from livecontext.protocol.history import (
     ToolStatus,
 )
 from livecontext.protocol.kernel import ActorId
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 PYTEST_LOG = "\n".join(
     ["============================= test session starts ==============================",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from livecontext.protocol.history import EngineState, HistoryEntry, ModelInputEntry, Role, ToolResultsEntry
-from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
 
 S = EngineState
 RECORD = {"name": "record", "arguments": {"label": "x"}}

@@ -42,8 +42,9 @@ from livecontext.protocol.history import (
     ToolStatus,
 )
 from livecontext.protocol.kernel import ActorId
+from livecontext.runtime.testing import actor_instance
 from livecontext.runtime.tokens import BUNDLED_ENCODINGS, MESSAGE_OVERHEAD_TOKENS, TokenCounter
-from tests.actors.agent_harness import ProbeApp, counter, open_agent
+from tests.support.agent_harness import ProbeApp, counter, open_agent
 
 T0 = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
 AUTHOR = ActorId("engine", "t")
@@ -582,7 +583,7 @@ async def test_the_history_store_renders_a_real_thread_within_budget_and_without
 async def test_the_history_store_counts_the_windows_once_while_their_text_stays_the_same() -> None:
     async with open_agent([{"text": "ok"}], inputs=["hello"]) as h:
         await h.step()
-        store = h.agent.history._cell.instance  # type: ignore[attr-defined]
+        store = actor_instance(h.agent.history)
         counted: list[str] = []
         real = store.counter
 

@@ -7,7 +7,7 @@ from livecontext.actors.history._render import omission_note
 from livecontext.actors.history._units import unit_messages
 from livecontext.protocol.history import HistoryEntry, Level
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 from tests.actors.history.test_render_units import do_render, inp, out, results
 
 

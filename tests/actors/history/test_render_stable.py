@@ -14,7 +14,7 @@ from livecontext.actors.history import ContextPolicy, RenderResult, StableRender
 from livecontext.protocol.history import ChatMessage, HistoryEntry, ModelOutputEntry, Retention, Role, Shown
 from livecontext.protocol.records import ContextCompacted
 from livecontext.runtime import UsageError
-from tests.actors.agent_harness import ProbeApp, counter, open_agent
+from tests.support.agent_harness import ProbeApp, counter, open_agent
 from tests.actors.history.test_render import SYSTEM, assert_no_orphans, inp, out, recount, results
 
 WINDOWS = "[Window: probe]\nWINDOW-MARK"

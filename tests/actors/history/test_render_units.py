@@ -46,7 +46,7 @@ from livecontext.protocol.history import (
 )
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime.tokens import MESSAGE_OVERHEAD_TOKENS as OVERHEAD
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 from tests.actors.history.test_render import AUTHOR, T0
 
 

@@ -23,8 +23,9 @@ from livecontext.protocol.context import (
 )
 from livecontext.protocol.history import ModelInputEntry, Retention, Shown
 from livecontext.protocol.records import EntryAppended, ThreadConfigured, ToolResultsAppended
-from tests.actors.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
-from tests.context._world import decode, open_history
+from livecontext.runtime.testing import actor_instance
+from tests.support.agent_harness import ProbeApp, ProbeModel, open_agent, scripted
+from tests.support.context_world import decode, open_history
 
 
 async def retentions(entries: Sequence[object]) -> list[str]:
@@ -170,10 +171,10 @@ async def test_the_pinned_task_is_never_folded_and_is_in_every_context_of_a_long
 async def test_a_thread_records_its_budget_tools_and_apps_once_and_again_when_they_change() -> None:
     async with open_agent([{"text": "ok"}], inputs=["hi"], apps=[ProbeApp()], budget=3000) as h:
         await h.run_until_idle()
-        store = h.agent.history._cell.instance  # type: ignore[attr-defined]
+        store = actor_instance(h.agent.history)
         config = store.state.config
         assert isinstance(config, ThreadConfigured)
         assert config.budget == 3000
         assert config.tools == describe_tools(ProbeApp()) + CONTROL_TOOLS  # the app's, then the engine's
-        assert [(a.name, a.source) for a in config.apps] == [("probe", "tests.actors.agent_harness:ProbeApp")]
+        assert [(a.name, a.source) for a in config.apps] == [("probe", "tests.support.agent_harness:ProbeApp")]
         assert store.tools_tokens > 0

@@ -22,7 +22,7 @@ from livecontext.protocol.history import (
 )
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.records import EntryAppended, ToolResultRecorded, ToolResultsAppended
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

@@ -20,7 +20,7 @@ from livecontext.protocol.history import (
 )
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.records import EntryAppended, ToolResultRecorded
-from tests.actors.agent_harness import counter
+from tests.support.agent_harness import counter
 
 
 def _digits_in(ident: str) -> int:

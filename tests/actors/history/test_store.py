@@ -40,8 +40,9 @@ from livecontext.protocol.kernel import ActorId, Message
 from livecontext.protocol.wire import dump_json
 from livecontext.runtime import open_runtime
 from livecontext.runtime.persistence import open_store
+from livecontext.runtime.testing import actor_instance
 
-from tests.context._world import CONVERTER, COUNTER
+from tests.support.context_world import CONVERTER, COUNTER
 
 
 class GeneralStore(HistoryStore):
@@ -149,7 +150,7 @@ async def _run(ops: list[tuple[str, Any]], limits: HistoryLimits | None) -> None
                     except Exception as exc:  # noqa: BLE001 - the same refusal from both
                         replies.append(f"{type(exc).__name__}: {exc}")
                 assert replies[0].replace("fast", "general") == replies[1], (op, arg)
-                instance = refs[0]._cell.instance
+                instance = actor_instance(refs[0])
                 assert instance._tail() == instance._fresh_tail()
                 newest = [e for e in instance.state.entries if not isinstance(e, RecapEntry)][-1:]
                 assert instance.state.last is (newest[0] if newest else None)

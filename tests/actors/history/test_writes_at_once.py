@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from livecontext.actors.history import history_topic
-from tests.actors.agent_harness import open_agent
+from tests.support.agent_harness import open_agent
 
 TURNS = [
     {"text": "editing", "tool_calls": [{"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "plan"}}]},

@@ -21,7 +21,7 @@ from livecontext.actors.telemetry import open_tracing
 from livecontext.protocol.context import AccessDenied, Capability, EditHistory, EntryRef, ReplaceContent
 from livecontext.protocol.history import Level
 from livecontext.runtime.models import ScriptedModel
-from tests.actors.agent_harness import open_agent as open_harness
+from tests.support.agent_harness import open_agent as open_harness
 from tests.support import function_tools as ft
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
