@@ -24,3 +24,24 @@ there (``from livecontext.protocol.agent import RunUntilIdle``):
 Each holds a short ``__all__``; a name is exported by one of them only. The underscored
 modules are their implementation.
 """
+
+_MODULES = ("kernel", "history", "agent", "context", "system", "records", "wire")
+
+
+def __getattr__(name: str) -> object:
+    """A name imported from the package itself, as before it had public modules (``from
+    livecontext.protocol import RunUntilIdle``): the object of the module that holds it now,
+    with a :class:`DeprecationWarning` naming that module. Anything else is an AttributeError
+    (so that ``from livecontext.protocol import agent`` imports the module)."""
+    if not name.startswith("_"):
+        import importlib
+        import warnings
+
+        for module_name in _MODULES:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+            if name in module.__all__:
+                warnings.warn(f"import {name} from {__name__}.{module_name}: {__name__} itself re-exports "
+                              f"no names any more (this import still works, with this warning)",
+                              DeprecationWarning, stacklevel=2)
+                return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

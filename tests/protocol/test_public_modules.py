@@ -14,6 +14,8 @@ import types
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 import livecontext.protocol
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.wire import CHANNELS, TAGGED_TYPES
@@ -93,3 +95,19 @@ def test_no_module_of_the_protocol_imports_by_star() -> None:
     folder = Path(livecontext.protocol.__file__).parent
     starred = [path.name for path in folder.glob("*.py") if re.search(r"^\s*from\s+\S+\s+import\s+\*", path.read_text(), re.M)]
     assert starred == []
+
+
+def test_a_name_imported_from_the_package_as_before_is_its_modules_object_with_a_warning_naming_that_module() -> None:
+    from livecontext.protocol.agent import RunUntilIdle
+
+    with pytest.warns(DeprecationWarning, match=r"import RunUntilIdle from livecontext\.protocol\.agent"):
+        from livecontext.protocol import RunUntilIdle as old  # type: ignore[attr-defined]
+    assert old is RunUntilIdle
+
+
+def test_a_name_no_public_module_exports_is_an_attribute_error_and_a_module_still_imports() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        livecontext.protocol.NoSuchThing  # noqa: B018
+    from livecontext.protocol import agent
+
+    assert agent.__name__ == "livecontext.protocol.agent"
