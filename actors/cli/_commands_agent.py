@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -136,11 +137,14 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
 
     async def go() -> None:
         import_from_cwd()  # --tool/--app and recorded apps import from here too
+        made_events = events_path is not None and not os.path.exists(events_path)
         events_file = open_events_file(events_path) if events_path else None  # (before the thread)
         stopped: Stopped | None = None
+        opened_thread = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 opened = await _open(stack, spec, base_url, api_key)
+                opened_thread = True
                 session = opened.session
                 for note in ([made_folder] if made_folder else []) + [*opened.notes, *opened.changed]:
                     click.echo(f"livecontext: note: {note}", err=True)  # (once the thread is ours)
@@ -161,6 +165,9 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         finally:
             if events_file is not None:
                 events_file.close()
+                if made_events and not opened_thread:  # (a bad --app, a store refused: leave no file)
+                    assert events_path is not None
+                    os.unlink(events_path)
         if stopped is not None:
             say_interrupted(thread_id, stopped, resume)
         if as_json:

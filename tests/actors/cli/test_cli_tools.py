@@ -71,9 +71,11 @@ def test_a_model_other_than_the_recorded_one_is_said_in_one_line(project: Path) 
 ])
 def test_an_import_path_that_is_not_a_tool_or_an_app_is_one_line_naming_it(
         project: Path, flag: str, path: str, message: str) -> None:
-    code, _, err = run("--store", f"sqlite:{project / 'lc.db'}", flag, path, "--input", "x")
+    code, _, err = run("--store", f"sqlite:{project / 'lc.db'}", flag, path, "--input", "x",
+                       "--events", str(project / "events.jsonl"))
     assert code == 1 and err.startswith(f"livecontext: error: {message}") and err.count("\n") == 1
     assert not (project / "lc.db").exists()  # nothing was written
+    assert not (project / "events.jsonl").exists()  # not even an empty events file
 
 
 def test_a_thread_resumed_where_its_function_tool_cannot_be_imported_names_the_tool_as_given(
