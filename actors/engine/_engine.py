@@ -127,6 +127,12 @@ from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
 log = logging.getLogger("livecontext.engine")
 
 _NO_USAGE = Usage()
+_WRITE_TIMEOUT_S = 60.0
+"""The deadline of a shielded write to the agent's own history store or input source (see
+:meth:`Engine._ask`): a cancel cannot end it, this does."""
+_SPEND_TIMEOUT_S = 60.0
+"""The deadline of a ``CheckSpend``: the limits' actor is shared by the threads of a system,
+not the agent's own."""
 
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
@@ -621,8 +627,18 @@ class Engine(Actor):
             log.warning("engine %s: cannot read the state: %s", self.thread_id, exc)
             return self._last_state
 
-    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float | None = 60.0,
+    async def _ask(self, to: ActorId, msg: Message, expected: type[Any], timeout: float | None = None,
                    *, shield: bool = False) -> Any:
+        """Ask ``to`` and check the reply's type.
+
+        A query to the agent's own history store or app host (``GetTail``, ``Render``,
+        ``GetWindows``, ``ListTools``) has no deadline: it is a cancel point, so a Cancel or a
+        stop ends it, and a read that is slow (a long history, a store behind a busy disk)
+        is not failed for it; a deadline would only open a cancel scope on every call. A
+        shielded write passes :data:`_WRITE_TIMEOUT_S`: a cancel cannot end it, so the
+        deadline is what bounds a write to a store that never answers. An ask to an actor
+        other than the agent's own (the shared spend limits, a tool) keeps its own timeout.
+        """
         reply = await self.ctx.ask(to, msg, timeout=timeout, shield=shield)
         if not isinstance(reply, expected):
             raise LivecontextError(f"{to} answered {type(msg).__name__} with {type(reply).__name__}, expected {expected.__name__}")
@@ -684,7 +700,8 @@ class Engine(Actor):
         elif state is EngineState.WAITING_TOOL_RESULTS:
             after = await self._step_tool(tail)
         elif state is EngineState.TOOL_RESULTS_READY:
-            after = await self._ask(self.wiring.history, AppendToolResults(), Tail, shield=True)
+            after = await self._ask(self.wiring.history, AppendToolResults(), Tail, _WRITE_TIMEOUT_S,
+                                    shield=True)
         else:  # pragma: no cover - exhaustive
             assert_never(state)
         if after.state is not state:
@@ -699,13 +716,13 @@ class Engine(Actor):
         # the pull waits in that mailbox behind it)
         # shielded asks: an input pulled from the source must be recorded, not lost
         while True:
-            got = await self._ask(self.wiring.input, PullInput(), InputText, shield=True)
+            got = await self._ask(self.wiring.input, PullInput(), InputText, _WRITE_TIMEOUT_S, shield=True)
             self._input_empty = not got.remaining
             if got.text is None:
                 return None
             if got.text.strip():  # blank input is ignored, not recorded
                 tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key), Tail,
-                                             shield=True)
+                                             _WRITE_TIMEOUT_S, shield=True)
                 return tail
 
     def _input_quiet(self) -> bool:
@@ -736,7 +753,8 @@ class Engine(Actor):
                                              Rendered)
         if self.wiring.spend is not None:
             verdict: SpendVerdict = await self._ask(self.wiring.spend, CheckSpend(
-                self.thread_id, self.model.name, tail.usage, rendered.tokens, rendered.shared_tokens), SpendVerdict)
+                self.thread_id, self.model.name, tail.usage, rendered.tokens, rendered.shared_tokens), SpendVerdict,
+                timeout=_SPEND_TIMEOUT_S)
             if verdict.stop is not None:
                 raise _SpendStop(verdict.stop)
         await self._tell_listeners(BeforeModelCall, self.thread_id, tail.model_outputs,
@@ -756,7 +774,7 @@ class Engine(Actor):
         usage = reply.usage if reply.usage != _NO_USAGE else self._counted_usage(reply, rendered.tokens)
         after: Tail = await self._ask(self.wiring.history, AppendOutput(
             reply.text, reply.tool_calls, reply.model, usage, rendered.tokens, rendered.shared_tokens), Tail,
-            shield=True)
+            _WRITE_TIMEOUT_S, shield=True)
         if self.wiring.spend is not None:  # the threads sharing the limits see this call at once
             with trio.CancelScope(shield=True):
                 await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, after.usage))
@@ -821,7 +839,7 @@ class Engine(Actor):
         Two shielded asks with no cancel point between them, then the event (see _announce).
         """
         after: Tail = await self._ask(self.wiring.history, RecordToolResult(invoked.result, invoked.effect), Tail,
-                                      shield=True)
+                                      _WRITE_TIMEOUT_S, shield=True)
         if isinstance(invoked.effect, AppEffect) and apply:
             try:
                 applied = await self.ctx.ask(self.wiring.apps, ApplyEffect(invoked.effect), shield=True)

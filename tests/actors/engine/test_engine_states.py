@@ -306,3 +306,25 @@ async def test_an_engine_nobody_listens_to_takes_the_same_steps_and_a_later_list
         assert [type(e).__name__ for e in heard if not isinstance(e, ModelTextDelta)] == [
             "WaitingInput", "StateTransition", "BeforeModelCall", "AfterModelCall", "StateTransition",
             "WaitingInput"]
+
+
+async def test_a_render_slower_than_a_minute_does_not_fail_the_model_call(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a read from the agent's own history store has no deadline: a long history or a store
+    # behind a busy disk makes the call wait, never fail (a Cancel or a stop still ends it)
+    from livecontext.actors.history import HistoryStore
+
+    render = HistoryStore.on_render
+
+    async def slow_render(self: HistoryStore, msg: object) -> object:
+        await trio.sleep(90)  # (virtual time)
+        return await render(self, msg)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HistoryStore, "on_render", slow_render)
+    async with open_agent([{"text": "late but fine"}], inputs=["hello"]) as h:
+        await h.step()
+        done = await h.step(timeout=300)
+        assert (done.from_state, done.to_state, done.progressed, done.error) == (
+            S.PENDING_INPUT, S.WAITING_INPUT, True, "")
+        assert [e.content.live.text for e in await h.entries()][-1] == "late but fine"
