@@ -24,6 +24,7 @@ from attrs import frozen
 from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
+    AgentOutput,
     AgentStatus,
     AppEffects,
     BeforeModelCall,
@@ -86,10 +87,10 @@ AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
 AgentEvent = (ModelTextDelta | BeforeModelCall | ObservationCut | AfterModelCall | BeforeToolExecute | AfterToolExecute
-              | StateTransition)
+              | AgentOutput | StateTransition)
 """What :meth:`Agent.stream` yields before its :class:`Reply`."""
 _STREAMED = (ModelTextDelta, BeforeModelCall, ObservationCut, AfterModelCall, BeforeToolExecute, AfterToolExecute,
-             StateTransition)
+             AgentOutput, StateTransition)
 
 
 @frozen
@@ -107,8 +108,9 @@ class Reply:
     """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
     limit: ...`` when a spend limit stopped it before a model call) or ``failed: ...``."""
     status: AgentStatus
-    """Where the task stands (``active``, ``waiting_user``, ``completed``, ``paused``,
-    ``failed``), with its result, question or error."""
+    """Where the task stands (``active``, ``waiting_user``, ``waiting_parent``,
+    ``waiting_internal``, ``completed``, ``abandoned``, ``paused``, ``failed``), with its
+    result, question, reason or error."""
     entry_id: str = ""
     """The last model output's entry id (empty if the run recorded none)."""
     usage: UsageTotals = UsageTotals()
