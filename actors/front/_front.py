@@ -50,7 +50,7 @@ from livecontext.protocol.agent import (
     Windows,
 )
 from livecontext.protocol.context import HistorySlice, ReadHistory
-from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, UsageTotals
+from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, TaskStatus, UsageTotals
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
@@ -99,7 +99,8 @@ class Reply:
 
     text: str
     """The agent's answer: the result it gave ``task_complete``, else the question it gave
-    ``wait_user_response``, else its last model output's text (empty if the run recorded none)."""
+    ``wait_user_response``, else the reason it gave ``task_abandon``, else its last model
+    output's text (empty if the run recorded none)."""
     state: EngineState
     """Where the thread stands: ``WAITING_INPUT`` once it has answered."""
     steps: int
@@ -324,6 +325,8 @@ class Agent:
         # (a task ended by a control tool ends with that tool's results: its answer is the status's)
         last = tail.last if isinstance(tail.last, ModelOutputEntry) and tail.model_outputs > before.model_outputs else None
         answer = status.result if status.result is not None else status.question
+        if answer is None and status.status is TaskStatus.ABANDONED:
+            answer = status.reason
         if answer is None:
             answer = last.content.live.text if last is not None else ""
         return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "",
