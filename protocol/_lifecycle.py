@@ -50,7 +50,7 @@ WAIT_PARENT = "wait_parent"
 """A sub-agent's control tool (instead of ``wait_user_response``): tell the parent something
 and wait for its next message."""
 
-INTERNAL_WAIT_TOOLS = frozenset({"spawn_subagent", "ask_agent"})
+INTERNAL_WAIT_TOOLS = frozenset({"spawn_subagent", "message_subagent", "ask_agent"})
 """Tools whose call waits on another agent's work: while one is pending the status is
 ``waiting_internal``. (An approval will be such a wait too: it belongs here when it is built.)"""
 

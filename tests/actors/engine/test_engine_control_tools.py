@@ -159,7 +159,8 @@ async def test_a_sub_agent_is_offered_wait_parent_instead_of_wait_user_response_
     async with open_agent(SPAWN, inputs=["delegate it"], apps=apps) as h:
         await h.run_until_idle(timeout=30)
         results = [e for e in await h.entries() if isinstance(e, ToolResultsEntry)][0].results
-        assert [(r.status, r.content.live.text) for r in results] == [(ToolStatus.OK, "Base 2 or base 10?")]
+        assert [r.status for r in results] == [ToolStatus.OK]
+        assert results[0].content.live.text.startswith("Base 2 or base 10?\n(sub-agent call_0_0 waits for your reply")
         async with await h.store.open_reader("t1/sub/call_0_0") as reader:
             state = await load_state(reader, make_converter(), "t1/sub/call_0_0")
         assert state.status == AgentStatus(TaskStatus.WAITING_PARENT, question="Base 2 or base 10?")
@@ -197,3 +198,37 @@ async def test_a_pending_ordinary_tool_call_is_active_not_waiting_internal() -> 
         assert (await h.tail()).state is S.WAITING_TOOL_RESULTS
         assert await h.status() == AgentStatus(TaskStatus.ACTIVE)
 
+
+
+async def test_a_parents_message_subagent_reply_is_the_input_a_waiting_sub_agent_goes_on_with() -> None:
+    sub = ProbeModel(scripted([call("wait_parent", {"message": "Base 2 or base 10?"}),
+                               call("task_complete", {"result": "1010"})]))
+    parent = [call("spawn_subagent", {"task": "write ten"}),
+              call("message_subagent", {"name": "call_0_0", "message": "base 2"}),
+              {"text": "ten is 1010"}]
+    async with open_agent(parent, inputs=["delegate it"], apps=[Notebook(), SubAgents(lambda: sub)]) as h:
+        await h.run_until_idle(timeout=30)
+        results = [r for e in await h.entries() if isinstance(e, ToolResultsEntry) for r in e.results]
+        assert [(r.name, r.status) for r in results] == [("spawn_subagent", ToolStatus.OK),
+                                                         ("message_subagent", ToolStatus.OK)]
+        assert results[1].content.live.text == "1010"
+        async with await h.store.open_reader("t1/sub/call_0_0") as reader:
+            state = await load_state(reader, make_converter(), "t1/sub/call_0_0")
+        assert state.status == AgentStatus(TaskStatus.COMPLETED, result="1010")
+    seen = [m.content for m in sub.requests[1].messages if not m.content.startswith("[Window: ")]
+    assert "Base 2 or base 10?" in seen[-2] and seen[-1].startswith("base 2")  # the reply came as its input
+
+
+async def test_message_subagent_to_a_sub_agent_that_does_not_wait_or_does_not_exist_fails_in_one_line() -> None:
+    sub = ProbeModel(scripted([call("task_complete", {"result": "done"})]))
+    parent = [call("spawn_subagent", {"task": "do it"}),
+              {"text": "", "tool_calls": [{"name": "message_subagent", "arguments": {"name": "call_0_0", "message": "more"}},
+                                          {"name": "message_subagent", "arguments": {"name": "nobody", "message": "hi"}}]},
+              {"text": "ok"}]
+    async with open_agent(parent, inputs=["delegate it"], apps=[Notebook(), SubAgents(lambda: sub)]) as h:
+        await h.run_until_idle(timeout=30)
+        results = [r for e in await h.entries() if isinstance(e, ToolResultsEntry) for r in e.results][1:]
+    assert [r.status for r in results] == [ToolStatus.FAILED, ToolStatus.FAILED]
+    assert ("sub-agent t1/sub/call_0_0 does not wait for a message (it is completed); message_subagent answers "
+            "a sub-agent that called wait_parent") in results[0].content.live.text
+    assert "no sub-agent t1/sub/nobody" in results[1].content.live.text
