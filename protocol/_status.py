@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import attrs
 
-from ._entries import ModelInputEntry, ToolCall
+from ._entries import ModelInputEntry
+from ._tools import ToolCall
 from ._lifecycle import (
     AgentStatus,
     INTERNAL_WAIT_TOOLS,

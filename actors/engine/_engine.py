@@ -812,9 +812,9 @@ class Engine(Actor):
         call = last.tool_calls[len(tail.recorded)]
         if self.lifecycle and call.name in CONTROL_TOOL_NAMES:
             await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
-            invoked = run_control_tool(call, self.counter)
-            after = await self._record_result(call, invoked, apply=False)
-            if call.name == OUTPUT and invoked.result.status is ToolStatus.OK:
+            answered = run_control_tool(call, self.counter)
+            after = await self._record_result(call, answered, apply=False)
+            if call.name == OUTPUT and answered.result.status is ToolStatus.OK:
                 await self._announce(AgentOutput, self.thread_id, call.id, json.loads(call.arguments)["text"])
             return after
         tools = await self._tools()
