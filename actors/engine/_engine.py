@@ -822,7 +822,7 @@ class Engine(Actor):
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
-        context = ToolContext.of(self.thread_id, call.id)
+        context = ToolContext.of(made_in(last, self.thread_id), call.id)
         if call.id in tail.started and not idempotent:
             resumed = await self._resume_started(call, spec, context)
             if resumed is not None:
@@ -892,6 +892,16 @@ class Engine(Actor):
                 "its effect, if any, was not applied")
         return ToolResult(call.id, call.name, ToolStatus.FAILED,
                           self.counter.content(text, text, f"{call.name} timed out"))
+
+
+def made_in(output: ModelOutputEntry, thread_id: str) -> str:
+    """The thread whose model made ``output``'s calls, which their idempotency keys derive
+    from: the thread of the engine that recorded it (its author). A fork copies its source's
+    entries with their authors, so a call made before the fork point keeps its source's key in
+    the fork, and a call made after it gets the fork's own. An entry not recorded by an engine
+    (rewritten by an edit) counts as made in ``thread_id``, the thread it is in."""
+    author = output.author
+    return author.name if author.kind == "engine" else thread_id
 
 
 def _describe(exc: Exception) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from livecontext import idempotency_key
 
-from tests.support.command import LIVECONTEXT, run_or_kill, write_script
+from tests.support.command import LIVECONTEXT, read_thread, run_cli, run_or_kill, write_script
 from tests.support.effect_tools import POINTS, effects_of
 
 SEEDS = range(20)
@@ -25,8 +25,8 @@ CALL_ID = "call_0_0"
 """The scripted model's id for its first call (turn 0, position 0)."""
 
 
-def command(tool: str, script: Path, store: str, *given: str) -> list[str]:
-    return [*LIVECONTEXT, "run", "--model", f"scripted:{script}", "--store", store, "--thread", "t",
+def command(tool: str, script: Path, store: str, *given: str, thread: str = "t") -> list[str]:
+    return [*LIVECONTEXT, "run", "--model", f"scripted:{script}", "--store", store, "--thread", thread,
             *given, "--json", "--tool", f"tests.support.effect_tools:{tool}"]
 
 
@@ -64,3 +64,34 @@ async def test_a_side_effecting_tool_killed_at_a_random_instant_pays_once_or_is_
         assert paid == (instant != "before"), where
         assert result["status"] == "interrupted", where
         assert "outcome unknown" in result["content"] and key in result["content"], where
+
+
+async def test_a_fork_keeps_its_sources_keys_for_the_calls_made_before_the_fork_point(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "effects"
+    pay = {"name": "pay", "arguments": {"amount": 5}}
+    script = write_script(tmp_path / "script.json", [
+        {"text": "paying", "tool_calls": [pay]}, {"text": "again", "tool_calls": [pay]}, {"text": "done"}])
+    store = f"sqlite:{tmp_path / 'db'}"
+    source_key = idempotency_key("t", CALL_ID)
+    monkeypatch.setenv("EFFECT_LOG", str(log))
+    monkeypatch.setenv("EFFECT_HOLD", "effect")
+
+    async def paid() -> bool:
+        return effects_of(log, source_key) == 1
+
+    assert await run_or_kill(command("pay", script, store, "--input", "pay 5"), tmp_path, paid) is None
+    monkeypatch.delenv("EFFECT_HOLD")
+    source = await read_thread(store, "t")
+    forked = await run_cli("fork", "--store", store, "--thread", "t", "--at", str(source.seq), "--new-thread", "f")
+    assert forked.returncode == 0, forked.stderr
+    done = await run_or_kill(command("pay", script, store, thread="f"), tmp_path, None)
+    assert done is not None and done.returncode == 0, done.stderr
+    first, second = [r for e in json.loads(done.stdout)["entries"] for r in e.get("results", ())]
+    # the call made in t before the fork point: the fork reports it with t's key, not its own
+    assert first["status"] == "interrupted" and source_key in first["content"]
+    assert idempotency_key("f", CALL_ID) not in first["content"]
+    # the call made in the fork after it: the fork's own key
+    assert second["content"] == "paid 5"
+    assert effects_of(log, idempotency_key("f", "call_1_0")) == 1
+    assert effects_of(log, source_key) == 1
