@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+import trio
 
 from livecontext import ToolContext, idempotency_key
-from livecontext.actors.apps import FunctionTools, ToolDefinitionError, check_tool, describe_tools, invoke_tool, tool
+from livecontext.actors.apps import App, FunctionTools, ToolDefinitionError, check_tool, describe_tools, invoke_tool, tool
 from livecontext.protocol.history import ToolCall
 
 
@@ -73,3 +74,34 @@ async def test_a_check_says_done_not_done_or_cannot_tell() -> None:
 def test_a_check_without_side_effects_is_refused_with_what_to_do() -> None:
     with pytest.raises(ToolDefinitionError, match=r"add side_effects=True"):
         tool(check=found)
+
+
+class Payments(App):
+    name = "payments"
+
+    def __init__(self) -> None:
+        self.done: dict[str, str] = {"k-paid": "receipt 7"}
+
+    async def look_up(self, key: str) -> str | None:
+        await trio.lowlevel.checkpoint()
+        return self.done.get(key)
+
+    @tool(side_effects=True, check=look_up)
+    def pay(self, amount: int, ctx: ToolContext) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        return f"paid {amount} with key {ctx.key}"
+
+
+async def test_an_app_tool_takes_the_context_and_its_check_is_a_method_of_the_app() -> None:
+    apps, call = [Payments()], ToolCall("c", "pay", json.dumps({"amount": 3}))
+    spec, = describe_tools(apps[0])
+    assert json.loads(spec.parameters_json)["properties"].keys() == {"amount"}
+    assert spec.side_effects and spec.checked
+    assert (await invoke_tool(apps, call, ToolContext.of("t", "c"))).live == f"paid 3 with key {idempotency_key('t', 'c')}"
+    found = await check_tool(apps, call, ToolContext("k-paid", "t", "c"))
+    assert found is not None and not isinstance(found, bool) and found.live == "receipt 7"
+    assert await check_tool(apps, call, ToolContext("k-other", "t", "c")) is None
