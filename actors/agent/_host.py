@@ -213,8 +213,10 @@ class AppHost(Actor):
             found = await check_tool(list(self.apps.values()), msg.call, msg.context)
         except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
             return ToolChecked(self._crashed(msg.call, exc))
-        if found is None or found is False:
-            return ToolChecked(None, not_done=found is False)
+        if found is None:
+            return ToolChecked(None)
+        if found is False:
+            return ToolChecked(None, not_done=True)
         return ToolChecked(self._invoked(msg.call, found))
 
     def _invoked(self, call: ToolCall, outcome: ToolOutcome) -> ToolInvoked:

@@ -6,7 +6,7 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 import pydantic_core
@@ -153,7 +153,8 @@ def start_tool(apps: Sequence[App], call: ToolCall,
     return _call(app, tool_def, fn, kwargs)
 
 
-async def check_tool(apps: Sequence[App], call: ToolCall, context: ToolContext) -> ToolOutcome | bool | None:
+async def check_tool(apps: Sequence[App], call: ToolCall,
+                     context: ToolContext) -> ToolOutcome | Literal[False] | None:
     """Ask the ``check`` of the tool ``call`` names whether the call's effect happened.
 
     Returns the call's outcome if it did, ``False`` if it did not (run the call now), ``None``
@@ -177,8 +178,10 @@ async def check_tool(apps: Sequence[App], call: ToolCall, context: ToolContext) 
     except Exception as exc:  # not BaseException: trio.Cancelled must propagate
         return ToolOutcome.failed(f"{call.name}'s check raised {type(exc).__name__}: {exc}; "
                                   f"the outcome of the call (key {context.key}) is unknown")
-    if found is None or found is False:
-        return found
+    if found is None:
+        return None
+    if found is False:
+        return False
     if found is True:
         return ToolOutcome.ok("done (its check found the effect done)")
     if isinstance(found, (str, ToolOutcome)):
