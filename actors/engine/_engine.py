@@ -841,7 +841,7 @@ class Engine(Actor):
                                                    timeout=self.tool_timeout_s)
         except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
-            invoked = ToolInvoked(self._timed_out(call))
+            invoked = ToolInvoked(self._timed_out(call, spec, context))
         if run is not None:
             run.tool_in_flight = None
         return await self._record_result(call, invoked)
@@ -887,9 +887,13 @@ class Engine(Actor):
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
                           self.counter.content(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "interrupted: outcome unknown"))
 
-    def _timed_out(self, call: ToolCall) -> ToolResult:
-        text = (f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
-                "its effect, if any, was not applied")
+    def _timed_out(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext) -> ToolResult:
+        text = f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
+        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
+            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
+                     "find out whether its effect happened before calling it again")
+        else:
+            text += "its effect, if any, was not applied"
         return ToolResult(call.id, call.name, ToolStatus.FAILED,
                           self.counter.content(text, text, f"{call.name} timed out"))
 
