@@ -49,12 +49,14 @@ _HOMES = {
     "SpendLimitsError": "actors.spend",
     "System": "actors.system",
     "TaskStatus": "protocol.history",
+    "ToolContext": "protocol.history",
     "ToolDefinitionError": "actors.apps",
     "ToolFailure": "actors.apps",
     "ToolOutcome": "actors.apps",
     "UsageError": "runtime",
     "open_agent": "actors.front",
     "open_system": "actors.system",
+    "idempotency_key": "protocol.history",
     "tool": "actors.apps",
 }
 """The front door's names, each with the module it lives in (below ``livecontext``): imported on
@@ -109,6 +111,8 @@ if TYPE_CHECKING:
         Level as Level,
         Retention as Retention,
         TaskStatus as TaskStatus,
+        ToolContext as ToolContext,
+        idempotency_key as idempotency_key,
     )
     from livecontext.runtime import UsageError as UsageError
     from livecontext.runtime.models import Price as Price

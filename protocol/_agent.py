@@ -17,7 +17,7 @@ from ._entries import HistoryEntry, Notification, Usage, UsageTotals
 from ._lifecycle import ControlToolEffect
 from ._message import Message
 from ._state import EngineState
-from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+from ._tools import ToolCall, ToolContext, ToolResult, ToolSpec, ToolStatus
 from ._windows import AppWindow
 
 @frozen
@@ -495,6 +495,27 @@ class InvokeTool(Message):
     """Run one tool call; never changes an app (ask: :class:`ToolInvoked`)."""
 
     call: ToolCall
+    context: ToolContext | None = None
+    """What the call knows of itself (its idempotency key), for a tool that takes it."""
+
+
+@frozen
+class CheckTool(Message):
+    """Ask a side-effecting tool's ``check(key)`` whether a call found started but unrecorded
+    after a crash did its effect (ask: :class:`ToolChecked`)."""
+
+    call: ToolCall
+    context: ToolContext
+
+
+@frozen
+class ToolChecked(Message):
+    """What a tool's check found: the call's result if its effect is done, else ``None``,
+    with :attr:`not_done` saying whether the check knows it is not (run it now) or cannot tell."""
+
+    result: ToolInvoked | None
+    not_done: bool = False
+    """The check knows the effect did not happen: the engine runs the call now."""
 
 
 @frozen
@@ -521,10 +542,10 @@ class ApplyEffect(Message):
     effect: AppEffect
 
 
-AppHostRequest = GetWindows | ListTools | InvokeTool | CancelTool | ApplyEffect
+AppHostRequest = GetWindows | ListTools | InvokeTool | CheckTool | CancelTool | ApplyEffect
 """What the app host's mailbox takes."""
 
-AppHostReply = Windows | Tools | ToolInvoked
+AppHostReply = Windows | Tools | ToolInvoked | ToolChecked
 """The app host's answers."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 
 from attrs import frozen
 
@@ -21,6 +22,12 @@ class ToolSpec:
     """The JSON schema (an object schema) of the arguments, as JSON text."""
     idempotent: bool = False
     """Whether running it twice has the effect of running it once (re-run after a crash)."""
+    side_effects: bool = False
+    """Whether a call acts on the world outside the thread (a payment, a mail): one found
+    started but unrecorded after a crash is never run again blindly (see :class:`ToolContext`)."""
+    checked: bool = False
+    """Whether the tool offers a ``check(key)`` that can tell whether a call's effect happened:
+    the engine asks it on resume instead of reporting the outcome unknown."""
     retention: Retention = Retention.COMPRESSIBLE
     """The retention class of its results (and of a model output that only calls such tools
     and says nothing): DISPOSABLE for results that a later state supersedes."""
@@ -60,3 +67,37 @@ class ToolResult:
     """How the call ended."""
     content: Content
     """What the model reads, at each level."""
+
+
+def idempotency_key(thread_id: str, call_id: str) -> str:
+    """The idempotency key of tool call ``call_id`` made in thread ``thread_id``.
+
+    A pure function of the two (``lc-`` and 32 hex digits of a SHA-256 of both, each
+    length-prefixed), so the call has the same key in every run of the thread, before and
+    after a crash: hand it to the outside world (a payment API's idempotency key, a row's
+    unique id) and a call run twice is done there once, or a ``check(key)`` can look for it.
+    """
+    h = hashlib.sha256(b"livecontext tool call\0")
+    for part in (thread_id, call_id):
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(b"%d:" % len(data))
+        h.update(data)
+    return "lc-" + h.hexdigest()[:32]
+
+
+@frozen
+class ToolContext:
+    """What a running tool call knows of itself: given to a tool that takes a parameter
+    annotated ``ToolContext`` (never shown to the model in the tool's schema)."""
+
+    key: str
+    """The call's idempotency key (:func:`idempotency_key` of :attr:`thread_id` and :attr:`call_id`)."""
+    thread_id: str
+    """The thread whose model made the call."""
+    call_id: str
+    """The model's id for the call."""
+
+    @classmethod
+    def of(cls, thread_id: str, call_id: str) -> ToolContext:
+        """The context of call ``call_id`` made in thread ``thread_id``."""
+        return cls(idempotency_key(thread_id, call_id), thread_id, call_id)

@@ -7,7 +7,7 @@ itself, :class:`~livecontext.protocol.agent.AgentStatus`, is the reply of the ag
 from __future__ import annotations
 
 from ._content import Content, Level, LevelText, Retention, Shown
-from ._tools import ToolCall, ToolResult, ToolSpec, ToolStatus
+from ._tools import ToolCall, ToolContext, ToolResult, ToolSpec, ToolStatus, idempotency_key
 from ._entries import (
     ENTRY_KINDS,
     HistoryEntry,
@@ -61,6 +61,7 @@ __all__ = [
     "TaskMarks",
     "TaskStatus",
     "ToolCall",
+    "ToolContext",
     "ToolResult",
     "ToolResultsEntry",
     "ToolSpec",
@@ -71,6 +72,7 @@ __all__ = [
     "WAIT_USER_RESPONSE",
     "derive_state",
     "derive_status",
+    "idempotency_key",
     "id_number",
     "task_after",
 ]

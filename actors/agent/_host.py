@@ -11,12 +11,14 @@ from livecontext.protocol.agent import (
     AppEffects,
     ApplyEffect,
     CancelTool,
+    CheckTool,
     GetAppEffects,
     GetWindows,
     InvokeTool,
     ListTools,
     ReplayAppEffects,
     SaveAppState,
+    ToolChecked,
     ToolInvoked,
     Tools,
     Windows,
@@ -27,7 +29,7 @@ from livecontext.protocol.records import AppEffect, AppHistory, AppWindow, Undec
 from livecontext.runtime import Actor, LivecontextError, MailboxFullError, UsageError, handler
 from livecontext.runtime.tokens import TokenCounter
 
-from ..apps import App, ToolOutcome, describe_tools, start_tool, tool_owner
+from ..apps import App, ToolOutcome, check_tool, describe_tools, start_tool, tool_owner
 
 log = logging.getLogger("livecontext.apps")
 
@@ -166,7 +168,7 @@ class AppHost(Actor):
     async def on_invoke(self, msg: InvokeTool) -> ToolInvoked | None:
         call = msg.call
         try:
-            started = start_tool(list(self.apps.values()), call)
+            started = start_tool(list(self.apps.values()), call, msg.context)
             if isinstance(started, ToolOutcome):  # a sync tool (or a mistake): over already
                 return self._invoked(call, started)
         except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
@@ -202,6 +204,20 @@ class AppHost(Actor):
                 close()
             raise
         return None
+
+    @handler
+    async def on_check(self, msg: CheckTool) -> ToolChecked:
+        """Ask the check of a side-effecting tool whether an interrupted call did its effect
+        (in the handler: a check is a quick look-up, made once per interrupted call on resume)."""
+        try:
+            found = await check_tool(list(self.apps.values()), msg.call, msg.context)
+        except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
+            return ToolChecked(self._crashed(msg.call, exc))
+        if found is None:
+            return ToolChecked(None)
+        if found is False:
+            return ToolChecked(None, not_done=True)
+        return ToolChecked(self._invoked(msg.call, found))
 
     def _invoked(self, call: ToolCall, outcome: ToolOutcome) -> ToolInvoked:
         effect = None

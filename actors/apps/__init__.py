@@ -17,10 +17,12 @@ from ._app import App
 from ._functions import FunctionTools
 from ._imports import load_object, make_app
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
-from ._invoke import describe_tools, invoke_tool, start_tool, tool_owner
+from ._invoke import check_tool, describe_tools, invoke_tool, start_tool, tool_owner
 from ._notebook import Notebook
 from ._outcome import ToolFailure, ToolOutcome
 from ._tool import tool
+
+from livecontext.protocol.history import ToolContext
 
 __all__ = [
     "App",
@@ -30,8 +32,10 @@ __all__ = [
     "Notebook",
     "ToolDefinitionError",
     "ToolFailure",
+    "ToolContext",
     "ToolOutcome",
     "UnknownEffectError",
+    "check_tool",
     "describe_tools",
     "invoke_tool",
     "load_object",

@@ -6,13 +6,13 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 import pydantic_core
 import trio
 
-from livecontext.protocol.history import ToolCall, ToolSpec
+from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec
 
 from ._app import App
 from ._errors import ToolDefinitionError
@@ -93,11 +93,13 @@ def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
             parameters_json=schema_json(tool_def),
             idempotent=tool_def.idempotent,
             retention=tool_def.retention,
+            side_effects=tool_def.side_effects,
+            checked=tool_def.check is not None,
         )
     return tuple(specs.values())
 
 
-async def invoke_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome:
+async def invoke_tool(apps: Sequence[App], call: ToolCall, context: ToolContext | None = None) -> ToolOutcome:
     """Run the model's tool ``call`` on whichever of ``apps`` offers that tool.
 
     This never raises for anything the model or the tool did wrong: an unknown tool,
@@ -108,14 +110,17 @@ async def invoke_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome:
 
     It never changes an app's state either: the outcome's effect is applied by the host once
     committed (see :class:`App`). When two apps offer the same tool name, the first wins.
+    A tool taking a :class:`ToolContext` is given ``context`` (by default, the call's context
+    in a thread with no id).
     """
-    started = start_tool(apps, call)
+    started = start_tool(apps, call, context)
     if isinstance(started, ToolOutcome):
         return started
     return await started
 
 
-def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[ToolOutcome]:
+def start_tool(apps: Sequence[App], call: ToolCall,
+               context: ToolContext | None = None) -> ToolOutcome | Awaitable[ToolOutcome]:
     """The synchronous part of :func:`invoke_tool`: find the tool, parse and validate the
     arguments, and call it.
 
@@ -143,7 +148,52 @@ def start_tool(apps: Sequence[App], call: ToolCall) -> ToolOutcome | Awaitable[T
     except pydantic.ValidationError as exc:
         return ToolOutcome.failed(_describe_invalid(tool_def, exc))
     kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
+    if tool_def.context is not None:
+        kwargs[tool_def.context] = context if context is not None else ToolContext.of("", call.id)
     return _call(app, tool_def, fn, kwargs)
+
+
+async def check_tool(apps: Sequence[App], call: ToolCall,
+                     context: ToolContext) -> ToolOutcome | Literal[False] | None:
+    """Ask the ``check`` of the tool ``call`` names whether the call's effect happened.
+
+    Returns the call's outcome if it did, ``False`` if it did not (run the call now), ``None``
+    if the check cannot tell or there is none (the outcome is unknown). A check that raises
+    cannot tell: its error is in the outcome's text.
+    """
+    target = _find_tool(apps, call.name)
+    if target is None:
+        return None
+    app, attr, fn = target
+    try:
+        check = compile_tool(attr, fn).check
+    except ToolDefinitionError:
+        return None
+    if check is None:
+        return None
+    try:
+        found = check(app, context.key) if is_method_check(fn) else check(context.key)
+        if inspect.isawaitable(found):
+            found = await found
+    except Exception as exc:  # not BaseException: trio.Cancelled must propagate
+        return ToolOutcome.failed(f"{call.name}'s check raised {type(exc).__name__}: {exc}; "
+                                  f"the outcome of the call (key {context.key}) is unknown")
+    if found is None:
+        return None
+    if found is False:
+        return False
+    if found is True:
+        return ToolOutcome.ok("done (its check found the effect done)")
+    if isinstance(found, (str, ToolOutcome)):
+        return ToolOutcome.ok(found) if isinstance(found, str) else found
+    return ToolOutcome.failed(f"{call.name}'s check returned {type(found).__name__} (give text, a ToolOutcome, "
+                              f"True, False or None); the outcome of the call (key {context.key}) is unknown")
+
+
+def is_method_check(fn: Callable[..., Any]) -> bool:
+    """Whether the tool ``fn`` is an app's method (its check then takes the app first)."""
+    marker = tool_marker(fn)
+    return marker is not None and marker.method
 
 
 def tool_owner(apps: Sequence[App], tool_name: str) -> App | None:

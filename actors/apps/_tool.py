@@ -21,7 +21,7 @@ import docstring_parser
 import pydantic
 from attrs import frozen
 
-from livecontext.protocol.history import Retention
+from livecontext.protocol.history import Retention, ToolContext
 
 from ._errors import ToolDefinitionError
 
@@ -48,6 +48,8 @@ class _Marker:
     retention: Retention = Retention.COMPRESSIBLE
     method: bool = True
     """An app's method (its first parameter is ``self``), else a plain function."""
+    side_effects: bool = False
+    check: Callable[..., Any] | None = None
 
 
 @frozen
@@ -72,16 +74,24 @@ class ToolDef:
     """The parameter names, in signature order (``self`` excluded)."""
     method: bool = True
     """An app's method, else a plain function (see :class:`FunctionTools`)."""
+    side_effects: bool = False
+    """Whether a call acts on the world outside the thread (see :func:`tool`)."""
+    check: Callable[..., Any] | None = None
+    """What tells whether a call with a given idempotency key did its effect (see :func:`tool`)."""
+    context: str | None = None
+    """The parameter annotated :class:`ToolContext`, filled by the host (not in the schema)."""
 
 
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, idempotent: bool = False, name: str | None = None,
-         retention: Retention = Retention.COMPRESSIBLE) -> Callable[[F], F]: ...
+         retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
+         check: Callable[..., Any] | None = None) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None,
-    retention: Retention = Retention.COMPRESSIBLE,
+    retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
+    check: Callable[..., Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function, or an app's method, as a tool the model may call.
 
@@ -108,11 +118,26 @@ def tool(
             a later state supersedes, such as a view of the app's own window) or EPHEMERAL
             (gone when the session ends). A model output that only calls such tools and says
             nothing gets the same class, so the two go together.
+        side_effects: Whether a call acts on the world outside the thread (a payment, a
+            mail). Such a call found started but unrecorded after a crash is never run again
+            blindly: the model is told its outcome is unknown, with the call's idempotency key
+            (:class:`ToolContext`), unless ``check`` can say what happened.
+        check: For a side-effecting tool, a function of the call's idempotency key that says
+            whether the call's effect happened; the engine calls it on resume for a call a crash
+            interrupted. For a plain function ``check(key)``, for an app's method
+            ``check(self, key)`` (define it above the tool in the class body); sync or async. It
+            returns the call's result if the effect is done (text or a :class:`ToolOutcome`;
+            ``True``: just "done"), ``False`` if it is not (the call is run now), ``None`` if it
+            cannot tell (the outcome is reported unknown).
+
+    A tool that takes a parameter annotated :class:`ToolContext` is given the call's context
+    there (its idempotency key, thread and call id); the model never sees that parameter.
 
     Raises:
         ToolDefinitionError: if the method has no docstring, takes ``*args``/``**kwargs`` or
             positional-only parameters, the name is not 1-64 letters, digits, ``_`` or ``-``,
-            or ``retention`` is not one of those three.
+            ``retention`` is not one of those three, or ``check`` is given without
+            ``side_effects=True`` or is not a function.
     """
     if retention not in _RESULT_RETENTIONS:
         raise ToolDefinitionError(
@@ -120,10 +145,21 @@ def tool(
             f"{', '.join(r.name for r in _RESULT_RETENTIONS)} (pin an input to keep it for good)"
         )
 
+    if check is not None and not side_effects:
+        raise ToolDefinitionError(
+            "@tool(check=...) is for a tool with side effects: add side_effects=True (a tool "
+            "without them is simply run again or reported interrupted)")
+    if check is not None and not callable(check):
+        raise ToolDefinitionError(f"@tool(check={check!r}) is not a function: give a function of the call's key")
+    if side_effects and idempotent:
+        raise ToolDefinitionError(
+            "@tool(idempotent=True, side_effects=True): an idempotent tool is run again after a crash, "
+            "so it needs no side_effects; keep one of the two")
+
     def mark(f: F) -> F:
         method = is_method(f)
         _check_definition(f, name, method)
-        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method))
+        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method, side_effects, check))
         return f
 
     if fn is not None:
@@ -202,6 +238,9 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
             f"{label}: its docstring documents {', '.join(map(repr, stray))}, which it does "
             f"not take (it takes {', '.join(names) or 'nothing'}); fix the Args section"
         )
+    context = next((p.name for p in params if hints.get(p.name) is ToolContext), None)
+    params = [p for p in params if p.name != context]
+    names = tuple(p.name for p in params)
     fields: dict[str, Any] = {}
     for i, p in enumerate(params):
         if p.name not in hints:
@@ -242,6 +281,9 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         arguments=model,
         parameters=names,
         method=marker.method,
+        side_effects=marker.side_effects,
+        check=marker.check,
+        context=context,
     )
 
 

@@ -64,6 +64,7 @@ from livecontext.protocol.agent import (
     Cancel,
     CancelTool,
     CheckSpend,
+    CheckTool,
     GetTail,
     GetWindows,
     Idle,
@@ -90,6 +91,7 @@ from livecontext.protocol.agent import (
     Step,
     StepDone,
     Tail,
+    ToolChecked,
     ToolInvoked,
     Tools,
     WaitingInput,
@@ -106,8 +108,10 @@ from livecontext.protocol.history import (
     ModelRequest,
     Shown,
     ToolCall,
+    ToolContext,
     ToolResult,
     ToolResultsEntry,
+    ToolSpec,
     ToolStatus,
     Usage,
     id_number,
@@ -141,6 +145,13 @@ not the agent's own."""
 INTERRUPTED_TEXT = (
     "interrupted: the tool started but its outcome was never recorded (the process stopped "
     "or the call was cancelled); check its effect before calling it again"
+)
+
+UNKNOWN_TEXT = (
+    "outcome unknown: {name} has side effects and started, but its outcome was never recorded "
+    "(the process stopped or the call was cancelled), so it was not run again. Its idempotency "
+    "key is {key}: find out whether its effect happened before calling it again (a call made "
+    "again is a new call, with a new key)"
 )
 
 
@@ -820,8 +831,11 @@ class Engine(Actor):
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
+        context = ToolContext.of(made_in(last, self.thread_id), call.id)
         if call.id in tail.started and not idempotent:
-            return await self._record_result(call, ToolInvoked(self._interrupted(call)))
+            resumed = await self._resume_started(call, spec, context)
+            if resumed is not None:
+                return await self._record_result(call, resumed)
         if not idempotent:
             await self.ctx.ask(self.wiring.history, RecordToolStarted(call.id, call.name), shield=True)
         await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
@@ -832,11 +846,11 @@ class Engine(Actor):
         # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
         # with that deadline anyway (a second scope would cost without adding anything)
         try:
-            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call), ToolInvoked,
+            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
                                                    timeout=self.tool_timeout_s)
         except AskTimeoutError:
             await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
-            invoked = ToolInvoked(self._timed_out(call))
+            invoked = ToolInvoked(self._timed_out(call, spec, context))
         if run is not None:
             run.tool_in_flight = None
         return await self._record_result(call, invoked)
@@ -860,15 +874,47 @@ class Engine(Actor):
                              invoked.result.content.gist.text)
         return after
 
+    async def _resume_started(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext) -> ToolInvoked | None:
+        """What to record for a call found started but unrecorded: today's "interrupted" for a
+        tool without side effects; for one with them, what its check says (``None``: the check
+        knows the effect did not happen, so the call is run now), else "outcome unknown" with
+        the call's idempotency key. Never the call run again blindly."""
+        if spec is None or not spec.side_effects:
+            return ToolInvoked(self._interrupted(call))
+        if spec.checked:
+            checked: ToolChecked = await self._ask(self.wiring.apps, CheckTool(call, context), ToolChecked,
+                                                   timeout=self.tool_timeout_s)
+            if checked.result is not None:
+                return checked.result
+            if checked.not_done:
+                return None
+        text = UNKNOWN_TEXT.format(name=call.name, key=context.key)
+        return ToolInvoked(ToolResult(call.id, call.name, ToolStatus.INTERRUPTED, self.counter.content(
+            text, text, f"{call.name}: outcome unknown (key {context.key})")))
+
     def _interrupted(self, call: ToolCall) -> ToolResult:
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
                           self.counter.content(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "interrupted: outcome unknown"))
 
-    def _timed_out(self, call: ToolCall) -> ToolResult:
-        text = (f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
-                "its effect, if any, was not applied")
+    def _timed_out(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext) -> ToolResult:
+        text = f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
+        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
+            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
+                     "find out whether its effect happened before calling it again")
+        else:
+            text += "its effect, if any, was not applied"
         return ToolResult(call.id, call.name, ToolStatus.FAILED,
                           self.counter.content(text, text, f"{call.name} timed out"))
+
+
+def made_in(output: ModelOutputEntry, thread_id: str) -> str:
+    """The thread whose model made ``output``'s calls, which their idempotency keys derive
+    from: the thread of the engine that recorded it (its author). A fork copies its source's
+    entries with their authors, so a call made before the fork point keeps its source's key in
+    the fork, and a call made after it gets the fork's own. An entry not recorded by an engine
+    (rewritten by an edit) counts as made in ``thread_id``, the thread it is in."""
+    author = output.author
+    return author.name if author.kind == "engine" else thread_id
 
 
 def _describe(exc: Exception) -> str:

@@ -102,11 +102,11 @@ async def test_cancel_tool_stops_a_running_tool_and_its_asker_hears_so() -> None
         await h.client.ask(h.agent.apps, CancelTool("not-running"))  # nothing to cancel: fine
 
 
-def _broken_sync(apps: object, call: ToolCall) -> object:
+def _broken_sync(apps: object, call: ToolCall, context: object = None) -> object:
     raise KeyError("no such app")
 
 
-async def _broken_async(apps: object, call: ToolCall) -> object:
+async def _broken_async(apps: object, call: ToolCall, context: object = None) -> object:
     await trio.lowlevel.checkpoint()
     raise KeyError("no such app")
 

@@ -30,9 +30,9 @@ def test_the_package_exports_exactly_the_front_door() -> None:
         "Agent", "AgentEvent", "AgentSpec", "AgentState", "AnalyzerSettings", "App", "AppDefinitionError", "AppStateError",
         "BlueprintError", "BudgetTooSmallError", "ContextPolicy", "EngineState", "HistoryLimits",
         "InputTooLargeError", "Level", "RecapSettings",
-        "Reply", "Retention", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
+        "Reply", "Retention", "ToolContext", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
         "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus",
-        "SpendLimits", "SpendLimitsError", "Price"])
+        "SpendLimits", "SpendLimitsError", "Price", "idempotency_key"])
     for name in livecontext.__all__:
         assert getattr(livecontext, name).__doc__, f"{name} has no docstring"
 
