@@ -406,8 +406,8 @@ async def open_agent(
         analyzers: Analyzers run beside the engine.
         analyzer_models: Each ``model`` analyzer's model, by analyzer name.
         pin_task: Pin the thread's first input (default ``True``).
-        lifecycle: Offer the control tools ``task_complete`` and ``wait_user_response``
-            (default ``True``).
+        lifecycle: Offer the control tools ``task_complete``, ``task_abandon``, ``output``
+            and ``wait_user_response`` (default ``True``).
         pins: Pinned inputs fed when the agent opens (before ``inputs``).
         inputs: Inputs fed when the agent opens (run them with :meth:`Agent.run`).
         max_steps: Default step limit of each run.
