@@ -213,6 +213,16 @@ class AfterToolExecute(Message):
 
 
 @frozen
+class AgentOutput(Message):
+    """The model called ``output``: this text is for the user, now (published once it is
+    recorded, before the engine's next step; the task goes on)."""
+
+    thread_id: str
+    call_id: str
+    text: str
+
+
+@frozen
 class StateTransition(Message):
     """The engine's state changed."""
 
@@ -222,7 +232,7 @@ class StateTransition(Message):
 
 
 EngineEvent = (WaitingInput | BeforeModelCall | ObservationCut | ModelTextDelta | AfterModelCall
-               | BeforeToolExecute | AfterToolExecute | StateTransition)
+               | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition)
 """What the engine publishes on its events topic."""
 
 

@@ -7,15 +7,24 @@ says where the task stands, for the people and programs that drive the agent:
 - ``waiting_user``: the engine waits for input: the thread is new, the model answered
   without calling a tool, or it called ``wait_user_response`` (then :attr:`AgentStatus.question`
   holds its question);
+- ``waiting_parent``: a sub-agent called ``wait_parent``: it waits for its parent's next
+  message (:attr:`AgentStatus.question` holds what it said to the parent);
+- ``waiting_internal``: the engine waits on another agent's work: a sub-agent it spawned or an
+  ``ask_agent`` question (:attr:`AgentStatus.waiting_on` names the call); approvals will wait
+  here too (not built yet);
 - ``completed``: the model called ``task_complete``; :attr:`AgentStatus.result` holds the
   result, and the engine takes no step until new input comes;
+- ``abandoned``: the model called ``task_abandon``; :attr:`AgentStatus.reason` holds why, and
+  the engine takes no step until new input comes (which starts a new task, as after
+  ``completed``);
 - ``paused``: a ``Pause`` or ``Cancel`` stopped the engine with work left, or a spend limit
   did (then :attr:`AgentStatus.reason` names the limit and the figures);
 - ``failed``: its last step failed (:attr:`AgentStatus.error` says why); the state did not
   change, and the next step tries again.
 
-The status is a fold of the thread's log, like the rest of its state: the two control tools'
-effects (:class:`TaskCompleted`, :class:`UserQuestionAsked`) are committed with their tool
+The status is a fold of the thread's log, like the rest of its state: the control tools'
+effects (:class:`TaskCompleted`, :class:`TaskAbandoned`, :class:`UserQuestionAsked`,
+:class:`ParentAwaited`) are committed with their tool
 results, a stop by a pause and a failed step are records of their own
 (:class:`EnginePaused`, :class:`StepFailed`), so a restarted thread has the status it had.
 ``protocol._status`` holds the fold and reads the status off it.
@@ -33,6 +42,17 @@ TASK_COMPLETE = "task_complete"
 """The control tool that ends the task with a result."""
 WAIT_USER_RESPONSE = "wait_user_response"
 """The control tool that asks the user a question and waits for the answer."""
+TASK_ABANDON = "task_abandon"
+"""The control tool that gives the task up, saying why."""
+OUTPUT = "output"
+"""The control tool that shows the user some text at once; the task goes on."""
+WAIT_PARENT = "wait_parent"
+"""A sub-agent's control tool (instead of ``wait_user_response``): tell the parent something
+and wait for its next message."""
+
+INTERNAL_WAIT_TOOLS = frozenset({"spawn_subagent", "message_subagent", "ask_agent"})
+"""Tools whose call waits on another agent's work: while one is pending the status is
+``waiting_internal``. (An approval will be such a wait too: it belongs here when it is built.)"""
 
 
 class TaskStatus(enum.Enum):
@@ -40,7 +60,10 @@ class TaskStatus(enum.Enum):
 
     ACTIVE = "active"
     WAITING_USER = "waiting_user"
+    WAITING_PARENT = "waiting_parent"
+    WAITING_INTERNAL = "waiting_internal"
     COMPLETED = "completed"
+    ABANDONED = "abandoned"
     PAUSED = "paused"
     FAILED = "failed"
 
@@ -53,12 +76,17 @@ class AgentStatus(Message):
     result: str | None = None
     """The result given to ``task_complete`` (``completed`` only)."""
     question: str | None = None
-    """The question given to ``wait_user_response`` (``waiting_user`` after that tool only)."""
+    """The question given to ``wait_user_response`` (``waiting_user`` after that tool only),
+    or what a sub-agent said to its parent with ``wait_parent`` (``waiting_parent``)."""
     error: str | None = None
     """Why the last step failed (``failed`` only)."""
     reason: str | None = None
     """What paused the engine, when it was not a ``Pause`` or ``Cancel`` but a spend limit
-    (``paused`` only): the limit, the figures and how to raise it."""
+    (``paused``): the limit, the figures and how to raise it; or why the task was given up
+    (``abandoned``)."""
+    waiting_on: str | None = None
+    """What the agent waits on (``waiting_internal`` only): the tool and its call id, such as
+    ``spawn_subagent call c1``."""
 
 
 @frozen
@@ -74,6 +102,20 @@ class TaskCompleted(Message):
     """``task_complete`` was called: the task is over, with this result."""
 
     result: str
+
+
+@frozen
+class TaskAbandoned(Message):
+    """``task_abandon`` was called: the task was given up, for this reason."""
+
+    reason: str
+
+
+@frozen
+class ParentAwaited(Message):
+    """A sub-agent called ``wait_parent``: it waits for its parent's next message, having said this."""
+
+    message: str
 
 
 @frozen
@@ -130,7 +172,7 @@ StatusRequest = GetStatus | RecordPause | RecordStepFailure
 StatusReply = AgentStatus
 """The history store's answer to :class:`GetStatus`."""
 
-ControlToolEffect = TaskCompleted | UserQuestionAsked
+ControlToolEffect = TaskCompleted | TaskAbandoned | UserQuestionAsked | ParentAwaited
 """The effect of a lifecycle control tool, committed with its tool result."""
 
 LifecycleRecord = EnginePaused | StepFailed
@@ -141,7 +183,7 @@ LifecycleRecord = EnginePaused | StepFailed
 class TaskMarks:
     """What a thread's log says of its task, besides its entries (kept in snapshots)."""
 
-    ended: TaskCompleted | UserQuestionAsked | None = None
+    ended: TaskCompleted | TaskAbandoned | UserQuestionAsked | ParentAwaited | None = None
     """The control tool that ended the task's last turn; cleared by the next input. Once its
     tool-results entry is appended, the engine waits for input (see :func:`~._state.derive_state`)."""
     paused: bool = False

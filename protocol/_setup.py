@@ -91,4 +91,5 @@ class ThreadSettings:
     pin_task: bool = True
     """Whether its first input (the task) is pinned."""
     lifecycle: bool = True
-    """Whether the control tools ``task_complete`` and ``wait_user_response`` are offered."""
+    """Whether the control tools (``task_complete``, ``task_abandon``, ``output``,
+    ``wait_user_response``; ``wait_parent`` in a sub-agent) are offered."""

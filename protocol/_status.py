@@ -8,10 +8,15 @@ from __future__ import annotations
 import attrs
 
 from ._entries import ModelInputEntry
+from ._tools import ToolCall
 from ._lifecycle import (
     AgentStatus,
+    INTERNAL_WAIT_TOOLS,
+    ControlToolEffect,
     EnginePaused,
+    ParentAwaited,
     StepFailed,
+    TaskAbandoned,
     TaskCompleted,
     TaskMarks,
     TaskStatus,
@@ -33,7 +38,7 @@ def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
         return NO_MARKS if isinstance(payload.entry, ModelInputEntry) else _stepped(marks)
     if isinstance(payload, ToolResultRecorded):
         effect = payload.effect
-        if isinstance(effect, TaskCompleted | UserQuestionAsked):
+        if isinstance(effect, ControlToolEffect):
             return TaskMarks(ended=effect)
         return _stepped(marks)
     if isinstance(payload, ToolResultsAppended | ToolStarted):
@@ -51,17 +56,25 @@ def _stepped(marks: TaskMarks) -> TaskMarks:
     return marks
 
 
-def derive_status(state: EngineState, marks: TaskMarks) -> AgentStatus:
-    """The status of a thread in ``state`` with ``marks`` (see :mod:`._lifecycle`)."""
+def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None = None) -> AgentStatus:
+    """The status of a thread in ``state`` with ``marks`` (see :mod:`._lifecycle`); ``pending``
+    is the tool call the engine runs next, if it is waiting on tool results."""
     if marks.failure is not None:
         return AgentStatus(TaskStatus.FAILED, error=marks.failure)
     if state is not EngineState.WAITING_INPUT:
         if marks.paused:
             return AgentStatus(TaskStatus.PAUSED, reason=marks.pause_reason)
+        if (state is EngineState.WAITING_TOOL_RESULTS and pending is not None
+                and pending.name in INTERNAL_WAIT_TOOLS):
+            return AgentStatus(TaskStatus.WAITING_INTERNAL, waiting_on=f"{pending.name} call {pending.id}")
         return AgentStatus(TaskStatus.ACTIVE)
     ended = marks.ended
     if isinstance(ended, TaskCompleted):
         return AgentStatus(TaskStatus.COMPLETED, result=ended.result)
+    if isinstance(ended, TaskAbandoned):
+        return AgentStatus(TaskStatus.ABANDONED, reason=ended.reason)
+    if isinstance(ended, ParentAwaited):
+        return AgentStatus(TaskStatus.WAITING_PARENT, question=ended.message)
     if isinstance(ended, UserQuestionAsked):
         return AgentStatus(TaskStatus.WAITING_USER, question=ended.question)
     return AgentStatus(TaskStatus.WAITING_USER)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._agent import (
     AfterModelCall,
     AfterToolExecute,
+    AgentOutput,
     AgentHistoryReply,
     AgentHistoryRequest,
     AppEffects,
@@ -74,6 +75,7 @@ from ._spend import CheckSpend, SpendReply, SpendReport, SpendRequest, SpendVerd
 __all__ = [
     "AfterModelCall",
     "AfterToolExecute",
+    "AgentOutput",
     "AgentHistoryReply",
     "AgentHistoryRequest",
     "AppEffects",

@@ -23,7 +23,16 @@ from ._entries import (
 )
 from ._chat import ChatMessage, ModelReply, ModelRequest, Role
 from ._state import EngineState, derive_state
-from ._lifecycle import TASK_COMPLETE, WAIT_USER_RESPONSE, TaskMarks, TaskStatus
+from ._lifecycle import (
+    INTERNAL_WAIT_TOOLS,
+    OUTPUT,
+    TASK_ABANDON,
+    TASK_COMPLETE,
+    WAIT_PARENT,
+    WAIT_USER_RESPONSE,
+    TaskMarks,
+    TaskStatus,
+)
 from ._status import NO_MARKS, derive_status, task_after
 
 __all__ = [
@@ -32,6 +41,7 @@ __all__ = [
     "ENTRY_KINDS",
     "EngineState",
     "HistoryEntry",
+    "INTERNAL_WAIT_TOOLS",
     "KeyedNote",
     "Level",
     "LevelText",
@@ -41,10 +51,12 @@ __all__ = [
     "ModelRequest",
     "NO_MARKS",
     "Notification",
+    "OUTPUT",
     "RecapEntry",
     "Retention",
     "Role",
     "Shown",
+    "TASK_ABANDON",
     "TASK_COMPLETE",
     "TaskMarks",
     "TaskStatus",
@@ -56,6 +68,7 @@ __all__ = [
     "ToolStatus",
     "Usage",
     "UsageTotals",
+    "WAIT_PARENT",
     "WAIT_USER_RESPONSE",
     "derive_state",
     "derive_status",

@@ -69,9 +69,9 @@ class AgentSettings:
     pin_task: bool = True
     """The thread's first input (its task) is CRITICAL: never folded, always rendered."""
     lifecycle: bool = True
-    """Offer the model the control tools ``task_complete`` and ``wait_user_response``: the
-    first ends the task with a result, the second asks the user a question; either way the
-    engine waits for new input (see ``livecontext.actors.engine._lifecycle``)."""
+    """Offer the model the control tools ``task_complete``, ``task_abandon``, ``output`` and
+    ``wait_user_response`` (``wait_parent`` in a sub-agent): all but ``output`` end the turn,
+    and the engine waits for new input (see ``livecontext.actors.engine._lifecycle``)."""
     recap: RecapSettings | None = None
     """Run a recap maintainer with these settings (``None``: no recap)."""
     analyzers: tuple[AnalyzerSettings, ...] = ()

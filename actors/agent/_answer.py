@@ -6,19 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from livecontext.protocol.agent import AgentStatus, GetStatus, GetTail, Tail
-from livecontext.protocol.history import ModelOutputEntry
+from livecontext.protocol.history import ModelOutputEntry, TaskStatus
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import ActorRef, Context
 
 
 async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | None:
     """What an agent that stopped to wait for input answered: the result it gave
-    ``task_complete``, else the question it gave ``wait_user_response``, else its last model
-    output's text (``None``: it has none)."""
+    ``task_complete``, else the reason it gave ``task_abandon`` (said as such), else the
+    question it gave ``wait_user_response`` (or a sub-agent's message to ``wait_parent``), else
+    its last model output's text (``None``: it has none)."""
     status = await ctx.ask(history, GetStatus())
     assert isinstance(status, AgentStatus)
     if status.result is not None:
         return status.result
+    if status.status is TaskStatus.ABANDONED and status.reason is not None:
+        return f"gave the task up: {status.reason}"
     if status.question is not None:
         return status.question
     tail = await ctx.ask(history, GetTail())

@@ -16,12 +16,22 @@ from typing import Any, Protocol
 
 import trio
 
-from livecontext.protocol.agent import GetTail, Idle, IdleReason, InvokeTool, ProvideInput, RunUntilIdle, Tail
-from livecontext.protocol.history import EngineState, ModelOutputEntry, ModelReply, ModelRequest
+from livecontext.protocol.agent import (
+    AgentStatus,
+    GetStatus,
+    GetTail,
+    Idle,
+    IdleReason,
+    InvokeTool,
+    ProvideInput,
+    RunUntilIdle,
+    Tail,
+)
+from livecontext.protocol.history import EngineState, ModelOutputEntry, ModelReply, ModelRequest, TaskStatus
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import ActorRef, Context, LivecontextError, Runtime
 from livecontext.runtime.models import ModelClient, RetryingModel, make_model_client
-from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError, ThreadLog
+from livecontext.runtime.persistence import EventStore, SystemClock, ThreadLockedError, ThreadLog, ThreadNotFoundError
 
 from ._thread_ids import sub_thread_id
 from ._answer import final_answer
@@ -125,7 +135,8 @@ class SubAgents(App):
         self.ctx = ctx
 
     def view(self) -> str:
-        return f"{self.runs} sub-agent run(s) so far; call spawn_subagent(task) to delegate a task."
+        return (f"{self.runs} sub-agent run(s) so far; call spawn_subagent(task) to delegate a task, "
+                "message_subagent(name, message) to answer one that waits for you.")
 
     @tool(idempotent=True)  # run again after a crash, the call resumes its sub-agent's thread
     async def spawn_subagent(self, task: str) -> ToolOutcome:
@@ -134,6 +145,32 @@ class SubAgents(App):
         Args:
             task: What the sub-agent should do, in full: it sees nothing else.
         """
+        models = self._ready()
+        if not task.strip():
+            raise ToolFailure("task is empty: describe what the sub-agent should do")
+        assert self.ctx is not None
+        thread_id = sub_thread_id(self.ctx.self_id.name, subagent_name(self._call_id()))
+        self.runs += 1
+        return await self._converse(models, thread_id, task, new=True)
+
+    @tool  # not run again after a crash: the sub-agent would read the message twice
+    async def message_subagent(self, name: str, message: str) -> ToolOutcome:
+        """Answer a sub-agent that waits for you (it called wait_parent) and wait for its next answer.
+
+        Args:
+            name: The sub-agent's name, as its answer said it (the NAME of sub-agent PARENT/sub/NAME).
+            message: Your reply, in full.
+        """
+        models = self._ready()
+        if not message.strip():
+            raise ToolFailure("message is empty: say what the sub-agent should read")
+        assert self.ctx is not None
+        if _UNSAFE.search(name) or not name:
+            raise ToolFailure(f"no sub-agent is named {name!r}: give the NAME its answer said (letters, digits, _.:@+-)")
+        thread_id = sub_thread_id(self.ctx.self_id.name, name)
+        return await self._converse(models, thread_id, message, new=False)
+
+    def _ready(self) -> ModelFactory:
         models = self._models()
         if self.ctx is None or models is None:
             raise ToolFailure("sub-agents are not configured in this agent (no model for them)")
@@ -141,14 +178,18 @@ class SubAgents(App):
             raise ToolFailure("sub-agents are not configured in this agent (no store for their threads)")
         if self.spawn is None:
             raise ToolFailure("sub-agents are not configured in this agent (it was not spawned by spawn_agent)")
-        if not task.strip():
-            raise ToolFailure("task is empty: describe what the sub-agent should do")
+        return models
+
+    async def _converse(self, models: ModelFactory, thread_id: str, text: str, *, new: bool) -> ToolOutcome:
+        """Run sub-agent ``thread_id`` on ``text`` (its task if ``new``, else its parent's reply
+        to its ``wait_parent``) until it waits for input, and give its answer."""
+        assert self.ctx is not None and self.store is not None and self.spawn is not None
         rt = self.ctx.runtime
-        thread_id = sub_thread_id(self.ctx.self_id.name, subagent_name(self._call_id()))
-        self.runs += 1
         try:
-            log = await self.store.open_thread(thread_id, create=True, owner=f"history/{thread_id}",
+            log = await self.store.open_thread(thread_id, create=new, owner=f"history/{thread_id}",
                                                clock=self.clock)
+        except ThreadNotFoundError:
+            raise ToolFailure(f"no sub-agent {thread_id}: message_subagent answers a sub-agent this agent spawned") from None
         except ThreadLockedError as exc:
             raise ToolFailure(f"sub-agent {thread_id} is being run by another writer: {exc.holder}") from None
         async with log, models() as model:
@@ -156,8 +197,12 @@ class SubAgents(App):
             refs = (agent.engine, agent.input, agent.apps, agent.history)
             try:
                 with trio.move_on_after(self.timeout_s) as scope:
-                    idle = await self._run(agent, task)
+                    if new:
+                        idle = await self._run(agent, text)
+                    else:
+                        idle = await self._reply(agent, thread_id, text)
                     answer = await final_answer(self.ctx, agent.history)
+                    status = await self.ctx.ask(agent.history, GetStatus())
             finally:
                 with trio.CancelScope(shield=True):
                     for ref in refs:
@@ -170,7 +215,27 @@ class SubAgents(App):
             raise ToolFailure(f"sub-agent {thread_id} stopped before its next model call: {idle.limit}")
         if answer is None:
             raise LivecontextError(f"sub-agent {thread_id} stopped without answering")
+        assert isinstance(status, AgentStatus)
+        if status.status is TaskStatus.WAITING_PARENT:
+            name = thread_id.rsplit("/", 1)[-1]
+            live = (f"{answer}\n(sub-agent {name} waits for your reply: "
+                    f'message_subagent({{"name": "{name}", "message": "..."}}))')
+            return ToolOutcome.ok(live, live, f"sub-agent {thread_id} waits for its parent: {_line(answer)}")
         return ToolOutcome.ok(answer, answer, f"sub-agent {thread_id} answered: {_line(answer)}")
+
+    async def _reply(self, agent: SubAgent, thread_id: str, message: str) -> Idle:
+        """Give a sub-agent that called ``wait_parent`` its parent's reply, run it until it waits
+        for input again."""
+        assert self.ctx is not None
+        status = await self.ctx.ask(agent.history, GetStatus())
+        assert isinstance(status, AgentStatus)
+        if status.status is not TaskStatus.WAITING_PARENT:
+            raise ToolFailure(f"sub-agent {thread_id} does not wait for a message (it is {status.status.value}); "
+                              "message_subagent answers a sub-agent that called wait_parent")
+        await self.ctx.ask(agent.input, ProvideInput(message))
+        idle = await self.ctx.ask(agent.engine, RunUntilIdle(self.max_steps), timeout=None)
+        assert isinstance(idle, Idle)
+        return idle
 
     async def _run(self, agent: SubAgent, task: str) -> Idle:
         """Feed ``task`` to a new sub-agent thread (a resumed one has it already), run it until

@@ -101,7 +101,8 @@ class AgentSpec:
     pin_task: bool | NotGiven = NOT_GIVEN
     """Pin the thread's first input (default ``True``)."""
     lifecycle: bool | NotGiven = NOT_GIVEN
-    """Offer the control tools ``task_complete`` and ``wait_user_response`` (default ``True``)."""
+    """Offer the control tools ``task_complete``, ``task_abandon``, ``output`` and
+    ``wait_user_response`` (default ``True``)."""
     snapshot_every: int = AgentSettings().snapshot_every
     """Snapshot the thread every this many log records (0: never)."""
     recap_model: str | ModelClient | None = None

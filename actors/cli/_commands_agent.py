@@ -59,7 +59,7 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Take a pinned input (--pin, the task) larger than the budget leaves for it and send it "
                    "cut to its head and tail (by default it is refused).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
-              help="Do not offer the model the control tools task_complete and wait_user_response.")
+              help="Do not offer the model the control tools (task_complete, task_abandon, output, wait_user_response).")
 @click.option("--system", "system_prompt", default=None, help="System prompt.")
 @click.option("--tool", "tools", multiple=True, metavar="MODULE:FUNCTION",
               help="A function offered as a tool (repeatable; the current folder is importable).")
@@ -293,7 +293,7 @@ def demo(store_url: str, thread_id: str | None) -> None:
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--no-lifecycle", "no_lifecycle", is_flag=True,
-              help="Do not offer the model the control tools task_complete and wait_user_response.")
+              help="Do not offer the model the control tools (task_complete, task_abandon, output, wait_user_response).")
 @click.option("--cut-oversized", "cut_oversized", is_flag=True,
               help="Take a task larger than the budget leaves for it and send it cut to its head and tail "
                    "(by default it is refused).")

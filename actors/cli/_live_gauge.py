@@ -185,7 +185,7 @@ class Gauge:
         self.state, self.status, self.doing = state, status, ""
         words = [state.value]
         if status is not None:
-            detail = status.result or status.question or status.error
+            detail = status.result or status.question or status.error or status.reason or status.waiting_on
             words.append(status.status.value + (f": {one_line(detail)}" if detail else ""))
         self.ended = ", ".join(words)
         why = f" ({self.reason})" if self.reason else ""

@@ -25,7 +25,8 @@ LABEL_WIDTH = 10
 
 _LEVEL_STYLE = {LimitLevel.OK: "green", LimitLevel.SOFT: "yellow", LimitLevel.HARD: "dark_orange",
                 LimitLevel.TRUNCATE: "red"}
-_STATUS_STYLE = {TaskStatus.ACTIVE: "cyan", TaskStatus.WAITING_USER: "green", TaskStatus.COMPLETED: "green",
+_STATUS_STYLE = {TaskStatus.ACTIVE: "cyan", TaskStatus.WAITING_USER: "green", TaskStatus.WAITING_PARENT: "green",
+                 TaskStatus.WAITING_INTERNAL: "cyan", TaskStatus.COMPLETED: "green", TaskStatus.ABANDONED: "yellow",
                  TaskStatus.PAUSED: "yellow", TaskStatus.FAILED: "red"}
 
 Piece = tuple[str, str]

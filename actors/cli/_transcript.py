@@ -8,6 +8,7 @@ from rich.markup import escape
 from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
+    AgentOutput,
     BeforeModelCall,
     BeforeToolExecute,
     HistoryChanged,
@@ -63,6 +64,8 @@ class Transcript:
         elif isinstance(event, AfterToolExecute):
             style = _STATUS_STYLE[event.status]
             self._line(f"app/{t}", f"[{style}]{event.status.value}[/{style}]: {escape(event.gist)}")
+        elif isinstance(event, AgentOutput):
+            self._line(f"engine/{t}", f"[bold green]output:[/bold green] [bold]{escape(event.text)}[/bold]")
         elif isinstance(event, NotificationPosted):
             n = event.notification
             self._line(str(n.sender), f"[magenta]notifies ({n.id}): {escape(n.text)}[/magenta]")

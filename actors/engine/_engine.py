@@ -27,8 +27,9 @@ before the next step starts. The runner knows it has been by asking the engine i
 that mail, rather than by counting on the order in which Trio runs its tasks. A step with
 nothing to wait for costs no extra trip through Trio's scheduler.
 
-With ``lifecycle`` on, the engine also offers the control tools ``task_complete`` and
-``wait_user_response`` and answers their calls itself (see :mod:`._lifecycle`). Where the
+With ``lifecycle`` on, the engine also offers the control tools ``task_complete``,
+``task_abandon``, ``output`` and ``wait_user_response`` (``wait_parent`` in a sub-agent) and
+answers their calls itself (see :mod:`._lifecycle`). Where the
 engine stops is recorded too, so a thread's status (``protocol._lifecycle``) is in its log: a
 failed step as ``StepFailed``, a stop for a ``Pause`` or ``Cancel`` as ``EnginePaused``
 (both only on those paths: a step that goes well writes nothing more).
@@ -42,6 +43,7 @@ the ledger's reason.
 from __future__ import annotations
 
 import collections
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
@@ -52,6 +54,7 @@ from attrs import define, field, frozen
 from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
+    AgentOutput,
     AppendInput,
     AppendOutput,
     AppendToolResults,
@@ -96,6 +99,7 @@ from livecontext.protocol.agent import (
 )
 from livecontext.protocol.context import FoldNow, LimitLevel
 from livecontext.protocol.history import (
+    OUTPUT,
     EngineState,
     Level,
     ModelInputEntry,
@@ -126,7 +130,7 @@ from livecontext.runtime import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
-from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, run_control_tool
+from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, SUB_AGENT_CONTROL_TOOLS, is_sub_agent, run_control_tool
 
 log = logging.getLogger("livecontext.engine")
 
@@ -678,7 +682,8 @@ class Engine(Actor):
         if self._tool_specs is None:
             tools: Tools = await self._ask(self.wiring.apps, ListTools(), Tools)
             if self.lifecycle:
-                tools = Tools(tools.specs + CONTROL_TOOLS)
+                control = SUB_AGENT_CONTROL_TOOLS if is_sub_agent(self.thread_id) else CONTROL_TOOLS
+                tools = Tools(tools.specs + control)
             self._tool_specs = tools
         return self._tool_specs
 
@@ -818,7 +823,11 @@ class Engine(Actor):
         call = last.tool_calls[len(tail.recorded)]
         if self.lifecycle and call.name in CONTROL_TOOL_NAMES:
             await self._tell_listeners(BeforeToolExecute, self.thread_id, call.id, call.name, call.arguments)
-            return await self._record_result(call, run_control_tool(call, self.counter), apply=False)
+            answered = run_control_tool(call, self.counter)
+            after = await self._record_result(call, answered, apply=False)
+            if call.name == OUTPUT and answered.result.status is ToolStatus.OK:
+                await self._announce(AgentOutput, self.thread_id, call.id, json.loads(call.arguments)["text"])
+            return after
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat

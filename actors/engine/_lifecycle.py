@@ -1,4 +1,13 @@
-"""The engine's control tools (seed note 003): ``task_complete`` and ``wait_user_response``.
+"""The engine's control tools (seed note 003): ``task_complete``, ``task_abandon``, ``output``,
+and ``wait_user_response`` (a top-level agent's) or ``wait_parent`` (a sub-agent's).
+
+- ``task_complete(result)`` / ``task_abandon(reason)`` end the task (status ``completed`` /
+  ``abandoned``); new input starts a new one.
+- ``output(text)`` shows the user some text at once (an :class:`~livecontext.protocol.agent.AgentOutput`
+  event, published once the result is recorded) and the task goes on: no effect, no stop.
+- ``wait_user_response(question)`` stops for the user's answer (``waiting_user``). A sub-agent
+  has no user to ask: it is offered ``wait_parent(message)`` instead, which stops it for its
+  parent's next message (``waiting_parent``); the parent gets the message as the sub-agent's answer.
 
 Why the engine's and not an app's: they change no app's state but the task's, which the
 engine's state machine reads. An app would render a window of nothing into every
@@ -29,9 +38,19 @@ import json
 from collections.abc import Iterable
 
 from livecontext.protocol.agent import ToolInvoked
-from livecontext.protocol.history import TASK_COMPLETE, WAIT_USER_RESPONSE, ToolCall, ToolResult, ToolSpec, ToolStatus
-from livecontext.protocol.kernel import Message
-from livecontext.protocol.records import TaskCompleted, UserQuestionAsked
+from livecontext.protocol.history import (
+    OUTPUT,
+    TASK_ABANDON,
+    TASK_COMPLETE,
+    WAIT_PARENT,
+    WAIT_USER_RESPONSE,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    ToolStatus,
+)
+from livecontext.protocol.kernel import SUB_MARK, Message
+from livecontext.protocol.records import ParentAwaited, TaskAbandoned, TaskCompleted, UserQuestionAsked
 from livecontext.runtime import UsageError
 from livecontext.runtime.tokens import TokenCounter
 
@@ -51,12 +70,24 @@ def _spec(name: str, description: str, param: str, about: str) -> ToolSpec:
 CONTROL_TOOLS: tuple[ToolSpec, ...] = (
     _spec(TASK_COMPLETE, "End the task and give the user its result; you then wait for new input.",
           "result", "What was done and what came of it."),
+    _spec(TASK_ABANDON, "Give the task up, saying why (it cannot or should not be done); you then wait for new input.",
+          "reason", "Why the task is given up, for the user."),
+    _spec(OUTPUT, "Show the user some text now (progress, a partial result); you carry on with the task.",
+          "text", "What the user should read."),
     _spec(WAIT_USER_RESPONSE, "Ask the user a question and wait: their answer is the next input.",
           "question", "The question, in full."),
 )
-"""The control tools' specs, as the model is sent them (idempotent: a call changes only the log)."""
+"""The control tools' specs, as a top-level agent's model is sent them (idempotent: a call
+changes only the log)."""
 
-_PARAM = {TASK_COMPLETE: "result", WAIT_USER_RESPONSE: "question"}
+SUB_AGENT_CONTROL_TOOLS: tuple[ToolSpec, ...] = CONTROL_TOOLS[:-1] + (
+    _spec(WAIT_PARENT, "Tell the agent that gave you this task something (a question, a report) "
+          "and wait for its next message.", "message", "What to tell it, in full."),
+)
+"""A sub-agent's control tools: ``wait_parent`` instead of ``wait_user_response``."""
+
+_PARAM = {TASK_COMPLETE: "result", TASK_ABANDON: "reason", OUTPUT: "text", WAIT_USER_RESPONSE: "question",
+          WAIT_PARENT: "message"}
 CONTROL_TOOL_NAMES = frozenset(_PARAM)
 """The names of the control tools."""
 
@@ -75,8 +106,8 @@ class ToolNameClashError(UsageError):
         )
 
 
-def control_tools(app_tools: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
-    """The control tools' specs, to offer beside ``app_tools``.
+def control_tools(app_tools: Iterable[ToolSpec], *, sub_agent: bool = False) -> tuple[ToolSpec, ...]:
+    """The control tools' specs, to offer beside ``app_tools`` (a sub-agent's if ``sub_agent``).
 
     Raises:
         ToolNameClashError: one of ``app_tools`` has a control tool's name.
@@ -84,7 +115,7 @@ def control_tools(app_tools: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
     for spec in app_tools:
         if spec.name in CONTROL_TOOL_NAMES:
             raise ToolNameClashError(spec.name)
-    return CONTROL_TOOLS
+    return SUB_AGENT_CONTROL_TOOLS if sub_agent else CONTROL_TOOLS
 
 
 def run_control_tool(call: ToolCall, counter: TokenCounter) -> ToolInvoked:
@@ -95,17 +126,35 @@ def run_control_tool(call: ToolCall, counter: TokenCounter) -> ToolInvoked:
     if problem:
         content = result_content(name, ToolStatus.FAILED, problem, None, None, counter)
         return ToolInvoked(ToolResult(call.id, name, ToolStatus.FAILED, content))
-    effect: Message
+    effect: Message | None
     if name == TASK_COMPLETE:
         effect = TaskCompleted(value)
         live = (f"Task complete; your result went to the user:\n{value}\n"
                 "Anything that follows is a new request.")
         gist = f"task complete: {_line(value)}"
+    elif name == TASK_ABANDON:
+        effect = TaskAbandoned(value)
+        live = (f"Task abandoned; your reason went to the user:\n{value}\n"
+                "Anything that follows is a new request.")
+        gist = f"task abandoned: {_line(value)}"
+    elif name == OUTPUT:
+        effect = None
+        live = f"Shown to the user:\n{value}\nCarry on with the task."
+        gist = f"shown to the user: {_line(value)}"
+    elif name == WAIT_PARENT:
+        effect = ParentAwaited(value)
+        live = f"Your message went to your parent agent:\n{value}\nIts next message is the next input."
+        gist = f"told the parent: {_line(value)}"
     else:
         effect = UserQuestionAsked(value)
         live = f"Your question went to the user:\n{value}\nTheir answer is the next input."
         gist = f"asked the user: {_line(value)}"
     return ToolInvoked(ToolResult(call.id, name, ToolStatus.OK, counter.content(live, live, gist)), effect)
+
+
+def is_sub_agent(thread_id: str) -> bool:
+    """Whether ``thread_id`` is a sub-agent's (``PARENT/sub/NAME``): offered ``wait_parent``."""
+    return SUB_MARK in thread_id
 
 
 def _argument(call: ToolCall, param: str) -> tuple[str, str]:

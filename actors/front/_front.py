@@ -24,6 +24,7 @@ from attrs import frozen
 from livecontext.protocol.agent import (
     AfterModelCall,
     AfterToolExecute,
+    AgentOutput,
     AgentStatus,
     AppEffects,
     BeforeModelCall,
@@ -49,7 +50,7 @@ from livecontext.protocol.agent import (
     Windows,
 )
 from livecontext.protocol.context import HistorySlice, ReadHistory
-from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, UsageTotals
+from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, TaskStatus, UsageTotals
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
@@ -86,10 +87,10 @@ AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
 AgentEvent = (ModelTextDelta | BeforeModelCall | ObservationCut | AfterModelCall | BeforeToolExecute | AfterToolExecute
-              | StateTransition)
+              | AgentOutput | StateTransition)
 """What :meth:`Agent.stream` yields before its :class:`Reply`."""
 _STREAMED = (ModelTextDelta, BeforeModelCall, ObservationCut, AfterModelCall, BeforeToolExecute, AfterToolExecute,
-             StateTransition)
+             AgentOutput, StateTransition)
 
 
 @frozen
@@ -98,7 +99,8 @@ class Reply:
 
     text: str
     """The agent's answer: the result it gave ``task_complete``, else the question it gave
-    ``wait_user_response``, else its last model output's text (empty if the run recorded none)."""
+    ``wait_user_response``, else the reason it gave ``task_abandon``, else its last model
+    output's text (empty if the run recorded none)."""
     state: EngineState
     """Where the thread stands: ``WAITING_INPUT`` once it has answered."""
     steps: int
@@ -107,8 +109,9 @@ class Reply:
     """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
     limit: ...`` when a spend limit stopped it before a model call) or ``failed: ...``."""
     status: AgentStatus
-    """Where the task stands (``active``, ``waiting_user``, ``completed``, ``paused``,
-    ``failed``), with its result, question or error."""
+    """Where the task stands (``active``, ``waiting_user``, ``waiting_parent``,
+    ``waiting_internal``, ``completed``, ``abandoned``, ``paused``, ``failed``), with its
+    result, question, reason or error."""
     entry_id: str = ""
     """The last model output's entry id (empty if the run recorded none)."""
     usage: UsageTotals = UsageTotals()
@@ -322,6 +325,8 @@ class Agent:
         # (a task ended by a control tool ends with that tool's results: its answer is the status's)
         last = tail.last if isinstance(tail.last, ModelOutputEntry) and tail.model_outputs > before.model_outputs else None
         answer = status.result if status.result is not None else status.question
+        if answer is None and status.status is TaskStatus.ABANDONED:
+            answer = status.reason
         if answer is None:
             answer = last.content.live.text if last is not None else ""
         return Reply(answer, idle.state, idle.steps, idle.reason_text, status, last.id if last is not None else "",
@@ -401,8 +406,8 @@ async def open_agent(
         analyzers: Analyzers run beside the engine.
         analyzer_models: Each ``model`` analyzer's model, by analyzer name.
         pin_task: Pin the thread's first input (default ``True``).
-        lifecycle: Offer the control tools ``task_complete`` and ``wait_user_response``
-            (default ``True``).
+        lifecycle: Offer the control tools ``task_complete``, ``task_abandon``, ``output``
+            and ``wait_user_response`` (default ``True``).
         pins: Pinned inputs fed when the agent opens (before ``inputs``).
         inputs: Inputs fed when the agent opens (run them with :meth:`Agent.run`).
         max_steps: Default step limit of each run.

@@ -39,17 +39,16 @@ from livecontext.protocol.records import (
     AppWindowsChanged,
     AppWindowsRecorded,
     ContextCompacted,
+    ControlToolEffect,
     EnginePaused,
     EntryAppended,
     HistorySnapshot,
     StepFailed,
     SystemPromptSet,
-    TaskCompleted,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
     ToolStarted,
-    UserQuestionAsked,
     app_effect_of,
 )
 from livecontext.protocol.system import InputsDone, InputsGiven, SystemDeclared
@@ -179,7 +178,11 @@ class HistoryState:
     @property
     def status(self) -> AgentStatus:
         """Where the task stands (``protocol._lifecycle``)."""
-        return derive_status(self.state, self.task)
+        state = self.state
+        last = self.last
+        pending = (last.tool_calls[len(self.recorded)]
+                   if state is EngineState.WAITING_TOOL_RESULTS and isinstance(last, ModelOutputEntry) else None)
+        return derive_status(state, self.task, pending)
 
     def pending_calls(self) -> int:
         """Tool calls of the last output still without a recorded result."""
@@ -433,7 +436,7 @@ class HistoryState:
             )
         self.recorded.append(rec.result)
         self.started.pop(rec.result.call_id, None)
-        if rec.effect is not None and not isinstance(rec.effect, TaskCompleted | UserQuestionAsked):
+        if rec.effect is not None and not isinstance(rec.effect, ControlToolEffect):
             effect = app_effect_of(rec.effect)
             if effect is None:
                 raise ReplayError(f"effect {type(rec.effect).__name__} of tool result {rec.result.call_id} "

@@ -130,8 +130,9 @@ class SystemAgentStatus:
     thread_id: str
     state: EngineState
     task: AgentStatus
-    """The task lifecycle's status, read off the thread's log: ``active``, ``waiting_user``,
-    ``completed``, ``paused`` or ``failed``, with the result, question or error that goes with it."""
+    """The task lifecycle's status, read off the thread's log: ``active``, ``waiting_internal``
+    (waiting on an ``ask_agent`` or a sub-agent), ``waiting_user``, ``completed``, ``abandoned``,
+    ``paused`` or ``failed``, with what goes with it (see :class:`AgentStatus`)."""
     entries: tuple[HistoryEntry, ...]
     app_histories: tuple[AppHistory, ...]
     """What each app with committed effects is rebuilt from (its state and effects)."""

@@ -15,7 +15,10 @@ from attrs import frozen
 from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
 from livecontext.protocol.history import (
+    OUTPUT,
+    TASK_ABANDON,
     TASK_COMPLETE,
+    WAIT_PARENT,
     WAIT_USER_RESPONSE,
     EngineState,
     ModelInputEntry,
@@ -61,7 +64,7 @@ from ._windows import AppWindows
 DEFAULT_BUDGET = 8000
 """The budget a thread that never recorded its own is rendered with (as ``render`` does)."""
 
-_CONTROL_TOOLS = frozenset({TASK_COMPLETE, WAIT_USER_RESPONSE})
+_CONTROL_TOOLS = frozenset({TASK_COMPLETE, TASK_ABANDON, OUTPUT, WAIT_USER_RESPONSE, WAIT_PARENT})
 _MODEL_STATES = (EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS)
 
 

@@ -127,7 +127,7 @@ def test_audit_prints_one_json_line_per_record(store: str) -> None:
     kinds = [r["kind"] for r in records]
     assert kinds[:3] == ["SystemPromptSet", "ThreadConfigured", "EntryAppended"]
     assert records[1]["summary"] == ("budget 8000; tools notebook_replace, notebook_replace_span, "
-                                     "task_complete, wait_user_response; apps notebook")
+                                     "task_complete, task_abandon, output, wait_user_response; apps notebook")
     assert kinds.count("ToolResultRecorded") == EDITS
     results = [r for r in records if r["kind"] == "ToolResultRecorded"]
     assert all("+ effect NotebookEdited" in r["summary"] and r["sender"] == "engine/t" for r in results)
@@ -162,10 +162,10 @@ def test_render_prints_the_chat_messages_within_the_budget(store: str) -> None:
     assert roles[:2] == ["system", "user"] and roles.count("tool") == EDITS
     assert 0 < big["tokens"] <= 8000 and big["budget"] == 8000
     assert [t["name"] for t in big["tools"]] == ["notebook_replace", "notebook_replace_span",
-                                                 "task_complete", "wait_user_response"]
+                                                 "task_complete", "task_abandon", "output", "wait_user_response"]
     assert [e["level"] for e in big["entries"]][0] in ("recent", "live")  # the task, pinned (whole: the first call's)
-    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "660")  # (the tools take 496)
-    assert small["tokens"] <= 660 and len(small["messages"]) < len(big["messages"])
+    small = ok_json("render", "--store", store, "--thread", "t", "--budget", "810")  # (the tools take 646)
+    assert small["tokens"] <= 810 and len(small["messages"]) < len(big["messages"])
     assert "omitted" in [e["level"] for e in small["entries"]]
     calls = {c["id"] for m in small["messages"] for c in m.get("tool_calls", ())}
     answered = {m["tool_call_id"] for m in small["messages"] if m["role"] == "tool"}

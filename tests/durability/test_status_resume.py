@@ -26,6 +26,7 @@ from tests.support.command import LIVECONTEXT, cli_env, run_cli, write_script
 
 ASK = {"text": "", "tool_calls": [{"name": "wait_user_response", "arguments": {"question": "Which folder?"}}]}
 DONE = {"text": "", "tool_calls": [{"name": "task_complete", "arguments": {"result": "Cleaned /tmp."}}]}
+ABANDON = {"text": "", "tool_calls": [{"name": "task_abandon", "arguments": {"reason": "No such folder."}}]}
 RECORD = {"text": "", "tool_calls": [{"name": "record", "arguments": {"label": "a"}}]}
 
 
@@ -57,6 +58,7 @@ def _gated(turns: list[dict[str, Any]]) -> ProbeModel:
 Scenario = tuple[Callable[[], Any], Callable[[AgentHarness], Awaitable[None]], AgentStatus]
 SCENARIOS: dict[str, Scenario] = {
     "completed": (lambda: scripted([DONE]), _completed, AgentStatus(TaskStatus.COMPLETED, result="Cleaned /tmp.")),
+    "abandoned": (lambda: scripted([ABANDON]), _completed, AgentStatus(TaskStatus.ABANDONED, reason="No such folder.")),
     "waiting_user": (lambda: scripted([ASK]), _completed, AgentStatus(TaskStatus.WAITING_USER, question="Which folder?")),
     "paused": (lambda: _gated([RECORD, {"text": "done"}]), _paused, AgentStatus(TaskStatus.PAUSED)),
     "failed": (_failing, _completed, AgentStatus(
@@ -103,6 +105,21 @@ async def test_a_reopened_completed_thread_takes_no_step_until_new_input(tmp_pat
         await h.provide("the rest too")
         await h.run_until_idle()
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)
+    assert len(model.requests) == 1
+
+
+async def test_a_reopened_abandoned_thread_takes_no_step_and_new_input_starts_a_new_task(tmp_path: Path) -> None:
+    url = f"sqlite:{tmp_path / 'db'}"
+    async with open_agent([ABANDON], inputs=["clean up"], store=url) as h:
+        await h.run_until_idle()
+    model = ProbeModel(scripted([ABANDON, DONE]))  # (a resumed thread goes on from its script's next turn)
+    async with open_agent(model=model, store=url) as h:
+        idle = await h.run_until_idle()
+        assert (idle.steps, len(model.requests)) == (0, 0)
+        assert await h.status() == AgentStatus(TaskStatus.ABANDONED, reason="No such folder.")
+        await h.provide("clean /tmp then")
+        await h.run_until_idle()
+        assert await h.status() == AgentStatus(TaskStatus.COMPLETED, result="Cleaned /tmp.")
     assert len(model.requests) == 1
 
 

@@ -326,6 +326,7 @@ def test_a_system_task_whose_agent_thread_would_be_too_long_is_refused_naming_th
 @pytest.mark.parametrize(("call", "status", "result"), [
     ({"name": "task_complete", "arguments": {"result": "3 files renamed"}}, "completed", "3 files renamed"),
     ({"name": "wait_user_response", "arguments": {"question": "Which folder?"}}, "waiting", "Which folder?"),
+    ({"name": "task_abandon", "arguments": {"reason": "No such folder."}}, "abandoned", "No such folder."),
 ])
 def test_a_task_ended_by_a_control_tool_gets_its_line_and_a_rerun_reads_the_same_line_from_its_log(
         project: Path, call: dict[str, Any], status: str, result: str) -> None:

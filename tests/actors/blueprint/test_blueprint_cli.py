@@ -108,7 +108,7 @@ def test_system_given_on_the_command_line_replaces_the_blueprints_prompt(tmp_pat
 
 
 def test_budget_comes_from_the_blueprint_unless_given_on_the_command_line(tmp_path: Path) -> None:
-    path = copy_offline(tmp_path, budget="budget = 700")
+    path = copy_offline(tmp_path, budget="budget = 850")
 
     def rendered_tokens(*flags: str) -> list[int]:
         events = tmp_path / f"events{len(flags)}.jsonl"
@@ -116,8 +116,8 @@ def test_budget_comes_from_the_blueprint_unless_given_on_the_command_line(tmp_pa
         lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
         return [e["tokens"] for e in lines if e["type"] == "BeforeModelCall"]
 
-    assert max(rendered_tokens()) <= 700
-    assert max(rendered_tokens("--budget", "100000")) > 700
+    assert max(rendered_tokens()) <= 850
+    assert max(rendered_tokens("--budget", "100000")) > 850
 
 
 def test_the_blueprints_side_models_reach_the_recap_and_the_model_analyzer(tmp_path: Path) -> None:

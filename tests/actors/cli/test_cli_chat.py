@@ -102,8 +102,8 @@ def test_a_piped_task_larger_than_the_budget_is_refused_in_one_line_and_the_next
     assert done.returncode == 1
     assert out.count("model: echo:") == 1 and "word word" not in out  # the second line alone was answered
     assert err.splitlines() == [
-        "livecontext: error: the pinned input is 905 tokens, more than the 474 a model call has room for "
-        "(budget 1,000 minus 526 for the system prompt and the tools); nothing was recorded; shorten it, raise "
+        "livecontext: error: the pinned input is 905 tokens, more than the 324 a model call has room for "
+        "(budget 1,000 minus 676 for the system prompt and the tools); nothing was recorded; shorten it, raise "
         "the budget, or have it sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)"]
 
 

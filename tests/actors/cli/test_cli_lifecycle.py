@@ -56,6 +56,39 @@ def test_run_state_and_threads_print_the_status_with_its_question_then_its_resul
                        "task_complete call_1_0 ok: task complete: Cleaned /tmp. + effect TaskCompleted"]
 
 
+ABANDON = {"text": "", "tool_calls": [{"name": "task_abandon", "arguments": {"reason": "There is no /nope."}}]}
+OUTPUT = {"text": "", "tool_calls": [{"name": "output", "arguments": {"text": "Looked at 2 of 4 folders."}}]}
+
+
+def test_run_state_threads_and_audit_show_an_abandoned_task_and_its_reason(tmp_path: Path) -> None:
+    store = ["--store", f"sqlite:{tmp_path / 'db'}", "--thread", "t"]
+    model = script(tmp_path, ABANDON, DONE)
+    gave_up = ok_json("run", *store, "--model", model, "--input", "clean /nope", "--json")
+    assert (gave_up["state"], gave_up["status"], gave_up["reason"]) == ("WaitingInput", "abandoned", "There is no /nope.")
+    again = ok_json("run", *store, "--model", model, "--json")  # no new input: no step
+    assert again["entries"] == gave_up["entries"] and again["status"] == "abandoned"
+    state = ok_json("state", *store, "--json")
+    assert (state["status"], state["reason"]) == ("abandoned", "There is no /nope.")
+    (row,) = [json.loads(line) for line in lc("threads", *store[:2], "--json")[1].splitlines()]
+    assert (row["thread"], row["status"]) == ("t", "abandoned")
+    audit = [json.loads(line) for line in lc("audit", *store, "--json")[1].splitlines()]
+    effects = [r["summary"] for r in audit if r["kind"] == "ToolResultRecorded"]
+    assert effects == ["task_abandon call_0_0 ok: task abandoned: There is no /nope. + effect TaskAbandoned"]
+    done = ok_json("run", *store, "--model", model, "--input", "clean /tmp then", "--json")  # a new task
+    assert (done["status"], done["result"]) == ("completed", "Cleaned /tmp.")
+
+
+def test_runs_transcript_shows_an_output_when_it_is_shown_and_the_run_goes_on(tmp_path: Path) -> None:
+    store = ["--store", f"sqlite:{tmp_path / 'db'}", "--thread", "t"]
+    code, out, err = lc("run", *store, "--model", script(tmp_path, OUTPUT, DONE), "--input", "clean up")
+    assert code == 0, err
+    lines = out.splitlines()
+    shown = next(i for i, line in enumerate(lines) if "output: Looked at 2 of 4 folders." in line)
+    second_call = [i for i, line in enumerate(lines) if "model call #" in line][1]
+    assert shown < second_call
+    assert any("task complete: Cleaned /tmp." in line for line in lines[second_call:])
+
+
 def test_a_failed_run_leaves_status_failed_with_its_error(tmp_path: Path) -> None:
     store = ["--store", f"sqlite:{tmp_path / 'db'}", "--thread", "t"]
     code, _, err = lc("run", *store, "--model", "echo", "--budget", "5", "--input", "hello")

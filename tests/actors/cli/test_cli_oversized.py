@@ -64,8 +64,8 @@ def test_a_task_larger_than_the_budget_is_refused_naming_both_sizes_and_nothing_
     code, out, err = invoke("run", "--store", store, "--budget", "1000", "--input", WORDS_900)
     assert code == 1 and out == ""
     assert err.strip() == (
-        "livecontext: error: the pinned input is 905 tokens, more than the 474 a model call has room for "
-        "(budget 1,000 minus 526 for the system prompt and the tools); nothing was recorded; shorten it, raise "
+        "livecontext: error: the pinned input is 905 tokens, more than the 324 a model call has room for "
+        "(budget 1,000 minus 676 for the system prompt and the tools); nothing was recorded; shorten it, raise "
         "the budget, or have it sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)")
     code, out, _ = invoke("history", "--store", store, "--thread", "main", "--json")
     assert code == 0 and json.loads(out)["entries"] == []

@@ -105,7 +105,8 @@ def test_a_system_blueprint_resumes_its_threads_from_a_durable_store(tmp_path: P
     # what a system's agent was sent renders from the store alone, its messaging app included
     shown = CliRunner().invoke(main, ["render", "--store", store, "--thread", "team.critic"], catch_exceptions=False)
     rendered = json.loads(shown.stdout)
-    assert [t["name"] for t in rendered["tools"]] == ["send_message", "ask_agent", "task_complete", "wait_user_response"]
+    assert [t["name"] for t in rendered["tools"]] == ["send_message", "ask_agent", "task_complete", "task_abandon",
+                                                      "output", "wait_user_response"]
     assert rendered["messages"][0]["content"].endswith(
         "- planner: plans the trip; asks the others\n- researcher: knows places: what to see, how long it takes")
 

@@ -43,7 +43,8 @@ async def test_the_control_tools_are_offered_beside_the_apps_tools_by_default() 
     model = ProbeModel(scripted([{"text": "hi"}]))
     async with open_agent(model=model, inputs=["hello"]) as h:
         await h.run_until_idle()
-    assert tool_names(model) == ["notebook_replace", "notebook_replace_span", "task_complete", "wait_user_response"]
+    assert tool_names(model) == ["notebook_replace", "notebook_replace_span", "task_complete", "task_abandon", "output",
+                                 "wait_user_response"]
     task_complete = model.requests[0].tools[2]
     assert '"required":["result"]' in task_complete.parameters_json
 

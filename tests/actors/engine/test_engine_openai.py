@@ -87,7 +87,7 @@ async def test_a_streamed_tool_call_is_assembled_run_and_answered(server: OpenAI
     assert second["messages"][-2]["tool_call_id"] == "call_abc"
     assert second["messages"][-1]["content"].endswith("[Window: notebook]\nbuy milk")
     assert [t["function"]["name"] for t in second["tools"]] == [
-        "notebook_replace", "notebook_replace_span", "task_complete", "wait_user_response"]
+        "notebook_replace", "notebook_replace_span", "task_complete", "task_abandon", "output", "wait_user_response"]
 
 
 async def test_rate_limits_and_server_errors_are_retried_within_one_step(server: OpenAIServer) -> None:

@@ -120,7 +120,8 @@ async def test_the_model_sees_tool_results_right_after_its_tool_calls() -> None:
     assert second[-3].tool_calls[0].id == second[-2].tool_call_id == "call_0_0"
     assert "PROBE-WINDOW" in second[-1].content
     assert [s.name for s in model.requests[0].tools] == [  # the app's, then the engine's control tools
-        "record", "explode", "slow", "slow_once", "task_complete", "wait_user_response"]
+        "record", "explode", "slow", "slow_once", "task_complete", "task_abandon", "output",
+        "wait_user_response"]
 
 
 async def test_a_failed_model_call_leaves_state_and_history_unchanged_and_a_later_step_succeeds() -> None:

@@ -11,7 +11,7 @@ import trio
 
 import livecontext
 from livecontext import EngineState, Reply
-from livecontext.protocol.agent import ModelTextDelta
+from livecontext.protocol.agent import AgentOutput, BeforeModelCall, ModelTextDelta
 from livecontext.protocol.history import ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import ScriptedModel
 from tests.support import function_tools as ft
@@ -166,6 +166,29 @@ async def test_a_resumed_thread_keeps_its_model_and_tools_when_none_are_given(tm
     assert reply.text == "three" and results[0].results[0].content.live.text == "3"
 
 
+async def test_a_task_abandoned_gives_its_reason_as_the_reply_and_status_abandoned_in_state() -> None:
+    model = scripted({"tool_calls": [call("task_abandon", reason="There is no /nope folder.")]},
+                     {"text": "never asked for"})
+    async with livecontext.open_agent(model=model) as agent:
+        reply = await agent.send("rename the files in /nope")
+        state = await agent.state()
+    assert reply.text == "There is no /nope folder."
+    assert reply.status == livecontext.AgentStatus(livecontext.TaskStatus.ABANDONED, reason="There is no /nope folder.")
+    assert state.status == reply.status
+    assert model.unused_turns() == (1,)  # the agent took no step after giving up
+
+
+async def test_stream_yields_an_output_as_soon_as_it_is_shown_and_the_run_goes_on() -> None:
+    model = scripted({"tool_calls": [call("output", text="Renamed 2 of 4 so far.")]}, {"text": "All 4 renamed."})
+    async with livecontext.open_agent(model=model) as agent:
+        items = [item async for item in agent.stream("rename them")]
+    outputs = [i for i in items if isinstance(i, AgentOutput)]
+    assert [o.text for o in outputs] == ["Renamed 2 of 4 so far."]
+    second_call = [i for i in items if isinstance(i, BeforeModelCall)][1]
+    assert items.index(outputs[0]) < items.index(second_call)  # shown before the next step
+    assert isinstance(items[-1], Reply) and items[-1].text == "All 4 renamed."
+
+
 async def test_a_task_completed_gives_its_result_as_the_reply_and_status() -> None:
     model = scripted({"tool_calls": [call("task_complete", result="All 3 files renamed.")]},
                      {"text": "never asked for"})
@@ -207,7 +230,7 @@ async def test_lifecycle_false_offers_no_control_tools(tmp_path: Path) -> None:
     on, off = [await recorded_config(f"sqlite:{tmp_path / 'lc.db'}", t) for t in ("on", "off")]
     assert on is not None and off is not None
     assert [t.name for t in on.tools] == ["notebook_replace", "notebook_replace_span", "add",
-                                          "task_complete", "wait_user_response"]
+                                          "task_complete", "task_abandon", "output", "wait_user_response"]
     assert [t.name for t in off.tools] == ["notebook_replace", "notebook_replace_span", "add"]
 
 

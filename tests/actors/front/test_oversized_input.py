@@ -15,10 +15,10 @@ from livecontext.runtime.models import EchoModel, TextCallback
 WORDS_900 = "word " * 900
 WORDS_20000 = "word " * 20000
 REFUSED_AT_1000 = re.escape(
-    "the pinned input is 905 tokens, more than the 474 a model call has room for (budget 1,000 minus 526 "
+    "the pinned input is 905 tokens, more than the 324 a model call has room for (budget 1,000 minus 676 "
     "for the system prompt and the tools); nothing was recorded; shorten it, raise the budget, or have it "
     "sent cut to its head and tail (--cut-oversized; in Python cut_oversized=True)")
-"""The default system prompt and tools (the notebook's and the control tools) cost 526 tokens."""
+"""The default system prompt and tools (the notebook's and the control tools) cost 676 tokens."""
 
 
 class Recording(EchoModel):

@@ -15,6 +15,7 @@ from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, Tool
 from livecontext.protocol.system import InputsDone, InputsGiven
 from livecontext.runtime import UsageError
 
+from tests.support.agent_harness import ProbeModel
 from tests.support.systems import call, entries, payloads, records, results, scripted, team
 
 
@@ -211,3 +212,19 @@ async def test_a_system_runs_in_one_place_at_a_time(tmp_path: Path) -> None:
                                              r"finish \(or stop it\) and run again$"):
             async with open_system(team("a"), store=store):
                 pass
+
+
+async def test_an_agent_waiting_on_its_ask_agent_is_waiting_internal_until_the_answer_comes() -> None:
+    slow = ProbeModel(scripted([{"text": "Lisbon has seven hills."}]))
+    slow.gate = trio.Event()
+    asker = scripted([call("ask_agent", to="researcher", question="Lisbon?"), {"text": "noted"}])
+    async with open_system(team("planner", "researcher"), store="memory:",
+                           models={"planner": asker, "researcher": slow}) as system:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(system.send, "planner", "go")
+            await slow.started.wait()  # the researcher is at work on the question
+            planner = (await system.status()).agents[0]
+            assert (planner.status, planner.task.waiting_on) == ("waiting_internal", "ask_agent call call_0_0")
+            slow.gate.set()
+        planner = (await system.status()).agents[0]
+    assert planner.status == "waiting_user"

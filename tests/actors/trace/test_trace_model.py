@@ -3,6 +3,7 @@ and the marks of folds, notifications, edits, denials and failures, with their a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from livecontext.runtime import open_runtime
 from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
 from tests.actors.cli.test_cli_render import recorded_run
-from tests.actors.trace._runs import COUNTER, audit, refused_edit_run, run_blueprint, trace
+from tests.actors.trace._runs import COUNTER, audit, cli, refused_edit_run, run_blueprint, trace
 
 
 @pytest.fixture(scope="module")
@@ -207,3 +208,19 @@ async def test_a_thread_whose_apps_cannot_be_made_here_is_traced_with_their_reco
     (call,) = got.model_calls
     assert call.tokens == sum(e.tokens for e in call.entries) > 0
     assert "[Window: local]\nLOCAL WINDOW" in got.texts[call.entries[-1].text]
+
+
+def test_the_engines_own_control_tools_are_drawn_as_recorded_results_not_as_calls_to_the_apps(
+        tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "output", "arguments": {"text": "Looked at 2 of 4."}}]},
+        {"tool_calls": [{"name": "task_abandon", "arguments": {"reason": "There is no /nope."}}]}]}), encoding="utf-8")
+    store = f"sqlite:{tmp_path / 'db'}"
+    code, _, err = cli("run", "--store", store, "--thread", "t", "--model", f"scripted:{script}", "--input", "go")
+    assert code == 0, err
+    got = trace(store, "t")
+    assert [m for m in got.messages if m.kind == "InvokeTool"] == []  # the engine answered them itself
+    recorded = [m.summary for m in got.messages if m.kind == "RecordToolResult"]
+    assert recorded == ["output call_0_0 ok: shown to the user: Looked at 2 of 4.",
+                        "task_abandon call_1_0 ok: task abandoned: There is no /nope."]
