@@ -208,9 +208,9 @@ def print_state(console: Console, thread_id: str, data: dict[str, Any]) -> None:
     """``state``: what ``state --json`` prints (``data``), for a person."""
     _say(console, Text.assemble((f"thread {thread_id}", "bold"), ": ", (data["status"], "cyan"),
                                 f" (engine {data['state']})"))
-    for key in ("result", "question", "error", "reason"):
+    for key in ("result", "question", "error", "reason", "waiting_on"):
         if key in data:
-            _say(console, Text(f"  {key}: {shorten(data[key])}", style="red" if key == "error" else ""))
+            _say(console, Text(f"  {key.replace('_', ' ')}: {shorten(data[key])}", style="red" if key == "error" else ""))
     pending = data["pending_tool_results"]
     _say(console, f"  entries: {data['entries']}" + (f", {pending} tool results pending" if pending else "")
                   + f"; last seq {data['seq']}")

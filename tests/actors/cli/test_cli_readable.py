@@ -167,6 +167,16 @@ def test_text_with_brackets_is_printed_as_it_is_on_a_terminal_not_read_as_markup
     assert "    notebook: - [x] milk [/x]" in re.sub("\x1b\\[[0-9;]*m", "", tty.getvalue())
 
 
+def test_state_says_which_call_an_agent_waiting_on_another_agent_waits_for() -> None:
+    out = io.StringIO()
+    state = {"state": "WaitingToolResults", "status": "waiting_internal", "waiting_on": "ask_agent call call_1",
+             "entries": 2, "pending_tool_results": 1, "seq": 5, "budget": None, "sub_agents": [], "apps": {},
+             "usage": {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "model_calls": 1}}
+    print_state(readable_console(out), "t", state)
+    assert out.getvalue().splitlines()[:2] == ["thread t: waiting_internal (engine WaitingToolResults)",
+                                               "  waiting on: ask_agent call call_1"]
+
+
 def test_history_marks_folded_entries_and_shows_observations_notes_and_recaps() -> None:
     note = Notification("n1", ActorId("app", "t"), "the build is green", _AT)
     entries = [_input("", notifications=(note,), folded=True),
