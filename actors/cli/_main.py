@@ -84,7 +84,8 @@ def reader_gone() -> NoReturn:
 
 
 def _sqlite_error(leaf: BaseException) -> NoReturn:
-    _fail(f"sqlite: {leaf}; check the store's file, its folder's permissions and the free disk space")
+    # one line: SQLite quotes a damaged schema's SQL, newlines and all
+    _fail(f"sqlite: {' '.join(str(leaf).split())}; check the store's file, its folder's permissions and the free disk space")
 
 
 def _reports() -> tuple[tuple[type[BaseException] | tuple[type[BaseException], ...],

@@ -109,3 +109,19 @@ def test_running_the_offline_blueprint_twice_on_the_default_store_explains_the_s
     assert code == 1
     assert "thread lake-trip used turns 0-8 before this run" in last, last
     assert "max-steps" not in last
+
+
+def test_a_store_whose_schema_sql_is_damaged_is_one_error_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "store.db"
+    assert CliRunner().invoke(main, ["run", "--store", f"sqlite:{db}", "--input", "hi"]).exit_code == 0
+    with sqlite3.connect(db) as conn:  # the records table's SQL, as a flipped byte leaves it
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'records'",  # (an opening quote: the
+                     ("CREATE TABLE records (\n    seq INTEGER NOT NULL,\n    'ayload TEXT,\n"  # token SQLite
+                      "    PRIMARY KEY (seq)\n)",))  # quotes in its error runs to the end, newlines and all)
+    result = CliRunner().invoke(main, ["threads", "--store", f"sqlite:{db}"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("livecontext: error: sqlite: malformed database schema")
+    assert result.stderr.count("\n") == 1, result.stderr
