@@ -506,6 +506,9 @@ class CheckTool(Message):
 
     call: ToolCall
     context: ToolContext
+    timeout_s: float | None = None
+    """How long the check may take (``None``: as long as it needs); past it the check is
+    cancelled and cannot tell (the outcome is reported unknown)."""
 
 
 @frozen

@@ -69,16 +69,19 @@ class ToolResult:
     """What the model reads, at each level."""
 
 
-def idempotency_key(thread_id: str, call_id: str) -> str:
-    """The idempotency key of tool call ``call_id`` made in thread ``thread_id``.
+def idempotency_key(thread_id: str, output_id: str, call_id: str) -> str:
+    """The idempotency key of tool call ``call_id`` of model output ``output_id`` (the entry's
+    id, such as ``e4``) made in thread ``thread_id``.
 
-    A pure function of the two (``lc-`` and 32 hex digits of a SHA-256 of both, each
+    A pure function of the three (``lc-`` and 32 hex digits of a SHA-256 of them, each
     length-prefixed), so the call has the same key in every run of the thread, before and
     after a crash: hand it to the outside world (a payment API's idempotency key, a row's
     unique id) and a call run twice is done there once, or a ``check(key)`` can look for it.
+    The output's id is in it because some servers number their calls afresh in every answer
+    (``call_0`` each time): two calls with one id in two outputs are two calls, with two keys.
     """
     h = hashlib.sha256(b"livecontext tool call\0")
-    for part in (thread_id, call_id):
+    for part in (thread_id, output_id, call_id):
         data = part.encode("utf-8", "surrogatepass")
         h.update(b"%d:" % len(data))
         h.update(data)
@@ -91,13 +94,16 @@ class ToolContext:
     annotated ``ToolContext`` (never shown to the model in the tool's schema)."""
 
     key: str
-    """The call's idempotency key (:func:`idempotency_key` of :attr:`thread_id` and :attr:`call_id`)."""
+    """The call's idempotency key (:func:`idempotency_key` of :attr:`thread_id`,
+    :attr:`output_id` and :attr:`call_id`)."""
     thread_id: str
     """The thread whose model made the call."""
+    output_id: str
+    """The id of the model output entry that holds the call."""
     call_id: str
     """The model's id for the call."""
 
     @classmethod
-    def of(cls, thread_id: str, call_id: str) -> ToolContext:
-        """The context of call ``call_id`` made in thread ``thread_id``."""
-        return cls(idempotency_key(thread_id, call_id), thread_id, call_id)
+    def of(cls, thread_id: str, output_id: str, call_id: str) -> ToolContext:
+        """The context of call ``call_id`` of output ``output_id`` made in thread ``thread_id``."""
+        return cls(idempotency_key(thread_id, output_id, call_id), thread_id, output_id, call_id)

@@ -208,9 +208,10 @@ class AppHost(Actor):
     @handler
     async def on_check(self, msg: CheckTool) -> ToolChecked:
         """Ask the check of a side-effecting tool whether an interrupted call did its effect
-        (in the handler: a check is a quick look-up, made once per interrupted call on resume)."""
+        (in the handler: a check is a quick look-up, made once per interrupted call on resume,
+        and one that is not is cancelled at the message's deadline)."""
         try:
-            found = await check_tool(list(self.apps.values()), msg.call, msg.context)
+            found = await check_tool(list(self.apps.values()), msg.call, msg.context, msg.timeout_s)
         except Exception as exc:  # noqa: BLE001 - a host bug must not leave the asker waiting
             return ToolChecked(self._crashed(msg.call, exc))
         if found is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
@@ -149,17 +150,18 @@ def start_tool(apps: Sequence[App], call: ToolCall,
         return ToolOutcome.failed(_describe_invalid(tool_def, exc))
     kwargs = {p: getattr(validated, f"a{i}") for i, p in enumerate(tool_def.parameters)}
     if tool_def.context is not None:
-        kwargs[tool_def.context] = context if context is not None else ToolContext.of("", call.id)
+        kwargs[tool_def.context] = context if context is not None else ToolContext.of("", "", call.id)
     return _call(app, tool_def, fn, kwargs)
 
 
-async def check_tool(apps: Sequence[App], call: ToolCall,
-                     context: ToolContext) -> ToolOutcome | Literal[False] | None:
+async def check_tool(apps: Sequence[App], call: ToolCall, context: ToolContext,
+                     timeout_s: float | None = None) -> ToolOutcome | Literal[False] | None:
     """Ask the ``check`` of the tool ``call`` names whether the call's effect happened.
 
     Returns the call's outcome if it did, ``False`` if it did not (run the call now), ``None``
-    if the check cannot tell or there is none (the outcome is unknown). A check that raises
-    cannot tell: its error is in the outcome's text.
+    if the check cannot tell or there is none (the outcome is unknown). A check that raises,
+    or takes longer than ``timeout_s`` (then it is cancelled), cannot tell: the outcome's text
+    says why. A sync check runs in a worker thread, as a sync tool does (it may block).
     """
     target = _find_tool(apps, call.name)
     if target is None:
@@ -171,13 +173,21 @@ async def check_tool(apps: Sequence[App], call: ToolCall,
         return None
     if check is None:
         return None
-    try:
-        found = check(app, context.key) if is_method_check(fn) else check(context.key)
-        if inspect.isawaitable(found):
-            found = await found
-    except Exception as exc:  # not BaseException: trio.Cancelled must propagate
-        return ToolOutcome.failed(f"{call.name}'s check raised {type(exc).__name__}: {exc}; "
-                                  f"the outcome of the call (key {context.key}) is unknown")
+    args = (app, context.key) if is_method_check(fn) else (context.key,)
+    unknown = f"the outcome of the call (key {context.key}) is unknown"
+    with trio.move_on_after(math.inf if timeout_s is None else timeout_s) as deadline:
+        try:
+            if inspect.iscoroutinefunction(check):
+                found = await check(*args)
+            else:
+                found = await trio.to_thread.run_sync(check, *args, abandon_on_cancel=True)
+                if inspect.isawaitable(found):
+                    found = await found
+        except Exception as exc:  # not BaseException: trio.Cancelled must propagate
+            return ToolOutcome.failed(f"{call.name}'s check raised {type(exc).__name__}: {exc}; {unknown}")
+    if deadline.cancelled_caught:
+        return ToolOutcome.failed(f"{call.name}'s check did not answer within {timeout_s:g} s and was "
+                                  f"cancelled; {unknown}")
     if found is None:
         return None
     if found is False:

@@ -831,7 +831,7 @@ class Engine(Actor):
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
-        context = ToolContext.of(made_in(last, self.thread_id), call.id)
+        context = ToolContext.of(made_in(last, self.thread_id), last.id, call.id)
         if call.id in tail.started and not idempotent:
             resumed = await self._resume_started(call, spec, context)
             if resumed is not None:
@@ -882,8 +882,9 @@ class Engine(Actor):
         if spec is None or not spec.side_effects:
             return ToolInvoked(self._interrupted(call))
         if spec.checked:
-            checked: ToolChecked = await self._ask(self.wiring.apps, CheckTool(call, context), ToolChecked,
-                                                   timeout=self.tool_timeout_s)
+            # (the host cancels a check past the tool timeout, and says it cannot tell)
+            checked: ToolChecked = await self._ask(self.wiring.apps, CheckTool(call, context, self.tool_timeout_s),
+                                                   ToolChecked)
             if checked.result is not None:
                 return checked.result
             if checked.not_done:

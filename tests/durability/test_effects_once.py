@@ -39,7 +39,7 @@ async def test_a_side_effecting_tool_killed_at_a_random_instant_pays_once_or_is_
     script = write_script(tmp_path / "script.json", [
         {"text": "paying", "tool_calls": [{"name": tool, "arguments": {"amount": 5}}]}, {"text": "done"}])
     store = f"sqlite:{tmp_path / 'db'}"
-    key = idempotency_key("t", CALL_ID)
+    key = idempotency_key("t", "e2", CALL_ID)
     monkeypatch.setenv("EFFECT_LOG", str(log))
     monkeypatch.setenv("EFFECT_HOLD", instant)
 
@@ -73,7 +73,7 @@ async def test_a_fork_keeps_its_sources_keys_for_the_calls_made_before_the_fork_
     script = write_script(tmp_path / "script.json", [
         {"text": "paying", "tool_calls": [pay]}, {"text": "again", "tool_calls": [pay]}, {"text": "done"}])
     store = f"sqlite:{tmp_path / 'db'}"
-    source_key = idempotency_key("t", CALL_ID)
+    source_key = idempotency_key("t", "e2", CALL_ID)
     monkeypatch.setenv("EFFECT_LOG", str(log))
     monkeypatch.setenv("EFFECT_HOLD", "effect")
 
@@ -90,8 +90,8 @@ async def test_a_fork_keeps_its_sources_keys_for_the_calls_made_before_the_fork_
     first, second = [r for e in json.loads(done.stdout)["entries"] for r in e.get("results", ())]
     # the call made in t before the fork point: the fork reports it with t's key, not its own
     assert first["status"] == "interrupted" and source_key in first["content"]
-    assert idempotency_key("f", CALL_ID) not in first["content"]
+    assert idempotency_key("f", "e2", CALL_ID) not in first["content"]
     # the call made in the fork after it: the fork's own key
     assert second["content"] == "paid 5"
-    assert effects_of(log, idempotency_key("f", "call_1_0")) == 1
+    assert effects_of(log, idempotency_key("f", "e4", "call_1_0")) == 1
     assert effects_of(log, source_key) == 1

@@ -8,6 +8,7 @@ In process: "the crash" is the record the engine writes just before it invokes s
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from livecontext.actors.agent._session import run_until_idle
 from livecontext.actors.apps import App, ToolOutcome, tool
 from livecontext.protocol.agent import RecordToolStarted
 from livecontext.protocol.history import ModelOutputEntry, ToolStatus
+from livecontext.runtime.testing import actor_instance
 
 from tests.durability.test_resume import committed, results, session, tail
 
@@ -28,10 +30,15 @@ class Bank(App):
     name = "bank"
     paid: ClassVar[list[str]] = []
     answer: ClassVar[object] = None
+    reachable: ClassVar[threading.Event] = threading.Event()
+    """Set to let a check that waits for the bank ("hang") go on."""
 
     def look_up(self, key: str) -> object:
         if Bank.answer == "raise":
             raise ConnectionError("bank unreachable")
+        if Bank.answer == "hang":  # a sync check that blocks (a look-up over a dead connection)
+            Bank.reachable.wait()
+            return True
         return Bank.answer
 
     @tool(side_effects=True, check=look_up)
@@ -46,10 +53,11 @@ class Bank(App):
 
 
 TURNS = [{"text": "paying", "tool_calls": [{"name": "pay", "arguments": {"amount": 5}}]}, {"text": "done"}]
-KEY = idempotency_key("t", "call_0_0")
+KEY = idempotency_key("t", "e2", "call_0_0")
 
 
-async def resumed_after_a_crash_mid_call(url: str, answer: object) -> tuple[ToolStatus, str]:
+async def resumed_after_a_crash_mid_call(url: str, answer: object,
+                                         tool_timeout_s: float | None = None) -> tuple[ToolStatus, str]:
     Bank.paid.clear()
     Bank.answer = answer
     async with session(url, TURNS, apps=[Bank()]) as (s, _):
@@ -59,6 +67,8 @@ async def resumed_after_a_crash_mid_call(url: str, answer: object) -> tuple[Tool
         call = last.tool_calls[0]
         await s.rt.client("crash").ask(s.agent.history, RecordToolStarted(call.id, call.name))
     async with session(url, TURNS, apps=[Bank()]) as (s, _):
+        if tool_timeout_s is not None:
+            actor_instance(s.agent.engine).tool_timeout_s = tool_timeout_s
         await run_until_idle(s, None)
     state = await committed(url)
     [result] = results(state)
@@ -92,3 +102,16 @@ async def test_a_check_that_fails_is_reported_with_the_key_and_the_call_is_not_r
     assert Bank.paid == []
     assert status is ToolStatus.FAILED
     assert text == f"pay's check raised ConnectionError: bank unreachable; the outcome of the call (key {KEY}) is unknown"
+
+
+async def test_a_check_slower_than_the_tool_timeout_is_cancelled_and_the_outcome_reported_unknown(
+        tmp_path: Path) -> None:
+    Bank.reachable.clear()
+    try:
+        status, text = await resumed_after_a_crash_mid_call(f"sqlite:{tmp_path / 'db'}", "hang", tool_timeout_s=0.2)
+    finally:
+        Bank.reachable.set()  # (the abandoned worker thread ends)
+    assert Bank.paid == []
+    assert status is ToolStatus.FAILED  # the step went on: a result is recorded, not a failed step
+    assert text == (f"pay's check did not answer within 0.2 s and was cancelled; "
+                    f"the outcome of the call (key {KEY}) is unknown")

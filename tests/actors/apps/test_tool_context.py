@@ -36,12 +36,18 @@ def mail(to: str) -> str:
     return f"sent to {to}"
 
 
-def test_the_key_is_a_pure_function_of_thread_and_call_so_a_restart_computes_it_again() -> None:
-    key = idempotency_key("t", "call_0_0")
-    assert key == idempotency_key("t", "call_0_0") == ToolContext.of("t", "call_0_0").key
-    assert key == "lc-00d47f79f898ee93b403eee5f76a1c54"  # pinned: a key must never change between versions
-    assert len({key, idempotency_key("u", "call_0_0"), idempotency_key("t", "call_0_1"),
-                idempotency_key("tc", "all_0_0")}) == 4
+def test_the_key_is_a_pure_function_of_thread_output_and_call_so_a_restart_computes_it_again() -> None:
+    key = idempotency_key("t", "e2", "call_0_0")
+    assert key == idempotency_key("t", "e2", "call_0_0") == ToolContext.of("t", "e2", "call_0_0").key
+    assert key == "lc-deecf6a20429b5ae2aa651773d41dcd8"  # pinned: a key must never change between versions
+    assert len({key, idempotency_key("u", "e2", "call_0_0"), idempotency_key("t", "e2", "call_0_1"),
+                idempotency_key("tc", "e2", "all_0_0"), idempotency_key("t", "e4", "call_0_0"),
+                idempotency_key("t", "e", "2call_0_0")}) == 6
+
+
+def test_two_outputs_whose_calls_share_an_id_give_them_two_keys() -> None:
+    # (a server that numbers its calls afresh in every answer: call_0 each time)
+    assert idempotency_key("t", "e2", "call_0") != idempotency_key("t", "e4", "call_0")
 
 
 def test_a_tool_context_parameter_is_not_in_the_schema_the_model_sees() -> None:
@@ -52,23 +58,23 @@ def test_a_tool_context_parameter_is_not_in_the_schema_the_model_sees() -> None:
 
 async def test_a_function_tool_is_given_the_context_of_its_call() -> None:
     call = ToolCall("call_3_0", "send", json.dumps({"to": "ann"}))
-    outcome = await invoke_tool([FunctionTools([send])], call, ToolContext.of("t", "call_3_0"))
-    assert outcome.live == f"sent to ann as {idempotency_key('t', 'call_3_0')} (t/call_3_0)"
+    outcome = await invoke_tool([FunctionTools([send])], call, ToolContext.of("t", "e2", "call_3_0"))
+    assert outcome.live == f"sent to ann as {idempotency_key('t', 'e2', 'call_3_0')} (t/call_3_0)"
 
 
 async def test_the_model_cannot_fill_the_context_parameter_itself() -> None:
     call = ToolCall("c", "send", json.dumps({"to": "ann", "ctx": {"key": "mine"}}))
-    outcome = await invoke_tool([FunctionTools([send])], call, ToolContext.of("t", "c"))
+    outcome = await invoke_tool([FunctionTools([send])], call, ToolContext.of("t", "e2", "c"))
     assert "unknown argument 'ctx'" in outcome.live
 
 
 async def test_a_check_says_done_not_done_or_cannot_tell() -> None:
     apps, call = [FunctionTools([mail])], ToolCall("c", "mail", "{}")
     assert describe_tools(apps[0])[0].checked
-    done = await check_tool(apps, call, ToolContext("k-done", "t", "c"))
+    done = await check_tool(apps, call, ToolContext("k-done", "t", "e2", "c"))
     assert done is not None and not isinstance(done, bool) and done.live == "sent earlier"
-    assert await check_tool(apps, call, ToolContext("k-not", "t", "c")) is False
-    assert await check_tool(apps, call, ToolContext("k-what", "t", "c")) is None
+    assert await check_tool(apps, call, ToolContext("k-not", "t", "e2", "c")) is False
+    assert await check_tool(apps, call, ToolContext("k-what", "t", "e2", "c")) is None
 
 
 def test_a_check_without_side_effects_is_refused_with_what_to_do() -> None:
@@ -101,7 +107,7 @@ async def test_an_app_tool_takes_the_context_and_its_check_is_a_method_of_the_ap
     spec, = describe_tools(apps[0])
     assert json.loads(spec.parameters_json)["properties"].keys() == {"amount"}
     assert spec.side_effects and spec.checked
-    assert (await invoke_tool(apps, call, ToolContext.of("t", "c"))).live == f"paid 3 with key {idempotency_key('t', 'c')}"
-    found = await check_tool(apps, call, ToolContext("k-paid", "t", "c"))
+    assert (await invoke_tool(apps, call, ToolContext.of("t", "e2", "c"))).live == f"paid 3 with key {idempotency_key('t', 'e2', 'c')}"
+    found = await check_tool(apps, call, ToolContext("k-paid", "t", "e2", "c"))
     assert found is not None and not isinstance(found, bool) and found.live == "receipt 7"
-    assert await check_tool(apps, call, ToolContext("k-other", "t", "c")) is None
+    assert await check_tool(apps, call, ToolContext("k-other", "t", "e2", "c")) is None
