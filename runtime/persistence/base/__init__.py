@@ -58,9 +58,15 @@ from ._records import (
     snapshot_damage,
     supported_version,
 )
+from ._sql import FORK_CHUNK, copy_records, new_lease, open_sql_reader, repaired
 from ._time import format_time, parse_time
 
 __all__ = [
+    "FORK_CHUNK",
+    "copy_records",
+    "new_lease",
+    "open_sql_reader",
+    "repaired",
     "Backend",
     "CorruptRecordError",
     "DamagedSnapshotWarning",

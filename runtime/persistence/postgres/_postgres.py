@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -38,7 +37,6 @@ from ..base import (
     CorruptRecordError,
     DamagedSnapshotWarning,
     GroupCommit,
-    Holder,
     KEEP_SNAPSHOTS,
     LeaseLostError,
     LogWriteError,
@@ -52,17 +50,17 @@ from ..base import (
     StoredRecord,
     ThreadExistsError,
     ThreadInfo,
-    ThreadLockedError,
     ThreadNotFoundError,
     TornSnapshotWarning,
     contiguous,
-    current_holder,
+    copy_records,
     format_time,
-    holder_alive,
     missing_part,
+    new_lease,
+    open_sql_reader,
     parse_time,
-    rehome,
     rehome_snapshot,
+    repaired,
     snapshot_damage,
     used_parts,
 )
@@ -70,7 +68,6 @@ from ..base import (
 STORE_FORMAT_VERSION = 1
 """The PostgreSQL store format this build writes (table ``livecontext_meta``)."""
 
-_FORK_CHUNK = 512
 _POOL_MAX = 4
 """Connections per store: one per worker thread that may be in a call at once (a step's
 batch, a reader, a snapshot); more would only queue inside PostgreSQL."""
@@ -355,9 +352,6 @@ class PostgresBackend:
             raise LogWriteError(thread_id, f"postgresql: {_one_line(exc)}") from None
 
     def _open_writer(self, thread_id: str, create: bool, owner: str) -> _PostgresWriter:
-        me = current_holder(owner)
-        token = secrets.token_hex(16)
-        now = time.time()
         with self.transaction() as conn:
             if create:
                 conn.execute("INSERT INTO threads (thread_id, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
@@ -365,30 +359,19 @@ class PostgresBackend:
             elif not _exists(conn, thread_id):
                 raise ThreadNotFoundError(thread_id)
             # (FOR UPDATE: two processes taking a stale lease over wait for each other here)
-            row = conn.execute(
+            held = conn.execute(
                 "SELECT owner, host, pid, start, renewed_at FROM leases WHERE thread_id = %s FOR UPDATE",
                 (thread_id,)).fetchone()
-            if row is not None:
-                holder = Holder(row[0], row[1], row[2], row[3])
-                if holder_alive(holder, row[4], now):
-                    raise ThreadLockedError(thread_id, holder.describe())
+            token, me, now = new_lease(thread_id, owner, held)
             conn.execute(
                 "INSERT INTO leases VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO UPDATE SET"
                 " token = EXCLUDED.token, owner = EXCLUDED.owner, host = EXCLUDED.host, pid = EXCLUDED.pid,"
                 " start = EXCLUDED.start, acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at",
                 (thread_id, token, me.owner, me.host, me.pid, me.start, now, now))
-        writer = _PostgresWriter(self, thread_id, token)
-        try:
-            writer.repair()
-        except BaseException:
-            writer.close()
-            raise
-        return writer
+        return repaired(_PostgresWriter(self, thread_id, token))
 
     def open_reader(self, thread_id: str) -> SqlReader[PostgresBackend]:
-        if not self.thread_exists(thread_id):
-            raise ThreadNotFoundError(thread_id)
-        return SqlReader(self, thread_id)
+        return open_sql_reader(self, thread_id, self.thread_exists)
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         try:
@@ -409,13 +392,12 @@ class PostgresBackend:
                 (new_thread, format_time(now), src_thread, at_seq)).rowcount
             if created != 1:
                 raise ThreadExistsError(new_thread)
-            last_sent = now
-            for start in range(1, at_seq + 1, _FORK_CHUNK):
-                end = min(start + _FORK_CHUNK - 1, at_seq)
-                records = _read_range(conn, src_thread, start, end)
+            def insert(records: list[StoredRecord]) -> None:
                 with conn.cursor() as cur:
-                    cur.executemany(_INSERT_RECORD, [_record_to_row(rehome(r, new_thread)) for r in records])
-                last_sent = records[-1].sent_at
+                    cur.executemany(_INSERT_RECORD, [_record_to_row(r) for r in records])
+
+            last_sent = copy_records(lambda start, end: _read_range(conn, src_thread, start, end), insert,
+                                     new_thread, at_seq) or now
             snapshot = _latest_snapshot(conn, src_thread, at_seq)
             if snapshot is not None:
                 covered = _read_range(conn, new_thread, snapshot.seq, snapshot.seq)[0]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import secrets
 import shutil
 import sqlite3
 import threading
@@ -35,7 +34,6 @@ from ..base import (
     DamagedSnapshotWarning,
     FsyncLevel,
     GroupCommit,
-    Holder,
     KEEP_SNAPSHOTS,
     LeaseLostError,
     LogWriteError,
@@ -49,17 +47,17 @@ from ..base import (
     StoredRecord,
     ThreadExistsError,
     ThreadInfo,
-    ThreadLockedError,
     ThreadNotFoundError,
     TornSnapshotWarning,
     contiguous,
-    current_holder,
+    copy_records,
     format_time,
-    holder_alive,
     missing_part,
+    new_lease,
+    open_sql_reader,
     parse_time,
-    rehome,
     rehome_snapshot,
+    repaired,
     snapshot_damage,
     used_parts,
 )
@@ -82,7 +80,6 @@ from ._tables import (
     upgrade_in,
 )
 
-_FORK_CHUNK = 512
 
 
 BUSY_TIMEOUT_S = 30.0
@@ -376,10 +373,7 @@ class SqliteBackend:
 
     def _open_writer(self, thread_id: str, create: bool, owner: str) -> _SqliteWriter:
         self._check_before_writing()
-        me = current_holder(owner)
-        token = secrets.token_hex(16)
-        now = time.time()
-        with self.transaction() as conn:
+        with self.transaction() as conn:  # (BEGIN IMMEDIATE: two processes taking a stale lease over wait here)
             if not _exists(conn, thread_id):
                 if not create:
                     raise ThreadNotFoundError(thread_id)
@@ -387,30 +381,19 @@ class SqliteBackend:
                     "INSERT INTO threads (thread_id, created_at) VALUES (?, ?)",
                     (thread_id, format_time(dt.datetime.now(dt.timezone.utc))),
                 )
-            row = conn.execute(
+            held = conn.execute(
                 "SELECT owner, host, pid, start, renewed_at FROM leases WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
-            if row is not None:
-                holder = Holder(row[0], row[1], row[2], row[3])
-                if holder_alive(holder, row[4], now):
-                    raise ThreadLockedError(thread_id, holder.describe())
+            token, me, now = new_lease(thread_id, owner, held)
             conn.execute(
                 "INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (thread_id, token, me.owner, me.host, me.pid, me.start, now, now),
             )
-        writer = _SqliteWriter(self, thread_id, token)
-        try:
-            writer.repair()
-        except BaseException:
-            writer.close()
-            raise
-        return writer
+        return repaired(_SqliteWriter(self, thread_id, token))
 
     def open_reader(self, thread_id: str) -> SqlReader[SqliteBackend]:
-        if not self.thread_exists(thread_id):
-            raise ThreadNotFoundError(thread_id)
-        return SqlReader(self, thread_id)
+        return open_sql_reader(self, thread_id, self.thread_exists)
 
     def fork(self, src_thread: str, at_seq: int, new_thread: str) -> ThreadInfo:
         try:
@@ -441,12 +424,8 @@ class SqliteBackend:
                 "INSERT INTO threads VALUES (?, ?, ?, ?)",
                 (new_thread, format_time(now), src_thread, at_seq),
             )
-            last_sent = now
-            for start in range(1, at_seq + 1, _FORK_CHUNK):
-                end = min(start + _FORK_CHUNK - 1, at_seq)
-                records = _read_range(conn, self.select, src_thread, start, end)
-                self.insert(conn, [rehome(r, new_thread) for r in records])
-                last_sent = records[-1].sent_at
+            last_sent = copy_records(lambda start, end: _read_range(conn, self.select, src_thread, start, end),
+                                     lambda records: self.insert(conn, records), new_thread, at_seq) or now
             snapshot = _latest_snapshot(conn, self.select, self.select_snapshots, src_thread, at_seq)
             if snapshot is not None:
                 covered = _read_range(conn, self.select, new_thread, snapshot.seq, snapshot.seq)[0]
