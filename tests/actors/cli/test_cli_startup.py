@@ -63,6 +63,13 @@ def test_version_imports_the_command_line_only() -> None:
         modules)
 
 
+def test_help_lists_the_commands_without_importing_any_of_them() -> None:
+    modules = _modules_after("--help")
+    assert _heavy(modules) == []
+    assert {f"livecontext.actors.cli.{m}" for m in _main._Commands.modules.values()}.isdisjoint(modules)
+    assert "trio" not in modules
+
+
 def test_threads_of_a_memory_store_imports_no_model_client_tracing_or_drawing() -> None:
     modules = _modules_after("threads", "--store", "memory:")
     assert _heavy(modules) == []
@@ -87,6 +94,7 @@ def test_each_command_is_looked_up_in_the_module_that_defines_it() -> None:
     defined = {name: command.callback.__module__.rpartition(".")[2]
                for name, command in _main.main.commands.items() if command.callback is not None}
     assert defined == _main._Commands.modules
+    assert _main._Commands.summaries.keys() == defined.keys()  # (each command has its line in --help)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["threads", "--help"]])
