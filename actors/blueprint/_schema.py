@@ -150,7 +150,8 @@ class AnalyzerTable(_Table):
     @field_validator("capabilities")
     @classmethod
     def _capabilities(cls, value: list[str]) -> list[str]:
-        known = tuple(c.value for c in Capability if c is not Capability.APP_STATE)  # (the app host's own)
+        # (the app host's own, and a person's)
+        known = tuple(c.value for c in Capability if c not in (Capability.APP_STATE, Capability.DECIDE))
         for item in value:
             if item not in known:
                 raise ValueError(f"may list only {', '.join(known)}; got {item!r}")
