@@ -23,6 +23,8 @@ from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import (
+    ApprovalDecided,
+    ApprovalRequested,
     AppEffect,
     AppWindowsChanged,
     AppWindowsRecorded,
@@ -434,6 +436,13 @@ def _summarize(message: Message) -> str:
         return f"denied {message.action} to {message.sender} (needs {message.capability.value})"
     if isinstance(message, StepFailed):
         return f"step failed: {message.error}"
+    if isinstance(message, ApprovalRequested):
+        return "approval requested: " + ", ".join(f"{c.name} {c.id} {_clip(c.arguments, 80)}" for c in message.calls)
+    if isinstance(message, ApprovalDecided):
+        if message.approved:
+            edited = f" with arguments {_clip(message.arguments, 120)}" if message.arguments is not None else ""
+            return f"{message.call_id} approved by {message.by}{edited}"
+        return f"{message.call_id} denied by {message.by}: {_clip(message.reason, 200)}"
     if isinstance(message, EnginePaused):
         return "paused with work left" + (f": {message.reason}" if message.reason else "")
     if isinstance(message, SystemDeclared):
