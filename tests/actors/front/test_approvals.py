@@ -5,6 +5,7 @@ model reads) decides it, and ``run`` carries on."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,3 +181,25 @@ async def test_a_bad_approval_setting_is_one_clear_error() -> None:
     with pytest.raises(livecontext.UsageError, match="approval must be a list of tool names"):
         async with livecontext.open_agent(model="echo", approval=5):  # type: ignore[arg-type]
             pass
+
+
+async def test_a_resumed_thread_keeps_its_policy_function_by_import_path_and_its_names(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'db'}"
+    turns = (calls(call("send_mail", to="everyone")), calls(call("send_mail", to="everyone"), call("look", what="sea")),
+             {"text": "done"})
+    tools = [at.send_mail, at.look]
+    async with livecontext.open_agent(model=Seen(*turns), store=store, tools=tools, approval=at.big_mails) as agent:
+        assert (await agent.send("mail")).status.waiting_on == "approval of send_mail call call_0_0"
+    # reopened with no approval given: the recorded function decides again
+    async with livecontext.open_agent(model=Seen(*turns), store=store, tools=tools) as agent:
+        assert agent.changed == ()
+        await agent.approve("call_0_0")
+        assert (await agent.run()).status.waiting_on == "approval of send_mail call call_1_0"
+    async with livecontext.open_agent(model=Seen(*turns), store=store, tools=tools, approval=["look"]) as agent:
+        assert agent.changed == ("thread main: approval [tests.support.approval_tools:big_mails] -> [look] (approval=)",)
+    # the names given last are the recorded ones now
+    async with livecontext.open_agent(model=Seen(*turns), store=store, tools=tools) as agent:
+        await agent.approve("call_1_0")
+        reply = await agent.run()
+        assert reply.status.waiting_on == "approval of look call call_1_1"
+    assert at.RUNS == [("send_mail", {"to": "everyone"}), ("send_mail", {"to": "everyone"})]
