@@ -101,6 +101,9 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
 
     --max-input-tokens, --max-output-tokens and --max-cost (or [spend]) stop the agent, paused,
     before the model call that would pass them; run again with a higher limit to go on.
+
+    A tool call that needs a person's approval stops the run (exit 0, status waiting_approval):
+    the command to decide each call is printed (`livecontext approve` / `deny`).
     """
     spend_override = _spend_override(max_input_tokens, max_output_tokens, max_cost)
     try:

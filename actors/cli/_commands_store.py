@@ -311,7 +311,8 @@ async def _entry_seqs(reader: ThreadReader, converter: ProtocolConverter, upto: 
 @at_option
 @readable_json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
-    """Print a thread's state, status (with its result, question or error), entry count,
+    """Print a thread's state, status (with its result, question or error, or the tool calls
+    waiting for approval and the command that decides each), entry count,
     pending tool results, apps, last seq, budget, usage (its sub-agents' included) and the
     sub-agents it spawned."""
     from ..agent import spawned_threads, stored_usage  # (it knows the sub-agents app: the agent's models)
