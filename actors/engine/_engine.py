@@ -857,10 +857,16 @@ class Engine(Actor):
         if approval is None and self._needs_approval(call, spec):
             return await self._request_approvals(tail, last, tools)
         edited = None
+        if approval is not None and approval.decided is None:
+            # requested, not decided when this tail was read: a decision may have come since
+            # (the tail is the one the previous step's write returned), so look once more
+            tail = await self._tail()
+            approval = next((a for a in tail.approvals if a.call.id == call.id), None)
+            if approval is None or approval.decided is None:
+                return _AwaitingApproval(approval_waits(tail.approvals))
         if approval is not None:
             decided = approval.decided
-            if decided is None:  # requested, not decided yet (a run again, a restart)
-                return _AwaitingApproval(approval_waits(tail.approvals))
+            assert decided is not None
             if not decided.approved:  # not run: the model reads who denied it and why
                 text = (f"denied: {decided.by} did not approve this call of {call.name}, so it was not run. "
                         f"Reason: {decided.reason}")
