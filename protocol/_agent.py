@@ -9,6 +9,7 @@ import enum
 
 from attrs import field, frozen
 
+from ._approvals import Approval
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
@@ -88,6 +89,10 @@ class IdleReason(enum.Enum):
     """A ``Cancel`` (or the engine stopping) cut its step short."""
     FAILED = "failed"
     """A step failed (:attr:`Idle.error` says why)."""
+    WAITING_APPROVAL = "waiting_approval"
+    """The next tool call needs a person's approval and is not decided yet
+    (:attr:`Idle.waiting_on` names the calls waiting). The engine takes no step for it until
+    the next ``RunUntilIdle`` or ``Step`` after a decision."""
 
 
 @frozen
@@ -104,13 +109,19 @@ class Idle(Message):
     cut: tuple[ObservationCut, ...] = ()
     """The observations this run sent cut to their head and tail (they did not fit whole),
     in the order of its model calls."""
+    waiting_on: str = ""
+    """The calls waiting for approval, when :attr:`reason` is :attr:`IdleReason.WAITING_APPROVAL`
+    (``approval of pay call c1``)."""
 
     @property
     def reason_text(self) -> str:
-        """The reason in words: its value, with the error of a failed step (``failed: ...``)
-        or the spend limit that paused it (``paused: spend limit: ...``)."""
+        """The reason in words: its value, with the error of a failed step (``failed: ...``),
+        the spend limit that paused it (``paused: spend limit: ...``) or the calls waiting for
+        approval (``waiting_approval: approval of pay call c1``)."""
         if self.reason is IdleReason.FAILED:
             return f"failed: {self.error}"
+        if self.reason is IdleReason.WAITING_APPROVAL and self.waiting_on:
+            return f"waiting_approval: {self.waiting_on}"
         if self.reason is IdleReason.PAUSED and self.limit:
             return f"paused: {self.limit}"
         return str(self.reason.value)
@@ -257,6 +268,9 @@ class Tail(Message):
     """How full the history is; at TRUNCATE the engine has it folded before a model call."""
     usage: UsageTotals = UsageTotals()
     """The model calls the thread recorded, summed (folded outputs included)."""
+    approvals: tuple[Approval, ...] = ()
+    """The approvals requested for the last output's calls, with their decisions (empty
+    unless a call of that output needs approval)."""
 
 
 @frozen

@@ -22,6 +22,7 @@ from ._agent import (
     InputSourceReply,
     InputSourceRequest,
 )
+from ._approvals import ApprovalRecord, ApprovalReply, ApprovalRequest
 from ._apps import StoredEffect
 from ._context_mgmt import (
     ContextRecord,
@@ -51,6 +52,8 @@ CHANNELS: tuple[object, ...] = (
     RecapRequest,
     StatusRequest,
     StatusReply,
+    ApprovalRequest,
+    ApprovalReply,
     AppHostRequest,
     AppHostReply,
     InputSourceRequest,
@@ -65,6 +68,7 @@ CHANNELS: tuple[object, ...] = (
     ThreadRecord,
     ContextRecord,
     LifecycleRecord,
+    ApprovalRecord,
     WindowRecord,
     SystemRecord,
     ControlToolEffect,

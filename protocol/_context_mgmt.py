@@ -23,6 +23,10 @@ class Capability(enum.Enum):
     NOTIFY = "notify"
     APP_STATE = "app_state"
     """Keep the apps' saved states (:class:`SaveAppState`): the app host's."""
+    DECIDE = "decide"
+    """Approve or deny a tool call waiting for approval (``DecideApproval``): a person's, through
+    the front door or the CLI (their clients hold every capability); never the engine's, so a
+    model cannot approve its own calls."""
 
 
 class LimitLevel(enum.Enum):

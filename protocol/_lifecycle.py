@@ -10,8 +10,10 @@ says where the task stands, for the people and programs that drive the agent:
 - ``waiting_parent``: a sub-agent called ``wait_parent``: it waits for its parent's next
   message (:attr:`AgentStatus.question` holds what it said to the parent);
 - ``waiting_internal``: the engine waits on another agent's work: a sub-agent it spawned or an
-  ``ask_agent`` question (:attr:`AgentStatus.waiting_on` names the call); approvals will wait
-  here too (not built yet);
+  ``ask_agent`` question (:attr:`AgentStatus.waiting_on` names the call);
+- ``waiting_approval``: a wait of the same kind, on a person: the next tool call to run needs
+  approval and is not decided yet (:attr:`AgentStatus.waiting_on` names the calls waiting,
+  :attr:`AgentStatus.approvals` lists them; see ``protocol._approvals``);
 - ``completed``: the model called ``task_complete``; :attr:`AgentStatus.result` holds the
   result, and the engine takes no step until new input comes;
 - ``abandoned``: the model called ``task_abandon``; :attr:`AgentStatus.reason` holds why, and
@@ -36,7 +38,9 @@ import enum
 
 from attrs import frozen
 
+from ._approvals import Approval
 from ._message import Message
+from ._tools import ToolCall
 
 TASK_COMPLETE = "task_complete"
 """The control tool that ends the task with a result."""
@@ -52,7 +56,8 @@ and wait for its next message."""
 
 INTERNAL_WAIT_TOOLS = frozenset({"spawn_subagent", "message_subagent", "ask_agent"})
 """Tools whose call waits on another agent's work: while one is pending the status is
-``waiting_internal``. (An approval will be such a wait too: it belongs here when it is built.)"""
+``waiting_internal``. A call waiting for a person's approval is a wait of that kind too, with a
+status of its own: ``waiting_approval`` (see ``protocol._approvals``)."""
 
 
 class TaskStatus(enum.Enum):
@@ -62,6 +67,7 @@ class TaskStatus(enum.Enum):
     WAITING_USER = "waiting_user"
     WAITING_PARENT = "waiting_parent"
     WAITING_INTERNAL = "waiting_internal"
+    WAITING_APPROVAL = "waiting_approval"
     COMPLETED = "completed"
     ABANDONED = "abandoned"
     PAUSED = "paused"
@@ -85,8 +91,12 @@ class AgentStatus(Message):
     (``paused``): the limit, the figures and how to raise it; or why the task was given up
     (``abandoned``)."""
     waiting_on: str | None = None
-    """What the agent waits on (``waiting_internal`` only): the tool and its call id, such as
-    ``spawn_subagent call c1``."""
+    """What the agent waits on (``waiting_internal`` and ``waiting_approval`` only): the tool
+    and its call id, such as ``spawn_subagent call c1``, or the calls waiting for approval,
+    such as ``approval of pay call c1, send_mail call c2``."""
+    approvals: tuple[ToolCall, ...] = ()
+    """The calls waiting for a person's approval, as the model made them (``waiting_approval``
+    only): decide each with ``approve`` or ``deny`` by its id."""
 
 
 @frozen
@@ -192,3 +202,6 @@ class TaskMarks:
     """The spend limit that made the pause, if one did."""
     failure: str | None = None
     """The error of the last step, if it failed and no step succeeded since."""
+    approvals: tuple[Approval, ...] = ()
+    """The approvals requested for the current model output's calls, with their decisions;
+    cleared by the next entry (a model output, an input, the tool-results entry)."""

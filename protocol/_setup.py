@@ -93,3 +93,9 @@ class ThreadSettings:
     lifecycle: bool = True
     """Whether the control tools (``task_complete``, ``task_abandon``, ``output``,
     ``wait_user_response``; ``wait_parent`` in a sub-agent) are offered."""
+    approval: tuple[str, ...] = ()
+    """The tools every call of which needs a person's approval (beside those whose spec
+    says so), sorted."""
+    approval_policy: str = ""
+    """The import path (``module:function``) of the function deciding per call which calls
+    need approval; empty: none, or a function given in Python that has no import path."""

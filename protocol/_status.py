@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import attrs
 
+from ._approvals import Approval, ApprovalDecided, ApprovalRequested, approval_waits
 from ._entries import ModelInputEntry
 from ._tools import ToolCall
 from ._lifecycle import (
@@ -33,16 +34,21 @@ NO_MARKS = TaskMarks()
 def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
     """The marks after the log record ``payload``: an input starts a new turn (clearing
     everything), any other step clears a pause and a failure, the control tools' effects end
-    the turn, :class:`EnginePaused` and :class:`StepFailed` mark the stop."""
+    the turn, :class:`EnginePaused` and :class:`StepFailed` mark the stop; approvals hold
+    for the current output's calls (a new entry clears them)."""
     if isinstance(payload, EntryAppended):
-        return NO_MARKS if isinstance(payload.entry, ModelInputEntry) else _stepped(marks)
+        return NO_MARKS if isinstance(payload.entry, ModelInputEntry) else _next_entry(marks)
     if isinstance(payload, ToolResultRecorded):
         effect = payload.effect
         if isinstance(effect, ControlToolEffect):
-            return TaskMarks(ended=effect)
+            return TaskMarks(ended=effect, approvals=marks.approvals)
         return _stepped(marks)
-    if isinstance(payload, ToolResultsAppended | ToolStarted):
+    if isinstance(payload, ToolResultsAppended):
+        return _next_entry(marks)
+    if isinstance(payload, ToolStarted):
         return _stepped(marks)
+    if isinstance(payload, ApprovalRequested | ApprovalDecided):
+        return attrs.evolve(_stepped(marks), approvals=_approvals_after(marks.approvals, payload))
     if isinstance(payload, EnginePaused):
         return attrs.evolve(marks, paused=True, pause_reason=payload.reason)
     if isinstance(payload, StepFailed):
@@ -50,9 +56,16 @@ def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
     return marks
 
 
+def _next_entry(marks: TaskMarks) -> TaskMarks:
+    """After a new entry: a step (see :func:`_stepped`) that also ends the output's approvals."""
+    if marks.approvals or marks.paused or marks.failure is not None:
+        return TaskMarks(ended=marks.ended)
+    return marks
+
+
 def _stepped(marks: TaskMarks) -> TaskMarks:
     if marks.paused or marks.failure is not None:
-        return TaskMarks(ended=marks.ended)
+        return TaskMarks(ended=marks.ended, approvals=marks.approvals)
     return marks
 
 
@@ -62,6 +75,11 @@ def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None
     if marks.failure is not None:
         return AgentStatus(TaskStatus.FAILED, error=marks.failure)
     if state is not EngineState.WAITING_INPUT:
+        if (state is EngineState.WAITING_TOOL_RESULTS and pending is not None and marks.approvals
+                and any(a.call.id == pending.id and a.pending for a in marks.approvals)):
+            # (before a pause: the engine can do nothing until a person decides)
+            return AgentStatus(TaskStatus.WAITING_APPROVAL, waiting_on=approval_waits(marks.approvals),
+                               approvals=tuple(a.call for a in marks.approvals if a.pending))
         if marks.paused:
             return AgentStatus(TaskStatus.PAUSED, reason=marks.pause_reason)
         if (state is EngineState.WAITING_TOOL_RESULTS and pending is not None
@@ -78,3 +96,11 @@ def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None
     if isinstance(ended, UserQuestionAsked):
         return AgentStatus(TaskStatus.WAITING_USER, question=ended.question)
     return AgentStatus(TaskStatus.WAITING_USER)
+
+
+def _approvals_after(approvals: tuple[Approval, ...], payload: ApprovalRequested | ApprovalDecided) -> tuple[Approval, ...]:
+    """The approvals of the current output after the log record ``payload``."""
+    if isinstance(payload, ApprovalRequested):
+        known = {a.call.id for a in approvals}
+        return approvals + tuple(Approval(call) for call in payload.calls if call.id not in known)
+    return tuple(Approval(a.call, payload) if a.call.id == payload.call_id else a for a in approvals)

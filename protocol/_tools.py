@@ -31,6 +31,9 @@ class ToolSpec:
     retention: Retention = Retention.COMPRESSIBLE
     """The retention class of its results (and of a model output that only calls such tools
     and says nothing): DISPOSABLE for results that a later state supersedes."""
+    approval: bool = False
+    """Whether a person must approve each call before it runs: the engine records the request
+    and the agent waits (status ``waiting_approval``) until the call is approved or denied."""
 
 
 @frozen

@@ -1,7 +1,9 @@
 """What a thread's history holds and a model is shown: content at its levels of detail, tool
 specs, calls and results, history entries, the chat sent to a model, and where a thread
 stands (the engine's state and the task's status, both read off the history; the status
-itself, :class:`~livecontext.protocol.agent.AgentStatus`, is the reply of the agent's status request).
+itself, :class:`~livecontext.protocol.agent.AgentStatus`, is the reply of the agent's status request),
+and the approvals of its tool calls: their state and the requests that record and decide them
+(the log records are in :mod:`~livecontext.protocol.records`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,26 @@ from ._lifecycle import (
     TaskMarks,
     TaskStatus,
 )
+from ._approvals import (
+    DENIED_REASON,
+    Approval,
+    ApprovalRecorded,
+    ApprovalReply,
+    ApprovalRequest,
+    DecideApproval,
+    RecordApprovalRequest,
+    approval_waits,
+)
 from ._status import NO_MARKS, derive_status, task_after
 
 __all__ = [
+    "Approval",
+    "ApprovalRecorded",
+    "ApprovalReply",
+    "ApprovalRequest",
     "ChatMessage",
+    "DENIED_REASON",
+    "DecideApproval",
     "Content",
     "ENTRY_KINDS",
     "EngineState",
@@ -53,6 +71,7 @@ __all__ = [
     "Notification",
     "OUTPUT",
     "RecapEntry",
+    "RecordApprovalRequest",
     "Retention",
     "Role",
     "Shown",
@@ -70,6 +89,7 @@ __all__ = [
     "UsageTotals",
     "WAIT_PARENT",
     "WAIT_USER_RESPONSE",
+    "approval_waits",
     "derive_state",
     "derive_status",
     "idempotency_key",

@@ -1,6 +1,6 @@
 """What a thread's event log stores: one record per accepted state change (entries appended,
 tool results, configuration, snapshots), the settings a thread runs with, the apps' effects
-and windows, and the marks of its task's lifecycle.
+and windows, the marks of its task's lifecycle, and the approvals of its tool calls.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from ._windows import (
     TextChange,
     WindowRecord,
 )
+from ._approvals import ApprovalDecided, ApprovalRecord, ApprovalRequested
 from ._lifecycle import (
     ControlToolEffect,
     EnginePaused,
@@ -49,6 +50,9 @@ from ._lifecycle import (
 
 __all__ = [
     "AppEffect",
+    "ApprovalDecided",
+    "ApprovalRecord",
+    "ApprovalRequested",
     "AppHistory",
     "AppInfo",
     "AppWindow",

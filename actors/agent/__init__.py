@@ -32,6 +32,7 @@ _HOMES = {
     "chat_json": "_format",
     "check_text": "_text",
     "check_thread_id": "_thread_ids",
+    "decide_approval": "_input",
     "dump_json_line": "_format",
     "entry_json": "_format",
     "final_answer": "_answer",
@@ -90,6 +91,7 @@ if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, wit
         InputSource as InputSource,
         InputTooLargeError as InputTooLargeError,
         give_input as give_input,
+        decide_approval as decide_approval,
     )
     from ._resume import (
         SETTINGS as SETTINGS,

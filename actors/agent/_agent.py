@@ -36,7 +36,7 @@ from ._subagents import give_spawn, give_store
 from ._thread_ids import check_thread_id
 from ..analyzers import Analyzer, AnalyzerSettings, make_analyzer
 from ..apps import App, Notebook, describe_tools
-from ..engine import Engine, EngineWiring, control_tools, engine_topic
+from ..engine import NO_APPROVALS, ApprovalPolicy, Engine, EngineWiring, control_tools, engine_topic
 from ..history import BudgetLimits, ContextPolicy, HistoryLimits, HistoryStore, history_topic
 from ..recap import RecapMaintainer, RecapSettings
 from ..spend import SpendLedger, SpendLimits, ledger_id
@@ -82,6 +82,9 @@ class AgentSettings:
     spend: SpendLimits | None = None
     """Stop before a model call that would pass these limits (``None``: no limits); they
     cover the agent's sub-agents too."""
+    approval: ApprovalPolicy = NO_APPROVALS
+    """Which tool calls wait for a person's approval before they run, besides those whose
+    tool requires it (``@tool(approval=True)``): tools by name, or a function deciding per call."""
 
     def history_limits(self) -> HistoryLimits | BudgetLimits:
         """The limits the history store gets: :attr:`limits`, or ones derived from the budget
@@ -189,7 +192,7 @@ async def spawn_agent(
             ids.recap, capabilities=RECAP_CAPABILITIES)
     engine = await rt.spawn(
         lambda: Engine(tid, model, ids, counter, budget=settings.budget, auto=auto,
-                       lifecycle=settings.lifecycle), engine_id,
+                       lifecycle=settings.lifecycle, approval=settings.approval), engine_id,
         capabilities=ENGINE_CAPABILITIES)
     analyzers = []
     for a in settings.analyzers:
@@ -239,7 +242,8 @@ def thread_settings(settings: AgentSettings, *, recap_model: str = "",
         spend=None if spend is None else RecordedSpend(
             spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
             tuple(RecordedPrice(model, p.input, p.cached_input, p.output) for model, p in sorted(spend.prices.items()))),
-        pin_task=settings.pin_task, lifecycle=settings.lifecycle)
+        pin_task=settings.pin_task, lifecycle=settings.lifecycle,
+        approval=tuple(sorted(settings.approval.names)), approval_policy=settings.approval.path)
 
 
 def app_info(app: App) -> AppInfo:

@@ -110,12 +110,15 @@ def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
 def status_json(status: AgentStatus) -> dict[str, Any]:
     """A thread's status as the CLI prints it: ``{"status": ...}``, with ``result``,
     ``question``, ``error``, ``reason`` (a spend limit's pause, an abandoned task) or
-    ``waiting_on`` (``waiting_internal``) when there is one."""
+    ``waiting_on`` (``waiting_internal``, ``waiting_approval``) when there is one, and
+    ``approvals`` (``waiting_approval``): each call waiting, ``{"id", "name", "arguments"}``."""
     out: dict[str, Any] = {"status": status.status.value}
     for key in ("result", "question", "error", "reason", "waiting_on"):
         value = getattr(status, key)
         if value is not None:
             out[key] = value
+    if status.approvals:
+        out["approvals"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in status.approvals]
     return out
 
 

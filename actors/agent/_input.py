@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
+from typing import Any
 
 from livecontext.protocol.agent import InputAvailable, InputMeasured, InputText, MeasureInput, ProvideInput, PullInput
-from livecontext.protocol.history import Retention
+from livecontext.protocol.history import ApprovalRecorded, DecideApproval, Retention
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import (
     Actor,
@@ -121,3 +122,18 @@ async def give_input(asker: Context, source: ActorRef[InputSource], given: Provi
         if isinstance(exc.__cause__, UsageError):
             raise exc.__cause__ from None
         raise
+
+
+async def decide_approval(asker: Context, history: ActorId | ActorRef[Any], decision: DecideApproval) -> ApprovalRecorded:
+    """Ask a thread's history store to record ``decision`` (a person's approval or deny of a
+    call waiting for one), raising what it refused the decision with (a one-line
+    :class:`UsageError`: no such pending call, decided already, arguments not a JSON object)
+    as itself rather than wrapped in the runtime's :class:`RemoteActorError`."""
+    try:
+        recorded = await asker.ask(history, decision)
+    except RemoteActorError as exc:
+        if isinstance(exc.__cause__, UsageError):
+            raise exc.__cause__ from None
+        raise
+    assert isinstance(recorded, ApprovalRecorded)
+    return recorded

@@ -21,11 +21,12 @@ from livecontext.runtime.models import Price
 
 from ._agent import AgentSettings
 from ..analyzers import AnalyzerSettings
+from ..engine import ApprovalPolicy, import_check
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits
 
-SETTINGS = ("budget", "context", "limits", "recap", "analyzers", "spend", "pin_task", "lifecycle")
+SETTINGS = ("budget", "context", "limits", "recap", "analyzers", "spend", "pin_task", "lifecycle", "approval")
 """The :class:`AgentSettings` a thread records and resumes with, in the order changes are said."""
 
 
@@ -54,6 +55,8 @@ def recorded_values(recorded: ThreadConfigured) -> dict[str, object]:
         {p.model: Price(p.input, p.cached_input, p.output) for p in spend.prices})
     values["pin_task"] = s.pin_task
     values["lifecycle"] = s.lifecycle
+    values["approval"] = ApprovalPolicy(s.approval, import_check(s.approval_policy) if s.approval_policy else None,
+                                        s.approval_policy)
     return values
 
 
@@ -126,6 +129,9 @@ def said(value: object) -> str:
         return "on" if value else "off"
     if isinstance(value, enum.Enum):
         return str(value.value)
+    if isinstance(value, ApprovalPolicy):
+        parts = sorted(value.names) + ([value.path or "a function"] if value.check is not None else [])
+        return "[" + ", ".join(parts) + "]" if parts else "none"
     if isinstance(value, tuple):
         return "[" + ", ".join(said(v) for v in value) + "]" if value else "none"
     if isinstance(value, Mapping):

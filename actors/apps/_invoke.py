@@ -96,6 +96,7 @@ def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
             retention=tool_def.retention,
             side_effects=tool_def.side_effects,
             checked=tool_def.check is not None,
+            approval=tool_def.approval,
         )
     return tuple(specs.values())
 

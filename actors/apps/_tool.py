@@ -50,6 +50,7 @@ class _Marker:
     """An app's method (its first parameter is ``self``), else a plain function."""
     side_effects: bool = False
     check: Callable[..., Any] | None = None
+    approval: bool = False
 
 
 @frozen
@@ -80,6 +81,8 @@ class ToolDef:
     """What tells whether a call with a given idempotency key did its effect (see :func:`tool`)."""
     context: str | None = None
     """The parameter annotated :class:`ToolContext`, filled by the host (not in the schema)."""
+    approval: bool = False
+    """Whether a person must approve each call before it runs (see :func:`tool`)."""
 
 
 @overload
@@ -87,11 +90,11 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, idempotent: bool = False, name: str | None = None,
          retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
-         check: Callable[..., Any] | None = None) -> Callable[[F], F]: ...
+         check: Callable[..., Any] | None = None, approval: bool = False) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None,
     retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
-    check: Callable[..., Any] | None = None,
+    check: Callable[..., Any] | None = None, approval: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark a function, or an app's method, as a tool the model may call.
 
@@ -129,6 +132,10 @@ def tool(
             returns the call's result if the effect is done (text or a :class:`ToolOutcome`;
             ``True``: just "done"), ``False`` if it is not (the call is run now), ``None`` if it
             cannot tell (the outcome is reported unknown).
+        approval: Whether a person must approve each call before it runs. The engine records
+            the request and the agent stops with status ``waiting_approval``; ``agent.approve``
+            (possibly with edited arguments) or ``agent.deny`` (with a reason the model reads)
+            decides, then ``agent.run()`` carries on (``livecontext approve|deny`` likewise).
 
     A tool that takes a parameter annotated :class:`ToolContext` is given the call's context
     there (its idempotency key, thread and call id); the model never sees that parameter.
@@ -159,7 +166,8 @@ def tool(
     def mark(f: F) -> F:
         method = is_method(f)
         _check_definition(f, name, method)
-        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method, side_effects, check))
+        setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method, side_effects, check,
+                                      approval))
         return f
 
     if fn is not None:
@@ -284,6 +292,7 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         side_effects=marker.side_effects,
         check=marker.check,
         context=context,
+        approval=marker.approval,
     )
 
 

@@ -89,7 +89,9 @@ class TaskResult:
     status: str
     """``completed`` (task_complete), ``abandoned`` (task_abandon: the result is its reason),
     ``answered`` (answered its last input), ``waiting`` (asked a question with
-    wait_user_response), ``stopped`` (max_steps) or ``failed``."""
+    wait_user_response), ``waiting_approval`` (a tool call waits for a person's approval: the
+    result names the calls; decide with ``livecontext approve|deny`` and run the batch again to
+    carry it on), ``stopped`` (max_steps) or ``failed``."""
     result: str | None
     steps: int
     """Model calls the thread recorded (over every run of it)."""
@@ -315,6 +317,8 @@ def _status_of(engine: EngineState, status: AgentStatus, entries: Sequence[Histo
         return "abandoned", status.reason, None
     if status.status is TaskStatus.FAILED:
         return "failed", None, status.error
+    if status.status is TaskStatus.WAITING_APPROVAL:  # (not finished: a run after the decision carries it on)
+        return "waiting_approval", status.waiting_on, None
     if engine is EngineState.WAITING_INPUT and _inputs(entries) >= expected_inputs:
         if status.question is not None:  # (wait_user_response: no one is there to answer)
             return "waiting", status.question, None

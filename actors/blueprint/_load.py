@@ -23,7 +23,8 @@ from livecontext.runtime.models import SPEC_FORMS
 
 from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
-from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError
+from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError, describe_tools
+from ..engine import CONTROL_TOOL_NAMES, NO_APPROVALS, ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings, RecapStrategy
 from ..spend import SpendLimits
@@ -252,6 +253,13 @@ def _agent_problems(keys: BlueprintFile | AgentTable, agent: int | None, base: P
     yield from _limit_problems(keys, agent)
     yield from _context_problems(keys, agent)
     yield from _recap_problems(keys, agent, base)
+    try:
+        _approval(keys, base)
+    except UsageError as exc:
+        key = "approval_policy" if keys.approval_policy is not None and "approval policy" in str(exc) else "approval"
+        yield Where(key=key, agent=agent), f"{label(Where(key=key, agent=agent))}{exc}"
+    except (AppDefinitionError, ToolDefinitionError):
+        pass  # (said by the apps' and tools' own checks)
     yield from _import_problems(keys, agent, base)
     names: set[str] = set()
     for i, a in enumerate(keys.analyzers):
@@ -406,7 +414,7 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
     context = ContextPolicy() if c is None else ContextPolicy(c.policy, c.low_water, c.high_water)
     settings = AgentSettings(thread_id=thread, system_prompt=keys.system_prompt, budget=keys.budget,
                              snapshot_every=keys.snapshot_every, limits=limits, pin_task=keys.pin_task,
-                             lifecycle=keys.lifecycle,
+                             lifecycle=keys.lifecycle, approval=_approval(keys, base),
                              recap=recap, analyzers=analyzers, context=context)
     return Blueprint(
         path=source,
@@ -422,6 +430,46 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
         tools=tuple(t.use for t in keys.tools),
         folder=str(base),
     )
+
+
+def _approval(keys: BlueprintFile | AgentTable, base: Path) -> ApprovalPolicy:
+    """The approval policy the keys give: ``approval`` (tool names) and ``approval_policy``
+    (a function's import path), with the tools of each ``[[tools]]`` and ``[[apps]]`` with
+    ``approval``; the names are checked against the agent's tools (apps and tools are made,
+    from the blueprint's folder, as the agent makes them).
+
+    Raises:
+        UsageError: a name is no tool of the agent, or the policy is not importable.
+    """
+    wanted = bool(keys.approval or keys.approval_policy or any(t.approval for t in keys.tools)
+                  or any(a.approval for a in keys.apps))
+    if not wanted:
+        return NO_APPROVALS
+    names: set[str] = set()
+    known: set[str] = set(CONTROL_TOOL_NAMES)
+    with importable(str(base)):
+        policy = ApprovalPolicy.of(keys.approval_policy) if keys.approval_policy else NO_APPROVALS
+        for a in keys.apps:
+            tools = [spec.name for spec in describe_tools(_app_use(a.use, a.options, base).make())]
+            known.update(tools)
+            if a.approval is True:
+                names.update(tools)
+            elif isinstance(a.approval, list):
+                unknown = [n for n in a.approval if n not in tools]
+                if unknown:
+                    raise UsageError(f"[[apps]] {a.use} approval names {', '.join(map(repr, unknown))}, not tools "
+                                     f"of the app: its tools are {', '.join(tools) or 'none'}")
+                names.update(a.approval)
+        for t in keys.tools:
+            tools = [spec.name for spec in describe_tools(FunctionTools([t.use]))]
+            known.update(tools)
+            if t.approval:
+                names.update(tools)
+    unknown = [n for n in keys.approval if n not in known]
+    if unknown:
+        raise UsageError(f"approval names {', '.join(map(repr, unknown))}, not tools of the agent: its tools are "
+                         f"{', '.join(sorted(known - set(CONTROL_TOOL_NAMES)))}")
+    return policy.with_names([*names, *keys.approval])
 
 
 def _app_use(use: str, options: Mapping[str, Any], base: Path) -> AppUse:

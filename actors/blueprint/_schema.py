@@ -65,12 +65,17 @@ class AppTable(_Table):
 
     use: str
     options: dict[str, Any] = Field(default_factory=dict)
+    approval: bool | list[str] = False
+    """Every call of its tools needs a person's approval (``true``), or the calls of the tools
+    it names."""
 
 
 class ToolTable(_Table):
     """One ``[[tools]]`` element: a function offered as a tool, by import path."""
 
     use: str
+    approval: bool = False
+    """Every call of it needs a person's approval (as ``@tool(approval=True)``)."""
 
 
 class LimitsTable(_Table):
@@ -150,7 +155,8 @@ class AnalyzerTable(_Table):
     @field_validator("capabilities")
     @classmethod
     def _capabilities(cls, value: list[str]) -> list[str]:
-        known = tuple(c.value for c in Capability if c is not Capability.APP_STATE)  # (the app host's own)
+        # (the app host's own, and a person's)
+        known = tuple(c.value for c in Capability if c not in (Capability.APP_STATE, Capability.DECIDE))
         for item in value:
             if item not in known:
                 raise ValueError(f"may list only {', '.join(known)}; got {item!r}")
@@ -196,6 +202,10 @@ class _AgentKeys(_Table):
     context: ContextTable | None = None
     recap: RecapTable | None = None
     analyzers: list[AnalyzerTable] = Field(default_factory=list)
+    approval: list[str] = Field(default_factory=list)
+    """Tools every call of which needs a person's approval, by name."""
+    approval_policy: str | None = None
+    """A function ``module:function`` deciding per call which calls need approval."""
 
 
 class AgentTable(_AgentKeys):

@@ -24,6 +24,7 @@ from ..agent import SETTINGS, AgentSettings
 from ..agent import check_thread_id
 from ..analyzers import AnalyzerSettings
 from ..apps import App, FunctionTools, Notebook
+from ..engine import ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits, override_limits
@@ -58,6 +59,10 @@ def _apps(value: Any) -> tuple[App | AppUse, ...] | None:
     if value is None:
         return None
     return tuple(AppUse(a) if isinstance(a, str) else a for a in value)
+
+
+def _approval(value: Any) -> ApprovalPolicy | NotGiven:
+    return value if value is NOT_GIVEN else ApprovalPolicy.of(value)
 
 
 def _readonly(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -103,6 +108,10 @@ class AgentSpec:
     lifecycle: bool | NotGiven = NOT_GIVEN
     """Offer the control tools ``task_complete``, ``task_abandon``, ``output`` and
     ``wait_user_response`` (default ``True``)."""
+    approval: ApprovalPolicy | NotGiven = field(default=NOT_GIVEN, converter=_approval)
+    """Which tool calls wait for a person's approval besides those whose tool requires it:
+    tool names, a function ``(call, spec) -> bool`` or its import path ``module:function``
+    (given as any of those; default none)."""
     snapshot_every: int = AgentSettings().snapshot_every
     """Snapshot the thread every this many log records (0: never)."""
     recap_model: str | ModelClient | None = None
@@ -158,7 +167,7 @@ class AgentSpec:
         return cls(
             thread=s.thread_id, model=bp.model, system_prompt=s.system_prompt, budget=s.budget, context=s.context,
             limits=s.limits, recap=s.recap, analyzers=s.analyzers, spend=s.spend, pin_task=s.pin_task,
-            lifecycle=s.lifecycle, snapshot_every=s.snapshot_every, recap_model=bp.recap_model,
+            lifecycle=s.lifecycle, approval=s.approval, snapshot_every=s.snapshot_every, recap_model=bp.recap_model,
             analyzer_models=bp.analyzer_models, apps=bp.apps, tools=bp.tools, folder=bp.folder, store=bp.store,
             inputs=bp.inputs, pins=bp.pins, max_steps=bp.max_steps,
             given_by={name: f"blueprint {bp.path}" for name in SETTINGS})

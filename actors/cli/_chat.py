@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -18,13 +20,23 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol.agent import AfterModelCall, Idle, IdleReason, ProvideInput, RunUntilIdle
+from livecontext.protocol.agent import (
+    AfterModelCall,
+    AgentStatus,
+    GetStatus,
+    Idle,
+    IdleReason,
+    ProvideInput,
+    RunUntilIdle,
+)
 from livecontext.protocol.context import HistorySlice, ReadHistory
-from livecontext.protocol.history import EngineState
+from livecontext.protocol.history import DecideApproval, EngineState, TaskStatus, ToolCall
 from livecontext.protocol.kernel import Envelope, Message
 
 from ..agent import entry_json
-from ..agent import InputTooLargeError, give_input
+from livecontext.runtime import UsageError
+
+from ..agent import InputTooLargeError, decide_approval, give_input
 from ..agent import Session, Stopped, stop_interrupted
 from ..agent import InvalidTextError, check_text
 from ..front import AgentSpec, open_agent_from
@@ -58,10 +70,11 @@ class Terminal:
 
             self._saved = termios.tcgetattr(sys.stdin.fileno())
 
-    def read_line(self) -> str | None:
-        """The next line (``None`` at the end of the input); blocks: run it in a thread."""
+    def read_line(self, prompt: str = "> ") -> str | None:
+        """The next line (``None`` at the end of the input), after ``prompt`` on a terminal;
+        blocks: run it in a thread."""
         try:
-            return input("> " if self.tty else "")
+            return input(prompt if self.tty else "")
         except EOFError:
             return None
 
@@ -153,7 +166,8 @@ class _Conversation:
         if session.resumed_state is not EngineState.WAITING_INPUT:
             self.console.print(f"[dim]thread {session.agent.thread_id} was stopped in the middle of a step "
                                f"({session.resumed_state.value}): finishing it first[/dim]")
-            await self._turn()
+            if not await self._turn_and_approvals():
+                return
         while not self.interrupt.caught:
             with self.interrupt.region():
                 line = await trio.to_thread.run_sync(self.terminal.read_line, abandon_on_cancel=True)
@@ -174,7 +188,63 @@ class _Conversation:
                 self.failures += 1
                 click.echo(f"livecontext: error: {exc}", err=True)
                 continue
+            if not await self._turn_and_approvals():
+                return
+
+    async def _turn_and_approvals(self) -> bool:
+        """A turn; then, while it stopped for approval, a prompt per call waiting (``y``, ``n``
+        then a reason, ``e`` then edited JSON arguments) and the turn carried on. Returns
+        ``False`` if the input ended (or Ctrl-C came) at a prompt: the calls still wait."""
+        await self._turn()
+        while not self.interrupt.caught:
+            status = await self.client.ask(self.session.agent.history, GetStatus())
+            assert isinstance(status, AgentStatus)
+            if status.status is not TaskStatus.WAITING_APPROVAL:
+                return True
+            for call in status.approvals:
+                decision = await self._decision(call)
+                if decision is None:
+                    return False
+                try:
+                    await decide_approval(self.client, self.session.agent.history, decision)
+                except UsageError as exc:
+                    self.failures += 1
+                    click.echo(f"livecontext: error: {exc}", err=True)
             await self._turn()
+        return False
+
+    async def _decision(self, call: ToolCall) -> DecideApproval | None:
+        """Ask whether ``call`` may run, until the answer is one (``None``: the input ended)."""
+        by = os.environ.get("USER", "").strip() or "user"
+        while True:
+            answer = await self._ask_line(f"approve {call.name}({call.arguments})? [y]es / [n]o / [e]dit: ")
+            if answer is None:
+                return None
+            said = answer.strip().lower()
+            if said in ("y", "yes"):
+                return DecideApproval(call.id, True, None, "", by)
+            if said in ("n", "no"):
+                reason = await self._ask_line("reason (the model reads it): ")
+                return None if reason is None else DecideApproval(call.id, False, None, reason.strip(), by)
+            if said in ("e", "edit"):
+                while True:
+                    text = await self._ask_line(f"arguments of {call.name} (a JSON object): ")
+                    if text is None:
+                        return None
+                    problem = _not_json_object(text)
+                    if problem is None:
+                        return DecideApproval(call.id, True, text.strip(), "", by)
+                    self.console.print(f"[yellow]{escape(problem)}; type them again[/yellow]", highlight=False)
+            else:
+                self.console.print("[yellow]answer y (run it), n (do not run it) or e (edit its arguments)[/yellow]")
+
+    async def _ask_line(self, prompt: str) -> str | None:
+        """One line read after ``prompt`` (``None``: the input ended, or Ctrl-C)."""
+        if not self.terminal.tty:  # (a pipe: the question is said on its own line)
+            self.console.print(escape(prompt.rstrip()), highlight=False, soft_wrap=True)
+        with self.interrupt.region():
+            line = await trio.to_thread.run_sync(self.terminal.read_line, prompt, abandon_on_cancel=True)
+        return None if self.interrupt.caught else line
 
     async def _turn(self) -> None:
         """Run until the engine waits for input again, showing its events as they come."""
@@ -228,6 +298,15 @@ class _Answers:
     def __call__(self, event: Message) -> None:
         if self.shown and isinstance(event, AfterModelCall) and not event.error and event.text.strip():
             self.console.print(f"[dim]model:[/dim] [bold]{escape(event.text.strip())}[/bold]", highlight=False)
+
+
+def _not_json_object(text: str) -> str | None:
+    """What is wrong with ``text`` as edited arguments (``None``: it is a JSON object)."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"not JSON ({exc})"
+    return None if isinstance(value, dict) else f"not a JSON object but {type(value).__name__}"
 
 
 async def _show_so_far(session: Session, console: Console) -> None:

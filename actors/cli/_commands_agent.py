@@ -6,7 +6,7 @@ import contextlib
 import datetime as dt
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,9 +18,10 @@ from rich.markup import escape
 from livecontext.protocol.agent import IdleReason, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import Runtime, UsageError
+from livecontext.runtime.persistence import default_store_url
 
 from ..agent import check_thread_id
-from ..agent import Stopped, open_events_file, run_until_idle, stop_interrupted
+from ..agent import Session, Stopped, open_events_file, run_until_idle, stop_interrupted
 from ..agent import AppRebuildError, ToolImportError
 from ..blueprint import AppUse, Blueprint, SystemBlueprint, load_any_blueprint
 from ..front import AgentSpec, OpenedAgent, open_agent_from
@@ -100,6 +101,9 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
 
     --max-input-tokens, --max-output-tokens and --max-cost (or [spend]) stop the agent, paused,
     before the model call that would pass them; run again with a higher limit to go on.
+
+    A tool call that needs a person's approval stops the run (exit 0, status waiting_approval):
+    the command to decide each call is printed (`livecontext approve` / `deny`).
     """
     spend_override = _spend_override(max_input_tokens, max_output_tokens, max_cost)
     try:
@@ -129,6 +133,16 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
+    run_agent(spec, base_url=base_url, api_key=api_key, events_path=events_path, as_json=as_json, live=live)
+
+
+def run_agent(spec: AgentSpec, *, base_url: str | None = None, api_key: str | None = None,
+              events_path: str | None = None, as_json: bool = False, live: bool = False,
+              before: Callable[[Session], Awaitable[None]] | None = None) -> None:
+    """What ``run`` does with one agent's ``spec``: open it, run it until it waits (with a
+    transcript, ``--json``'s summary or a live view), say where it stopped, exit 1 if its
+    last step failed. ``before`` is called once the thread is open, before the run (what
+    ``approve`` and ``deny`` record first)."""
     console = Console(stderr=as_json)
     thread_id, max_steps, store_url = spec.thread, spec.max_steps, str(spec.store)
     made_folder = folder_note(store_url)
@@ -148,6 +162,8 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                 session = opened.session
                 for note in ([made_folder] if made_folder else []) + [*opened.notes, *opened.changed]:
                     click.echo(f"livecontext: note: {note}", err=True)  # (once the thread is ours)
+                if before is not None:
+                    await before(session)
                 since = await session.log.last_seq()  # (what is fed is taken by the run below)
                 fed = () if session.held_inputs else (*spec.pins, *spec.inputs)
                 watched = Watched(thread_id, session.agent, opened.settings.budget, max_steps,
@@ -177,11 +193,22 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                           f"store {store_url}[/dim]")
             for cut in idle.cut:  # (what was not sent whole is said, once the run is over)
                 console.print(f"[yellow]{escape(cut.note)}[/yellow]", highlight=False, soft_wrap=True)
+            for line in approval_lines(thread_id, store_url, summary.get("approvals", ())):
+                console.print(escape(line), highlight=False, soft_wrap=True)
         if idle.reason is IdleReason.FAILED:
             click.echo(f"livecontext: error: {idle.reason_text}", err=True)
             sys.exit(1)
 
     run_async(go, interrupt)
+
+
+def approval_lines(thread_id: str, store_url: str, approvals: Sequence[Mapping[str, str]]) -> list[str]:
+    """One line per call waiting for approval (``state --json``'s ``approvals``), with the
+    commands that decide it."""
+    store = "" if store_url == default_store_url() else f" --store {store_url}"
+    return [f"{a['name']}({a['arguments']}) call {a['id']} waits for approval: "
+            f"livecontext approve --thread {thread_id}{store} {a['id']}  (or: livecontext deny --thread "
+            f"{thread_id}{store} {a['id']} --reason TEXT)" for a in approvals]
 
 
 def cli_spec(ctx: click.Context, bp: Blueprint | None, *, thread: str, model: str, store: str,

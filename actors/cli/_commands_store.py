@@ -23,6 +23,8 @@ from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import (
+    ApprovalDecided,
+    ApprovalRequested,
     AppEffect,
     AppWindowsChanged,
     AppWindowsRecorded,
@@ -309,7 +311,8 @@ async def _entry_seqs(reader: ThreadReader, converter: ProtocolConverter, upto: 
 @at_option
 @readable_json_option
 def state(store_url: str, thread_id: str, at: int | None, as_json: bool) -> None:
-    """Print a thread's state, status (with its result, question or error), entry count,
+    """Print a thread's state, status (with its result, question or error, or the tool calls
+    waiting for approval and the command that decides each), entry count,
     pending tool results, apps, last seq, budget, usage (its sub-agents' included) and the
     sub-agents it spawned."""
     from ..agent import spawned_threads, stored_usage  # (it knows the sub-agents app: the agent's models)
@@ -434,6 +437,13 @@ def _summarize(message: Message) -> str:
         return f"denied {message.action} to {message.sender} (needs {message.capability.value})"
     if isinstance(message, StepFailed):
         return f"step failed: {message.error}"
+    if isinstance(message, ApprovalRequested):
+        return "approval requested: " + ", ".join(f"{c.name} {c.id} {_clip(c.arguments, 80)}" for c in message.calls)
+    if isinstance(message, ApprovalDecided):
+        if message.approved:
+            edited = f" with arguments {_clip(message.arguments, 120)}" if message.arguments is not None else ""
+            return f"{message.call_id} approved by {message.by}{edited}"
+        return f"{message.call_id} denied by {message.by}: {_clip(message.reason, 200)}"
     if isinstance(message, EnginePaused):
         return "paused with work left" + (f": {message.reason}" if message.reason else "")
     if isinstance(message, SystemDeclared):

@@ -186,11 +186,13 @@ class _Commands(click.Group):
     one for ``--help``), so that a command does not pay for the others' imports."""
 
     modules = {
+        "approve": "_commands_approve",
         "audit": "_commands_store",
         "batch": "_commands_batch",
         "chat": "_commands_agent",
         "copy": "_commands_copy",
         "demo": "_commands_agent",
+        "deny": "_commands_approve",
         "fork": "_commands_store",
         "history": "_commands_store",
         "render": "_commands_store",

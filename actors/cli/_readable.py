@@ -211,6 +211,10 @@ def print_state(console: Console, thread_id: str, data: dict[str, Any]) -> None:
     for key in ("result", "question", "error", "reason", "waiting_on"):
         if key in data:
             _say(console, Text(f"  {key.replace('_', ' ')}: {shorten(data[key])}", style="red" if key == "error" else ""))
+    for a in data.get("approvals", ()):
+        _say(console, Text(f"  waits for approval: {a['name']}({shorten(a['arguments'])}) call {a['id']}: "
+                           f"livecontext approve --thread {thread_id} {a['id']} [--arguments JSON], or "
+                           f"livecontext deny --thread {thread_id} {a['id']} --reason TEXT"))
     pending = data["pending_tool_results"]
     _say(console, f"  entries: {data['entries']}" + (f", {pending} tool results pending" if pending else "")
                   + f"; last seq {data['seq']}")

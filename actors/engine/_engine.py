@@ -48,6 +48,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, assert_never
 
+import attrs
 import trio
 from attrs import define, field, frozen
 
@@ -100,6 +101,8 @@ from livecontext.protocol.agent import (
 from livecontext.protocol.context import FoldNow, LimitLevel
 from livecontext.protocol.history import (
     OUTPUT,
+    RecordApprovalRequest,
+    approval_waits,
     EngineState,
     Level,
     ModelInputEntry,
@@ -130,6 +133,7 @@ from livecontext.runtime import (
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.tokens import TokenCounter
 
+from ._approval import NO_APPROVALS, ApprovalPolicy
 from ._lifecycle import CONTROL_TOOL_NAMES, CONTROL_TOOLS, SUB_AGENT_CONTROL_TOOLS, is_sub_agent, run_control_tool
 
 log = logging.getLogger("livecontext.engine")
@@ -192,6 +196,9 @@ class StepOutcome:
     limit: str = ""
     """The spend limit the step's model call would have passed, with the figures: the call
     was not made and the engine pauses (``""``: no limit stopped it)."""
+    approval: str = ""
+    """The calls the step stopped at for want of a person's approval (``approval of pay call
+    c1``): the run ends there (``""``: none)."""
 
 
 class _SpendStop(LivecontextError):
@@ -271,6 +278,13 @@ class _Deltas:
 
 
 @frozen
+class _AwaitingApproval:
+    """What a tool step gives when its call waits for a person's decision: the calls waiting."""
+
+    waiting_on: str
+
+
+@frozen
 class _CaughtUp(Message):
     """Asked by the engine of itself: answered once the mail sent to it before is handled
     (a mailbox takes its messages in order). Never sent by anyone else."""
@@ -281,7 +295,8 @@ class Engine(Actor):
 
     def __init__(self, thread_id: str, model: ModelClient, wiring: EngineWiring,
                  counter: TokenCounter, *, budget: int = 8000, auto: bool = False,
-                 tool_timeout_s: float = 300.0, lifecycle: bool = True) -> None:
+                 tool_timeout_s: float = 300.0, lifecycle: bool = True,
+                 approval: ApprovalPolicy = NO_APPROVALS) -> None:
         self.thread_id = thread_id
         self.model = model
         self.wiring = wiring
@@ -292,6 +307,8 @@ class Engine(Actor):
         self.lifecycle = lifecycle
         """Offer the control tools and answer their calls (else the app host answers them:
         unknown tools)."""
+        self.approval = approval
+        """Which calls need a person's approval besides those whose tool requires it."""
         self._pause_unrecorded = False
         """A ``Pause`` came and the stop it makes is not recorded yet (see :meth:`_record_pause`)."""
         self._cancels: list[_CancelAsked] = []
@@ -485,7 +502,7 @@ class Engine(Actor):
                 if outcome.limit:  # recorded with its reason, so that the status says it
                     await self._record_stop(RecordPause(outcome.limit))
             if job is None:
-                if outcome.waiting_for_input or outcome.error or outcome.limit:
+                if outcome.waiting_for_input or outcome.error or outcome.limit or outcome.approval:
                     wait = True
                     break
                 if self._jobs or not self.auto:
@@ -546,6 +563,8 @@ class Engine(Actor):
             return IdleReason.FAILED
         if outcome.limit:
             return IdleReason.PAUSED
+        if outcome.approval:
+            return IdleReason.WAITING_APPROVAL
         if job.max_steps is not None and job.steps >= job.max_steps:
             return IdleReason.MAX_STEPS
         if job.paused:
@@ -566,7 +585,8 @@ class Engine(Actor):
             job.reply.send(StepDone(outcome.from_state, outcome.to_state, outcome.progressed, outcome.error,
                                     outcome.cancelled))
         else:
-            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error, outcome.limit, tuple(job.cuts)))
+            job.reply.send(Idle(outcome.to_state, job.steps, reason, outcome.error, outcome.limit, tuple(job.cuts),
+                                outcome.approval))
 
     async def _record_pause(self) -> None:
         """Have the history store record that a pause stopped the engine (it does so only if
@@ -714,7 +734,10 @@ class Engine(Actor):
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:
-            after = await self._step_tool(tail)
+            stepped = await self._step_tool(tail)
+            if isinstance(stepped, _AwaitingApproval):  # nothing to do until a person decides
+                return StepOutcome(state, state, False, approval=stepped.waiting_on)
+            after = stepped
         elif state is EngineState.TOOL_RESULTS_READY:
             after = await self._ask(self.wiring.history, AppendToolResults(), Tail, _WRITE_TIMEOUT_S,
                                     shield=True)
@@ -817,7 +840,7 @@ class Engine(Actor):
         await self._deltas.wait_published()
         await self.ctx.publish(self.topic, event)
 
-    async def _step_tool(self, tail: Tail) -> Tail:
+    async def _step_tool(self, tail: Tail) -> Tail | _AwaitingApproval:
         last = tail.last
         assert isinstance(last, ModelOutputEntry)
         call = last.tool_calls[len(tail.recorded)]
@@ -830,6 +853,30 @@ class Engine(Actor):
             return after
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
+        approval = next((a for a in tail.approvals if a.call.id == call.id), None) if tail.approvals else None
+        if approval is None and self._needs_approval(call, spec):
+            return await self._request_approvals(tail, last, tools)
+        edited = None
+        if approval is not None and approval.decided is None:
+            # requested, not decided when this tail was read: a decision may have come since
+            # (the tail is the one the previous step's write returned), so look once more
+            tail = await self._tail()
+            approval = next((a for a in tail.approvals if a.call.id == call.id), None)
+            if approval is None or approval.decided is None:
+                return _AwaitingApproval(approval_waits(tail.approvals))
+        if approval is not None:
+            decided = approval.decided
+            assert decided is not None
+            if not decided.approved:  # not run: the model reads who denied it and why
+                text = (f"denied: {decided.by} did not approve this call of {call.name}, so it was not run. "
+                        f"Reason: {decided.reason}")
+                return await self._record_result(call, ToolInvoked(ToolResult(
+                    call.id, call.name, ToolStatus.FAILED,
+                    self.counter.content(text, text, f"{call.name} denied by {decided.by}: {decided.reason}"))),
+                    apply=False)
+            if decided.arguments is not None and decided.arguments != call.arguments:
+                edited = decided
+                call = attrs.evolve(call, arguments=decided.arguments)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
         context = ToolContext.of(made_in(last, self.thread_id), last.id, call.id)
         if call.id in tail.started and not idempotent:
@@ -853,7 +900,33 @@ class Engine(Actor):
             invoked = ToolInvoked(self._timed_out(call, spec, context))
         if run is not None:
             run.tool_in_flight = None
+        if edited is not None:
+            invoked = attrs.evolve(invoked, result=self._edited(invoked.result, edited.by, call.arguments))
         return await self._record_result(call, invoked)
+
+    def _needs_approval(self, call: ToolCall, spec: ToolSpec | None) -> bool:
+        """Whether ``call`` (not a control tool) waits for a person's approval before it runs."""
+        if self.lifecycle and call.name in CONTROL_TOOL_NAMES:
+            return False
+        return self.approval.needs(call, spec)
+
+    async def _request_approvals(self, tail: Tail, last: ModelOutputEntry, tools: Tools) -> _AwaitingApproval:
+        """Record, in one commit, a request for every call of ``last`` still to run that needs
+        approval and has none requested yet; the step stops there."""
+        specs = {s.name: s for s in tools.specs}
+        known = {a.call.id for a in tail.approvals}
+        calls = tuple(c for c in last.tool_calls[len(tail.recorded):]
+                      if c.id not in known and self._needs_approval(c, specs.get(c.name)))
+        after: Tail = await self._ask(self.wiring.history, RecordApprovalRequest(calls), Tail, _WRITE_TIMEOUT_S,
+                                      shield=True)
+        return _AwaitingApproval(approval_waits(after.approvals))
+
+    def _edited(self, result: ToolResult, by: str, arguments: str) -> ToolResult:
+        """``result`` saying first that ``by`` edited the call's arguments, and what they were."""
+        note = f"({by} approved this call with edited arguments: {arguments})\n"
+        content = result.content
+        return attrs.evolve(result, content=self.counter.content(
+            note + content.live.text, note + content.recent.text, content.gist.text + " (arguments edited)"))
 
     async def _record_result(self, call: ToolCall, invoked: ToolInvoked, *, apply: bool = True) -> Tail:
         """Commit a result with its effect, then apply the effect: both or (on failure) neither.

@@ -11,10 +11,11 @@ talks to its actors only through their messages, like any other client of the ru
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,18 @@ from livecontext.protocol.agent import (
     Windows,
 )
 from livecontext.protocol.context import HistorySlice, ReadHistory
-from livecontext.protocol.history import EngineState, HistoryEntry, ModelOutputEntry, Retention, TaskStatus, UsageTotals
+from livecontext.protocol.history import (
+    ApprovalRecorded,
+    DecideApproval,
+    EngineState,
+    HistoryEntry,
+    ModelOutputEntry,
+    Retention,
+    TaskStatus,
+    ToolCall,
+    ToolSpec,
+    UsageTotals,
+)
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
@@ -63,6 +75,7 @@ from ..agent import (
     apps_json,
     check_text,
     check_thread_id,
+    decide_approval,
     give_input,
     json_data,
     shown_state,
@@ -71,6 +84,7 @@ from ..agent import (
 )
 from ..analyzers import AnalyzerSettings
 from ..apps import App
+from ..engine import ApprovalPolicy
 from ..blueprint import NOT_GIVEN, AgentSpec, Blueprint, NotGiven, ToolLike, load_blueprint
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
@@ -82,6 +96,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("livecontext")
 
+
+ApprovalLike = ApprovalPolicy | Callable[[ToolCall, ToolSpec | None], bool] | Iterable[str] | str
+"""Which calls need approval: tool names, a function ``(call, spec) -> bool``, or its import path."""
 
 AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
@@ -107,11 +124,13 @@ class Reply:
     """Steps the run took."""
     reason: str
     """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
-    limit: ...`` when a spend limit stopped it before a model call) or ``failed: ...``."""
+    limit: ...`` when a spend limit stopped it before a model call), ``waiting_approval:
+    approval of pay call c1`` (a tool call waits for a person's decision) or ``failed: ...``."""
     status: AgentStatus
     """Where the task stands (``active``, ``waiting_user``, ``waiting_parent``,
-    ``waiting_internal``, ``completed``, ``abandoned``, ``paused``, ``failed``), with its
-    result, question, reason or error."""
+    ``waiting_internal``, ``waiting_approval``, ``completed``, ``abandoned``, ``paused``,
+    ``failed``), with its result, question, reason or error, or the calls waiting for approval
+    (:attr:`AgentStatus.approvals`)."""
     entry_id: str = ""
     """The last model output's entry id (empty if the run recorded none)."""
     usage: UsageTotals = UsageTotals()
@@ -208,7 +227,9 @@ class Agent:
             return await self._run(max_steps)
 
     async def run(self, *, max_steps: int | None = None) -> Reply:
-        """Run until the agent waits for input with none left (what was given is used first)."""
+        """Run until the agent waits for input with none left (what was given is used first),
+        or for a person's approval of a tool call (:attr:`Reply.status` is then
+        ``waiting_approval``, naming the calls: :meth:`approve` or :meth:`deny` each, then run again)."""
         async with self._lock:
             return await self._run(max_steps)
 
@@ -281,6 +302,49 @@ class Agent:
         return AgentState(self.thread, tail.state, status, tail.entries, tail.model_outputs,
                           {name: "" if value is None else str(value) for name, value in apps.items()},
                           await self._session.usage(self._client, tail))
+
+    async def pending_approvals(self) -> tuple[ToolCall, ...]:
+        """The tool calls waiting for a person's approval, as the model made them (empty
+        unless the status is ``waiting_approval``)."""
+        status = await self._client.ask(self._session.agent.history, GetStatus())
+        assert isinstance(status, AgentStatus)
+        return status.approvals
+
+    async def approve(self, call_id: str, arguments: str | Mapping[str, Any] | None = None, *,
+                      by: str = "user") -> ApprovalRecorded:
+        """Approve a call waiting for approval; it runs at the next :meth:`run` (as in the
+        OpenAI Agents SDK: approve, then run): ``await agent.approve("c1"); reply = await agent.run()``.
+
+        Calls of one model output are decided one by one, in any order; a run carries them out
+        in the output's order and stops again at the first one still undecided.
+
+        Args:
+            call_id: The call's id (:meth:`pending_approvals`, or ``Reply.status.approvals``).
+            arguments: Edited arguments (a dict, or a JSON object as text) the call runs with
+                instead of the model's; its result then tells the model they were edited.
+            by: Who approves (recorded in the log with the decision).
+
+        Returns:
+            The decision as recorded, and the ids of the calls still waiting.
+
+        Raises:
+            HistoryConflictError: no call waits for approval with that id, it is decided
+                already, or ``arguments`` is not a JSON object.
+        """
+        text = arguments if arguments is None or isinstance(arguments, str) else json.dumps(dict(arguments))
+        return await self._decide(DecideApproval(call_id, True, text, "", by))
+
+    async def deny(self, call_id: str, reason: str = "", *, by: str = "user") -> ApprovalRecorded:
+        """Deny a call waiting for approval: it is never run, and its result tells the model
+        who denied it and ``reason`` (``denied`` when empty). Then :meth:`run` carries on.
+
+        Raises:
+            HistoryConflictError: no call waits for approval with that id, or it is decided already.
+        """
+        return await self._decide(DecideApproval(call_id, False, None, reason, by))
+
+    async def _decide(self, decision: DecideApproval) -> ApprovalRecorded:
+        return await decide_approval(self._client, self._session.agent.history, decision)
 
     async def pause(self) -> None:
         """Stop taking steps on its own after the current one."""
@@ -367,6 +431,7 @@ async def open_agent(
     snapshot_every: int | None = None,
     spend: SpendLimits | None | NotGiven = NOT_GIVEN,
     cut_oversized: bool = False,
+    approval: ApprovalLike | None = None,
     blueprint: str | os.PathLike[str] | Blueprint | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -418,6 +483,13 @@ async def open_agent(
         cut_oversized: Take a pinned input (``pins``, the task, ``send(pin=True)``) larger
             than the room a model call has for it, and send it cut to its head and tail,
             rather than refuse it with :class:`InputTooLargeError`.
+        approval: Which tool calls wait for a person's approval before they run, besides
+            those whose tool requires it (``@tool(approval=True)``): a list of tool names, a
+            function ``(call, spec) -> bool`` (True: needs approval), or its import path
+            ``"module:function"`` (kept by a resumed thread, as the names are). Default: the
+            blueprint's, else the one a resumed thread recorded, else none. A run that reaches
+            such a call stops with status ``waiting_approval``: decide with
+            :meth:`Agent.approve` or :meth:`Agent.deny`, then :meth:`Agent.run`.
         blueprint: A blueprint file (or a loaded :class:`Blueprint`); keywords override it.
         base_url: OpenAI-compatible server for ``openai:`` specs.
         api_key: Its API key (default ``$OPENAI_API_KEY``).
@@ -443,7 +515,7 @@ async def open_agent(
                       budget=budget, limits=limits, context=context, recap=recap, recap_model=recap_model,
                       analyzers=analyzers, analyzer_models=analyzer_models, pin_task=pin_task, lifecycle=lifecycle,
                       pins=pins, inputs=inputs, max_steps=max_steps, snapshot_every=snapshot_every, spend=spend,
-                      cut_oversized=cut_oversized)
+                      cut_oversized=cut_oversized, approval=approval)
     async with AsyncExitStack() as stack:
         opened = await stack.enter_async_context(
             open_agent_from(made, base_url=base_url, api_key=api_key, tracer_provider=tracer_provider))
@@ -465,6 +537,7 @@ def agent_spec(
     lifecycle: bool | None = None, pins: Sequence[str] | None = None, inputs: Sequence[str] | None = None,
     max_steps: int | None = None, snapshot_every: int | None = None,
     spend: SpendLimits | None | NotGiven = NOT_GIVEN, cut_oversized: bool = False,
+    approval: ApprovalLike | None = None,
 ) -> AgentSpec:
     """``base`` with :func:`open_agent`'s keywords given in place of its values (``None``, or
     :data:`NOT_GIVEN` where ``None`` means "none", keeps ``base``'s). Each setting given is said
@@ -477,7 +550,7 @@ def agent_spec(
     kept: dict[str, object] = {"thread": thread, "system_prompt": system, "budget": budget, "context": context,
                                "pin_task": pin_task, "lifecycle": lifecycle, "max_steps": max_steps,
                                "snapshot_every": snapshot_every, "model": model, "recap_model": recap_model,
-                               "store": store}
+                               "store": store, "approval": approval}
     given: dict[str, Any] = {name: value for name, value in kept.items() if value is not None}
     given.update({name: value for name, value in (("limits", limits), ("recap", recap), ("spend", spend))
                   if value is not NOT_GIVEN})

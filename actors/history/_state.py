@@ -37,6 +37,8 @@ from livecontext.protocol.records import (
     AppHistory,
     AppWindow,
     AppWindowsChanged,
+    ApprovalDecided,
+    ApprovalRequested,
     AppWindowsRecorded,
     ContextCompacted,
     ControlToolEffect,
@@ -226,7 +228,7 @@ class HistoryState:
             pass  # an audit record: the attempt changed nothing
         elif isinstance(payload, SystemDeclared | InputsGiven | InputsDone):
             pass  # a system's own log (system:NAME): no agent's history
-        elif isinstance(payload, EnginePaused | StepFailed):
+        elif isinstance(payload, EnginePaused | StepFailed | ApprovalRequested | ApprovalDecided):
             pass  # the task's marks only (below)
         elif isinstance(payload, NotificationPosted):
             note = payload.notification

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from typing import Any
 
@@ -14,6 +15,7 @@ from livecontext.protocol.agent import (
     AppendInput,
     AppendOutput,
     AppendToolResults,
+
     GetAppEffects,
     GetStatus,
     GetTail,
@@ -49,7 +51,11 @@ from livecontext.protocol.context import (
     ReadHistory,
 )
 from livecontext.protocol.history import (
+    DENIED_REASON,
+    ApprovalRecorded,
     ChatMessage,
+    DecideApproval,
+    RecordApprovalRequest,
     EngineState,
     HistoryEntry,
     ModelInputEntry,
@@ -63,6 +69,8 @@ from livecontext.protocol.history import (
 from livecontext.protocol.kernel import ActorId, Message, Topic
 from livecontext.protocol.records import (
     AppHistory,
+    ApprovalDecided,
+    ApprovalRequested,
     ContextCompacted,
     EnginePaused,
     EntryAppended,
@@ -134,6 +142,8 @@ CAPABILITY_OF: dict[type, Capability] = {
     AppendToolResults: Capability.APPEND,
     RecordPause: Capability.APPEND,
     RecordStepFailure: Capability.APPEND,
+    RecordApprovalRequest: Capability.APPEND,
+    DecideApproval: Capability.DECIDE,
     PostNotification: Capability.NOTIFY,
     EditHistory: Capability.EDIT,
     FoldIntoRecap: Capability.FOLD,
@@ -242,7 +252,7 @@ class HistoryStore(Actor):
         last, recorded, started = s.last, s.recorded, s.started
         return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
                     s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None),
-                    self.limits.level_of(s), s.usage)
+                    self.limits.level_of(s), s.usage, s.task.approvals)
 
     @handler(inline=True)
     def on_get_tail(self, msg: GetTail) -> Tail:
@@ -448,6 +458,52 @@ class HistoryStore(Actor):
             raise HistoryConflictError("a step failure needs its error's text")
         if self.state.task.failure != msg.error:
             await self._commit([StepFailed(msg.error)])
+
+    @handler
+    async def on_record_approval_request(self, msg: RecordApprovalRequest) -> Tail:
+        """Record that ``msg.calls`` (calls of the last output still to run) wait for approval,
+        in one record; calls requested already are left out (nothing is written if none is new)."""
+        self._expect(EngineState.WAITING_TOOL_RESULTS, what="request an approval")
+        last = self.state.last
+        assert isinstance(last, ModelOutputEntry)
+        to_run = {call.id for call in last.tool_calls[len(self.state.recorded):]}
+        strays = [call.id for call in msg.calls if call.id not in to_run]
+        if strays:
+            raise HistoryConflictError(f"cannot request an approval of {', '.join(strays)} in thread "
+                                       f"{self.thread_id}: not a call of its last output still to run")
+        known = {a.call.id for a in self.state.task.approvals}
+        new = tuple(call for call in msg.calls if call.id not in known)
+        if new:
+            await self._commit([ApprovalRequested(new)])
+        return self._tail()
+
+    @handler
+    async def on_decide_approval(self, msg: DecideApproval) -> ApprovalRecorded:
+        """Record a person's decision on a call waiting for approval (see :class:`DecideApproval`)."""
+        approvals = self.state.task.approvals
+        pending = [a.call.id for a in approvals if a.pending]
+        waiting = (f"the calls waiting are {', '.join(pending)}" if pending
+                   else "no call waits for approval")
+        found = next((a for a in approvals if a.call.id == msg.call_id), None)
+        if found is None:
+            raise HistoryConflictError(f"thread {self.thread_id} has no pending approval for call id "
+                                       f"{msg.call_id!r}: {waiting} (see `livecontext state`)")
+        if found.decided is not None:
+            raise HistoryConflictError(
+                f"call {msg.call_id} of thread {self.thread_id} is already "
+                f"{'approved' if found.decided.approved else 'denied'} (by {found.decided.by}); "
+                f"a decision is final: {waiting}")
+        arguments = msg.arguments
+        if arguments is not None:
+            if not msg.approved:
+                raise HistoryConflictError("edited arguments go with an approval, not a deny: approve the call "
+                                           "with them, or deny it with a reason")
+            arguments = json_object_text(arguments)
+        reason = " ".join(msg.reason.split()) if not msg.approved else ""
+        decided = ApprovalDecided(msg.call_id, msg.approved, arguments, reason or ("" if msg.approved else DENIED_REASON),
+                                  msg.by.strip() or DEFAULT_DECIDER)
+        await self._commit([decided])
+        return ApprovalRecorded(decided, tuple(a.call.id for a in self.state.task.approvals if a.pending))
 
     def _calls_retention(self, calls: tuple[ToolCall, ...]) -> Retention:
         """The retention class of results of ``calls``: what their tools declare when every one
@@ -655,6 +711,27 @@ class HistoryStore(Actor):
             log.warning("thread %s: no snapshot at seq %d: %s", self.thread_id, snap.seq, exc)
         finally:
             self._snapshotting = False
+
+
+DEFAULT_DECIDER = "user"
+"""Who decided an approval when the caller named nobody."""
+
+
+def json_object_text(text: str) -> str:
+    """``text`` if it is a JSON object (edited arguments), written compactly.
+
+    Raises:
+        HistoryConflictError: it is not JSON, or not an object.
+    """
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise HistoryConflictError(f"edited arguments are not JSON ({exc}): give a JSON object such as "
+                                   '\'{"amount": 5}\'') from None
+    if not isinstance(value, dict):
+        raise HistoryConflictError(f"edited arguments must be a JSON object of the tool's arguments, got "
+                                   f"{type(value).__name__} {text.strip()[:60]!r}")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def reply_after(state: HistoryState, entry_id: str) -> tuple[str | None, bool]:

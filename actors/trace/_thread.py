@@ -32,6 +32,8 @@ from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import (
     AppEffect,
     ContextCompacted,
+    ApprovalDecided,
+    ApprovalRequested,
     EnginePaused,
     EntryAppended,
     RenderPolicy,
@@ -166,6 +168,13 @@ class ThreadTracer:
             d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, f"paused at {self.state.state.value} with work left")
         elif isinstance(payload, StepFailed):
             self._failed(rec, sender, started, payload)
+        elif isinstance(payload, ApprovalRequested):
+            d.ask(rec.seq, rec.t, sender, self.history, "RecordApprovalRequest",
+                  "approval of " + ", ".join(f"{c.name} {c.id}" for c in payload.calls), "Tail")
+        elif isinstance(payload, ApprovalDecided):
+            said = (f"{payload.call_id} approved by {payload.by}" + (" (arguments edited)" if payload.arguments else "")
+                    if payload.approved else f"{payload.call_id} denied by {payload.by}: {payload.reason}")
+            d.ask(rec.seq, rec.t, sender, self.history, "DecideApproval", said, "ApprovalRecorded")
         elif isinstance(payload, (SystemPromptSet, ThreadConfigured)):
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL, _said(payload))
         elif isinstance(payload, ContextCompacted):

@@ -340,3 +340,20 @@ def test_a_task_ended_by_a_control_tool_gets_its_line_and_a_rerun_reads_the_same
     again = batch("--tasks", str(tasks))  # (skipped: its line made again from its log, the same, not written twice)
     assert again.exit_code == 0, again.stderr
     assert (project / "ctl.results.jsonl").read_text(encoding="utf-8").splitlines() == lines
+
+
+def test_a_task_that_waits_for_approval_says_so_and_a_run_after_the_decision_carries_it_on(project: Path) -> None:
+    (project / "script.json").write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "notebook_replace", "arguments": {"old_text": "", "new_text": "note"}}]},
+        {"text": "noted"}]}), encoding="utf-8")
+    (project / "agent.toml").write_text(BLUEPRINT + '[[apps]]\nuse = "notebook"\napproval = ["notebook_replace"]\n',
+                                        encoding="utf-8")
+    tasks = write_tasks(project / "one.jsonl", [{"id": "a", "inputs": ["write a note"], "vars": {"topic": "notes"}}])
+    assert batch("--tasks", str(tasks)).exit_code == 0
+    line = json.loads((project / "one.results.jsonl").read_text().splitlines()[-1])
+    assert (line["status"], line["result"]) == ("waiting_approval", "approval of notebook_replace call call_0_0")
+    decided = CliRunner().invoke(main, ["approve", "--store", "sqlite:b.db", "--thread", "one/a", "call_0_0", "--no-run"])
+    assert decided.exit_code == 0, decided.stderr
+    assert batch("--tasks", str(tasks)).exit_code == 0
+    line = json.loads((project / "one.results.jsonl").read_text().splitlines()[-1])
+    assert (line["status"], line["result"]) == ("answered", "noted")

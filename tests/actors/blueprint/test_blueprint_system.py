@@ -91,7 +91,7 @@ async def test_an_error_in_an_agents_own_table_points_at_its_line_and_names_the_
 
 async def test_an_unknown_key_in_an_agent_table_lists_the_keys_an_agent_takes() -> None:
     with pytest.raises(BlueprintError, match=r"^team\.toml:3: unknown key 'store' in \[\[agents\]\] #1; known keys: system_prompt, model, budget, "
-                       r".*, \[\[analyzers\]\], name, description, thread$"):
+                       r".*, \[\[analyzers\]\], approval, approval_policy, name, description, thread$"):
         load('[[agents]]\nname = "a"\nstore = "memory:"\n')
 
 

@@ -213,7 +213,7 @@ def test_every_key_of_a_blueprint_has_a_keyword_of_open_agent() -> None:
 
     from livecontext.actors.blueprint._schema import SYSTEM_KEYS, BlueprintFile
 
-    keyword = {"system_prompt": "system", "analyzers": "analyzers"}
+    keyword = {"system_prompt": "system", "analyzers": "analyzers", "approval_policy": "approval"}
     taken = set(inspect.signature(livecontext.open_agent).parameters)
     missing = [k for k in BlueprintFile.model_fields if k not in SYSTEM_KEYS or k == "store"
                if keyword.get(k, k) not in taken]
