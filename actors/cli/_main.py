@@ -206,11 +206,13 @@ class _Commands(click.Group):
     checks that this lists every command of those modules)."""
 
     summaries = {
+        "approve": "Approve a tool call that waits for a person, and carry on.",
         "audit": "Print one line per log record of a thread, its sender and time.",
         "batch": "Run one agent per task of a JSONL file, many at once.",
         "chat": "Chat with an agent in the terminal.",
         "copy": "Copy what can be read of a store into a new store.",
         "demo": "Run the offline demo.",
+        "deny": "Deny a tool call that waits for a person, saying why.",
         "fork": "Make a new thread (or system) from the records of another.",
         "history": "Print a thread's entries as a transcript.",
         "render": "Print what the model is sent (or was sent).",
