@@ -99,3 +99,6 @@ class ThreadSettings:
     approval_policy: str = ""
     """The import path (``module:function``) of the function deciding per call which calls
     need approval; empty: none, or a function given in Python that has no import path."""
+    folder: str = ""
+    """The folder (absolute) its apps, tools and approval policy were imported from besides
+    the current one: its blueprint's; empty: none. A resumed thread imports from it again."""

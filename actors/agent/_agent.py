@@ -85,6 +85,10 @@ class AgentSettings:
     approval: ApprovalPolicy = NO_APPROVALS
     """Which tool calls wait for a person's approval before they run, besides those whose
     tool requires it (``@tool(approval=True)``): tools by name, or a function deciding per call."""
+    folder: str = ""
+    """The folder (absolute) its apps, tools and approval policy are imported from besides the
+    current one: its blueprint's (empty: none). The thread records it, so that resuming it
+    from another folder (``livecontext run --thread``, ``approve``) imports them again."""
 
     def history_limits(self) -> HistoryLimits | BudgetLimits:
         """The limits the history store gets: :attr:`limits`, or ones derived from the budget
@@ -243,7 +247,8 @@ def thread_settings(settings: AgentSettings, *, recap_model: str = "",
             spend.max_input_tokens, spend.max_output_tokens, spend.max_cost,
             tuple(RecordedPrice(model, p.input, p.cached_input, p.output) for model, p in sorted(spend.prices.items()))),
         pin_task=settings.pin_task, lifecycle=settings.lifecycle,
-        approval=tuple(sorted(settings.approval.names)), approval_policy=settings.approval.path)
+        approval=tuple(sorted(settings.approval.names)), approval_policy=settings.approval.path,
+        folder=settings.folder)
 
 
 def app_info(app: App) -> AppInfo:

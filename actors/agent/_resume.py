@@ -21,6 +21,7 @@ from livecontext.runtime.models import Price
 
 from ._agent import AgentSettings
 from ..analyzers import AnalyzerSettings
+from ..apps import importable
 from ..engine import ApprovalPolicy, import_check
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
@@ -55,8 +56,9 @@ def recorded_values(recorded: ThreadConfigured) -> dict[str, object]:
         {p.model: Price(p.input, p.cached_input, p.output) for p in spend.prices})
     values["pin_task"] = s.pin_task
     values["lifecycle"] = s.lifecycle
-    values["approval"] = ApprovalPolicy(s.approval, import_check(s.approval_policy) if s.approval_policy else None,
-                                        s.approval_policy)
+    with importable(s.folder):
+        check = import_check(s.approval_policy) if s.approval_policy else None
+    values["approval"] = ApprovalPolicy(s.approval, check, s.approval_policy)
     return values
 
 

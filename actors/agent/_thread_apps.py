@@ -24,7 +24,7 @@ from livecontext.protocol.wire import ProtocolConverter, ProtocolError, load_jso
 from livecontext.runtime import UsageError
 
 from ._host import recorded_app
-from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, load_object, make_app
+from ..apps import App, AppDefinitionError, FunctionTools, Notebook, ToolDefinitionError, importable, load_object, make_app
 from ..history import HistoryState
 
 log = logging.getLogger("livecontext.apps")
@@ -65,6 +65,13 @@ class ToolImportError(AppRebuildError):
         self.args = (f"{self.why}; run from the folder that has it, or give --tool",)
 
 
+def recorded_folder(state: HistoryState) -> str:
+    """The folder a thread recorded its apps and tools were imported from (its blueprint's;
+    ``""``: none)."""
+    config = state.config
+    return config.settings.folder if config is not None and config.settings is not None else ""
+
+
 def thread_apps(state: HistoryState) -> tuple[AppInfo, ...]:
     """The apps a thread has: as it recorded them, or, for a thread recorded before threads
     named their apps, the built-in apps with committed effects."""
@@ -88,7 +95,7 @@ async def rebuild_apps(state: HistoryState, converter: ProtocolConverter, replay
 
 async def _rebuilt(state: HistoryState, converter: ProtocolConverter, replay: Replay, info: AppInfo,
                    history: AppHistory | None) -> App:
-    app = make_recorded_app(state.thread_id, info)
+    app = make_recorded_app(state.thread_id, info, recorded_folder(state))
     if history is not None:
         if history.state is not None and not _loaded(state.thread_id, app, history):
             app = app.fresh()
@@ -191,17 +198,19 @@ def _decoded(converter: ProtocolConverter, thread_id: str, info: AppInfo, effect
                               f"({type(exc).__name__}: {exc}); {effect.import_hint()}") from None
 
 
-def make_recorded_app(thread_id: str, info: AppInfo) -> App:
-    """A new app as a thread recorded it (its state is not applied).
+def make_recorded_app(thread_id: str, info: AppInfo, folder: str = "") -> App:
+    """A new app as a thread recorded it (its state is not applied), its code imported from
+    the current folder and ``folder`` (the one the thread recorded: its blueprint's).
 
     Raises:
         AppRebuildError: it cannot be made here.
     """
     try:
         options = json.loads(info.options) if info.options else None
-        if info.source == FUNCTION_TOOLS:
-            _import_tools(thread_id, info, options)
-        app = make_app(info.source, options)
+        with importable(folder):
+            if info.source == FUNCTION_TOOLS:
+                _import_tools(thread_id, info, options)
+            app = make_app(info.source, options)
     except (AppDefinitionError, ToolDefinitionError, ValueError) as exc:
         raise AppRebuildError(thread_id, info, str(exc)) from None
     if app.name != info.name:

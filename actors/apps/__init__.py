@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._app import App
 from ._functions import FunctionTools
-from ._imports import load_object, make_app
+from ._imports import importable, load_object, make_app
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
 from ._invoke import check_tool, describe_tools, invoke_tool, start_tool, tool_owner
 from ._notebook import Notebook
@@ -37,6 +37,7 @@ __all__ = [
     "UnknownEffectError",
     "check_tool",
     "describe_tools",
+    "importable",
     "invoke_tool",
     "load_object",
     "make_app",

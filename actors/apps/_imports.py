@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ._app import App
@@ -63,3 +65,20 @@ def describe_object(value: object) -> str:
         return f"the class {value.__qualname__}"
     kind = type(value).__name__
     return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
+@contextlib.contextmanager
+def importable(folder: str) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` while the block runs (nothing if empty or already there).
+
+    What is imported stays imported; the folder is taken off again so that one blueprint's
+    folder does not shadow modules for the rest of the process."""
+    if not folder or folder in sys.path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -16,7 +14,7 @@ from livecontext.runtime import UsageError
 from ..agent import AgentSettings
 from ..agent import SubAgents
 from ..agent import check_thread_id
-from ..apps import App, FunctionTools, Notebook, make_app
+from ..apps import App, FunctionTools, Notebook, importable, make_app
 
 BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook, "subagents": SubAgents})
 """The apps a blueprint (``[[apps]] use = NAME``) and ``--app NAME`` name by name: the Memory
@@ -142,19 +140,3 @@ class Blueprint:
             max_steps=self.max_steps if max_steps is None else max_steps,
         )
 
-
-@contextlib.contextmanager
-def importable(folder: str) -> Iterator[None]:
-    """``folder`` first on ``sys.path`` while the block runs (nothing if empty or already there).
-
-    What is imported stays imported; the folder is taken off again so that one blueprint's
-    folder does not shadow modules for the rest of the process."""
-    if not folder or folder in sys.path:
-        yield
-        return
-    sys.path.insert(0, folder)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(folder)

@@ -23,13 +23,13 @@ from livecontext.runtime.models import SPEC_FORMS
 
 from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
-from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError, describe_tools
+from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError, describe_tools, importable
 from ..engine import CONTROL_TOOL_NAMES, NO_APPROVALS, ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings, RecapStrategy
 from ..spend import SpendLimits
 from livecontext.runtime.models import Price
-from ._blueprint import AppUse, Blueprint, importable
+from ._blueprint import AppUse, Blueprint
 from ._errors import BlueprintError
 from ._lines import KeyLines, Where
 from ._schema import (

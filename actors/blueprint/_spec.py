@@ -9,6 +9,7 @@ resuming a thread live in one place.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -23,12 +24,12 @@ from livecontext.runtime.persistence import EventStore
 from ..agent import SETTINGS, AgentSettings
 from ..agent import check_thread_id
 from ..analyzers import AnalyzerSettings
-from ..apps import App, FunctionTools, Notebook
+from ..apps import App, FunctionTools, Notebook, importable
 from ..engine import ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
 from ..spend import SpendLimits, override_limits
-from ._blueprint import AppUse, Blueprint, importable
+from ._blueprint import AppUse, Blueprint
 
 
 class NotGiven(enum.Enum):
@@ -187,7 +188,8 @@ class AgentSpec:
         values = {name: getattr(self, name) for name in SETTINGS}
         given = {name: value for name, value in values.items() if value is not NOT_GIVEN}
         settings = AgentSettings(thread_id=self.thread, system_prompt=self.system_prompt,
-                                 snapshot_every=self.snapshot_every, **given)
+                                 snapshot_every=self.snapshot_every,
+                                 folder=os.path.abspath(self.folder) if self.folder else "", **given)
         return settings, {name: self.label(name) for name in given}
 
     def make_apps(self) -> list[App]:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+import attrs
 from attrs import frozen
 
 from livecontext.protocol.records import ThreadConfigured
@@ -76,7 +77,7 @@ async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_k
     notes = []
     if recorded is not None and recorded.model and model_spec and model_spec != recorded.model:
         notes.append(f"thread {spec.thread} ran with model {recorded.model}; it now runs with {model_spec}")
-    apps, apps_note = _apps(spec, recorded)
+    apps, apps_note = _apps(spec, recorded, settings.folder)
     notes += apps_note
     side = _side_models(spec, settings, recorded)
     async with open_blueprint_models(side, base_url=base_url, api_key=api_key) as opened:
@@ -97,16 +98,18 @@ def _settings(spec: AgentSpec, recorded: ThreadConfigured | None) -> tuple[Agent
     settings, labels = spec.settings()
     # (spend limits overridden alone apply to the recorded ones: they are not given whole)
     settings = spec.with_override(resumed_settings(recorded, settings, labels))
+    if not spec.folder and recorded is not None and recorded.settings is not None:  # (imported from it again)
+        settings = attrs.evolve(settings, folder=recorded.settings.folder)
     if spec.spend_override is not None:
         labels["spend"] = spec.label("spend")
     return settings, changed_settings(recorded, settings, labels)
 
 
-def _apps(spec: AgentSpec, recorded: ThreadConfigured | None) -> tuple[list[App], list[str]]:
-    """The apps it runs with (a resumed thread's recorded ones if the spec gives none), and a
-    note if they are not the ones it ran with."""
+def _apps(spec: AgentSpec, recorded: ThreadConfigured | None, folder: str) -> tuple[list[App], list[str]]:
+    """The apps it runs with (a resumed thread's recorded ones, imported from ``folder`` too, if
+    the spec gives none), and a note if they are not the ones it ran with."""
     if spec.apps is None and not spec.tools and recorded is not None and recorded.apps:
-        return [make_recorded_app(spec.thread, info) for info in recorded.apps], []
+        return [make_recorded_app(spec.thread, info, folder) for info in recorded.apps], []
     apps = spec.make_apps()
     if recorded is not None and recorded.apps:
         was, now = [info.name for info in recorded.apps], [app.name for app in apps]

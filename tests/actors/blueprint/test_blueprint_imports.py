@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from livecontext.actors.agent._thread_apps import make_recorded_app
 from livecontext.actors.apps import FunctionTools, Notebook
 from livecontext.actors.blueprint import AppUse, BlueprintError, load_blueprint
 from livecontext.actors.cli import main
+
+from tests.support.command import LIVECONTEXT, cli_env
 
 MODULE = textwrap.dedent('''
     from livecontext.actors.apps import App
@@ -120,3 +123,27 @@ def test_the_older_apps_table_still_switches_the_notebook(folder: tuple[Path, st
     where, _ = folder
     assert load_blueprint(write(where, "[apps]\nnotebook = false\n")).apps == ()
     assert load_blueprint(write(where, "[apps]\nnotebook = true\n")).apps == (AppUse("notebook"),)
+
+
+def test_a_thread_run_from_a_blueprint_resumes_from_another_folder_importing_from_the_blueprints_folder(
+        folder: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where, module = folder
+    script = {"turns": [{"text": "waiting"}, {"tool_calls": [{"name": "shout", "arguments": {"word": "hey"}}]},
+                        {"text": "done"}]}
+    (where / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    store = f"sqlite:{tmp_path / 'lc.db'}"
+    path = write(where, f'model = "scripted:script.json"\ninputs = ["go"]\n\n[[tools]]\nuse = "{module}:shout"\n')
+    monkeypatch.chdir(where.parent)
+    first = CliRunner().invoke(main, ["run", str(path), "--store", store])
+    assert first.exit_code == 0, first.stderr
+    recorded = trio.run(recorded_config, store, "main")
+    assert recorded is not None and recorded.settings is not None
+    assert recorded.settings.folder == str(where.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # a fresh process in neither the blueprint's folder nor its parent: the thread says where
+    resumed = subprocess.run([*LIVECONTEXT, "run", "--store", store, "--thread", "main", "--input", "again", "--json"],
+                             cwd=elsewhere, env=cli_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    entries = json.loads(resumed.stdout)["entries"]
+    assert [r["content"] for e in entries if e["kind"] == "tool_results" for r in e["results"]] == ["HEY!"]
