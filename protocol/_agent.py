@@ -12,6 +12,7 @@ from attrs import field, frozen
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
+from ._dispatch import InputMode, Interrupt, StepInterruptedEvent, TaskTerminatedEvent, Terminate
 from ._context_mgmt import GetFill, HistoryFill, HistorySlice, LimitLevel, ReadHistory
 from ._entries import HistoryEntry, Notification, Usage, UsageTotals
 from ._lifecycle import ControlToolEffect
@@ -88,6 +89,8 @@ class IdleReason(enum.Enum):
     """A ``Cancel`` (or the engine stopping) cut its step short."""
     FAILED = "failed"
     """A step failed (:attr:`Idle.error` says why)."""
+    TERMINATED = "terminated"
+    """A ``terminate`` input ended the task (the status is ``terminated``)."""
 
 
 @frozen
@@ -116,8 +119,9 @@ class Idle(Message):
         return str(self.reason.value)
 
 
-EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel
-"""What the engine's mailbox takes from whoever drives it (the front door, a test, the CLI)."""
+EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel | Interrupt | Terminate
+"""What the engine's mailbox takes from whoever drives it (the front door, a test, the CLI), and
+what the input source tells it of an interrupting or terminating input."""
 
 EngineReply = StepDone | Idle
 """The engine's answers to :class:`Step` and :class:`RunUntilIdle`."""
@@ -232,7 +236,8 @@ class StateTransition(Message):
 
 
 EngineEvent = (WaitingInput | BeforeModelCall | ObservationCut | ModelTextDelta | AfterModelCall
-               | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition)
+               | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition | StepInterruptedEvent
+               | TaskTerminatedEvent)
 """What the engine publishes on its events topic."""
 
 
@@ -274,6 +279,9 @@ class AppendInput(Message):
     first input when it pins the task, COMPRESSIBLE otherwise)."""
     key: str | None = None
     """The key of the run of a system that fed it (see :attr:`ProvideInput.key`)."""
+    interrupting: bool = False
+    """An interrupting input, taken before the next model call: accepted while the thread
+    waits for a model call too (``PendingInput``, ``PendingToolResults``), not only for input."""
 
 
 @frozen
@@ -565,6 +573,9 @@ class ProvideInput(Message):
     cut_oversized: bool = False
     """A pinned input larger than the room is taken and sent cut to its head and tail, rather
     than refused (:class:`~livecontext.actors.InputTooLargeError`)."""
+    mode: InputMode = InputMode.QUEUE
+    """What it does to the work in progress: wait its turn, interrupt it, terminate the task,
+    or be recorded silently (see :class:`InputMode`)."""
 
 
 @frozen

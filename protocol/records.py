@@ -36,6 +36,7 @@ from ._windows import (
     TextChange,
     WindowRecord,
 )
+from ._dispatch import DispatchRecord, StepInterrupted, TaskTerminated
 from ._lifecycle import (
     ControlToolEffect,
     EnginePaused,
@@ -48,6 +49,9 @@ from ._lifecycle import (
 )
 
 __all__ = [
+    "DispatchRecord",
+    "StepInterrupted",
+    "TaskTerminated",
     "AppEffect",
     "AppHistory",
     "AppInfo",

@@ -5,7 +5,18 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
-from livecontext.protocol.agent import InputAvailable, InputMeasured, InputText, MeasureInput, ProvideInput, PullInput
+from livecontext.protocol.agent import (
+    InputAvailable,
+    InputMeasured,
+    InputMode,
+    InputText,
+    Interrupt,
+    MeasureInput,
+    PostNotification,
+    ProvideInput,
+    PullInput,
+    Terminate,
+)
 from livecontext.protocol.history import Retention
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import (
@@ -41,8 +52,51 @@ class InputTooLargeError(UsageError):
         )
 
 
+INPUT_MODES: tuple[str, ...] = tuple(mode.value for mode in InputMode)
+"""The dispatch modes' names (``queue``, ``interrupt``, ``terminate``, ``silent``), as given."""
+
+
+def input_mode(given: InputMode | str) -> InputMode:
+    """The mode ``given`` names: an :class:`~livecontext.protocol.agent.InputMode` or its
+    value (any case).
+
+    Raises:
+        UsageError: ``given`` names no mode (the message lists them).
+    """
+    if isinstance(given, InputMode):
+        return given
+    if isinstance(given, str):
+        try:
+            return InputMode(given.strip().lower())
+        except ValueError:
+            pass
+    raise UsageError(f"unknown input mode {given!r}: use one of {', '.join(INPUT_MODES)}")
+
+
+def _silent_text(text: str, by: str) -> str:
+    """The notification a ``silent`` input from ``by`` is recorded as (the audit and the
+    model see who gave it)."""
+    return f"silent input from {by}: {text}"
+
+
 class InputSource(Actor):
     """Buffers lines of input; the engine pulls one per ``PullInput`` when it waits for input.
+
+    Every input carries a dispatch mode (:attr:`ProvideInput.mode`, see
+    :class:`~livecontext.protocol.agent.InputMode`):
+
+    - ``queue``: buffered at the back, taken when the engine next waits for input;
+    - ``interrupt``: buffered at the front (behind earlier interrupting inputs not taken yet),
+      and the engine is told :class:`Interrupt`: it cancels the step in flight and takes it next;
+    - ``terminate``: not buffered (its text is the reason, not a model input): the engine is
+      told :class:`Terminate`;
+    - ``silent``: not buffered: posted to the history store as a notification that names the
+      sender (the model reads it with its next call); the engine is not woken. Answered once
+      durable.
+
+    The engine is told an interrupt or a termination before the giver's ask is answered (a
+    tell that waits for room, never one put off), so what the giver sends the engine next
+    comes after it.
 
     Input arriving is told to ``notify`` (the engine) as :class:`InputAvailable`, so an engine
     that found nothing wakes up. Pushing and pulling are decoupled (seed note 002).
@@ -66,9 +120,20 @@ class InputSource(Actor):
         self.history = history
         self._handed = False
         """An input was pulled: the next one given is not the thread's first."""
+        self._urgent = 0
+        """Interrupting inputs at the front of the buffer, not pulled yet (a later one goes
+        behind them: interrupts are taken in the order they came)."""
 
     @handler
     async def on_provide(self, msg: ProvideInput) -> None:
+        if msg.mode is InputMode.SILENT:
+            await self._silent(msg)
+            return
+        if msg.mode is InputMode.TERMINATE:
+            if self.notify is None:
+                raise UsageError("this input source has no engine to terminate; give the input as queue")
+            await self.ctx.tell(self.notify, Terminate(msg.text, self._giver()))
+            return
         if self.history is not None and not msg.cut_oversized and self._may_pin(msg):
             queued = bool(self.buffer) or self._handed
             measured = await self.ctx.ask(self.history, MeasureInput(msg.text, msg.retention, queued))
@@ -76,6 +141,15 @@ class InputSource(Actor):
             # (no room at all is the budget's fault, not the input's: the render says so)
             if measured.pinned and measured.room > 0 and measured.tokens > measured.room:
                 raise InputTooLargeError(measured.tokens, measured.room, measured.budget)
+        if msg.mode is InputMode.INTERRUPT:
+            self.buffer.insert(self._urgent, msg)
+            self._urgent += 1
+            if self.notify is not None:
+                try:
+                    await self.ctx.tell(self.notify, Interrupt(self._giver()))
+                except ActorStoppedError:  # the input stays buffered, first, for the engine's next start
+                    pass
+            return
         self.buffer.append(msg)
         if self.notify is None:
             return
@@ -87,6 +161,19 @@ class InputSource(Actor):
             self.ctx.nursery.start_soon(self._notify)
         except ActorStoppedError:  # the input stays buffered for the engine's next start
             pass
+
+    def _giver(self) -> str:
+        """Who gave the input being handled."""
+        env = self.ctx.current
+        return str(env.sender if env is not None else self.ctx.self_id)
+
+    async def _silent(self, msg: ProvideInput) -> None:
+        if self.history is None:
+            raise UsageError("a silent input is recorded in the thread's history, and this input source has "
+                             "none; give it as queue or interrupt")
+        if not msg.text.strip():
+            raise UsageError("a silent input needs text; send text with something in it")
+        await self.ctx.ask(self.history, PostNotification(_silent_text(msg.text, self._giver())))
 
     def _may_pin(self, msg: ProvideInput) -> bool:
         """Whether the input may be recorded CRITICAL: given so, or given with the store's
@@ -107,6 +194,8 @@ class InputSource(Actor):
         if not self.buffer:
             return InputText(None, 0)
         given = self.buffer.popleft()
+        if self._urgent:
+            self._urgent -= 1
         self._handed = self._handed or bool(given.text.strip())
         return InputText(given.text, len(self.buffer), given.retention, given.key)
 

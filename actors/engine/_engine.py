@@ -71,14 +71,17 @@ from livecontext.protocol.agent import (
     IdleReason,
     InputAvailable,
     InputText,
+    Interrupt,
     InvokeTool,
     ListTools,
     ModelTextDelta,
     ObservationCut,
     Pause,
     PullInput,
+    RecordInterruption,
     RecordPause,
     RecordStepFailure,
+    RecordTermination,
     RecordToolResult,
     RecordToolStarted,
     Render,
@@ -90,7 +93,10 @@ from livecontext.protocol.agent import (
     StateTransition,
     Step,
     StepDone,
+    StepInterruptedEvent,
     Tail,
+    TaskTerminatedEvent,
+    Terminate,
     ToolChecked,
     ToolInvoked,
     Tools,
@@ -192,6 +198,25 @@ class StepOutcome:
     limit: str = ""
     """The spend limit the step's model call would have passed, with the figures: the call
     was not made and the engine pauses (``""``: no limit stopped it)."""
+    terminated: bool = False
+    """A ``terminate`` input ended the task: the engine waits for new input."""
+
+
+class _StepCut(Exception):
+    """The slow part of a step (``what``: the model call) was cancelled by an interrupt or a
+    termination; caught by the step (never seen outside the engine)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(what)
+
+
+@frozen
+class _TerminateAsked:
+    """A :class:`Terminate` whose reply waits until the termination is recorded."""
+
+    msg: Terminate
+    reply: Any
 
 
 class _SpendStop(LivecontextError):
@@ -322,6 +347,16 @@ class Engine(Actor):
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
         self._deltas = _Deltas()
+        self._step_scope: trio.CancelScope | None = None
+        """The scope of the slow part of the step in flight (the model call, the tool), while
+        it runs: an interrupt or a termination cancels it (the run goes on)."""
+        self._cut_by: str | None = None
+        """Who gave the input that cancelled :attr:`_step_scope`."""
+        self._interrupt_by: str | None = None
+        """An interrupting input waits at the front of the input source, given by this sender:
+        the engine takes it before its next model call (see :meth:`_take_interrupt`)."""
+        self._terminations: list[_TerminateAsked] = []
+        """Terminations told and not recorded yet (see :meth:`_terminate`)."""
 
     async def on_start(self) -> None:
         if self.wiring.spend is not None:  # what the thread spent in earlier runs counts against the limits
@@ -355,6 +390,29 @@ class Engine(Actor):
     def on_input_available(self, msg: InputAvailable) -> None:
         self._input_empty = False
         self._poke()
+
+    @handler(inline=True)
+    def on_interrupt(self, msg: Interrupt) -> None:
+        """An interrupting input waits at the front of the input source: cancel the model call
+        or the tool in flight (if any) and take that input next. The run goes on."""
+        self._interrupt_by = msg.by
+        self._input_empty = False
+        self._cut_step(msg.by)
+        self._poke()
+
+    @handler(inline=True)
+    def on_terminate(self, msg: Terminate) -> None:
+        """End the task: cancel the model call or the tool in flight (if any); the runner
+        records the termination (in the run in progress, or at once if none is) and replies."""
+        self._terminations.append(_TerminateAsked(msg, self.ctx.defer_reply()))
+        self._cut_step(msg.by)
+        self._poke()
+
+    def _cut_step(self, by: str) -> None:
+        scope = self._step_scope
+        if scope is not None and not scope.cancel_called:
+            self._cut_by = by
+            scope.cancel()
 
     @handler(inline=True)
     def on_step(self, msg: Step) -> StepDone | None:
@@ -398,6 +456,12 @@ class Engine(Actor):
     async def on_stop(self) -> None:
         # answer every waiting asker rather than leave it to its timeout
         await self._cancel_all()
+        asked, self._terminations = self._terminations, []
+        for ask in asked:
+            if ask.reply is not None:
+                ask.reply.fail(LivecontextError(
+                    f"the engine of thread {self.thread_id} stopped before it recorded the termination; "
+                    "give the terminate input again"))
         if self._cancels:  # handled, the runner had not answered them yet
             await self._finish_cancels()
 
@@ -447,6 +511,13 @@ class Engine(Actor):
         if self._cancels:
             await self._finish_cancels()
             return
+        if self._terminations:  # (an agent that runs no job is terminated all the same)
+            try:
+                await self._terminate(await self._tail())
+            except LivecontextError as exc:  # (its askers are told)
+                log.warning("engine %s: the termination was not recorded: %s", self.thread_id, exc)
+            self._known_tail = None
+            return
         if self._pause_unrecorded and not self.auto:
             await self._record_pause()
         if not self._jobs and not self.auto:
@@ -485,7 +556,7 @@ class Engine(Actor):
                 if outcome.limit:  # recorded with its reason, so that the status says it
                     await self._record_stop(RecordPause(outcome.limit))
             if job is None:
-                if outcome.waiting_for_input or outcome.error or outcome.limit:
+                if outcome.waiting_for_input or outcome.error or outcome.limit or outcome.terminated:
                     wait = True
                     break
                 if self._jobs or not self.auto:
@@ -540,6 +611,8 @@ class Engine(Actor):
         if job.kind == "step":
             return IdleReason.MAX_STEPS
         job.steps += 1 if outcome.progressed else 0
+        if outcome.terminated:
+            return IdleReason.TERMINATED
         if outcome.waiting_for_input:
             return IdleReason.NO_INPUT
         if outcome.error:
@@ -694,6 +767,10 @@ class Engine(Actor):
         if tail is None:
             tail = await self._tail()
         state = tail.state
+        if self._terminations:
+            return await self._terminate(tail)
+        if self._interrupt_by is not None and state is not EngineState.WAITING_INPUT:
+            return await self._take_interrupt(tail)
         if state is EngineState.WAITING_INPUT:
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
@@ -705,6 +782,12 @@ class Engine(Actor):
                 after = await self._step_model(tail)
             except _SpendStop as stop:  # no call made, nothing changed: the engine pauses
                 return StepOutcome(state, state, False, limit=stop.reason)
+            except _StepCut as cut:  # nothing changed but the record of the cut: the run goes on
+                if self.wiring.spend is not None:  # the call allowed is no longer under way
+                    await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
+                await self._deltas.wait_published()  # (listeners see the deltas before the cut)
+                await self._record_cut(cut.what)
+                return StepOutcome(state, state, False)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
                 error = _describe(exc)
                 if not isinstance(exc, ModelError):
@@ -736,6 +819,7 @@ class Engine(Actor):
             self._input_empty = not got.remaining
             if got.text is None:
                 return None
+            self._interrupt_by = None  # (an interrupting input is first: this is it)
             if got.text.strip():  # blank input is ignored, not recorded
                 tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key), Tail,
                                              _WRITE_TIMEOUT_S, shield=True)
@@ -783,7 +867,14 @@ class Engine(Actor):
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
-        reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
+        with trio.CancelScope() as scope:  # an interrupt cuts the call, not the run
+            self._step_scope = scope
+            try:
+                reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
+            finally:
+                self._step_scope = None
+        if scope.cancelled_caught:
+            raise _StepCut("model call")
         return await self._record_output(reply, rendered)
 
     async def _record_output(self, reply: ModelReply, rendered: Rendered) -> Tail:
@@ -843,14 +934,22 @@ class Engine(Actor):
         if run is not None:
             run.tool_in_flight = call.id
         self._windows = None  # (see __init__)
-        # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
-        # with that deadline anyway (a second scope would cost without adding anything)
-        try:
-            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
-                                                   timeout=self.tool_timeout_s)
-        except AskTimeoutError:
-            await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
-            invoked = ToolInvoked(self._timed_out(call, spec, context))
+        # the ask's own timeout bounds the call; the scope is for an interrupt, which cuts the
+        # call and not the run
+        with trio.CancelScope() as scope:
+            self._step_scope = scope
+            try:
+                invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
+                                                       timeout=self.tool_timeout_s)
+            except AskTimeoutError:
+                await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
+                invoked = ToolInvoked(self._timed_out(call, spec, context))
+            finally:
+                self._step_scope = None
+        if scope.cancelled_caught:
+            await self.ctx.ask(self.wiring.apps, CancelTool(call.id), shield=True)
+            by = await self._record_cut(f"tool {call.name} (call {call.id})")
+            invoked = ToolInvoked(self._cut_result(call, spec, context, by))
         if run is not None:
             run.tool_in_flight = None
         return await self._record_result(call, invoked)
@@ -891,6 +990,89 @@ class Engine(Actor):
         text = UNKNOWN_TEXT.format(name=call.name, key=context.key)
         return ToolInvoked(ToolResult(call.id, call.name, ToolStatus.INTERRUPTED, self.counter.content(
             text, text, f"{call.name}: outcome unknown (key {context.key})")))
+
+    # -- interrupts and terminations ------------------------------------------------------------
+
+    async def _record_cut(self, what: str) -> str:
+        """Record that an interrupt or a termination cut ``what`` (and publish it); return who
+        gave the input that did."""
+        by, self._cut_by = self._cut_by or "unknown", None
+        await self._record_stop(RecordInterruption(what, by))
+        await self._announce(StepInterruptedEvent, self.thread_id, what, by)
+        return by
+
+    def _cut_result(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext, by: str) -> ToolResult:
+        text = f"interrupted by {by} while it ran, and cancelled; "
+        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
+            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
+                     "find out whether its effect happened before calling it again")
+        else:
+            text += "its effect, if any, was not applied"
+        return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
+                          self.counter.content(text, text, f"{call.name}: interrupted by {by}"))
+
+    def _not_run(self, call: ToolCall, why: str) -> ToolResult:
+        text = f"not run: {why}"
+        return ToolResult(call.id, call.name, ToolStatus.SKIPPED, self.counter.content(text, text, text))
+
+    async def _close_step(self, tail: Tail, why: str) -> Tail:
+        """Record every call of the last output still without a result as not run (``why``)
+        and append the results, so that an input may follow (a chat API refuses a call with
+        no answer)."""
+        after = tail
+        while after.state is EngineState.WAITING_TOOL_RESULTS:
+            last = after.last
+            assert isinstance(last, ModelOutputEntry)
+            call = last.tool_calls[len(after.recorded)]
+            after = await self._record_result(call, ToolInvoked(self._not_run(call, why)), apply=False)
+        if after.state is EngineState.TOOL_RESULTS_READY:
+            after = await self._ask(self.wiring.history, AppendToolResults(), Tail, _WRITE_TIMEOUT_S, shield=True)
+        return after
+
+    async def _take_interrupt(self, tail: Tail) -> StepOutcome:
+        """The step after an interrupt: the calls left are recorded as not run, and the
+        interrupting input (first in the input source) is appended before the next model call."""
+        state, by = tail.state, self._interrupt_by
+        after = await self._close_step(tail, f"{by} interrupted the step")
+        got = await self._ask(self.wiring.input, PullInput(), InputText, _WRITE_TIMEOUT_S, shield=True)
+        self._interrupt_by = None
+        self._input_empty = not got.remaining
+        if got.text is not None and got.text.strip():
+            after = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key,
+                                                                     interrupting=True), Tail,
+                                    _WRITE_TIMEOUT_S, shield=True)
+        # (else it was taken already: the step goes on as it was)
+        if after.state is not state:
+            await self._announce(StateTransition, self.thread_id, state, after.state)
+        self._known_tail = after
+        return StepOutcome(state, after.state, after is not tail)
+
+    async def _terminate(self, tail: Tail) -> StepOutcome:
+        """End the task for the terminations told: the calls left are recorded as not run,
+        then :class:`~livecontext.protocol.records.TaskTerminated` (the first termination's
+        reason and sender); every asker is answered once it is durable."""
+        asked, self._terminations = self._terminations, []
+        first = asked[0].msg
+        state = tail.state
+        try:
+            after = await self._close_step(tail, f"{first.by} terminated the task")
+            await self.ctx.ask(self.wiring.history, RecordTermination(first.reason, first.by), shield=True,
+                               timeout=_WRITE_TIMEOUT_S)
+        except BaseException as exc:
+            for ask in asked:
+                if ask.reply is not None:
+                    ask.reply.fail(exc if isinstance(exc, Exception) else LivecontextError(
+                        f"the termination of thread {self.thread_id} was not recorded"))
+            raise
+        for ask in asked:
+            if ask.reply is not None:
+                ask.reply.send(Ack())
+        self._interrupt_by = None
+        await self._announce(TaskTerminatedEvent, self.thread_id, first.reason, first.by)
+        if after.state is not EngineState.WAITING_INPUT:
+            await self._announce(StateTransition, self.thread_id, state, EngineState.WAITING_INPUT)
+        self._known_tail = None
+        return StepOutcome(state, EngineState.WAITING_INPUT, True, terminated=True)
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
