@@ -18,13 +18,14 @@ from livecontext.protocol.agent import (
     Terminate,
 )
 from livecontext.protocol.history import Retention
-from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.kernel import Ack, ActorId
 from livecontext.runtime import (
     Actor,
     ActorRef,
     ActorStoppedError,
     Context,
     MailboxFullError,
+    PendingReply,
     RemoteActorError,
     UsageError,
     handler,
@@ -132,7 +133,9 @@ class InputSource(Actor):
         if msg.mode is InputMode.TERMINATE:
             if self.notify is None:
                 raise UsageError("this input source has no engine to terminate; give the input as queue")
-            await self.ctx.tell(self.notify, Terminate(msg.text, self._giver()))
+            # answered once the engine recorded it, by a task of ours: this handler does not
+            # wait for the engine, which may be asking us for input meanwhile
+            self.ctx.nursery.start_soon(self._terminate, Terminate(msg.text, self._giver()), self.ctx.defer_reply())
             return
         if self.history is not None and not msg.cut_oversized and self._may_pin(msg):
             queued = bool(self.buffer) or self._handed
@@ -161,6 +164,17 @@ class InputSource(Actor):
             self.ctx.nursery.start_soon(self._notify)
         except ActorStoppedError:  # the input stays buffered for the engine's next start
             pass
+
+    async def _terminate(self, msg: Terminate, reply: PendingReply | None) -> None:
+        assert self.notify is not None
+        try:
+            await self.ctx.ask(self.notify, msg, timeout=None)
+        except Exception as exc:  # noqa: BLE001 - the giver is told
+            if reply is not None:
+                reply.fail(exc)
+            return
+        if reply is not None:
+            reply.send(Ack())
 
     def _giver(self) -> str:
         """Who gave the input being handled."""
