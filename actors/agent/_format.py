@@ -109,10 +109,10 @@ def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
 
 def status_json(status: AgentStatus) -> dict[str, Any]:
     """A thread's status as the CLI prints it: ``{"status": ...}``, with ``result``,
-    ``question``, ``error``, ``reason`` (a spend limit's pause, an abandoned task) or
-    ``waiting_on`` (``waiting_internal``) when there is one."""
+    ``question``, ``error``, ``reason`` (a spend limit's pause, an abandoned or terminated
+    task), ``by`` (who terminated it) or ``waiting_on`` (``waiting_internal``) when there is one."""
     out: dict[str, Any] = {"status": status.status.value}
-    for key in ("result", "question", "error", "reason", "waiting_on"):
+    for key in ("result", "question", "error", "reason", "by", "waiting_on"):
         value = getattr(status, key)
         if value is not None:
             out[key] = value

@@ -36,7 +36,9 @@ from livecontext.protocol.records import (
     EntryAppended,
     RenderPolicy,
     StepFailed,
+    StepInterrupted,
     SystemPromptSet,
+    TaskTerminated,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
@@ -166,6 +168,12 @@ class ThreadTracer:
             d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, f"paused at {self.state.state.value} with work left")
         elif isinstance(payload, StepFailed):
             self._failed(rec, sender, started, payload)
+        elif isinstance(payload, StepInterrupted | TaskTerminated):
+            said = (f"{payload.what} interrupted by {payload.by}" if isinstance(payload, StepInterrupted)
+                    else f"task terminated by {payload.by}: {payload.reason}")
+            asked = "RecordInterruption" if isinstance(payload, StepInterrupted) else "RecordTermination"
+            d.ask(rec.seq, rec.t, sender, self.history, asked, said, "Ack")
+            d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, said)
         elif isinstance(payload, (SystemPromptSet, ThreadConfigured)):
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL, _said(payload))
         elif isinstance(payload, ContextCompacted):
