@@ -312,8 +312,11 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
          live: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL).
 
-    Each line is answered before the next is read. A thread resumes with the model it ran
-    with, unless --model says otherwise.
+    A line typed at the prompt starts a turn. While the agent works, Enter interrupts it with
+    your line (the model call or tool in flight is cut, and your line is its next input); a
+    line that starts with + is queued, for when the agent waits again. Lines piped in before
+    a turn began are answered one by one. A thread resumes with the model it ran with, unless
+    --model says otherwise.
     """
     try:
         spec = attrs.evolve(cli_spec(ctx, None, thread=thread_id, model=model_spec, store=store_url,

@@ -61,7 +61,7 @@ def test_the_prompt_follows_the_answer_and_text_typed_meanwhile_waits_for_it(tmp
     model = _script(tmp_path, {"text": "the first answer", "delay_s": 1.5}, {"text": "the second answer"})
     url = f"sqlite:{tmp_path / 'x.db'}"
     screen = Screen("--store", url, "--model", model)
-    screen.wait_for(r"ends\n> $")
+    screen.wait_for(r"is queued\n> $")
     screen.type("hello\r")
     screen.wait_for(r"model call #0")
     time.sleep(0.3)
