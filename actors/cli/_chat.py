@@ -185,7 +185,7 @@ async def chat(spec: AgentSpec, *, base_url: str | None, api_key: str | None, in
             for line in opened.changed:
                 click.echo(f"livecontext: note: {line}", err=True)
             console.print(f"[dim]chatting on thread {thread_id} with {opened.model or 'echo'}; {HINT}[/dim]",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)  # (one line: the terminal wraps it)
             await _show_so_far(session, console)
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
                 # on a terminal the answers are printed above the panel; in plain lines, among them
