@@ -202,7 +202,7 @@ class StepOutcome:
     """A ``terminate`` input ended the task: the engine waits for new input."""
 
 
-class _StepCut(Exception):
+class _StepCut(LivecontextError):
     """The slow part of a step (``what``: the model call) was cancelled by an interrupt or a
     termination; caught by the step (never seen outside the engine)."""
 
@@ -407,6 +407,12 @@ class Engine(Actor):
         self._terminations.append(_TerminateAsked(msg, self.ctx.defer_reply()))
         self._cut_step(msg.by)
         self._poke()
+
+    def _pending_cut(self) -> str | None:
+        """Who gave an interrupting or terminating input not acted on yet, if anyone did."""
+        if self._terminations:
+            return self._terminations[0].msg.by
+        return self._interrupt_by
 
     def _cut_step(self, by: str) -> None:
         scope = self._step_scope
@@ -785,8 +791,9 @@ class Engine(Actor):
             except _StepCut as cut:  # nothing changed but the record of the cut: the run goes on
                 if self.wiring.spend is not None:  # the call allowed is no longer under way
                     await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
-                await self._deltas.wait_published()  # (listeners see the deltas before the cut)
-                await self._record_cut(cut.what)
+                if cut.what:  # (else the call was not made: the next step takes the input)
+                    await self._deltas.wait_published()  # (listeners see the deltas before the cut)
+                    await self._record_cut(cut.what)
                 return StepOutcome(state, state, False)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
                 error = _describe(exc)
@@ -797,7 +804,10 @@ class Engine(Actor):
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:
-            after = await self._step_tool(tail)
+            try:
+                after = await self._step_tool(tail)
+            except _StepCut:  # an interrupt came before the tool started: the next step takes it
+                return StepOutcome(state, state, False)
         elif state is EngineState.TOOL_RESULTS_READY:
             after = await self._ask(self.wiring.history, AppendToolResults(), Tail, _WRITE_TIMEOUT_S,
                                     shield=True)
@@ -867,6 +877,8 @@ class Engine(Actor):
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
+        if self._pending_cut() is not None:  # it came while the call was prepared: no call
+            raise _StepCut("")
         with trio.CancelScope() as scope:  # an interrupt cuts the call, not the run
             self._step_scope = scope
             try:
@@ -919,6 +931,8 @@ class Engine(Actor):
             if call.name == OUTPUT and answered.result.status is ToolStatus.OK:
                 await self._announce(AgentOutput, self.thread_id, call.id, json.loads(call.arguments)["text"])
             return after
+        if self._pending_cut() is not None:
+            raise _StepCut("")
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         idempotent = spec is None or spec.idempotent  # an unknown tool has no effect to repeat
@@ -938,6 +952,8 @@ class Engine(Actor):
         # call and not the run
         with trio.CancelScope() as scope:
             self._step_scope = scope
+            if (by := self._pending_cut()) is not None:  # it came while the call was prepared
+                self._cut_step(by)
             try:
                 invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
                                                        timeout=self.tool_timeout_s)
