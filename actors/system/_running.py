@@ -247,7 +247,7 @@ class System:
         agent, given = self.agent(name), input_mode(mode)
         if given is InputMode.QUEUE:
             return await self._turn(agent, [ProvideInput(text)])
-        await give_input(self._client, agent.address.input, ProvideInput(text, mode=given))
+        await give_input(self._client, agent.actors.input, ProvideInput(text, mode=given))
         if given is InputMode.INTERRUPT:
             return await self._turn(agent, [])
         if given is InputMode.TERMINATE:  # (once the run in progress, if any, ended)
