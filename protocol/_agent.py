@@ -593,6 +593,9 @@ class InputText(Message):
     """The retention class given with the input (``None``: the history store's default)."""
     key: str | None = None
     """The key given with the input (:attr:`ProvideInput.key`)."""
+    urgent: int = 0
+    """Interrupting inputs still first in the source after this one (taken before the next
+    model call too)."""
 
 
 @frozen

@@ -211,7 +211,7 @@ class InputSource(Actor):
         if self._urgent:
             self._urgent -= 1
         self._handed = self._handed or bool(given.text.strip())
-        return InputText(given.text, len(self.buffer), given.retention, given.key)
+        return InputText(given.text, len(self.buffer), given.retention, given.key, self._urgent)
 
 
 async def give_input(asker: Context, source: ActorRef[InputSource], given: ProvideInput) -> None:

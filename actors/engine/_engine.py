@@ -1050,14 +1050,17 @@ class Engine(Actor):
         interrupting input (first in the input source) is appended before the next model call."""
         state, by = tail.state, self._interrupt_by
         after = await self._close_step(tail, f"{by} interrupted the step")
-        got = await self._ask(self.wiring.input, PullInput(), InputText, _WRITE_TIMEOUT_S, shield=True)
         self._interrupt_by = None
-        self._input_empty = not got.remaining
-        if got.text is not None and got.text.strip():
-            after = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key,
-                                                                     interrupting=True), Tail,
-                                    _WRITE_TIMEOUT_S, shield=True)
-        # (else it was taken already: the step goes on as it was)
+        while True:  # every interrupting input given meanwhile, in the order they came
+            got = await self._ask(self.wiring.input, PullInput(), InputText, _WRITE_TIMEOUT_S, shield=True)
+            self._input_empty = not got.remaining
+            if got.text is not None and got.text.strip():
+                after = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key,
+                                                                         interrupting=True), Tail,
+                                        _WRITE_TIMEOUT_S, shield=True)
+            # (none: it was taken already, and the step goes on as it was)
+            if got.text is None or not got.urgent:
+                break
         if after.state is not state:
             await self._announce(StateTransition, self.thread_id, state, after.state)
         self._known_tail = after

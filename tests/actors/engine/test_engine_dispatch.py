@@ -283,3 +283,21 @@ def status_terminated(reason: str) -> Any:
     from livecontext.protocol.agent import AgentStatus
 
     return AgentStatus(TaskStatus.TERMINATED, reason=reason, by="client/test")
+
+
+async def test_two_interrupts_given_while_a_tool_runs_are_both_taken_before_the_next_model_call_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    probe = Probe()
+    model = ProbeModel(scripted([{"tool_calls": [slow_call()]}, {"text": "both heard"}, {"text": "and that"}]))
+    async with open_agent(model=model, inputs=["go"], apps=[ProbeApp(probe)]) as h:
+        await give(h, "queued meanwhile", InputMode.QUEUE)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.run_until_idle)
+            await probe.started.wait()
+            await give(h, "first", InputMode.INTERRUPT)
+            await give(h, "second", InputMode.INTERRUPT)
+        inputs = [e.text for e in await h.entries() if isinstance(e, ModelInputEntry)]
+        assert inputs == ["go", "first", "second", "queued meanwhile"]  # the queued one waited its turn
+        users = [m.content for m in said(model.requests[1]) if m.role is Role.USER]
+        assert users[-2].startswith("first") and users[-1].startswith("second")
