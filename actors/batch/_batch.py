@@ -61,7 +61,7 @@ from ..system import check_system_name, open_system, read_system_log, system_thr
 
 TASK_KEYS = frozenset({"id", "inputs", "vars"})
 """The keys a task line may have."""
-FINISHED = frozenset({"completed", "abandoned", "answered", "waiting"})
+FINISHED = frozenset({"completed", "abandoned", "terminated", "answered", "waiting"})
 """The statuses a re-run skips (the rest are resumed from the log)."""
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -88,7 +88,7 @@ class TaskResult:
     thread: str
     status: str
     """``completed`` (task_complete), ``abandoned`` (task_abandon: the result is its reason),
-    ``answered`` (answered its last input), ``waiting`` (asked a question with
+    ``terminated`` (a terminate input ended it: the result is its reason), ``answered`` (answered its last input), ``waiting`` (asked a question with
     wait_user_response), ``stopped`` (max_steps) or ``failed``."""
     result: str | None
     steps: int
@@ -313,6 +313,8 @@ def _status_of(engine: EngineState, status: AgentStatus, entries: Sequence[Histo
         return "completed", status.result, None
     if status.status is TaskStatus.ABANDONED:
         return "abandoned", status.reason, None
+    if status.status is TaskStatus.TERMINATED:
+        return "terminated", status.reason, None
     if status.status is TaskStatus.FAILED:
         return "failed", None, status.error
     if engine is EngineState.WAITING_INPUT and _inputs(entries) >= expected_inputs:

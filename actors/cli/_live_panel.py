@@ -27,6 +27,7 @@ _LEVEL_STYLE = {LimitLevel.OK: "green", LimitLevel.SOFT: "yellow", LimitLevel.HA
                 LimitLevel.TRUNCATE: "red"}
 _STATUS_STYLE = {TaskStatus.ACTIVE: "cyan", TaskStatus.WAITING_USER: "green", TaskStatus.WAITING_PARENT: "green",
                  TaskStatus.WAITING_INTERNAL: "cyan", TaskStatus.COMPLETED: "green", TaskStatus.ABANDONED: "yellow",
+                 TaskStatus.TERMINATED: "yellow",
                  TaskStatus.PAUSED: "yellow", TaskStatus.FAILED: "red"}
 
 Piece = tuple[str, str]

@@ -5,7 +5,7 @@ the history store's tail (the one its previous write returned, or the one a run 
 for want of input, else asked for), derives the state from it, and does that state's one
 piece of work. Steps run in a background task owned by the engine (so control messages are
 handled while a model call or tool runs); the mailbox takes ``Pause``, ``Resume``, ``Step``,
-``RunUntilIdle`` and ``Cancel``.
+``RunUntilIdle``, ``Cancel``, ``Interrupt`` and ``Terminate``.
 
 Only the slow parts of a step, the model call and the tool call, can be cancelled. What comes
 after them (recording the output or the result, applying the app effect, publishing the
@@ -26,6 +26,16 @@ and what waits (anything told while the engine was busy) is handled by the engin
 before the next step starts. The runner knows it has been by asking the engine itself, behind
 that mail, rather than by counting on the order in which Trio runs its tasks. A step with
 nothing to wait for costs no extra trip through Trio's scheduler.
+
+Inputs carry a dispatch mode (``protocol._dispatch``): the input source tells the engine
+:class:`Interrupt` (an interrupting input waits first in the source) or :class:`Terminate`.
+Either cancels the slow part of the step in flight with a cancel scope of its own (one per
+model call or tool call, besides the run's scope that ``Cancel`` uses), so the run goes on:
+the cut is recorded (``StepInterrupted``; a cut tool's result says ``interrupted by ...``),
+the calls of the step not run yet are recorded as not run, and then either the interrupting
+input is appended before the next model call (:meth:`Engine._take_interrupt`) or the task is
+recorded terminated (:meth:`Engine._terminate`; a run in progress ends ``terminated``, and
+an engine that runs nothing records it at once).
 
 With ``lifecycle`` on, the engine also offers the control tools ``task_complete``,
 ``task_abandon``, ``output`` and ``wait_user_response`` (``wait_parent`` in a sub-agent) and
