@@ -582,6 +582,9 @@ class ProvideInput(Message):
 class PullInput(Message):
     """Take the next buffered input, if any (ask: :class:`InputText`)."""
 
+    urgent: bool = False
+    """Only an interrupting input (one given with ``mode=interrupt`` and not taken yet)."""
+
 
 @frozen
 class InputText(Message):

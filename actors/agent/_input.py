@@ -205,8 +205,8 @@ class InputSource(Actor):
 
     @handler(inline=True)
     def on_pull(self, msg: PullInput) -> InputText:
-        if not self.buffer:
-            return InputText(None, 0)
+        if not self.buffer or (msg.urgent and not self._urgent):
+            return InputText(None, len(self.buffer))
         given = self.buffer.popleft()
         if self._urgent:
             self._urgent -= 1

@@ -1062,13 +1062,14 @@ class Engine(Actor):
         after = await self._close_step(tail, f"{by} interrupted the step")
         self._interrupt_by = None
         while True:  # every interrupting input given meanwhile, in the order they came
-            got = await self._ask(self.wiring.input, PullInput(), InputText, _WRITE_TIMEOUT_S, shield=True)
+            got = await self._ask(self.wiring.input, PullInput(urgent=True), InputText, _WRITE_TIMEOUT_S,
+                                  shield=True)
             self._input_empty = not got.remaining
             if got.text is not None and got.text.strip():
                 after = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key,
                                                                          interrupting=True), Tail,
                                         _WRITE_TIMEOUT_S, shield=True)
-            # (none: it was taken already, and the step goes on as it was)
+            # (none: it was taken already, and the step goes on as it was; a queued one waits)
             if got.text is None or not got.urgent:
                 break
         if after.state is not state:

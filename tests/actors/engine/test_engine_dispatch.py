@@ -13,6 +13,7 @@ import trio.testing
 from livecontext.protocol.agent import (
     IdleReason,
     InputMode,
+    Interrupt,
     ModelTextDelta,
     ProvideInput,
     StepInterruptedEvent,
@@ -301,3 +302,18 @@ async def test_two_interrupts_given_while_a_tool_runs_are_both_taken_before_the_
         assert inputs == ["go", "first", "second", "queued meanwhile"]  # the queued one waited its turn
         users = [m.content for m in said(model.requests[1]) if m.role is Role.USER]
         assert users[-2].startswith("first") and users[-1].startswith("second")
+
+
+async def test_an_interrupt_whose_input_was_taken_already_takes_no_queued_input_out_of_turn() -> None:
+    probe = Probe(slow_runs_left=0)
+    model = ProbeModel(scripted([{"tool_calls": [{"name": "record", "arguments": {"label": "a"}},
+                                                 {"name": "record", "arguments": {"label": "b"}}]},
+                                 {"text": "done"}, {"text": "and later"}]))
+    async with open_agent(model=model, inputs=["go"], apps=[ProbeApp(probe)]) as h:
+        await h.run_until_idle(max_steps=3)  # stopped with one call left
+        await give(h, "later", InputMode.QUEUE)
+        await h.client.tell(h.agent.engine, Interrupt("client/late"))  # (its input gone: taken by a race)
+        await h.run_until_idle()
+        kinds = [(type(e).__name__, getattr(e, "text", "")) for e in await h.entries()]
+        assert kinds == [("ModelInputEntry", "go"), ("ModelOutputEntry", ""), ("ToolResultsEntry", ""),
+                         ("ModelOutputEntry", ""), ("ModelInputEntry", "later"), ("ModelOutputEntry", "")]
