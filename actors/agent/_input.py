@@ -133,6 +133,8 @@ class InputSource(Actor):
         if msg.mode is InputMode.TERMINATE:
             if self.notify is None:
                 raise UsageError("this input source has no engine to terminate; give the input as queue")
+            if not msg.text.strip():
+                raise UsageError("a terminate input's text is the reason the task ends; give one")
             # answered once the engine recorded it, by a task of ours: this handler does not
             # wait for the engine, which may be asking us for input meanwhile
             self.ctx.nursery.start_soon(self._terminate, Terminate(msg.text, self._giver()), self.ctx.defer_reply())

@@ -95,7 +95,10 @@ async def test_interrupting_inputs_go_first_in_the_order_they_came_and_queued_on
         assert await h.client.ask(h.agent.input, PullInput()) == InputText("queued", 0)
 
 
-async def test_a_silent_input_without_text_is_refused_in_one_line() -> None:
+async def test_a_silent_or_terminate_input_without_text_is_refused_in_one_line() -> None:
     async with open_agent() as h:
         with pytest.raises(UsageError, match=r"^a silent input needs text; send text with something in it$"):
             await give_input(h.client, h.agent.input, ProvideInput("  ", mode=InputMode.SILENT))
+        with pytest.raises(UsageError, match=r"^a terminate input's text is the reason the task ends; give one$"):
+            await give_input(h.client, h.agent.input, ProvideInput("", mode=InputMode.TERMINATE))
+        assert (await h.status()).status.value == "waiting_user"  # nothing recorded
