@@ -13,6 +13,7 @@ from ._approvals import Approval
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
+from ._dispatch import InputMode, Interrupt, StepInterruptedEvent, TaskTerminatedEvent, Terminate
 from ._context_mgmt import GetFill, HistoryFill, HistorySlice, LimitLevel, ReadHistory
 from ._entries import HistoryEntry, Notification, Usage, UsageTotals
 from ._lifecycle import ControlToolEffect
@@ -93,6 +94,8 @@ class IdleReason(enum.Enum):
     """The next tool call needs a person's approval and is not decided yet
     (:attr:`Idle.waiting_on` names the calls waiting). The engine takes no step for it until
     the next ``RunUntilIdle`` or ``Step`` after a decision."""
+    TERMINATED = "terminated"
+    """A ``terminate`` input ended the task (the status is ``terminated``)."""
 
 
 @frozen
@@ -127,8 +130,9 @@ class Idle(Message):
         return str(self.reason.value)
 
 
-EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel
-"""What the engine's mailbox takes from whoever drives it (the front door, a test, the CLI)."""
+EngineControl = Pause | Resume | Step | RunUntilIdle | Cancel | Interrupt | Terminate
+"""What the engine's mailbox takes from whoever drives it (the front door, a test, the CLI), and
+what the input source tells it of an interrupting or terminating input."""
 
 EngineReply = StepDone | Idle
 """The engine's answers to :class:`Step` and :class:`RunUntilIdle`."""
@@ -243,7 +247,8 @@ class StateTransition(Message):
 
 
 EngineEvent = (WaitingInput | BeforeModelCall | ObservationCut | ModelTextDelta | AfterModelCall
-               | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition)
+               | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition | StepInterruptedEvent
+               | TaskTerminatedEvent)
 """What the engine publishes on its events topic."""
 
 
@@ -288,6 +293,9 @@ class AppendInput(Message):
     first input when it pins the task, COMPRESSIBLE otherwise)."""
     key: str | None = None
     """The key of the run of a system that fed it (see :attr:`ProvideInput.key`)."""
+    interrupting: bool = False
+    """An interrupting input, taken before the next model call: accepted while the thread
+    waits for a model call too (``PendingInput``, ``PendingToolResults``), not only for input."""
 
 
 @frozen
@@ -582,11 +590,17 @@ class ProvideInput(Message):
     cut_oversized: bool = False
     """A pinned input larger than the room is taken and sent cut to its head and tail, rather
     than refused (:class:`~livecontext.actors.InputTooLargeError`)."""
+    mode: InputMode = InputMode.QUEUE
+    """What it does to the work in progress: wait its turn, interrupt it, terminate the task,
+    or be recorded silently (see :class:`InputMode`)."""
 
 
 @frozen
 class PullInput(Message):
     """Take the next buffered input, if any (ask: :class:`InputText`)."""
+
+    urgent: bool = False
+    """Only an interrupting input (one given with ``mode=interrupt`` and not taken yet)."""
 
 
 @frozen
@@ -599,6 +613,9 @@ class InputText(Message):
     """The retention class given with the input (``None``: the history store's default)."""
     key: str | None = None
     """The key given with the input (:attr:`ProvideInput.key`)."""
+    urgent: int = 0
+    """Interrupting inputs still first in the source after this one (taken before the next
+    model call too)."""
 
 
 @frozen

@@ -21,6 +21,9 @@ says where the task stands, for the people and programs that drive the agent:
   ``completed``);
 - ``paused``: a ``Pause`` or ``Cancel`` stopped the engine with work left, or a spend limit
   did (then :attr:`AgentStatus.reason` names the limit and the figures);
+- ``terminated``: a ``terminate`` input ended the task (:attr:`AgentStatus.reason` holds its
+  text, :attr:`AgentStatus.by` who gave it); the engine takes no step until new input comes,
+  which starts a new task;
 - ``failed``: its last step failed (:attr:`AgentStatus.error` says why); the state did not
   change, and the next step tries again.
 
@@ -39,6 +42,7 @@ import enum
 from attrs import frozen
 
 from ._approvals import Approval
+from ._dispatch import DispatchRecord, RecordInterruption, RecordTermination, TaskTerminated
 from ._message import Message
 from ._tools import ToolCall
 
@@ -72,6 +76,7 @@ class TaskStatus(enum.Enum):
     ABANDONED = "abandoned"
     PAUSED = "paused"
     FAILED = "failed"
+    TERMINATED = "terminated"
 
 
 @frozen
@@ -88,8 +93,10 @@ class AgentStatus(Message):
     """Why the last step failed (``failed`` only)."""
     reason: str | None = None
     """What paused the engine, when it was not a ``Pause`` or ``Cancel`` but a spend limit
-    (``paused``): the limit, the figures and how to raise it; or why the task was given up
-    (``abandoned``)."""
+    (``paused``): the limit, the figures and how to raise it; why the task was given up
+    (``abandoned``); or the terminating input's text (``terminated``)."""
+    by: str | None = None
+    """Who terminated the task (``terminated`` only): the sender of the ``terminate`` input."""
     waiting_on: str | None = None
     """What the agent waits on (``waiting_internal`` and ``waiting_approval`` only): the tool
     and its call id, such as ``spawn_subagent call c1``, or the calls waiting for approval,
@@ -176,7 +183,7 @@ class StepFailed(Message):
 # -- the fold -------------------------------------------------------------------------------------
 
 
-StatusRequest = GetStatus | RecordPause | RecordStepFailure
+StatusRequest = GetStatus | RecordPause | RecordStepFailure | RecordInterruption | RecordTermination
 """What the engine and the front door ask a history store about the task's status."""
 
 StatusReply = AgentStatus
@@ -185,7 +192,7 @@ StatusReply = AgentStatus
 ControlToolEffect = TaskCompleted | TaskAbandoned | UserQuestionAsked | ParentAwaited
 """The effect of a lifecycle control tool, committed with its tool result."""
 
-LifecycleRecord = EnginePaused | StepFailed
+LifecycleRecord = EnginePaused | StepFailed | DispatchRecord
 """Log records of where the engine stopped."""
 
 
@@ -193,9 +200,11 @@ LifecycleRecord = EnginePaused | StepFailed
 class TaskMarks:
     """What a thread's log says of its task, besides its entries (kept in snapshots)."""
 
-    ended: TaskCompleted | TaskAbandoned | UserQuestionAsked | ParentAwaited | None = None
-    """The control tool that ended the task's last turn; cleared by the next input. Once its
-    tool-results entry is appended, the engine waits for input (see :func:`~._state.derive_state`)."""
+    ended: TaskCompleted | TaskAbandoned | UserQuestionAsked | ParentAwaited | TaskTerminated | None = None
+    """The control tool that ended the task's last turn, or the termination that ended the task;
+    cleared by the next input. Once the control tool's tool-results entry is appended, the
+    engine waits for input; after a termination it does whatever the last entry (see
+    :func:`~._state.derive_state`)."""
     paused: bool = False
     """A pause stopped the engine with work left, and it has taken no step since."""
     pause_reason: str | None = None
@@ -205,3 +214,8 @@ class TaskMarks:
     approvals: tuple[Approval, ...] = ()
     """The approvals requested for the current model output's calls, with their decisions;
     cleared by the next entry (a model output, an input, the tool-results entry)."""
+
+    @property
+    def terminated(self) -> bool:
+        """A ``terminate`` input ended the task since the last input."""
+        return isinstance(self.ended, TaskTerminated)

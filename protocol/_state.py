@@ -25,7 +25,8 @@ class EngineState(enum.Enum):
     next step calls the model."""
 
 
-def derive_state(last: HistoryEntry | None, recorded_results: int, task_ended: bool = False) -> EngineState:
+def derive_state(last: HistoryEntry | None, recorded_results: int, task_ended: bool = False,
+                 terminated: bool = False) -> EngineState:
     """The state for the last (non-recap) entry and the number of recorded tool results.
 
     Args:
@@ -33,8 +34,11 @@ def derive_state(last: HistoryEntry | None, recorded_results: int, task_ended: b
         recorded_results: tool results recorded for ``last``'s calls, not yet in an entry.
         task_ended: a control tool (``task_complete``, ``wait_user_response``) ended the
             task's turn since the last input: its tool-results entry waits for input.
+        terminated: a ``terminate`` input ended the task since the last input: the thread
+            waits for input whatever its last entry (an input whose model call was cut, or
+            the results of a step whose calls were cut or not run).
     """
-    if last is None:
+    if last is None or terminated:
         return EngineState.WAITING_INPUT
     if isinstance(last, ModelInputEntry):
         return EngineState.PENDING_INPUT

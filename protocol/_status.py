@@ -23,6 +23,7 @@ from ._lifecycle import (
     TaskStatus,
     UserQuestionAsked,
 )
+from ._dispatch import TaskTerminated
 from ._message import Message
 from ._records import EntryAppended, ToolResultRecorded, ToolResultsAppended, ToolStarted
 from ._state import EngineState
@@ -34,8 +35,8 @@ NO_MARKS = TaskMarks()
 def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
     """The marks after the log record ``payload``: an input starts a new turn (clearing
     everything), any other step clears a pause and a failure, the control tools' effects end
-    the turn, :class:`EnginePaused` and :class:`StepFailed` mark the stop; approvals hold
-    for the current output's calls (a new entry clears them)."""
+    the turn, :class:`EnginePaused` and :class:`StepFailed` mark the stop, :class:`TaskTerminated`
+    ends the task; approvals hold for the current output's calls (a new entry clears them)."""
     if isinstance(payload, EntryAppended):
         return NO_MARKS if isinstance(payload.entry, ModelInputEntry) else _next_entry(marks)
     if isinstance(payload, ToolResultRecorded):
@@ -53,6 +54,8 @@ def task_after(marks: TaskMarks, payload: Message) -> TaskMarks:
         return attrs.evolve(marks, paused=True, pause_reason=payload.reason)
     if isinstance(payload, StepFailed):
         return attrs.evolve(marks, failure=payload.error)
+    if isinstance(payload, TaskTerminated):
+        return TaskMarks(ended=payload)
     return marks
 
 
@@ -87,6 +90,8 @@ def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None
             return AgentStatus(TaskStatus.WAITING_INTERNAL, waiting_on=f"{pending.name} call {pending.id}")
         return AgentStatus(TaskStatus.ACTIVE)
     ended = marks.ended
+    if isinstance(ended, TaskTerminated):
+        return AgentStatus(TaskStatus.TERMINATED, reason=ended.reason, by=ended.by)
     if isinstance(ended, TaskCompleted):
         return AgentStatus(TaskStatus.COMPLETED, result=ended.result)
     if isinstance(ended, TaskAbandoned):

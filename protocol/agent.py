@@ -69,10 +69,26 @@ from ._agent import (
     WaitingInput,
     Windows,
 )
+from ._dispatch import (
+    InputMode,
+    Interrupt,
+    RecordInterruption,
+    RecordTermination,
+    StepInterruptedEvent,
+    TaskTerminatedEvent,
+    Terminate,
+)
 from ._lifecycle import AgentStatus, GetStatus, RecordPause, RecordStepFailure, StatusReply, StatusRequest
 from ._spend import CheckSpend, SpendReply, SpendReport, SpendRequest, SpendVerdict
 
 __all__ = [
+    "InputMode",
+    "Interrupt",
+    "RecordInterruption",
+    "RecordTermination",
+    "StepInterruptedEvent",
+    "TaskTerminatedEvent",
+    "Terminate",
     "AfterModelCall",
     "AfterToolExecute",
     "AgentOutput",

@@ -37,6 +37,7 @@ from ._windows import (
     WindowRecord,
 )
 from ._approvals import ApprovalDecided, ApprovalRecord, ApprovalRequested
+from ._dispatch import DispatchRecord, StepInterrupted, TaskTerminated
 from ._lifecycle import (
     ControlToolEffect,
     EnginePaused,
@@ -49,6 +50,9 @@ from ._lifecycle import (
 )
 
 __all__ = [
+    "DispatchRecord",
+    "StepInterrupted",
+    "TaskTerminated",
     "AppEffect",
     "ApprovalDecided",
     "ApprovalRecord",

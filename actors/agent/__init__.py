@@ -16,6 +16,7 @@ _HOMES = {
     "AgentSettings": "_agent",
     "AppHost": "_host",
     "AppRebuildError": "_thread_apps",
+    "INPUT_MODES": "_input",
     "InputSource": "_input",
     "InputTooLargeError": "_input",
     "InvalidTextError": "_text",
@@ -37,6 +38,7 @@ _HOMES = {
     "entry_json": "_format",
     "final_answer": "_answer",
     "give_input": "_input",
+    "input_mode": "_input",
     "json_data": "_format",
     "live_usage": "_usage",
     "make_recorded_app": "_thread_apps",
@@ -88,10 +90,12 @@ if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, wit
     )
     from ._host import AppHost as AppHost
     from ._input import (
+        INPUT_MODES as INPUT_MODES,
         InputSource as InputSource,
         InputTooLargeError as InputTooLargeError,
         give_input as give_input,
         decide_approval as decide_approval,
+        input_mode as input_mode,
     )
     from ._resume import (
         SETTINGS as SETTINGS,

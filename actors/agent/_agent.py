@@ -50,6 +50,8 @@ RECAP_CAPABILITIES = frozenset({Capability.READ, Capability.FOLD})
 """The recap maintainer reads and folds."""
 ANALYZER_CAPABILITIES = frozenset({Capability.READ, Capability.NOTIFY})
 """Analyzers read and notify."""
+INPUT_CAPABILITIES = frozenset({Capability.NOTIFY})
+"""The input source records a ``silent`` input as a notification."""
 
 @frozen
 class AgentSettings:
@@ -187,7 +189,8 @@ async def spawn_agent(
     host = await rt.spawn(lambda: AppHost(first.pop() if first else _fresh(app_list), ids.history, counter),
                           ids.apps, capabilities=APP_HOST_CAPABILITIES)
     pending = collections.deque(ProvideInput(text) for text in inputs)  # kept across the source's restarts
-    source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending, history=ids.history), ids.input)
+    source = await rt.spawn(lambda: InputSource(notify=engine_id, buffer=pending, history=ids.history), ids.input,
+                            capabilities=INPUT_CAPABILITIES)
     recap: ActorRef[RecapMaintainer] | None = None
     if settings.recap is not None and ids.recap is not None:
         recap_settings = settings.recap

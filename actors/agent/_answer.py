@@ -13,7 +13,8 @@ from livecontext.runtime import ActorRef, Context
 
 async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | None:
     """What an agent that stopped to wait for input answered: the result it gave
-    ``task_complete``, else the reason it gave ``task_abandon`` (said as such), else the
+    ``task_complete``, else the reason it gave ``task_abandon`` (said as such), or the reason
+    its task was terminated for, else the
     question it gave ``wait_user_response`` (or a sub-agent's message to ``wait_parent``), else
     its last model output's text (``None``: it has none)."""
     status = await ctx.ask(history, GetStatus())
@@ -22,6 +23,8 @@ async def final_answer(ctx: Context, history: ActorId | ActorRef[Any]) -> str | 
         return status.result
     if status.status is TaskStatus.ABANDONED and status.reason is not None:
         return f"gave the task up: {status.reason}"
+    if status.status is TaskStatus.TERMINATED and status.reason is not None:
+        return f"its task was terminated by {status.by}: {status.reason}"
     if status.question is not None:
         return status.question
     tail = await ctx.ask(history, GetTail())

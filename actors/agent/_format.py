@@ -109,11 +109,12 @@ def undecoded_json(apps: Sequence[AppHistory]) -> list[dict[str, Any]]:
 
 def status_json(status: AgentStatus) -> dict[str, Any]:
     """A thread's status as the CLI prints it: ``{"status": ...}``, with ``result``,
-    ``question``, ``error``, ``reason`` (a spend limit's pause, an abandoned task) or
-    ``waiting_on`` (``waiting_internal``, ``waiting_approval``) when there is one, and
-    ``approvals`` (``waiting_approval``): each call waiting, ``{"id", "name", "arguments"}``."""
+    ``question``, ``error``, ``reason`` (a spend limit's pause, an abandoned or terminated
+    task), ``by`` (who terminated it) or ``waiting_on`` (``waiting_internal``, ``waiting_approval``)
+    when there is one, and ``approvals`` (``waiting_approval``): each call waiting,
+    ``{"id", "name", "arguments"}``."""
     out: dict[str, Any] = {"status": status.status.value}
-    for key in ("result", "question", "error", "reason", "waiting_on"):
+    for key in ("result", "question", "error", "reason", "by", "waiting_on"):
         value = getattr(status, key)
         if value is not None:
             out[key] = value

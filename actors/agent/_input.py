@@ -6,15 +6,27 @@ import collections
 from collections.abc import Iterable
 from typing import Any
 
-from livecontext.protocol.agent import InputAvailable, InputMeasured, InputText, MeasureInput, ProvideInput, PullInput
+from livecontext.protocol.agent import (
+    InputAvailable,
+    InputMeasured,
+    InputMode,
+    InputText,
+    Interrupt,
+    MeasureInput,
+    PostNotification,
+    ProvideInput,
+    PullInput,
+    Terminate,
+)
 from livecontext.protocol.history import ApprovalRecorded, DecideApproval, Retention
-from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.kernel import Ack, ActorId
 from livecontext.runtime import (
     Actor,
     ActorRef,
     ActorStoppedError,
     Context,
     MailboxFullError,
+    PendingReply,
     RemoteActorError,
     UsageError,
     handler,
@@ -42,8 +54,51 @@ class InputTooLargeError(UsageError):
         )
 
 
+INPUT_MODES: tuple[str, ...] = tuple(mode.value for mode in InputMode)
+"""The dispatch modes' names (``queue``, ``interrupt``, ``terminate``, ``silent``), as given."""
+
+
+def input_mode(given: InputMode | str) -> InputMode:
+    """The mode ``given`` names: an :class:`~livecontext.protocol.agent.InputMode` or its
+    value (any case).
+
+    Raises:
+        UsageError: ``given`` names no mode (the message lists them).
+    """
+    if isinstance(given, InputMode):
+        return given
+    if isinstance(given, str):
+        try:
+            return InputMode(given.strip().lower())
+        except ValueError:
+            pass
+    raise UsageError(f"unknown input mode {given!r}: use one of {', '.join(INPUT_MODES)}")
+
+
+def _silent_text(text: str, by: str) -> str:
+    """The notification a ``silent`` input from ``by`` is recorded as (the audit and the
+    model see who gave it)."""
+    return f"silent input from {by}: {text}"
+
+
 class InputSource(Actor):
     """Buffers lines of input; the engine pulls one per ``PullInput`` when it waits for input.
+
+    Every input carries a dispatch mode (:attr:`ProvideInput.mode`, see
+    :class:`~livecontext.protocol.agent.InputMode`):
+
+    - ``queue``: buffered at the back, taken when the engine next waits for input;
+    - ``interrupt``: buffered at the front (behind earlier interrupting inputs not taken yet),
+      and the engine is told :class:`Interrupt`: it cancels the step in flight and takes it next;
+    - ``terminate``: not buffered (its text is the reason, not a model input): the engine is
+      told :class:`Terminate`;
+    - ``silent``: not buffered: posted to the history store as a notification that names the
+      sender (the model reads it with its next call); the engine is not woken. Answered once
+      durable.
+
+    The engine is told an interrupt or a termination before the giver's ask is answered (a
+    tell that waits for room, never one put off), so what the giver sends the engine next
+    comes after it.
 
     Input arriving is told to ``notify`` (the engine) as :class:`InputAvailable`, so an engine
     that found nothing wakes up. Pushing and pulling are decoupled (seed note 002).
@@ -67,9 +122,24 @@ class InputSource(Actor):
         self.history = history
         self._handed = False
         """An input was pulled: the next one given is not the thread's first."""
+        self._urgent = 0
+        """Interrupting inputs at the front of the buffer, not pulled yet (a later one goes
+        behind them: interrupts are taken in the order they came)."""
 
     @handler
     async def on_provide(self, msg: ProvideInput) -> None:
+        if msg.mode is InputMode.SILENT:
+            await self._silent(msg)
+            return
+        if msg.mode is InputMode.TERMINATE:
+            if self.notify is None:
+                raise UsageError("this input source has no engine to terminate; give the input as queue")
+            if not msg.text.strip():
+                raise UsageError("a terminate input's text is the reason the task ends; give one")
+            # answered once the engine recorded it, by a task of ours: this handler does not
+            # wait for the engine, which may be asking us for input meanwhile
+            self.ctx.nursery.start_soon(self._terminate, Terminate(msg.text, self._giver()), self.ctx.defer_reply())
+            return
         if self.history is not None and not msg.cut_oversized and self._may_pin(msg):
             queued = bool(self.buffer) or self._handed
             measured = await self.ctx.ask(self.history, MeasureInput(msg.text, msg.retention, queued))
@@ -77,6 +147,15 @@ class InputSource(Actor):
             # (no room at all is the budget's fault, not the input's: the render says so)
             if measured.pinned and measured.room > 0 and measured.tokens > measured.room:
                 raise InputTooLargeError(measured.tokens, measured.room, measured.budget)
+        if msg.mode is InputMode.INTERRUPT:
+            self.buffer.insert(self._urgent, msg)
+            self._urgent += 1
+            if self.notify is not None:
+                try:
+                    await self.ctx.tell(self.notify, Interrupt(self._giver()))
+                except ActorStoppedError:  # the input stays buffered, first, for the engine's next start
+                    pass
+            return
         self.buffer.append(msg)
         if self.notify is None:
             return
@@ -88,6 +167,30 @@ class InputSource(Actor):
             self.ctx.nursery.start_soon(self._notify)
         except ActorStoppedError:  # the input stays buffered for the engine's next start
             pass
+
+    async def _terminate(self, msg: Terminate, reply: PendingReply | None) -> None:
+        assert self.notify is not None
+        try:
+            await self.ctx.ask(self.notify, msg, timeout=None)
+        except Exception as exc:  # noqa: BLE001 - the giver is told
+            if reply is not None:
+                reply.fail(exc)
+            return
+        if reply is not None:
+            reply.send(Ack())
+
+    def _giver(self) -> str:
+        """Who gave the input being handled."""
+        env = self.ctx.current
+        return str(env.sender if env is not None else self.ctx.self_id)
+
+    async def _silent(self, msg: ProvideInput) -> None:
+        if self.history is None:
+            raise UsageError("a silent input is recorded in the thread's history, and this input source has "
+                             "none; give it as queue or interrupt")
+        if not msg.text.strip():
+            raise UsageError("a silent input needs text; send text with something in it")
+        await self.ctx.ask(self.history, PostNotification(_silent_text(msg.text, self._giver())))
 
     def _may_pin(self, msg: ProvideInput) -> bool:
         """Whether the input may be recorded CRITICAL: given so, or given with the store's
@@ -105,11 +208,13 @@ class InputSource(Actor):
 
     @handler(inline=True)
     def on_pull(self, msg: PullInput) -> InputText:
-        if not self.buffer:
-            return InputText(None, 0)
+        if not self.buffer or (msg.urgent and not self._urgent):
+            return InputText(None, len(self.buffer))
         given = self.buffer.popleft()
+        if self._urgent:
+            self._urgent -= 1
         self._handed = self._handed or bool(given.text.strip())
-        return InputText(given.text, len(self.buffer), given.retention, given.key)
+        return InputText(given.text, len(self.buffer), given.retention, given.key, self._urgent)
 
 
 async def give_input(asker: Context, source: ActorRef[InputSource], given: ProvideInput) -> None:

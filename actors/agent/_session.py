@@ -23,6 +23,7 @@ from livecontext.protocol.agent import (
     GetStatus,
     GetTail,
     Idle,
+    InputMode,
     NotificationPosted,
     ProvideInput,
     RunUntilIdle,
@@ -138,7 +139,7 @@ class Session:
 @asynccontextmanager
 async def open_session(
     store_url: str | EventStore, settings: AgentSettings, model_spec: str, *, inputs: Sequence[str] = (),
-    pins: Sequence[str] = (), cut_oversized: bool = False,
+    pins: Sequence[str] = (), cut_oversized: bool = False, input_mode: InputMode = InputMode.QUEUE,
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None, side: SideModels = SideModels(),
@@ -156,6 +157,10 @@ async def open_session(
     ``on_note`` is told, by default with a note on stderr), because the command re-run to
     resume a thread is usually the one that started it: feeding its input again would do
     that input twice.
+
+    ``input_mode`` is the dispatch mode of ``inputs`` (docs/input.md): ``interrupt`` given to
+    a thread stopped in the middle of a step is taken before that step's work is finished;
+    ``terminate`` ends its task; ``silent`` is recorded and takes no step.
 
     A pinned input larger than the room (a pin, or the task when the thread pins it) is
     refused, nothing of it recorded, unless ``cut_oversized`` (see
@@ -197,7 +202,7 @@ async def open_session(
         async with log:
             async with open_runtime() as rt, open_tracing(rt, settings.thread_id, tracer_provider=tracer_provider):
                 given = [ProvideInput(text, Retention.CRITICAL, cut_oversized=cut_oversized) for text in pins]
-                given += [ProvideInput(text, cut_oversized=cut_oversized) for text in inputs]
+                given += [ProvideInput(text, cut_oversized=cut_oversized, mode=input_mode) for text in inputs]
                 try:
                     agent = await spawn_agent(rt, log, client, settings, converter=converter,
                                               counter=counter, apps=apps, auto=auto,

@@ -61,7 +61,7 @@ from ..system import check_system_name, open_system, read_system_log, system_thr
 
 TASK_KEYS = frozenset({"id", "inputs", "vars"})
 """The keys a task line may have."""
-FINISHED = frozenset({"completed", "abandoned", "answered", "waiting"})
+FINISHED = frozenset({"completed", "abandoned", "terminated", "answered", "waiting"})
 """The statuses a re-run skips (the rest are resumed from the log)."""
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -88,10 +88,11 @@ class TaskResult:
     thread: str
     status: str
     """``completed`` (task_complete), ``abandoned`` (task_abandon: the result is its reason),
-    ``answered`` (answered its last input), ``waiting`` (asked a question with
-    wait_user_response), ``waiting_approval`` (a tool call waits for a person's approval: the
-    result names the calls; decide with ``livecontext approve|deny`` and run the batch again to
-    carry it on), ``stopped`` (max_steps) or ``failed``."""
+    ``terminated`` (a terminate input ended it: the result is its reason), ``answered``
+    (answered its last input), ``waiting`` (asked a question with wait_user_response),
+    ``waiting_approval`` (a tool call waits for a person's approval: the result names the
+    calls; decide with ``livecontext approve|deny`` and run the batch again to carry it on),
+    ``stopped`` (max_steps) or ``failed``."""
     result: str | None
     steps: int
     """Model calls the thread recorded (over every run of it)."""
@@ -315,6 +316,8 @@ def _status_of(engine: EngineState, status: AgentStatus, entries: Sequence[Histo
         return "completed", status.result, None
     if status.status is TaskStatus.ABANDONED:
         return "abandoned", status.reason, None
+    if status.status is TaskStatus.TERMINATED:
+        return "terminated", status.reason, None
     if status.status is TaskStatus.FAILED:
         return "failed", None, status.error
     if status.status is TaskStatus.WAITING_APPROVAL:  # (not finished: a run after the decision carries it on)

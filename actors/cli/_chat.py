@@ -1,8 +1,13 @@
 """``livecontext chat``: one turn at a time on a terminal, or on lines piped in.
 
-Each line is answered before the next is read, so the ``> `` prompt comes after the answer.
-On a terminal, what is typed while an answer streams is not echoed into it: it waits for
-the next prompt, where the line editor shows it. A resumed thread shows its last exchanges.
+A line read at the prompt starts a turn, and the ``> `` prompt comes after the answer. A line
+ended (Enter) while the agent works interrupts it: the model call or the tool in flight is
+cut, and the line is its next input; a line that starts with ``+`` (:data:`QUEUE_KEY`) is
+queued instead, for when the agent waits for input again. On a terminal, what is typed
+while an answer streams is not echoed into it, and a line not ended yet waits for the next
+prompt, where the line editor shows it. On a pipe, lines that were there before the turn
+began wait their turn (a script of lines is answered one by one); one that comes while the
+agent works interrupts it. A resumed thread shows its last exchanges.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +32,7 @@ from livecontext.protocol.agent import (
     GetStatus,
     Idle,
     IdleReason,
+    InputMode,
     ProvideInput,
     RunUntilIdle,
 )
@@ -45,6 +52,11 @@ from ._live import LiveView, draws_panels, open_live_view
 from ._live_gauge import Watched
 from ._transcript import ChatView, Transcript
 
+QUEUE_KEY = "+"
+"""A line typed while the agent works that starts with this is queued, not interrupting."""
+HINT = ("an empty line or Ctrl-D ends; while the agent works, Enter interrupts it with your line, "
+        f"and a line starting with {QUEUE_KEY} is queued")
+"""The chat's opening hint line (after ``chatting on thread ... with MODEL; ``)."""
 SHOWN_ENTRIES = 6
 """How many of a resumed thread's last inputs and answers are shown."""
 _SHOWN_CHARS = 100
@@ -57,6 +69,12 @@ class Terminal:
 
     :meth:`restore` puts the terminal back as it was (a line editor cut short by Ctrl-C may
     leave it without echo).
+
+    While the agent works, :meth:`line_while_busy` gives each line that comes meanwhile: on a
+    terminal, one ended with Enter (its line discipline hands over whole lines; one not
+    ended stays for the line editor); on a pipe, one that arrives (those there before wait
+    for :meth:`read_line`). Input that cannot be watched (a regular file, a stream with no
+    descriptor) is read at the prompt only.
     """
 
     def __init__(self) -> None:
@@ -64,19 +82,82 @@ class Terminal:
             sys.stdin.reconfigure(errors="surrogateescape")
         self.tty = sys.stdin.isatty()
         self._saved: list[Any] | None = None
+        self._fd = _watchable_fd()
+        """The descriptor read directly (a terminal's or a pipe's), or ``None``: read through
+        ``input()`` at the prompt only."""
+        self._buffer = b""
+        """Bytes read from :attr:`_fd` not given as lines yet."""
+        self._ended = False
         if self.tty:
             import readline  # noqa: F401  (input() edits lines, and shows what was typed ahead)
             import termios
 
             self._saved = termios.tcgetattr(sys.stdin.fileno())
 
-    def read_line(self, prompt: str = "> ") -> str | None:
-        """The next line (``None`` at the end of the input), after ``prompt`` on a terminal;
-        blocks: run it in a thread."""
+    @property
+    def watched(self) -> bool:
+        """Whether lines typed while the agent works are read then (see :meth:`line_while_busy`)."""
+        return self._fd is not None
+
+    async def read_line(self, prompt: str = "> ") -> str | None:
+        """The next line after ``prompt`` (``None`` at the end of the input); on a pipe no
+        prompt is shown."""
+        ahead = self._take_line()
+        if ahead is not None:
+            if self.tty:
+                print(f"{prompt}{ahead}", flush=True)
+            return ahead
+        if self._fd is None or self.tty:  # (on a terminal, the line editor reads it)
+            return await trio.to_thread.run_sync(self._input, prompt, abandon_on_cancel=True)
+        while True:
+            if not await self._read_more():
+                return self._rest()
+            line = self._take_line()
+            if line is not None:
+                return line
+
+    async def line_while_busy(self) -> str | None:
+        """The next line typed while the agent works (``None``: the input ended). Lines
+        that were read before (typed ahead) wait for :meth:`read_line`: this waits forever."""
+        if self._fd is None or b"\n" in self._buffer:
+            await trio.sleep_forever()
+        while True:
+            if not await self._read_more():
+                return self._rest()
+            line = self._take_line()
+            if line is not None:
+                return line
+
+    def _input(self, prompt: str) -> str | None:
         try:
             return input(prompt if self.tty else "")
         except EOFError:
             return None
+
+    async def _read_more(self) -> bool:
+        """Read what :attr:`_fd` has (waiting for it); ``False`` at its end."""
+        assert self._fd is not None
+        if self._ended:
+            return False
+        await trio.lowlevel.wait_readable(self._fd)
+        chunk = os.read(self._fd, 65536)
+        if not chunk:
+            self._ended = True
+            return False
+        self._buffer += chunk
+        return True
+
+    def _take_line(self) -> str | None:
+        at = self._buffer.find(b"\n")
+        if at < 0:
+            return None
+        line, self._buffer = self._buffer[:at], self._buffer[at + 1:]
+        return line.decode("utf-8", "surrogateescape").rstrip("\r")
+
+    def _rest(self) -> str | None:
+        """What is left at the end of the input (a last line without its newline), once."""
+        rest, self._buffer = self._buffer, b""
+        return rest.decode("utf-8", "surrogateescape") if rest else None
 
     def echo(self, on: bool) -> None:
         """Echo what is typed (on a terminal)."""
@@ -116,8 +197,8 @@ async def chat(spec: AgentSpec, *, base_url: str | None, api_key: str | None, in
             on_open()
             for line in opened.changed:
                 click.echo(f"livecontext: note: {line}", err=True)
-            console.print(f"[dim]chatting on thread {thread_id} with {opened.model or 'echo'}; an empty line or "
-                          "Ctrl-D ends[/dim]")
+            console.print(f"[dim]chatting on thread {thread_id} with {opened.model or 'echo'}; {HINT}[/dim]",
+                          highlight=False, soft_wrap=True)  # (one line: the terminal wraps it)
             await _show_so_far(session, console)
             async with session.rt.open_subscription(session.agent.events, buffer=1024) as events:
                 # on a terminal the answers are printed above the panel; in plain lines, among them
@@ -159,6 +240,11 @@ class _Conversation:
         """The last line sent (for :func:`stop_interrupted`)."""
         self.since = 0
         """The log's last seq before it was sent."""
+        self.ended = False
+        """The input ended (or an empty line came) while the agent worked: the chat ends
+        after the turn."""
+        self.given = 0
+        """Lines given while the agent worked."""
 
     async def run(self) -> None:
         session = self.session
@@ -168,13 +254,17 @@ class _Conversation:
                                f"({session.resumed_state.value}): finishing it first[/dim]")
             if not await self._turn_and_approvals():
                 return
-        while not self.interrupt.caught:
+        while not self.interrupt.caught and not self.ended:
             with self.interrupt.region():
-                line = await trio.to_thread.run_sync(self.terminal.read_line, abandon_on_cancel=True)
+                line = await self.terminal.read_line()
             if self.interrupt.caught and self.terminal.tty:
                 self.console.print()  # (after what was typed at the prompt)
             if self.interrupt.caught or line is None or not line.strip():
                 return
+            if line.lstrip().startswith(QUEUE_KEY):  # (the agent waits: a queued line is any line)
+                line = line.lstrip()[len(QUEUE_KEY):].lstrip()
+                if not line.strip():
+                    continue
             try:
                 check_text(line, "input")
             except InvalidTextError as exc:
@@ -243,7 +333,7 @@ class _Conversation:
         if not self.terminal.tty:  # (a pipe: the question is said on its own line)
             self.console.print(escape(prompt.rstrip()), highlight=False, soft_wrap=True)
         with self.interrupt.region():
-            line = await trio.to_thread.run_sync(self.terminal.read_line, prompt, abandon_on_cancel=True)
+            line = await self.terminal.read_line(prompt)
         return None if self.interrupt.caught else line
 
     async def _turn(self) -> None:
@@ -257,11 +347,17 @@ class _Conversation:
                     # answer's end (a second reader could hold one it has not shown yet)
                     async with trio.open_nursery() as nursery:
                         async def ask() -> None:
-                            idle = await self.client.ask(self.session.agent.engine, RunUntilIdle(), timeout=None)
-                            assert isinstance(idle, Idle)
-                            replies.append(idle)
+                            while True:  # again if a line came as the run ended: it takes it
+                                given = self.given
+                                idle = await self.client.ask(self.session.agent.engine, RunUntilIdle(), timeout=None)
+                                assert isinstance(idle, Idle)
+                                replies.insert(0, idle)
+                                if self.given == given or idle.reason is not IdleReason.NO_INPUT:
+                                    break
                             nursery.cancel_scope.cancel()
                         nursery.start_soon(ask)
+                        if self.terminal.watched and not self.ended:
+                            nursery.start_soon(self._listen)
                         async for env in self.events:
                             self.view(env.payload)
                 while True:  # every event was published before the reply: show the rest now
@@ -279,11 +375,56 @@ class _Conversation:
             self.failures += 1
             click.echo(f"livecontext: error: {replies[0].reason_text}", err=True)
 
+    async def _listen(self) -> None:
+        """Give each line typed while the agent works: interrupting, or queued if it starts
+        with :data:`QUEUE_KEY`; the end of the input (or an empty line) ends the chat after
+        the turn."""
+        while True:
+            line = await self.terminal.line_while_busy()
+            if line is None or not line.strip():
+                self.ended = True
+                return
+            queued = line.lstrip().startswith(QUEUE_KEY)
+            text = line.lstrip()[len(QUEUE_KEY):].lstrip() if queued else line
+            try:
+                check_text(text, "input")
+            except InvalidTextError as exc:
+                self.failures += 1
+                click.echo(f"livecontext: error: {exc}", err=True)
+                continue
+            if not text.strip():
+                continue
+            mode = InputMode.QUEUE if queued else InputMode.INTERRUPT
+            if isinstance(self.view, ChatView):
+                self.view.end_line()
+            self.console.print(f"[dim]you ({'queued' if queued else 'interrupting'}):[/dim] {escape(text)}",
+                               highlight=False)
+            self.sent.append(text)
+            self.given += 1
+            with trio.CancelScope(shield=True):  # (read, it must be given: the turn's end must not lose it)
+                try:
+                    await give_input(self.client, self.session.agent.input,
+                                     ProvideInput(text, cut_oversized=self.cut_oversized, mode=mode))
+                except InputTooLargeError as exc:
+                    self.failures += 1
+                    click.echo(f"livecontext: error: {exc}", err=True)
+
     def _watching(self) -> contextlib.AbstractAsyncContextManager[LiveView | None]:
         """A live panel of the agent for one turn, with ``--live`` (else nothing)."""
         if self.live is None:
             return contextlib.nullcontext()
         return open_live_view(self.session.rt, [self.live], self.console)
+
+
+def _watchable_fd() -> int | None:
+    """Standard input's descriptor if lines can be waited for on it (a terminal, a pipe, a
+    socket), else ``None`` (a regular file, which is always readable; no descriptor)."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return fd if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode) else None
 
 
 class _Answers:

@@ -15,7 +15,7 @@ import trio
 from rich.console import Console
 from rich.markup import escape
 
-from livecontext.protocol.agent import IdleReason, ProvideInput, Resume, RunUntilIdle
+from livecontext.protocol.agent import IdleReason, InputMode, ProvideInput, Resume, RunUntilIdle
 
 from livecontext.runtime import Runtime, UsageError
 from livecontext.runtime.persistence import default_store_url
@@ -54,6 +54,11 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="Input, fed each time the engine waits for input (repeatable); NAME=TEXT feeds agent NAME of a system.")
 @click.option("--pin", "pins", multiple=True, metavar="TEXT",
               help="A pinned input: never folded, always in the context (repeatable; fed before --input).")
+@click.option("--input-mode", "input_mode", type=click.Choice(["queue", "interrupt", "terminate", "silent"]),
+              default="queue", show_default=True,
+              help="What the --input texts do to a thread stopped in the middle of its work: wait their turn "
+                   "(queue), be taken before that work ends (interrupt), end the task with the text as reason "
+                   "(terminate), or be recorded for the model's next call and take no step (silent).")
 @click.option("--no-pin-task", "no_pin_task", is_flag=True,
               help="Do not pin the thread's first input (by default the task stays in every context).")
 @click.option("--cut-oversized", "cut_oversized", is_flag=True,
@@ -87,7 +92,8 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_url: str | None,
         api_key: str | None, store_url: str, thread_id: str,
-        inputs: tuple[str, ...], pins: tuple[str, ...], no_pin_task: bool, cut_oversized: bool, no_lifecycle: bool,
+        inputs: tuple[str, ...], pins: tuple[str, ...], input_mode: str, no_pin_task: bool, cut_oversized: bool,
+        no_lifecycle: bool,
         system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
         budget: int, max_steps: int | None, max_input_tokens: int | None, max_output_tokens: int | None,
         max_cost: float | None, snapshot_every: int, events_path: str | None,
@@ -157,7 +163,7 @@ def run_agent(spec: AgentSpec, *, base_url: str | None = None, api_key: str | No
         opened_thread = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                opened = await _open(stack, spec, base_url, api_key)
+                opened = await _open(stack, spec, base_url, api_key, InputMode(input_mode))
                 opened_thread = True
                 session = opened.session
                 for note in ([made_folder] if made_folder else []) + [*opened.notes, *opened.changed]:
@@ -249,11 +255,12 @@ def _spend_override(max_input_tokens: int | None, max_output_tokens: int | None,
 
 
 async def _open(stack: contextlib.AsyncExitStack, spec: AgentSpec, base_url: str | None,
-                api_key: str | None) -> OpenedAgent:
+                api_key: str | None, input_mode: InputMode = InputMode.QUEUE) -> OpenedAgent:
     """The agent ``spec`` describes, opened on ``stack``; a recorded app that cannot be made
     again is one error line (and exit 1)."""
     try:
-        return await stack.enter_async_context(open_agent_from(spec, base_url=base_url, api_key=api_key))
+        return await stack.enter_async_context(open_agent_from(spec, base_url=base_url, api_key=api_key,
+                                                               input_mode=input_mode))
     except ToolImportError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
@@ -332,8 +339,11 @@ def chat(ctx: click.Context, model_spec: str, base_url: str | None, api_key: str
          live: bool) -> None:
     """Chat with an agent in the terminal (a real model with --model openai:MODEL).
 
-    Each line is answered before the next is read. A thread resumes with the model it ran
-    with, unless --model says otherwise.
+    A line typed at the prompt starts a turn. While the agent works, Enter interrupts it with
+    your line (the model call or tool in flight is cut, and your line is its next input); a
+    line that starts with + is queued, for when the agent waits again. Lines piped in before
+    a turn began are answered one by one. A thread resumes with the model it ran with, unless
+    --model says otherwise.
     """
     try:
         spec = attrs.evolve(cli_spec(ctx, None, thread=thread_id, model=model_spec, store=store_url,

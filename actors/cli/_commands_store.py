@@ -30,6 +30,8 @@ from livecontext.protocol.records import (
     AppWindowsRecorded,
     ContextCompacted,
     EnginePaused,
+    StepInterrupted,
+    TaskTerminated,
     EntryAppended,
     StepFailed,
     SystemPromptSet,
@@ -446,6 +448,10 @@ def _summarize(message: Message) -> str:
         return f"{message.call_id} denied by {message.by}: {_clip(message.reason, 200)}"
     if isinstance(message, EnginePaused):
         return "paused with work left" + (f": {message.reason}" if message.reason else "")
+    if isinstance(message, StepInterrupted):
+        return f"{message.what} interrupted by {message.by}"
+    if isinstance(message, TaskTerminated):
+        return f"task terminated by {message.by}: {message.reason}"
     if isinstance(message, SystemDeclared):
         agents = ", ".join(f"{m.name} ({m.thread_id})" for m in message.agents)
         origin = f"; forked from system {message.forked_from} at system seq {message.forked_at}" \

@@ -27,7 +27,8 @@ _LEVEL_STYLE = {LimitLevel.OK: "green", LimitLevel.SOFT: "yellow", LimitLevel.HA
                 LimitLevel.TRUNCATE: "red"}
 _STATUS_STYLE = {TaskStatus.ACTIVE: "cyan", TaskStatus.WAITING_USER: "green", TaskStatus.WAITING_PARENT: "green",
                  TaskStatus.WAITING_INTERNAL: "cyan", TaskStatus.COMPLETED: "green", TaskStatus.ABANDONED: "yellow",
-                 TaskStatus.PAUSED: "yellow", TaskStatus.FAILED: "red", TaskStatus.WAITING_APPROVAL: "yellow"}
+                 TaskStatus.TERMINATED: "yellow", TaskStatus.WAITING_APPROVAL: "yellow",
+                 TaskStatus.PAUSED: "yellow", TaskStatus.FAILED: "red"}
 
 Piece = tuple[str, str]
 """Some text and its style (a rich style name, ``""`` for none)."""

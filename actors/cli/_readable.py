@@ -208,7 +208,7 @@ def print_state(console: Console, thread_id: str, data: dict[str, Any]) -> None:
     """``state``: what ``state --json`` prints (``data``), for a person."""
     _say(console, Text.assemble((f"thread {thread_id}", "bold"), ": ", (data["status"], "cyan"),
                                 f" (engine {data['state']})"))
-    for key in ("result", "question", "error", "reason", "waiting_on"):
+    for key in ("result", "question", "error", "reason", "by", "waiting_on"):
         if key in data:
             _say(console, Text(f"  {key.replace('_', ' ')}: {shorten(data[key])}", style="red" if key == "error" else ""))
     for a in data.get("approvals", ()):

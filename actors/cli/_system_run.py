@@ -62,6 +62,9 @@ def run_system(bp: SystemBlueprint, given: Mapping[str, Any], *, base_url: str |
         if param in given:
             raise UsageError(f"{flag} describes one agent; {bp.path} is a system of agents: set it in "
                              "each [[agents]] table")
+    if "input_mode" in given:
+        raise UsageError(f"--input-mode applies to one agent's inputs; {bp.path} is a system of agents: give "
+                         "an agent an input with a mode from Python (System.send(name, text, mode=...))")
     inputs = system_inputs(bp, given["inputs"]) if "inputs" in given else None
     bp = bp.override(store=given.get("store_url"), inputs=inputs)
     store_url = bp.store or default_store_url()

@@ -15,6 +15,8 @@ from livecontext.protocol.agent import (
     ModelTextDelta,
     NotificationPosted,
     StateTransition,
+    StepInterruptedEvent,
+    TaskTerminatedEvent,
     WaitingInput,
 )
 from livecontext.protocol.context import FoldDone, HistoryUsage, LimitLevel
@@ -64,6 +66,11 @@ class Transcript:
         elif isinstance(event, AfterToolExecute):
             style = _STATUS_STYLE[event.status]
             self._line(f"app/{t}", f"[{style}]{event.status.value}[/{style}]: {escape(event.gist)}")
+        elif isinstance(event, StepInterruptedEvent):
+            self._line(f"engine/{t}", f"[magenta]{escape(event.what)} interrupted by {escape(event.by)}[/magenta]")
+        elif isinstance(event, TaskTerminatedEvent):
+            self._line(f"engine/{t}", f"[magenta]task terminated by {escape(event.by)}: {escape(event.reason)}"
+                                      "[/magenta]")
         elif isinstance(event, AgentOutput):
             self._line(f"engine/{t}", f"[bold green]output:[/bold green] [bold]{escape(event.text)}[/bold]")
         elif isinstance(event, NotificationPosted):

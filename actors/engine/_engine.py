@@ -5,7 +5,7 @@ the history store's tail (the one its previous write returned, or the one a run 
 for want of input, else asked for), derives the state from it, and does that state's one
 piece of work. Steps run in a background task owned by the engine (so control messages are
 handled while a model call or tool runs); the mailbox takes ``Pause``, ``Resume``, ``Step``,
-``RunUntilIdle`` and ``Cancel``.
+``RunUntilIdle``, ``Cancel``, ``Interrupt`` and ``Terminate``.
 
 Only the slow parts of a step, the model call and the tool call, can be cancelled. What comes
 after them (recording the output or the result, applying the app effect, publishing the
@@ -26,6 +26,16 @@ and what waits (anything told while the engine was busy) is handled by the engin
 before the next step starts. The runner knows it has been by asking the engine itself, behind
 that mail, rather than by counting on the order in which Trio runs its tasks. A step with
 nothing to wait for costs no extra trip through Trio's scheduler.
+
+Inputs carry a dispatch mode (``protocol._dispatch``): the input source tells the engine
+:class:`Interrupt` (an interrupting input waits first in the source) or :class:`Terminate`.
+Either cancels the slow part of the step in flight with a cancel scope of its own (one per
+model call or tool call, besides the run's scope that ``Cancel`` uses), so the run goes on:
+the cut is recorded (``StepInterrupted``; a cut tool's result says ``interrupted by ...``),
+the calls of the step not run yet are recorded as not run, and then either the interrupting
+input is appended before the next model call (:meth:`Engine._take_interrupt`) or the task is
+recorded terminated (:meth:`Engine._terminate`; a run in progress ends ``terminated``, and
+an engine that runs nothing records it at once).
 
 With ``lifecycle`` on, the engine also offers the control tools ``task_complete``,
 ``task_abandon``, ``output`` and ``wait_user_response`` (``wait_parent`` in a sub-agent) and
@@ -72,14 +82,17 @@ from livecontext.protocol.agent import (
     IdleReason,
     InputAvailable,
     InputText,
+    Interrupt,
     InvokeTool,
     ListTools,
     ModelTextDelta,
     ObservationCut,
     Pause,
     PullInput,
+    RecordInterruption,
     RecordPause,
     RecordStepFailure,
+    RecordTermination,
     RecordToolResult,
     RecordToolStarted,
     Render,
@@ -91,7 +104,10 @@ from livecontext.protocol.agent import (
     StateTransition,
     Step,
     StepDone,
+    StepInterruptedEvent,
     Tail,
+    TaskTerminatedEvent,
+    Terminate,
     ToolChecked,
     ToolInvoked,
     Tools,
@@ -199,6 +215,25 @@ class StepOutcome:
     approval: str = ""
     """The calls the step stopped at for want of a person's approval (``approval of pay call
     c1``): the run ends there (``""``: none)."""
+    terminated: bool = False
+    """A ``terminate`` input ended the task: the engine waits for new input."""
+
+
+class _StepCut(LivecontextError):
+    """The slow part of a step (``what``: the model call) was cancelled by an interrupt or a
+    termination; caught by the step (never seen outside the engine)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(what)
+
+
+@frozen
+class _TerminateAsked:
+    """A :class:`Terminate` whose reply waits until the termination is recorded."""
+
+    msg: Terminate
+    reply: Any
 
 
 class _SpendStop(LivecontextError):
@@ -339,6 +374,16 @@ class Engine(Actor):
         self._input_empty = False
         """The input source had nothing left at this run's last pull, and no ``InputAvailable`` came since."""
         self._deltas = _Deltas()
+        self._step_scope: trio.CancelScope | None = None
+        """The scope of the slow part of the step in flight (the model call, the tool), while
+        it runs: an interrupt or a termination cancels it (the run goes on)."""
+        self._cut_by: str | None = None
+        """Who gave the input that cancelled :attr:`_step_scope`."""
+        self._interrupt_by: str | None = None
+        """An interrupting input waits at the front of the input source, given by this sender:
+        the engine takes it before its next model call (see :meth:`_take_interrupt`)."""
+        self._terminations: list[_TerminateAsked] = []
+        """Terminations told and not recorded yet (see :meth:`_terminate`)."""
 
     async def on_start(self) -> None:
         if self.wiring.spend is not None:  # what the thread spent in earlier runs counts against the limits
@@ -372,6 +417,35 @@ class Engine(Actor):
     def on_input_available(self, msg: InputAvailable) -> None:
         self._input_empty = False
         self._poke()
+
+    @handler(inline=True)
+    def on_interrupt(self, msg: Interrupt) -> None:
+        """An interrupting input waits at the front of the input source: cancel the model call
+        or the tool in flight (if any) and take that input next. The run goes on."""
+        self._interrupt_by = msg.by
+        self._input_empty = False
+        self._cut_step(msg.by)
+        self._poke()
+
+    @handler(inline=True)
+    def on_terminate(self, msg: Terminate) -> None:
+        """End the task: cancel the model call or the tool in flight (if any); the runner
+        records the termination (in the run in progress, or at once if none is) and replies."""
+        self._terminations.append(_TerminateAsked(msg, self.ctx.defer_reply()))
+        self._cut_step(msg.by)
+        self._poke()
+
+    def _pending_cut(self) -> str | None:
+        """Who gave an interrupting or terminating input not acted on yet, if anyone did."""
+        if self._terminations:
+            return self._terminations[0].msg.by
+        return self._interrupt_by
+
+    def _cut_step(self, by: str) -> None:
+        scope = self._step_scope
+        if scope is not None and not scope.cancel_called:
+            self._cut_by = by
+            scope.cancel()
 
     @handler(inline=True)
     def on_step(self, msg: Step) -> StepDone | None:
@@ -415,6 +489,12 @@ class Engine(Actor):
     async def on_stop(self) -> None:
         # answer every waiting asker rather than leave it to its timeout
         await self._cancel_all()
+        asked, self._terminations = self._terminations, []
+        for ask in asked:
+            if ask.reply is not None:
+                ask.reply.fail(LivecontextError(
+                    f"the engine of thread {self.thread_id} stopped before it recorded the termination; "
+                    "give the terminate input again"))
         if self._cancels:  # handled, the runner had not answered them yet
             await self._finish_cancels()
 
@@ -464,6 +544,13 @@ class Engine(Actor):
         if self._cancels:
             await self._finish_cancels()
             return
+        if self._terminations:  # (an agent that runs no job is terminated all the same)
+            try:
+                await self._terminate(await self._tail())
+            except LivecontextError as exc:  # (its askers are told)
+                log.warning("engine %s: the termination was not recorded: %s", self.thread_id, exc)
+            self._known_tail = None
+            return
         if self._pause_unrecorded and not self.auto:
             await self._record_pause()
         if not self._jobs and not self.auto:
@@ -502,7 +589,8 @@ class Engine(Actor):
                 if outcome.limit:  # recorded with its reason, so that the status says it
                     await self._record_stop(RecordPause(outcome.limit))
             if job is None:
-                if outcome.waiting_for_input or outcome.error or outcome.limit or outcome.approval:
+                if (outcome.waiting_for_input or outcome.error or outcome.limit or outcome.approval
+                        or outcome.terminated):
                     wait = True
                     break
                 if self._jobs or not self.auto:
@@ -557,6 +645,8 @@ class Engine(Actor):
         if job.kind == "step":
             return IdleReason.MAX_STEPS
         job.steps += 1 if outcome.progressed else 0
+        if outcome.terminated:
+            return IdleReason.TERMINATED
         if outcome.waiting_for_input:
             return IdleReason.NO_INPUT
         if outcome.error:
@@ -714,6 +804,10 @@ class Engine(Actor):
         if tail is None:
             tail = await self._tail()
         state = tail.state
+        if self._terminations:
+            return await self._terminate(tail)
+        if self._interrupt_by is not None and state is not EngineState.WAITING_INPUT:
+            return await self._take_interrupt(tail)
         if state is EngineState.WAITING_INPUT:
             await self._tell_listeners(WaitingInput, self.thread_id)
             after = await self._step_input()
@@ -725,6 +819,13 @@ class Engine(Actor):
                 after = await self._step_model(tail)
             except _SpendStop as stop:  # no call made, nothing changed: the engine pauses
                 return StepOutcome(state, state, False, limit=stop.reason)
+            except _StepCut as cut:  # nothing changed but the record of the cut: the run goes on
+                if self.wiring.spend is not None:  # the call allowed is no longer under way
+                    await self.ctx.tell(self.wiring.spend, SpendReport(self.thread_id, self.model.name, tail.usage))
+                if cut.what:  # (else the call was not made: the next step takes the input)
+                    await self._deltas.wait_published()  # (listeners see the deltas before the cut)
+                    await self._record_cut(cut.what)
+                return StepOutcome(state, state, False)
             except Exception as exc:  # noqa: BLE001 - a failed model call changes nothing
                 error = _describe(exc)
                 if not isinstance(exc, ModelError):
@@ -734,7 +835,10 @@ class Engine(Actor):
                 await self._after_model_call(AfterModelCall(self.thread_id, "", "", 0, error))
                 return StepOutcome(state, state, False, error=error)
         elif state is EngineState.WAITING_TOOL_RESULTS:
-            stepped = await self._step_tool(tail)
+            try:
+                stepped = await self._step_tool(tail)
+            except _StepCut:  # an interrupt came before the tool started: the next step takes it
+                return StepOutcome(state, state, False)
             if isinstance(stepped, _AwaitingApproval):  # nothing to do until a person decides
                 return StepOutcome(state, state, False, approval=stepped.waiting_on)
             after = stepped
@@ -759,6 +863,7 @@ class Engine(Actor):
             self._input_empty = not got.remaining
             if got.text is None:
                 return None
+            self._interrupt_by = None  # (an interrupting input is first: this is it)
             if got.text.strip():  # blank input is ignored, not recorded
                 tail: Tail = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key), Tail,
                                              _WRITE_TIMEOUT_S, shield=True)
@@ -806,7 +911,16 @@ class Engine(Actor):
         request = ModelRequest(rendered.messages, tools.specs, tail.model_outputs, self.thread_id)
         # text deltas are events for listeners: with none, the model need not pace its stream
         listening = self.ctx.runtime.has_subscribers(self.topic)
-        reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
+        if self._pending_cut() is not None:  # it came while the call was prepared: no call
+            raise _StepCut("")
+        with trio.CancelScope() as scope:  # an interrupt cuts the call, not the run
+            self._step_scope = scope
+            try:
+                reply: ModelReply = await self.model.complete(request, self._deltas.push if listening else None)
+            finally:
+                self._step_scope = None
+        if scope.cancelled_caught:
+            raise _StepCut("model call")
         return await self._record_output(reply, rendered)
 
     async def _record_output(self, reply: ModelReply, rendered: Rendered) -> Tail:
@@ -851,6 +965,8 @@ class Engine(Actor):
             if call.name == OUTPUT and answered.result.status is ToolStatus.OK:
                 await self._announce(AgentOutput, self.thread_id, call.id, json.loads(call.arguments)["text"])
             return after
+        if self._pending_cut() is not None:
+            raise _StepCut("")
         tools = await self._tools()
         spec = next((s for s in tools.specs if s.name == call.name), None)
         approval = next((a for a in tail.approvals if a.call.id == call.id), None) if tail.approvals else None
@@ -890,14 +1006,24 @@ class Engine(Actor):
         if run is not None:
             run.tool_in_flight = call.id
         self._windows = None  # (see __init__)
-        # the ask's own timeout, not a scope of ours around it: the ask waits in a cancel scope
-        # with that deadline anyway (a second scope would cost without adding anything)
-        try:
-            invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
-                                                   timeout=self.tool_timeout_s)
-        except AskTimeoutError:
-            await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
-            invoked = ToolInvoked(self._timed_out(call, spec, context))
+        # the ask's own timeout bounds the call; the scope is for an interrupt, which cuts the
+        # call and not the run
+        with trio.CancelScope() as scope:
+            self._step_scope = scope
+            if (by := self._pending_cut()) is not None:  # it came while the call was prepared
+                self._cut_step(by)
+            try:
+                invoked: ToolInvoked = await self._ask(self.wiring.apps, InvokeTool(call, context), ToolInvoked,
+                                                       timeout=self.tool_timeout_s)
+            except AskTimeoutError:
+                await self.ctx.ask(self.wiring.apps, CancelTool(call.id))
+                invoked = ToolInvoked(self._timed_out(call, spec, context))
+            finally:
+                self._step_scope = None
+        if scope.cancelled_caught:
+            await self.ctx.ask(self.wiring.apps, CancelTool(call.id), shield=True)
+            by = await self._record_cut(f"tool {call.name} (call {call.id})")
+            invoked = ToolInvoked(self._cut_result(call, spec, context, by))
         if run is not None:
             run.tool_in_flight = None
         if edited is not None:
@@ -965,6 +1091,93 @@ class Engine(Actor):
         text = UNKNOWN_TEXT.format(name=call.name, key=context.key)
         return ToolInvoked(ToolResult(call.id, call.name, ToolStatus.INTERRUPTED, self.counter.content(
             text, text, f"{call.name}: outcome unknown (key {context.key})")))
+
+    # -- interrupts and terminations ------------------------------------------------------------
+
+    async def _record_cut(self, what: str) -> str:
+        """Record that an interrupt or a termination cut ``what`` (and publish it); return who
+        gave the input that did."""
+        by, self._cut_by = self._cut_by or "unknown", None
+        await self._record_stop(RecordInterruption(what, by))
+        await self._announce(StepInterruptedEvent, self.thread_id, what, by)
+        return by
+
+    def _cut_result(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext, by: str) -> ToolResult:
+        text = f"interrupted by {by} while it ran, and cancelled; "
+        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
+            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
+                     "find out whether its effect happened before calling it again")
+        else:
+            text += "its effect, if any, was not applied"
+        return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
+                          self.counter.content(text, text, f"{call.name}: interrupted by {by}"))
+
+    def _not_run(self, call: ToolCall, why: str) -> ToolResult:
+        text = f"not run: {why}"
+        return ToolResult(call.id, call.name, ToolStatus.SKIPPED, self.counter.content(text, text, text))
+
+    async def _close_step(self, tail: Tail, why: str) -> Tail:
+        """Record every call of the last output still without a result as not run (``why``)
+        and append the results, so that an input may follow (a chat API refuses a call with
+        no answer)."""
+        after = tail
+        while after.state is EngineState.WAITING_TOOL_RESULTS:
+            last = after.last
+            assert isinstance(last, ModelOutputEntry)
+            call = last.tool_calls[len(after.recorded)]
+            after = await self._record_result(call, ToolInvoked(self._not_run(call, why)), apply=False)
+        if after.state is EngineState.TOOL_RESULTS_READY:
+            after = await self._ask(self.wiring.history, AppendToolResults(), Tail, _WRITE_TIMEOUT_S, shield=True)
+        return after
+
+    async def _take_interrupt(self, tail: Tail) -> StepOutcome:
+        """The step after an interrupt: the calls left are recorded as not run, and the
+        interrupting input (first in the input source) is appended before the next model call."""
+        state, by = tail.state, self._interrupt_by
+        after = await self._close_step(tail, f"{by} interrupted the step")
+        self._interrupt_by = None
+        while True:  # every interrupting input given meanwhile, in the order they came
+            got = await self._ask(self.wiring.input, PullInput(urgent=True), InputText, _WRITE_TIMEOUT_S,
+                                  shield=True)
+            self._input_empty = not got.remaining
+            if got.text is not None and got.text.strip():
+                after = await self._ask(self.wiring.history, AppendInput(got.text, got.retention, got.key,
+                                                                         interrupting=True), Tail,
+                                        _WRITE_TIMEOUT_S, shield=True)
+            # (none: it was taken already, and the step goes on as it was; a queued one waits)
+            if got.text is None or not got.urgent:
+                break
+        if after.state is not state:
+            await self._announce(StateTransition, self.thread_id, state, after.state)
+        self._known_tail = after
+        return StepOutcome(state, after.state, after is not tail)
+
+    async def _terminate(self, tail: Tail) -> StepOutcome:
+        """End the task for the terminations told: the calls left are recorded as not run,
+        then :class:`~livecontext.protocol.records.TaskTerminated` (the first termination's
+        reason and sender); every asker is answered once it is durable."""
+        asked, self._terminations = self._terminations, []
+        first = asked[0].msg
+        state = tail.state
+        try:
+            after = await self._close_step(tail, f"{first.by} terminated the task")
+            await self.ctx.ask(self.wiring.history, RecordTermination(first.reason, first.by), shield=True,
+                               timeout=_WRITE_TIMEOUT_S)
+        except BaseException as exc:
+            for ask in asked:
+                if ask.reply is not None:
+                    ask.reply.fail(exc if isinstance(exc, Exception) else LivecontextError(
+                        f"the termination of thread {self.thread_id} was not recorded"))
+            raise
+        for ask in asked:
+            if ask.reply is not None:
+                ask.reply.send(Ack())
+        self._interrupt_by = None
+        await self._announce(TaskTerminatedEvent, self.thread_id, first.reason, first.by)
+        if after.state is not EngineState.WAITING_INPUT:
+            await self._announce(StateTransition, self.thread_id, state, EngineState.WAITING_INPUT)
+        self._known_tail = None
+        return StepOutcome(state, EngineState.WAITING_INPUT, True, terminated=True)
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,

@@ -36,6 +36,7 @@ from livecontext.protocol.agent import (
     GetTail,
     GetWindows,
     Idle,
+    InputMode,
     ModelTextDelta,
     ObservationCut,
     Pause,
@@ -47,7 +48,9 @@ from livecontext.protocol.agent import (
     StateTransition,
     Step,
     StepDone,
+    StepInterruptedEvent,
     Tail,
+    TaskTerminatedEvent,
     Windows,
 )
 from livecontext.protocol.context import HistorySlice, ReadHistory
@@ -77,6 +80,7 @@ from ..agent import (
     check_thread_id,
     decide_approval,
     give_input,
+    input_mode,
     json_data,
     shown_state,
     status_json,
@@ -104,10 +108,10 @@ AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
 AgentEvent = (ModelTextDelta | BeforeModelCall | ObservationCut | AfterModelCall | BeforeToolExecute | AfterToolExecute
-              | AgentOutput | StateTransition)
+              | AgentOutput | StateTransition | StepInterruptedEvent | TaskTerminatedEvent)
 """What :meth:`Agent.stream` yields before its :class:`Reply`."""
 _STREAMED = (ModelTextDelta, BeforeModelCall, ObservationCut, AfterModelCall, BeforeToolExecute, AfterToolExecute,
-             AgentOutput, StateTransition)
+             AgentOutput, StateTransition, StepInterruptedEvent, TaskTerminatedEvent)
 
 
 @frozen
@@ -116,8 +120,8 @@ class Reply:
 
     text: str
     """The agent's answer: the result it gave ``task_complete``, else the question it gave
-    ``wait_user_response``, else the reason it gave ``task_abandon``, else its last model
-    output's text (empty if the run recorded none)."""
+    ``wait_user_response``, else the reason it gave ``task_abandon`` (or the terminating
+    input's text), else its last model output's text (empty if the run recorded none)."""
     state: EngineState
     """Where the thread stands: ``WAITING_INPUT`` once it has answered."""
     steps: int
@@ -125,12 +129,13 @@ class Reply:
     reason: str
     """Why it stopped: ``no_input``, ``max_steps``, ``cancelled``, ``paused`` (``paused: spend
     limit: ...`` when a spend limit stopped it before a model call), ``waiting_approval:
-    approval of pay call c1`` (a tool call waits for a person's decision) or ``failed: ...``."""
+    approval of pay call c1`` (a tool call waits for a person's decision), ``failed: ...`` or
+    ``terminated``; ``silent`` for a ``send(..., mode="silent")``, which runs nothing."""
     status: AgentStatus
     """Where the task stands (``active``, ``waiting_user``, ``waiting_parent``,
-    ``waiting_internal``, ``waiting_approval``, ``completed``, ``abandoned``, ``paused``,
-    ``failed``), with its result, question, reason or error, or the calls waiting for approval
-    (:attr:`AgentStatus.approvals`)."""
+    ``waiting_internal``, ``waiting_approval``, ``completed``, ``abandoned``, ``terminated``,
+    ``paused``, ``failed``), with its result, question, reason or error, or the calls waiting
+    for approval (:attr:`AgentStatus.approvals`)."""
     entry_id: str = ""
     """The last model output's entry id (empty if the run recorded none)."""
     usage: UsageTotals = UsageTotals()
@@ -175,7 +180,8 @@ class Agent:
     """A running agent: one thread of a store, its actors in a runtime of its own.
 
     Made by :func:`open_agent`; valid inside its ``async with``. One run at a time: a second
-    :meth:`send` waits for the first to end.
+    :meth:`send` waits for the first to end, unless it interrupts it, terminates it or is
+    silent (``mode=``).
     """
 
     def __init__(self, session: Session, nursery: trio.Nursery, budget: int, max_steps: int | None,
@@ -192,6 +198,8 @@ class Agent:
         self._client = session.rt.client(f"front-{session.agent.thread_id}")
         self._lock = trio.Lock()
         self._max_steps = max_steps
+        self._running: _Running | None = None
+        """The run in progress (under the lock), whose reply an interrupting send returns."""
 
     @property
     def thread(self) -> str:
@@ -204,12 +212,25 @@ class Agent:
         return self._session.store
 
     async def send(self, text: str, *, pin: bool = False, max_steps: int | None = None,
-                   cut_oversized: bool | None = None) -> Reply:
+                   cut_oversized: bool | None = None, mode: InputMode | str = InputMode.QUEUE) -> Reply:
         """Give the agent ``text`` as input and run it until it waits for input again.
 
         An input too large for the context is sent cut to its head and tail, and
         :attr:`Reply.cut` says so; a pinned one (``pin``, or the thread's task) is refused
         instead, unless ``cut_oversized``: it would be cut in every call.
+
+        ``mode`` says what the input does to a run in progress (docs/input.md):
+
+        - ``"queue"`` (the default): it waits for the run in progress to end, then runs;
+        - ``"interrupt"``: given at once, it cuts the run's model call or tool short (recorded,
+          with who interrupted) and is taken next; the reply is that of the run that answered
+          it (the one in progress, which goes on, else a new one);
+        - ``"terminate"``: given at once, it ends the task (``text`` is the reason, not an
+          input for the model): the run in progress ends, and the reply's status is
+          ``terminated``. Inputs queued before it stay queued for the next task;
+        - ``"silent"``: recorded at once as a notification the model reads with its next
+          call, and nothing runs: the reply has no steps, the reason ``silent`` and the
+          current status.
 
         Args:
             text: The input.
@@ -217,14 +238,34 @@ class Agent:
             max_steps: Stop after this many steps (default: ``open_agent(max_steps=)``).
             cut_oversized: Take a pinned input larger than the room and send it cut to its
                 head and tail (default: ``open_agent(cut_oversized=)``).
+            mode: ``"queue"``, ``"interrupt"``, ``"terminate"`` or ``"silent"`` (or an
+                :class:`~livecontext.protocol.agent.InputMode`).
 
         Raises:
             InputTooLargeError: the input would be pinned and costs more than the budget
                 leaves beside the system prompt and the tools (nothing is recorded).
+            UsageError: ``mode`` names no mode.
         """
-        async with self._lock:
-            await self._provide(text, pin, cut_oversized)
-            return await self._run(max_steps)
+        given = input_mode(mode)
+        if given is InputMode.QUEUE:
+            async with self._lock:
+                await self._provide(text, pin, cut_oversized)
+                return await self._run(max_steps)
+        running = self._running
+        await self._provide(text, pin, cut_oversized, given)  # at once: not behind the run in progress
+        if given is InputMode.INTERRUPT:
+            async with self._lock:
+                reply = await self._run(max_steps)
+            # (the run in progress took the input: its reply is the answer, ours ran no step)
+            if running is not None and running.reply is not None and reply.steps == 0:
+                return running.reply
+            return reply
+        if given is InputMode.TERMINATE:
+            async with self._lock:  # the run in progress ends: terminated
+                if running is not None and running.reply is not None and running.reply.reason == "terminated":
+                    return running.reply
+                return await self._reply_now("terminated")
+        return await self._reply_now("silent")  # (a run in progress goes on)
 
     async def run(self, *, max_steps: int | None = None) -> Reply:
         """Run until the agent waits for input with none left (what was given is used first),
@@ -370,13 +411,30 @@ class Agent:
         seq = await self._session.log.last_seq() if at is None else at
         return await self._session.store.fork(self.thread, seq, check_thread_id(thread))
 
-    async def _provide(self, text: str, pin: bool, cut_oversized: bool | None) -> None:
+    async def _provide(self, text: str, pin: bool, cut_oversized: bool | None,
+                       mode: InputMode = InputMode.QUEUE) -> None:
         check_text(text, "pinned input" if pin else "input")
         cut = self._cut_oversized if cut_oversized is None else cut_oversized
-        given = ProvideInput(text, Retention.CRITICAL if pin else None, cut_oversized=cut)
+        given = ProvideInput(text, Retention.CRITICAL if pin else None, cut_oversized=cut, mode=mode)
         await give_input(self._client, self._session.agent.input, given)
 
     async def _run(self, max_steps: int | None) -> Reply:
+        self._running = running = _Running()
+        try:
+            running.reply = reply = await self._run_once(max_steps)
+        finally:
+            self._running = None
+        return reply
+
+    async def _reply_now(self, reason: str) -> Reply:
+        """A reply for a send that ran nothing: the thread as it stands, no steps."""
+        tail = await self._client.ask(self._session.agent.history, GetTail())
+        status = await self._client.ask(self._session.agent.history, GetStatus())
+        assert isinstance(tail, Tail) and isinstance(status, AgentStatus)
+        text = status.reason if status.status is TaskStatus.TERMINATED and status.reason is not None else ""
+        return Reply(text, tail.state, 0, reason, status, "", await self._session.usage(self._client, tail))
+
+    async def _run_once(self, max_steps: int | None) -> Reply:
         before = await self._client.ask(self._session.agent.history, GetTail())
         assert isinstance(before, Tail)
         idle = await self._client.ask(self._session.agent.engine,
@@ -389,7 +447,7 @@ class Agent:
         # (a task ended by a control tool ends with that tool's results: its answer is the status's)
         last = tail.last if isinstance(tail.last, ModelOutputEntry) and tail.model_outputs > before.model_outputs else None
         answer = status.result if status.result is not None else status.question
-        if answer is None and status.status is TaskStatus.ABANDONED:
+        if answer is None and status.status in (TaskStatus.ABANDONED, TaskStatus.TERMINATED):
             answer = status.reason
         if answer is None:
             answer = last.content.live.text if last is not None else ""
@@ -398,6 +456,13 @@ class Agent:
 
     async def _ack(self, message: Message) -> None:
         await self._client.ask(self._session.agent.engine, message, timeout=None)  # (done when answered)
+
+
+class _Running:
+    """A run in progress, and its reply once it ended."""
+
+    def __init__(self) -> None:
+        self.reply: Reply | None = None
 
 
 def _offer(send: trio.MemorySendChannel[AgentEvent | Reply], item: AgentEvent | Reply) -> None:

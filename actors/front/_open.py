@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import attrs
 from attrs import frozen
 
+from livecontext.protocol.agent import InputMode
 from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore
@@ -57,11 +58,13 @@ class OpenedAgent:
 
 @asynccontextmanager
 async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_key: str | None = None,
-                          tracer_provider: TracerProvider | None = None) -> AsyncIterator[OpenedAgent]:
+                          tracer_provider: TracerProvider | None = None,
+                          input_mode: InputMode = InputMode.QUEUE) -> AsyncIterator[OpenedAgent]:
     """Open the agent ``spec`` describes: its side models, model, store, thread and actors;
     close them in order on exit.
 
-    An existing thread resumes as it ran (see :class:`AgentSpec`).
+    An existing thread resumes as it ran (see :class:`AgentSpec`). ``input_mode`` is the
+    dispatch mode of the spec's inputs (not of its pins): ``run --input-mode``.
 
     Raises:
         UsageError: a recorded setting is not usable, or see :func:`open_session`.
@@ -86,7 +89,8 @@ async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_k
                             **{k: v for k, v in spec.analyzer_models.items() if isinstance(v, ModelClient)}}
         async with open_session(
                 store, settings, model_spec or "echo", inputs=spec.inputs, pins=spec.pins,
-                cut_oversized=spec.cut_oversized, base_url=base_url, api_key=api_key, apps=apps,
+                cut_oversized=spec.cut_oversized, input_mode=input_mode, base_url=base_url, api_key=api_key,
+                apps=apps,
                 model=spec.model if isinstance(spec.model, ModelClient) else None,
                 side=SideModels(recap_client, analyzer_clients, side.recap_model or "", side.analyzer_models),
                 tracer_provider=tracer_provider) as session:

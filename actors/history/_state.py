@@ -43,6 +43,8 @@ from livecontext.protocol.records import (
     ContextCompacted,
     ControlToolEffect,
     EnginePaused,
+    StepInterrupted,
+    TaskTerminated,
     EntryAppended,
     HistorySnapshot,
     StepFailed,
@@ -175,7 +177,7 @@ class HistoryState:
     @property
     def state(self) -> EngineState:
         """The engine's state, derived from the tail and the recorded results."""
-        return derive_state(self.last, len(self.recorded), self.task.ended is not None)
+        return derive_state(self.last, len(self.recorded), self.task.ended is not None, self.task.terminated)
 
     @property
     def status(self) -> AgentStatus:
@@ -228,7 +230,8 @@ class HistoryState:
             pass  # an audit record: the attempt changed nothing
         elif isinstance(payload, SystemDeclared | InputsGiven | InputsDone):
             pass  # a system's own log (system:NAME): no agent's history
-        elif isinstance(payload, EnginePaused | StepFailed | ApprovalRequested | ApprovalDecided):
+        elif isinstance(payload, EnginePaused | StepFailed | ApprovalRequested | ApprovalDecided | StepInterrupted
+                        | TaskTerminated):
             pass  # the task's marks only (below)
         elif isinstance(payload, NotificationPosted):
             note = payload.notification

@@ -24,8 +24,10 @@ from livecontext.protocol.agent import (
     MeasureInput,
     NotificationPosted,
     PostNotification,
+    RecordInterruption,
     RecordPause,
     RecordStepFailure,
+    RecordTermination,
     RecordToolResult,
     RecordToolStarted,
     Render,
@@ -75,7 +77,9 @@ from livecontext.protocol.records import (
     EnginePaused,
     EntryAppended,
     StepFailed,
+    StepInterrupted,
     SystemPromptSet,
+    TaskTerminated,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
@@ -144,6 +148,8 @@ CAPABILITY_OF: dict[type, Capability] = {
     RecordStepFailure: Capability.APPEND,
     RecordApprovalRequest: Capability.APPEND,
     DecideApproval: Capability.DECIDE,
+    RecordInterruption: Capability.APPEND,
+    RecordTermination: Capability.APPEND,
     PostNotification: Capability.NOTIFY,
     EditHistory: Capability.EDIT,
     FoldIntoRecap: Capability.FOLD,
@@ -251,7 +257,8 @@ class HistoryStore(Actor):
         s = self.state
         last, recorded, started = s.last, s.recorded, s.started
         return Tail(last, tuple(recorded) if recorded else (), tuple(started) if started else (),
-                    s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None),
+                    s.model_outputs, len(s.entries), derive_state(last, len(recorded), s.task.ended is not None,
+                                                                 s.task.terminated),
                     self.limits.level_of(s), s.usage, s.task.approvals)
 
     @handler(inline=True)
@@ -364,7 +371,11 @@ class HistoryStore(Actor):
 
     @handler
     async def on_append_input(self, msg: AppendInput) -> Tail:
-        self._expect(EngineState.WAITING_INPUT, what="append an input")
+        if msg.interrupting:  # taken before the next model call (see AppendInput.interrupting)
+            self._expect(EngineState.WAITING_INPUT, EngineState.PENDING_INPUT, EngineState.PENDING_TOOL_RESULTS,
+                         what="append an interrupting input")
+        else:
+            self._expect(EngineState.WAITING_INPUT, what="append an input")
         if not msg.text.strip():
             raise HistoryConflictError("blank input is not recorded; send text with something in it")
         if msg.key is not None and msg.key in self.state.input_keys:
@@ -449,6 +460,25 @@ class HistoryStore(Actor):
             return
         if not s.task.paused or (msg.reason is not None and msg.reason != s.task.pause_reason):
             await self._commit([EnginePaused(msg.reason)])
+
+    @handler
+    async def on_record_interruption(self, msg: RecordInterruption) -> None:
+        """Record that an interrupt or a termination cut the step in flight (the state stays)."""
+        await self._commit([StepInterrupted(msg.what, msg.by)])
+
+    @handler
+    async def on_record_termination(self, msg: RecordTermination) -> None:
+        """Record that a ``terminate`` input ended the task, with a notification that says so
+        (the model reads it with the next input, which starts a new task). Every call of the
+        last output must have its results appended first: a new input after an orphan call
+        would make a context the chat APIs refuse."""
+        if self.state.state in (EngineState.WAITING_TOOL_RESULTS, EngineState.TOOL_RESULTS_READY):
+            raise HistoryConflictError(
+                f"cannot terminate the task of thread {self.thread_id} with tool calls not answered "
+                f"(state {self.state.state.value}): record their results and append them first")
+        note = Notification(f"n{self.state.next_notification}", self._sender(),
+                            f"The task was terminated by {msg.by}: {msg.reason}", self._now())
+        await self._commit([TaskTerminated(msg.reason, msg.by), NotificationPosted(note)])
 
     @handler
     async def on_record_failure(self, msg: RecordStepFailure) -> None:

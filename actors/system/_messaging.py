@@ -2,7 +2,10 @@
 
 ``send_message(to, text)`` leaves a note: a notification posted to the receiver's history by
 the sender's app host (``app/THREAD``, stamped by the runtime), which the receiver reads with
-its next input. ``ask_agent(to, question)`` runs the receiver on the question and returns its
+its next input (the ``silent`` dispatch mode). With ``mode="interrupt"`` the message is given
+to the receiver's input source as an interrupting input instead: it cuts the model call or
+tool the receiver is running and is its next input (an idle receiver takes it in its next
+turn); with ``mode="terminate"`` it ends the receiver's task, the text being the reason. ``ask_agent(to, question)`` runs the receiver on the question and returns its
 answer: the asker takes the receiver's next turn from the system's switchboard, posts the
 question (a notification again, so the receiver's log names who asked what), feeds it an input
 saying whom to answer, runs it until it waits for input, and gives the turn back. A question
@@ -25,7 +28,7 @@ from types import MappingProxyType
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol.agent import InvokeTool, NotificationPosted, PostNotification, ProvideInput
+from livecontext.protocol.agent import InputMode, InvokeTool, NotificationPosted, PostNotification, ProvideInput
 from livecontext.protocol.history import Retention
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import Context
@@ -73,7 +76,7 @@ class Messaging(App):
         return "Reach the other agents with send_message (a note) and ask_agent (a question; you wait for the answer)."
 
     @tool(idempotent=True)  # keyed: run again, it finds the message delivered
-    async def send_message(self, to: str, text: str) -> ToolOutcome:
+    async def send_message(self, to: str, text: str, mode: str = "silent") -> ToolOutcome:
         """Leave a message for another agent of the system; it reads it with its next input.
 
         Does not wait for an answer: use ask_agent for that.
@@ -81,10 +84,20 @@ class Messaging(App):
         Args:
             to: The receiving agent's name.
             text: The message.
+            mode: silent (default), interrupt (stop its current work; your message is its next input) or terminate (end its task; text is why).
         """
         key, target, ctx = self._key(), self._target(to), self._ctx()
         if not text.strip():
             raise ToolFailure("text is empty: write the message to send")
+        if mode not in SEND_MODES:
+            raise ToolFailure(f"unknown mode {mode!r}: use one of {', '.join(SEND_MODES)}")
+        if mode != "silent":
+            given = InputMode(mode)
+            said = f"{self.me} says: {text}" if given is InputMode.INTERRUPT else text
+            await ctx.ask(target.input, ProvideInput(said, Retention.COMPRESSIBLE, key, mode=given), timeout=None)
+            done = "interrupted, with your message as its next input" if given is InputMode.INTERRUPT else \
+                "its task was terminated"
+            return ToolOutcome.ok(f"{to} {done}", gist=f"{mode} {to}: {_line(text)}")
         posted = await ctx.ask(target.history, PostNotification(f"{self.me} says: {text}", key))
         assert isinstance(posted, NotificationPosted)
         note = posted.notification.id
@@ -151,6 +164,11 @@ class Messaging(App):
         if to == self.me:
             raise ToolFailure(f"{to!r} is you: send_message and ask_agent reach the other agents ({others})")
         return target
+
+
+SEND_MODES = ("silent", "interrupt", "terminate")
+"""The modes of ``send_message``: a note (the ``silent`` dispatch mode), or an input that
+interrupts the receiver or terminates its task."""
 
 
 def message_key(sender: str, call_id: str) -> str:

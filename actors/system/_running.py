@@ -34,7 +34,16 @@ import attrs
 import trio
 from attrs import field, frozen
 
-from livecontext.protocol.agent import AgentStatus, AppEffects, GetAppEffects, GetStatus, GetTail, ProvideInput, Tail
+from livecontext.protocol.agent import (
+    AgentStatus,
+    AppEffects,
+    GetAppEffects,
+    GetStatus,
+    GetTail,
+    InputMode,
+    ProvideInput,
+    Tail,
+)
 from livecontext.protocol.context import HistorySlice, ReadHistory
 from livecontext.protocol.history import EngineState, HistoryEntry, Retention, UsageTotals
 from livecontext.protocol.kernel import Message
@@ -61,7 +70,7 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from ..agent import AgentActors, live_usage, spawn_agent
+from ..agent import AgentActors, give_input, input_mode, live_usage, spawn_agent
 from ._messaging import Directory, Messaging, roster_prompt
 from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
@@ -96,7 +105,7 @@ class AgentAnswer:
     """Engine steps the turn took."""
     reason: str
     """Why the turn stopped: ``no_input`` (it answered), ``max_steps``, ``failed: ...``,
-    ``cancelled`` or ``paused``."""
+    ``cancelled``, ``paused`` or ``terminated``; ``silent`` for a silent input (no turn)."""
 
 
 @frozen
@@ -132,7 +141,7 @@ class SystemAgentStatus:
     task: AgentStatus
     """The task lifecycle's status, read off the thread's log: ``active``, ``waiting_internal``
     (waiting on an ``ask_agent`` or a sub-agent), ``waiting_user``, ``completed``, ``abandoned``,
-    ``paused`` or ``failed``, with what goes with it (see :class:`AgentStatus`)."""
+    ``terminated``, ``paused`` or ``failed``, with what goes with it (see :class:`AgentStatus`)."""
     entries: tuple[HistoryEntry, ...]
     app_histories: tuple[AppHistory, ...]
     """What each app with committed effects is rebuilt from (its state and effects)."""
@@ -221,15 +230,33 @@ class System:
                              f"the agents there are: {', '.join(self.agents)}")
         return found
 
-    async def send(self, name: str, text: str) -> AgentAnswer:
+    async def send(self, name: str, text: str, *, mode: InputMode | str = InputMode.QUEUE) -> AgentAnswer:
         """Give agent ``name`` the input ``text`` and run it until it waits for input again.
 
-        The turn waits for the agent to be free (another agent may be asking it something).
+        With ``mode`` ``"queue"`` (the default) the turn waits for the agent to be free
+        (another agent may be asking it something). The other modes give the input at once
+        (docs/input.md): ``"interrupt"`` cuts the agent's model call or tool in flight and is
+        its next input, and the answer is that of the run that took it; ``"terminate"`` ends
+        its task (``text`` is the reason; the answer's reason is ``terminated`` once the run
+        in progress ended); ``"silent"`` is recorded for its next model call and runs
+        nothing (the answer's reason is ``silent``).
 
         Raises:
-            UsageError: no agent has that name.
+            UsageError: no agent has that name, or ``mode`` names no mode.
         """
-        return await self._turn(self.agent(name), [ProvideInput(text)])
+        agent, given = self.agent(name), input_mode(mode)
+        if given is InputMode.QUEUE:
+            return await self._turn(agent, [ProvideInput(text)])
+        await give_input(self._client, agent.actors.input, ProvideInput(text, mode=given))
+        if given is InputMode.INTERRUPT:
+            return await self._turn(agent, [])
+        if given is InputMode.TERMINATE:  # (once the run in progress, if any, ended)
+            async with held_turn(self._client, self._switchboard, agent.name, f"user.{next(self._claims)}"):
+                tail = await self._client.ask(agent.address.history, GetTail())
+        else:
+            tail = await self._client.ask(agent.address.history, GetTail())
+        assert isinstance(tail, Tail)
+        return AgentAnswer(agent.name, None, tail.state, 0, "terminated" if given is InputMode.TERMINATE else "silent")
 
     async def run_inputs(self, inputs: Mapping[str, Sequence[str]] | None = None) -> InputsRun:
         """Run every agent that has something to do, at once, each in one turn: a *run*.

@@ -38,7 +38,9 @@ from livecontext.protocol.records import (
     EntryAppended,
     RenderPolicy,
     StepFailed,
+    StepInterrupted,
     SystemPromptSet,
+    TaskTerminated,
     ThreadConfigured,
     ToolResultRecorded,
     ToolResultsAppended,
@@ -175,6 +177,12 @@ class ThreadTracer:
             said = (f"{payload.call_id} approved by {payload.by}" + (" (arguments edited)" if payload.arguments else "")
                     if payload.approved else f"{payload.call_id} denied by {payload.by}: {payload.reason}")
             d.ask(rec.seq, rec.t, sender, self.history, "DecideApproval", said, "ApprovalRecorded")
+        elif isinstance(payload, StepInterrupted | TaskTerminated):
+            said = (f"{payload.what} interrupted by {payload.by}" if isinstance(payload, StepInterrupted)
+                    else f"task terminated by {payload.by}: {payload.reason}")
+            asked = "RecordInterruption" if isinstance(payload, StepInterrupted) else "RecordTermination"
+            d.ask(rec.seq, rec.t, sender, self.history, asked, said, "Ack")
+            d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, said)
         elif isinstance(payload, (SystemPromptSet, ThreadConfigured)):
             d.send(rec.seq, rec.t, sender, self.history, type(payload).__name__, MessageMode.TELL, _said(payload))
         elif isinstance(payload, ContextCompacted):

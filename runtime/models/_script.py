@@ -4,7 +4,7 @@ A script is ``{"turns": [turn, ...]}``; each turn is an object whose keys are al
 
     {"text": "Let me look.",
      "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}],
-     "delay_s": 0.05,
+     "delay_s": 0.05, "delay_times": 1,
      "fail": {"error": "rate_limit", "times": 2}}
 
 ``arguments`` is an object (sent as its JSON text) or a string (sent verbatim: a way to script
@@ -70,6 +70,9 @@ class ScriptedTurn(_Strict):
     text: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
     delay_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    delay_times: int | None = Field(default=None, ge=1)
+    """The delay is taken by the turn's first ``delay_times`` attempts only (``None``: by
+    every one): a call cut short (an interrupt) and made again is then answered at once."""
     fail: ScriptedFail | None = None
 
 

@@ -110,7 +110,7 @@ class ScriptedModel(ModelClient):
                 FailureKind(turn.fail.error),
                 f"scripted failure {attempt} of {turn.fail.times} for turn {index}",
             )
-        if turn.delay_s:
+        if turn.delay_s and (turn.delay_times is None or attempt <= turn.delay_times):
             await sleep(turn.delay_s)
         await stream_in_pieces(turn.text, on_text, checkpointed=bool(turn.delay_s))
         tool_calls = tuple(

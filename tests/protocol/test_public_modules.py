@@ -35,7 +35,7 @@ def _exporters(obj: object) -> list[str]:
 def test_there_are_a_handful_of_public_modules_each_with_a_short_all() -> None:
     assert {m.__name__.rsplit(".", 1)[1] for m in PUBLIC_MODULES} == {
         "kernel", "history", "agent", "context", "system", "records", "wire"}
-    assert all(0 < len(m.__all__) <= 70 for m in PUBLIC_MODULES), {m.__name__: len(m.__all__) for m in PUBLIC_MODULES}
+    assert all(0 < len(m.__all__) <= 80 for m in PUBLIC_MODULES), {m.__name__: len(m.__all__) for m in PUBLIC_MODULES}
 
 
 def test_no_name_is_exported_by_two_public_modules() -> None:

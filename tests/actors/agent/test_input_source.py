@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 import trio
 import trio.testing
 from livecontext.actors import InputSource
-from livecontext.protocol.agent import InputAvailable, InputText, ProvideInput, PullInput
+from livecontext.actors.agent import give_input
+from livecontext.protocol.agent import InputAvailable, InputMode, InputText, ProvideInput, PullInput
 from livecontext.protocol.kernel import Message
-from livecontext.runtime import Actor, RestartPolicy, handler, open_runtime
+from livecontext.runtime import Actor, RestartPolicy, UsageError, handler, open_runtime
 from tests.support.agent_harness import open_agent
 
 
@@ -80,3 +82,23 @@ async def test_input_provided_while_the_engines_mailbox_is_full_still_wakes_it_l
         gate.set()
         await trio.testing.wait_all_tasks_blocked()
         assert woken == ["input available"] * 3  # the third is the source's, told later
+
+
+async def test_interrupting_inputs_go_first_in_the_order_they_came_and_queued_ones_wait_behind() -> None:
+    async with open_agent(inputs=["queued"]) as h:
+        await h.rt.stop(h.agent.engine)  # (nobody pulls: the buffer is what the test reads)
+        for text in ("urgent 1", "urgent 2"):
+            await h.client.ask(h.agent.input, ProvideInput(text, mode=InputMode.INTERRUPT))
+        assert await h.client.ask(h.agent.input, PullInput(urgent=True)) == InputText("urgent 1", 2, urgent=1)
+        assert await h.client.ask(h.agent.input, PullInput(urgent=True)) == InputText("urgent 2", 1, urgent=0)
+        assert await h.client.ask(h.agent.input, PullInput(urgent=True)) == InputText(None, 1)  # not the queued one
+        assert await h.client.ask(h.agent.input, PullInput()) == InputText("queued", 0)
+
+
+async def test_a_silent_or_terminate_input_without_text_is_refused_in_one_line() -> None:
+    async with open_agent() as h:
+        with pytest.raises(UsageError, match=r"^a silent input needs text; send text with something in it$"):
+            await give_input(h.client, h.agent.input, ProvideInput("  ", mode=InputMode.SILENT))
+        with pytest.raises(UsageError, match=r"^a terminate input's text is the reason the task ends; give one$"):
+            await give_input(h.client, h.agent.input, ProvideInput("", mode=InputMode.TERMINATE))
+        assert (await h.status()).status.value == "waiting_user"  # nothing recorded

@@ -61,7 +61,7 @@ def test_the_prompt_follows_the_answer_and_text_typed_meanwhile_waits_for_it(tmp
     model = _script(tmp_path, {"text": "the first answer", "delay_s": 1.5}, {"text": "the second answer"})
     url = f"sqlite:{tmp_path / 'x.db'}"
     screen = Screen("--store", url, "--model", model)
-    screen.wait_for(r"ends\n> $")
+    screen.wait_for(r"is queued\n> $")
     screen.type("hello\r")
     screen.wait_for(r"model call #0")
     time.sleep(0.3)
@@ -114,3 +114,18 @@ def test_a_piped_task_larger_than_the_budget_is_sent_cut_with_cut_oversized() ->
     out = done.stdout.decode()
     assert done.returncode == 0 and done.stderr.decode() == ""
     assert out.count("model: echo:") == 1  # taken and answered (what it was sent: test_cli_oversized.py)
+
+
+def test_on_a_terminal_a_line_ended_while_the_model_thinks_interrupts_it(tmp_path: Path) -> None:
+    # the call's first attempt takes an hour; made again after the cut, it answers at once
+    model = _script(tmp_path, {"text": "the short answer", "delay_s": 3600, "delay_times": 1})
+    screen = Screen("--store", f"sqlite:{tmp_path / 'x.db'}", "--model", model)
+    screen.wait_for(r"is queued\n> $")
+    screen.type("a long question\r")
+    screen.wait_for(r"model call #0")
+    screen.type("make it short\r")
+    screen.wait_for(r"the short answer\n> $")
+    assert "you (interrupting): make it short" in screen.text
+    assert "model call interrupted by client/console" in screen.text
+    screen.type("\x04")
+    assert screen.close() == 0

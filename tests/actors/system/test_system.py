@@ -11,7 +11,8 @@ import trio.testing
 from livecontext.actors.agent._format import apps_json
 from livecontext.actors import open_system
 from livecontext.protocol.agent import NotificationPosted
-from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, ToolStatus
+from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, TaskStatus, ToolStatus
+from livecontext.protocol.records import StepInterrupted
 from livecontext.protocol.system import InputsDone, InputsGiven
 from livecontext.runtime import UsageError
 
@@ -228,3 +229,47 @@ async def test_an_agent_waiting_on_its_ask_agent_is_waiting_internal_until_the_a
             slow.gate.set()
         planner = (await system.status()).agents[0]
     assert planner.status == "waiting_user"
+
+
+async def test_send_message_with_mode_interrupt_cuts_the_receivers_work_and_is_its_next_input(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    boss = scripted([call("send_message", to="worker", text="stop, use plan B", mode="interrupt"), {"text": "told"}])
+    # the worker's first attempt would take an hour; made again after the cut, it answers at once
+    worker = scripted([{"text": "plan B done", "delay_s": 3600, "delay_times": 1}])
+    async with open_system(team("boss", "worker"), store="memory:", models={"boss": boss, "worker": worker}) as system:
+        answers = []
+
+        async def work() -> None:
+            answers.append(await system.send("worker", "do plan A"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(work)
+            await trio.testing.wait_all_tasks_blocked()  # the worker is in its model call
+            told = await system.send("boss", "switch the worker to plan B")
+        assert trio.current_time() < 0.5
+        found = payloads(await records(system.store, "team.worker"))
+        worker_entries = await entries(system.store, "team.worker")
+        boss_results = await results(system.store, "team.boss")
+    assert told.text == "told"
+    assert [(r.name, r.status, r.content.live.text) for r in boss_results] == [
+        ("send_message", ToolStatus.OK, "worker interrupted, with your message as its next input")]
+    (worker_answer,) = answers
+    assert (worker_answer.text, worker_answer.reason) == ("plan B done", "no_input")
+    assert [e.text for e in worker_entries if isinstance(e, ModelInputEntry)] == [
+        "do plan A", "boss says: stop, use plan B"]
+    assert ("engine/team.worker", StepInterrupted("model call", "app/team.boss")) in found
+
+
+async def test_system_send_terminates_or_silently_tells_an_agent_without_a_turn() -> None:
+    async with open_system(team("solo"), store="memory:") as system:
+        await system.send("solo", "hello")
+        silent = await system.send("solo", "the user left", mode="silent")
+        ended = await system.send("solo", "no longer needed", mode="terminate")
+        status = await system.status()
+        found = payloads(await records(system.store, "team.solo"))
+    assert (silent.steps, silent.reason, ended.reason) == (0, "silent", "terminated")
+    (row,) = status.agents
+    assert (row.task.status, row.task.reason) == (TaskStatus.TERMINATED, "no longer needed")
+    notes = [m.notification.text for _, m in found if isinstance(m, NotificationPosted)]
+    assert notes[0] == "silent input from client/system.team: the user left"

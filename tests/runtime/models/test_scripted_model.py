@@ -88,6 +88,18 @@ async def test_a_turn_waits_its_delay_before_answering(autojump_clock: trio.abc.
     assert trio.current_time() - start == pytest.approx(2.5)
 
 
+async def test_a_delay_for_the_first_attempt_only_lets_a_call_cut_short_be_answered_at_once(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    model = ScriptedModel.from_turns([{"text": "late", "delay_s": 60, "delay_times": 1}])
+    with trio.move_on_after(1) as cut:  # (an interrupt cuts the first attempt)
+        await model.complete(_request(0))
+    assert cut.cancelled_caught
+    start = trio.current_time()
+    reply = await model.complete(_request(0))
+    assert reply.text == "late" and trio.current_time() == start
+
+
 async def test_inside_a_runtime_a_turn_waits_its_delay_on_trios_clock(autojump_clock: trio.abc.Clock) -> None:
     model = ScriptedModel.from_turns([{"text": "late", "delay_s": 2.5}])
     async with open_runtime():
@@ -276,7 +288,7 @@ async def test_a_script_that_is_not_json_says_where_the_json_breaks(tmp_path: Pa
 @pytest.mark.parametrize(
     ("script", "problem"),
     [
-        ({"turns": [{"txt": "a"}]}, "turns[0].txt is not a known key (allowed here: text, tool_calls, delay_s, fail)"),
+        ({"turns": [{"txt": "a"}]}, "turns[0].txt is not a known key (allowed here: text, tool_calls, delay_s, delay_times, fail)"),
         (
             {"turns": [{}, {}, {"fail": {"error": "x"}}]},
             "turns[2].fail.error must be one of rate_limit, server, timeout, got 'x'",
