@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import os
+import select
 import stat
 import sys
 from collections.abc import Callable
@@ -115,6 +116,20 @@ class Terminal:
             line = self._take_line()
             if line is not None:
                 return line
+
+    def take_piped(self) -> None:
+        """On a pipe, read what is there already (without waiting): lines piped before a turn
+        began wait for :meth:`read_line` (a script of lines is answered one by one, its
+        answers to an approval prompt included), where a line that arrives during the turn
+        interrupts it. On a terminal nothing is read: a line typed is a line typed now."""
+        if self._fd is None or self.tty or self._ended:
+            return
+        while select.select([self._fd], [], [], 0)[0]:
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                self._ended = True
+                return
+            self._buffer += chunk
 
     async def line_while_busy(self) -> str | None:
         """The next line typed while the agent works (``None``: the input ended). Lines
@@ -357,6 +372,7 @@ class _Conversation:
                             nursery.cancel_scope.cancel()
                         nursery.start_soon(ask)
                         if self.terminal.watched and not self.ended:
+                            self.terminal.take_piped()
                             nursery.start_soon(self._listen)
                         async for env in self.events:
                             self.view(env.payload)

@@ -139,16 +139,18 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
-    run_agent(spec, base_url=base_url, api_key=api_key, events_path=events_path, as_json=as_json, live=live)
+    run_agent(spec, base_url=base_url, api_key=api_key, events_path=events_path, as_json=as_json, live=live,
+              input_mode=InputMode(input_mode))
 
 
 def run_agent(spec: AgentSpec, *, base_url: str | None = None, api_key: str | None = None,
               events_path: str | None = None, as_json: bool = False, live: bool = False,
-              before: Callable[[Session], Awaitable[None]] | None = None) -> None:
+              before: Callable[[Session], Awaitable[None]] | None = None,
+              input_mode: InputMode = InputMode.QUEUE) -> None:
     """What ``run`` does with one agent's ``spec``: open it, run it until it waits (with a
     transcript, ``--json``'s summary or a live view), say where it stopped, exit 1 if its
     last step failed. ``before`` is called once the thread is open, before the run (what
-    ``approve`` and ``deny`` record first)."""
+    ``approve`` and ``deny`` record first); the spec's inputs are given with ``input_mode``."""
     console = Console(stderr=as_json)
     thread_id, max_steps, store_url = spec.thread, spec.max_steps, str(spec.store)
     made_folder = folder_note(store_url)
@@ -163,7 +165,7 @@ def run_agent(spec: AgentSpec, *, base_url: str | None = None, api_key: str | No
         opened_thread = False
         try:
             async with contextlib.AsyncExitStack() as stack:
-                opened = await _open(stack, spec, base_url, api_key, InputMode(input_mode))
+                opened = await _open(stack, spec, base_url, api_key, input_mode)
                 opened_thread = True
                 session = opened.session
                 for note in ([made_folder] if made_folder else []) + [*opened.notes, *opened.changed]:

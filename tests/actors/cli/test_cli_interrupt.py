@@ -197,7 +197,7 @@ THREADS = ["threads", "--store", "memory:"]
 @pytest.mark.parametrize(("module", "args"), [
     ("click", THREADS),  # the command line itself
     ("livecontext.actors.cli._commands_store", THREADS),  # the command's module, looked up by click
-    ("livecontext.actors.cli._commands_agent", ["--help"]),  # every command's module, for the list
+    ("livecontext.actors.cli._commands_agent", ["run", "--help"]),  # the command's module, for its help
     ("livecontext.runtime.persistence", THREADS),  # what the command imports
     ("livecontext.actors.cli._interrupt", THREADS),  # the last step before the command takes Ctrl-C over
 ])
