@@ -19,6 +19,7 @@ def test_the_apps_package_exports_exactly_its_public_names() -> None:
         "UnknownEffectError",
         "check_tool",
         "describe_tools",
+        "importable",
         "invoke_tool",
         "load_object",
         "make_app",
