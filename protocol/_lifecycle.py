@@ -58,11 +58,6 @@ WAIT_PARENT = "wait_parent"
 """A sub-agent's control tool (instead of ``wait_user_response``): tell the parent something
 and wait for its next message."""
 
-INTERNAL_WAIT_TOOLS = frozenset({"spawn_subagent", "message_subagent", "ask_agent"})
-"""Tools whose call waits on another agent's work: while one is pending the status is
-``waiting_internal``. A call waiting for a person's approval is a wait of that kind too, with a
-status of its own: ``waiting_approval`` (see ``protocol._approvals``)."""
-
 
 class TaskStatus(enum.Enum):
     """Where an agent's task stands (see the module docstring)."""

@@ -12,7 +12,6 @@ from ._entries import ModelInputEntry
 from ._tools import ToolCall
 from ._lifecycle import (
     AgentStatus,
-    INTERNAL_WAIT_TOOLS,
     ControlToolEffect,
     EnginePaused,
     ParentAwaited,
@@ -72,9 +71,14 @@ def _stepped(marks: TaskMarks) -> TaskMarks:
     return marks
 
 
-def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None = None) -> AgentStatus:
+def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None = None,
+                  pending_waits: bool = False) -> AgentStatus:
     """The status of a thread in ``state`` with ``marks`` (see :mod:`._lifecycle`); ``pending``
-    is the tool call the engine runs next, if it is waiting on tool results."""
+    is the tool call the engine runs next, if it is waiting on tool results, and
+    ``pending_waits`` whether that call waits on another agent's work (its tool's
+    :attr:`~._tools.ToolSpec.waits_on_agent`: the status is then ``waiting_internal``). A call
+    waiting for a person's approval is a wait of that kind too, with a status of its own:
+    ``waiting_approval``."""
     if marks.failure is not None:
         return AgentStatus(TaskStatus.FAILED, error=marks.failure)
     if state is not EngineState.WAITING_INPUT:
@@ -85,8 +89,7 @@ def derive_status(state: EngineState, marks: TaskMarks, pending: ToolCall | None
                                approvals=tuple(a.call for a in marks.approvals if a.pending))
         if marks.paused:
             return AgentStatus(TaskStatus.PAUSED, reason=marks.pause_reason)
-        if (state is EngineState.WAITING_TOOL_RESULTS and pending is not None
-                and pending.name in INTERNAL_WAIT_TOOLS):
+        if state is EngineState.WAITING_TOOL_RESULTS and pending is not None and pending_waits:
             return AgentStatus(TaskStatus.WAITING_INTERNAL, waiting_on=f"{pending.name} call {pending.id}")
         return AgentStatus(TaskStatus.ACTIVE)
     ended = marks.ended

@@ -34,6 +34,9 @@ class ToolSpec:
     approval: bool = False
     """Whether a person must approve each call before it runs: the engine records the request
     and the agent waits (status ``waiting_approval``) until the call is approved or denied."""
+    waits_on_agent: bool = False
+    """Whether a call waits on another agent's work (a sub-agent's run, another agent's
+    answer): while one runs the agent's status is ``waiting_internal``."""
 
 
 @frozen

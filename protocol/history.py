@@ -26,7 +26,6 @@ from ._entries import (
 from ._chat import ChatMessage, ModelReply, ModelRequest, Role
 from ._state import EngineState, derive_state
 from ._lifecycle import (
-    INTERNAL_WAIT_TOOLS,
     OUTPUT,
     TASK_ABANDON,
     TASK_COMPLETE,
@@ -59,7 +58,6 @@ __all__ = [
     "ENTRY_KINDS",
     "EngineState",
     "HistoryEntry",
-    "INTERNAL_WAIT_TOOLS",
     "KeyedNote",
     "Level",
     "LevelText",

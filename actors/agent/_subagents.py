@@ -138,7 +138,7 @@ class SubAgents(App):
         return (f"{self.runs} sub-agent run(s) so far; call spawn_subagent(task) to delegate a task, "
                 "message_subagent(name, message) to answer one that waits for you.")
 
-    @tool(idempotent=True)  # run again after a crash, the call resumes its sub-agent's thread
+    @tool(idempotent=True, waits_on_agent=True)  # run again after a crash, the call resumes its sub-agent's thread
     async def spawn_subagent(self, task: str) -> ToolOutcome:
         """Delegate a task to a sub-agent and wait for its answer.
 
@@ -153,7 +153,7 @@ class SubAgents(App):
         self.runs += 1
         return await self._converse(models, thread_id, task, new=True)
 
-    @tool  # not run again after a crash: the sub-agent would read the message twice
+    @tool(waits_on_agent=True)  # not run again after a crash: the sub-agent would read the message twice
     async def message_subagent(self, name: str, message: str) -> ToolOutcome:
         """Answer a sub-agent that waits for you (it called wait_parent) and wait for its next answer.
 

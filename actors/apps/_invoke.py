@@ -97,6 +97,7 @@ def _describe_tools(app: App) -> tuple[ToolSpec, ...]:
             side_effects=tool_def.side_effects,
             checked=tool_def.check is not None,
             approval=tool_def.approval,
+            waits_on_agent=tool_def.waits_on_agent,
         )
     return tuple(specs.values())
 

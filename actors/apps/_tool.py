@@ -51,6 +51,7 @@ class _Marker:
     side_effects: bool = False
     check: Callable[..., Any] | None = None
     approval: bool = False
+    waits_on_agent: bool = False
 
 
 @frozen
@@ -82,6 +83,7 @@ class ToolDef:
     context: str | None = None
     """The parameter annotated :class:`ToolContext`, filled by the host (not in the schema)."""
     approval: bool = False
+    waits_on_agent: bool = False
     """Whether a person must approve each call before it runs (see :func:`tool`)."""
 
 
@@ -90,11 +92,12 @@ def tool(fn: F, /) -> F: ...
 @overload
 def tool(*, idempotent: bool = False, name: str | None = None,
          retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
-         check: Callable[..., Any] | None = None, approval: bool = False) -> Callable[[F], F]: ...
+         check: Callable[..., Any] | None = None, approval: bool = False,
+         waits_on_agent: bool = False) -> Callable[[F], F]: ...
 def tool(
     fn: F | None = None, /, *, idempotent: bool = False, name: str | None = None,
     retention: Retention = Retention.COMPRESSIBLE, side_effects: bool = False,
-    check: Callable[..., Any] | None = None, approval: bool = False,
+    check: Callable[..., Any] | None = None, approval: bool = False, waits_on_agent: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark a function, or an app's method, as a tool the model may call.
 
@@ -136,6 +139,9 @@ def tool(
             the request and the agent stops with status ``waiting_approval``; ``agent.approve``
             (possibly with edited arguments) or ``agent.deny`` (with a reason the model reads)
             decides, then ``agent.run()`` carries on (``livecontext approve|deny`` likewise).
+        waits_on_agent: Whether a call waits on another agent's work (runs a sub-agent, asks
+            another agent, even a remote one): while it runs, the agent's status is
+            ``waiting_internal``, naming the call, rather than ``active``.
 
     A tool that takes a parameter annotated :class:`ToolContext` is given the call's context
     there (its idempotency key, thread and call id); the model never sees that parameter.
@@ -167,7 +173,7 @@ def tool(
         method = is_method(f)
         _check_definition(f, name, method)
         setattr(f, _MARKER, _Marker(name or f.__name__, idempotent, retention, method, side_effects, check,
-                                      approval))
+                                      approval, waits_on_agent))
         return f
 
     if fn is not None:
@@ -293,6 +299,7 @@ def compile_tool(attr: str, fn: Callable[..., Any]) -> ToolDef:
         check=marker.check,
         context=context,
         approval=marker.approval,
+        waits_on_agent=marker.waits_on_agent,
     )
 
 

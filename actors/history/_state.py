@@ -186,7 +186,9 @@ class HistoryState:
         last = self.last
         pending = (last.tool_calls[len(self.recorded)]
                    if state is EngineState.WAITING_TOOL_RESULTS and isinstance(last, ModelOutputEntry) else None)
-        return derive_status(state, self.task, pending)
+        waits = pending is not None and self.config is not None and any(
+            spec.waits_on_agent for spec in self.config.tools if spec.name == pending.name)
+        return derive_status(state, self.task, pending, waits)
 
     def pending_calls(self) -> int:
         """Tool calls of the last output still without a recorded result."""

@@ -104,7 +104,7 @@ class Messaging(App):
         return ToolOutcome.ok(f"message {note} left for {to}; it reads it with its next input",
                               gist=f"message {note} to {to}: {_line(text)}")
 
-    @tool(idempotent=True)  # keyed: run again, it takes up the question where it stopped
+    @tool(idempotent=True, waits_on_agent=True)  # keyed: run again, it takes up the question where it stopped
     async def ask_agent(self, to: str, question: str) -> ToolOutcome:
         """Ask another agent of the system a question and wait for its answer.
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from livecontext.actors import SubAgents
-from livecontext.actors.apps import Notebook
+from livecontext.actors.apps import App, Notebook, tool
 from livecontext.actors.history import load_state
 from livecontext.protocol.agent import AfterToolExecute, AgentOutput, AgentStatus, BeforeModelCall, IdleReason
 from livecontext.protocol.history import (
@@ -187,6 +188,56 @@ async def test_an_agent_waiting_on_its_sub_agent_is_waiting_internal_and_names_t
             assert await h.status() == AgentStatus(TaskStatus.WAITING_INTERNAL,
                                                    waiting_on="spawn_subagent call call_0_0")
             sub.gate.set()
+        assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)
+
+
+class Remote(App):
+    """A user's app: one tool that waits on an agent elsewhere, one that only has such a name."""
+
+    name = "remote"
+
+    def __init__(self) -> None:
+        self.gate = trio.Event()
+        self.started = trio.Event()
+
+    def fresh(self) -> Remote:
+        return self
+
+    @tool(waits_on_agent=True)
+    async def delegate(self, task: str) -> str:
+        """Hand a task to an agent elsewhere and wait for its answer.
+
+        Args:
+            task: The task.
+        """
+        self.started.set()
+        await self.gate.wait()
+        return "done there"
+
+    @tool
+    async def ask_agent(self, question: str) -> str:
+        """Look a question up (named like the systems' tool, but it waits on no agent).
+
+        Args:
+            question: The question.
+        """
+        self.started.set()
+        await self.gate.wait()
+        return "looked up"
+
+
+@pytest.mark.parametrize(("tool_name", "status"), [("delegate", TaskStatus.WAITING_INTERNAL),
+                                                   ("ask_agent", TaskStatus.ACTIVE)])
+async def test_a_tool_that_says_it_waits_on_an_agent_makes_the_status_waiting_internal_and_a_name_alone_does_not(
+        tool_name: str, status: TaskStatus) -> None:
+    remote = Remote()
+    argument = {"task": "x"} if tool_name == "delegate" else {"question": "x"}
+    async with open_agent([call(tool_name, argument), {"text": "ok"}], inputs=["go"], apps=[remote]) as h:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.run_until_idle, None, 30)
+            await remote.started.wait()  # the call is under way
+            assert (await h.status()).status is status
+            remote.gate.set()
         assert await h.status() == AgentStatus(TaskStatus.WAITING_USER)
 
 
