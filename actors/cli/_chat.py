@@ -110,12 +110,7 @@ class Terminal:
             return ahead
         if self._fd is None or self.tty:  # (on a terminal, the line editor reads it)
             return await trio.to_thread.run_sync(self._input, prompt, abandon_on_cancel=True)
-        while True:
-            if not await self._read_more():
-                return self._rest()
-            line = self._take_line()
-            if line is not None:
-                return line
+        return await self._next_read_line()
 
     def take_piped(self) -> None:
         """On a pipe, read what is there already (without waiting): lines piped before a turn
@@ -136,6 +131,10 @@ class Terminal:
         that were read before (typed ahead) wait for :meth:`read_line`: this waits forever."""
         if self._fd is None or b"\n" in self._buffer:
             await trio.sleep_forever()
+        return await self._next_read_line()
+
+    async def _next_read_line(self) -> str | None:
+        """The next line read from :attr:`_fd`, waiting for it (``None``: the input ended)."""
         while True:
             if not await self._read_more():
                 return self._rest()

@@ -1103,12 +1103,7 @@ class Engine(Actor):
         return by
 
     def _cut_result(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext, by: str) -> ToolResult:
-        text = f"interrupted by {by} while it ran, and cancelled; "
-        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
-            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
-                     "find out whether its effect happened before calling it again")
-        else:
-            text += "its effect, if any, was not applied"
+        text = f"interrupted by {by} while it ran, and cancelled; {_after_cut(spec, context)}"
         return ToolResult(call.id, call.name, ToolStatus.INTERRUPTED,
                           self.counter.content(text, text, f"{call.name}: interrupted by {by}"))
 
@@ -1184,14 +1179,18 @@ class Engine(Actor):
                           self.counter.content(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "interrupted: outcome unknown"))
 
     def _timed_out(self, call: ToolCall, spec: ToolSpec | None, context: ToolContext) -> ToolResult:
-        text = f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; "
-        if spec is not None and spec.side_effects:  # what it did outside the thread may stand
-            text += (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
-                     "find out whether its effect happened before calling it again")
-        else:
-            text += "its effect, if any, was not applied"
+        text = f"{call.name} timed out after {self.tool_timeout_s:g} s and was cancelled; {_after_cut(spec, context)}"
         return ToolResult(call.id, call.name, ToolStatus.FAILED,
                           self.counter.content(text, text, f"{call.name} timed out"))
+
+
+def _after_cut(spec: ToolSpec | None, context: ToolContext) -> str:
+    """What the model is told of a call cut short while it ran (a timeout, an interrupt): with
+    side effects, that its outcome is unknown, with its key; else that nothing was applied."""
+    if spec is not None and spec.side_effects:  # what it did outside the thread may stand
+        return (f"it has side effects, so its outcome is unknown: its idempotency key is {context.key}; "
+                "find out whether its effect happened before calling it again")
+    return "its effect, if any, was not applied"
 
 
 def made_in(output: ModelOutputEntry, thread_id: str) -> str:

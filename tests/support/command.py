@@ -120,3 +120,20 @@ async def run_or_kill(command: Sequence[str], root: Path, kill_when: Callable[[]
         out.seek(0)
         err.seek(0)
         return subprocess.CompletedProcess(list(command), proc.returncode, out.read().decode(), err.read().decode())
+
+
+def in_process(*args: str, columns: int | None = 200, **env: str) -> tuple[int, str, str]:
+    """Run ``livecontext ARGS`` in this process (stdout is not a terminal): exit code, stdout,
+    stderr; no store from the environment, ``COLUMNS`` as given (``None``: unset) and ``env``
+    besides. An error the command did not handle is raised as itself."""
+    from click.testing import CliRunner
+
+    from livecontext.actors.cli import main
+
+    given: dict[str, str | None] = {"LIVECONTEXT_STORE": None, **env}
+    if columns is not None:
+        given["COLUMNS"] = str(columns)
+    result = CliRunner().invoke(main, list(args), env=given)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr

@@ -11,21 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from livecontext.actors.cli import main
 from tests.support import approval_tools as at
-from tests.support.command import LIVECONTEXT, cli_env
+from tests.support.command import LIVECONTEXT, cli_env, in_process
 
 TOOL = ["--tool", "tests.support.approval_tools:pay", "--tool", "tests.support.approval_tools:look"]
 
 
 def lc(*args: str) -> tuple[int, str, str]:
     """Run ``livecontext ARGS`` in this process: exit code, stdout, stderr."""
-    result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None, "COLUMNS": "250", "USER": "ada"})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    return in_process(*args, columns=250, USER="ada")
 
 
 def ok_json(*args: str) -> Any:

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
 
-from livecontext.actors.cli import main
+
+from tests.support.command import in_process
 
 ASK = {"text": "", "tool_calls": [{"name": "wait_user_response", "arguments": {"question": "Which folder?"}}]}
 DONE = {"text": "", "tool_calls": [{"name": "task_complete", "arguments": {"result": "Cleaned /tmp."}}]}
@@ -17,10 +17,7 @@ DONE = {"text": "", "tool_calls": [{"name": "task_complete", "arguments": {"resu
 
 def lc(*args: str) -> tuple[int, str, str]:
     """Run ``livecontext ARGS`` in this process: exit code, stdout, stderr."""
-    result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None, "COLUMNS": "200"})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    return in_process(*args)
 
 
 def ok_json(*args: str) -> Any:

@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 import trio
-from click.testing import CliRunner
 
 from livecontext.actors import AgentSettings, spawn_agent
 from livecontext.actors.apps import Notebook
-from livecontext.actors.cli import main
 from livecontext.actors.cli._readable import audit_printer, print_history, print_state, readable_console
 from livecontext.protocol.agent import ProvideInput, RunUntilIdle
 from livecontext.protocol.history import (
@@ -34,6 +32,8 @@ from livecontext.runtime.models import ScriptedModel
 from livecontext.runtime.persistence import open_store
 from tests.support.agent_harness import ProbeApp, counter
 
+from tests.support.command import in_process
+
 LONG = "x" * 1500
 """A label long enough that the result which repeats it is shortened."""
 TURNS = [
@@ -46,10 +46,7 @@ TURNS = [
 
 def lc(*args: str) -> tuple[int, str, str]:
     """``livecontext ARGS`` in this process (stdout is not a terminal): code, stdout, stderr."""
-    result = CliRunner().invoke(main, list(args), env={"LIVECONTEXT_STORE": None})
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    return in_process(*args, columns=None)
 
 
 @pytest.fixture(scope="module")
