@@ -137,3 +137,10 @@ def in_process(*args: str, columns: int | None = 200, **env: str) -> tuple[int, 
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
+
+
+def in_process_json(*args: str) -> Any:
+    """What ``livecontext ARGS`` (run by :func:`in_process`, which must succeed) prints as JSON."""
+    code, out, err = in_process(*args)
+    assert code == 0, err
+    return json.loads(out)

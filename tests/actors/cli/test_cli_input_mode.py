@@ -9,20 +9,13 @@ from typing import Any
 
 
 
-from tests.support.command import in_process
+from tests.support.command import in_process, in_process_json
 
 TWO_CALLS = {"text": "", "tool_calls": [{"name": "look", "arguments": {}}, {"name": "touch", "arguments": {}}]}
 
 
-def lc(*args: str) -> tuple[int, str, str]:
-    """Run ``livecontext ARGS`` in this process: exit code, stdout, stderr."""
-    return in_process(*args)
-
-
-def ok_json(*args: str) -> Any:
-    code, out, err = lc(*args)
-    assert code == 0, err
-    return json.loads(out)
+lc = in_process
+ok_json = in_process_json
 
 
 def audit(store: list[str]) -> list[dict[str, Any]]:

@@ -9,21 +9,14 @@ from typing import Any
 
 
 
-from tests.support.command import in_process
+from tests.support.command import in_process, in_process_json
 
 ASK = {"text": "", "tool_calls": [{"name": "wait_user_response", "arguments": {"question": "Which folder?"}}]}
 DONE = {"text": "", "tool_calls": [{"name": "task_complete", "arguments": {"result": "Cleaned /tmp."}}]}
 
 
-def lc(*args: str) -> tuple[int, str, str]:
-    """Run ``livecontext ARGS`` in this process: exit code, stdout, stderr."""
-    return in_process(*args)
-
-
-def ok_json(*args: str) -> Any:
-    code, out, err = lc(*args)
-    assert code == 0, err
-    return json.loads(out)
+lc = in_process
+ok_json = in_process_json
 
 
 def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
