@@ -275,16 +275,10 @@ class _Conversation:
                 self.console.print()  # (after what was typed at the prompt)
             if self.interrupt.caught or line is None or not line.strip():
                 return
-            if line.lstrip().startswith(QUEUE_KEY):  # (the agent waits: a queued line is any line)
-                line = line.lstrip()[len(QUEUE_KEY):].lstrip()
-                if not line.strip():
-                    continue
-            try:
-                check_text(line, "input")
-            except InvalidTextError as exc:
-                self.failures += 1
-                click.echo(f"livecontext: error: {exc}", err=True)
+            typed = self._typed(line)  # (the agent waits: a queued line is any line)
+            if typed is None:
                 continue
+            line = typed[0]
             self.since, self.sent = await session.log.last_seq(), [line]
             try:
                 await give_input(self.client, session.agent.input, ProvideInput(line, cut_oversized=self.cut_oversized))
@@ -390,6 +384,22 @@ class _Conversation:
             self.failures += 1
             click.echo(f"livecontext: error: {replies[0].reason_text}", err=True)
 
+    def _typed(self, line: str) -> tuple[str, bool] | None:
+        """What a typed line gives: its text and whether it is queued (it starts with
+        :data:`QUEUE_KEY`, taken off); ``None`` if that leaves nothing, or if the text cannot
+        be sent (said in one line, and counted as a failure)."""
+        queued = line.lstrip().startswith(QUEUE_KEY)
+        text = line.lstrip()[len(QUEUE_KEY):].lstrip() if queued else line
+        if not text.strip():
+            return None
+        try:
+            check_text(text, "input")
+        except InvalidTextError as exc:
+            self.failures += 1
+            click.echo(f"livecontext: error: {exc}", err=True)
+            return None
+        return text, queued
+
     async def _listen(self) -> None:
         """Give each line typed while the agent works: interrupting, or queued if it starts
         with :data:`QUEUE_KEY`; the end of the input (or an empty line) ends the chat after
@@ -399,16 +409,10 @@ class _Conversation:
             if line is None or not line.strip():
                 self.ended = True
                 return
-            queued = line.lstrip().startswith(QUEUE_KEY)
-            text = line.lstrip()[len(QUEUE_KEY):].lstrip() if queued else line
-            try:
-                check_text(text, "input")
-            except InvalidTextError as exc:
-                self.failures += 1
-                click.echo(f"livecontext: error: {exc}", err=True)
+            typed = self._typed(line)
+            if typed is None:
                 continue
-            if not text.strip():
-                continue
+            text, queued = typed
             mode = InputMode.QUEUE if queued else InputMode.INTERRUPT
             if isinstance(self.view, ChatView):
                 self.view.end_line()

@@ -5,18 +5,17 @@ the call approved then runs once."""
 from __future__ import annotations
 
 import json
-import signal
+import subprocess
 from pathlib import Path
 
 import pytest
-import trio
 
 from livecontext.actors.history import load_state, write_snapshot
 from livecontext.protocol.history import TaskStatus, ToolCall
 from livecontext.protocol.wire import make_converter
 from livecontext.runtime.persistence import open_store
 from tests.support.approval_tools import runs_in
-from tests.support.command import LIVECONTEXT, cli_env, read_thread, run_cli, write_script
+from tests.support.command import LIVECONTEXT, read_thread, run_cli, run_or_kill, write_script
 
 PAY = {"text": "", "tool_calls": [{"name": "pay", "arguments": {"amount": 5}}]}
 TOOL = ["--tool", "tests.support.approval_tools:pay"]
@@ -36,30 +35,18 @@ async def test_an_approval_survives_a_kill_while_waiting_and_is_decided_after_th
     store = f"sqlite:{tmp_path / 'db'}"
     script = write_script(tmp_path / "script.json", [PAY, {"text": "paid"}])
     where = ["--store", store, "--thread", "t"]
-    env = {**cli_env(), "APPROVAL_LOG": str(log)}
+    monkeypatch.setenv("APPROVAL_LOG", str(log))  # (where the tool writes each run of it)
 
     ran = await run_cli("run", *where, "--model", f"scripted:{script}", *TOOL, "--input", "pay 5", "--json")
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["status"] == "waiting_approval"
 
     # a chat holds the thread, at the approval prompt, and is killed there
-    out = tmp_path / "chat.out"
-    with open(out, "wb") as written:
-        proc = await trio.lowlevel.open_process([*LIVECONTEXT, "chat", *where], stdin=-1, stdout=written,
-                                                stderr=written, env=env)
-        try:
-            with trio.fail_after(30):
-                while b"approve pay(" not in out.read_bytes():
-                    assert proc.poll() is None, out.read_text()
-                    await trio.sleep(0.02)
-            proc.send_signal(signal.SIGKILL)
-            await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                with trio.CancelScope(shield=True):
-                    await proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+
+    async def at_the_prompt() -> bool:
+        return b"approve pay(" in (tmp_path / "out").read_bytes()
+
+    assert await run_or_kill([*LIVECONTEXT, "chat", *where], tmp_path, at_the_prompt, stdin=subprocess.PIPE) is None
 
     state = await read_thread(store, "t")
     assert state.status.status is TaskStatus.WAITING_APPROVAL
@@ -71,7 +58,6 @@ async def test_an_approval_survives_a_kill_while_waiting_and_is_decided_after_th
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["status"] == "waiting_approval"
 
-    monkeypatch.setenv("APPROVAL_LOG", str(log))
     approved = await run_cli("approve", *where, "call_0_0", "--by", "ada", "--json")
     assert approved.returncode == 0, approved.stderr
     decided, summary = [json.loads(line) for line in approved.stdout.splitlines()]

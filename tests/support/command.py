@@ -95,12 +95,13 @@ async def read_thread(url: str, thread: str) -> Any:
 
 
 async def run_or_kill(command: Sequence[str], root: Path, kill_when: Callable[[], Awaitable[bool]] | None, *,
-                      poll_s: float = 0.02) -> subprocess.CompletedProcess[str] | None:
-    """Run ``command`` (output to ``root/out`` and ``root/err``). With ``kill_when``, SIGKILL it
-    once ``kill_when()`` is true and return ``None``; else wait for it (60 s at most) and return
-    what it did. It never outlives the call."""
+                      poll_s: float = 0.02, stdin: int | None = None) -> subprocess.CompletedProcess[str] | None:
+    """Run ``command`` (output to ``root/out`` and ``root/err``; ``stdin``: as for
+    ``subprocess``, ``subprocess.PIPE`` for one that stays open and silent). With
+    ``kill_when``, SIGKILL it once ``kill_when()`` is true and return ``None``; else wait for it
+    (60 s at most) and return what it did. It never outlives the call."""
     with open(root / "out", "wb+") as out, open(root / "err", "wb+") as err:
-        proc = await trio.lowlevel.open_process(list(command), stdout=out, stderr=err, env=cli_env())
+        proc = await trio.lowlevel.open_process(list(command), stdin=stdin, stdout=out, stderr=err, env=cli_env())
         try:
             if kill_when is not None:
                 with trio.fail_after(30):
