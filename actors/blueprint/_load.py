@@ -432,11 +432,17 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
     )
 
 
+SYSTEM_AGENT_TOOLS = ("ask_agent", "send_message")
+"""The tools every agent of a system has besides its own (its messaging app, made by
+``livecontext.actors.system``; tests/actors/system checks that the two agree)."""
+
+
 def _approval(keys: BlueprintFile | AgentTable, base: Path) -> ApprovalPolicy:
     """The approval policy the keys give: ``approval`` (tool names) and ``approval_policy``
     (a function's import path), with the tools of each ``[[tools]]`` and ``[[apps]]`` with
     ``approval``; the names are checked against the agent's tools (apps and tools are made,
-    from the blueprint's folder, as the agent makes them).
+    from the blueprint's folder, as the agent makes them; an agent of a system, an
+    ``[[agents]]`` table, has :data:`SYSTEM_AGENT_TOOLS` too).
 
     Raises:
         UsageError: a name is no tool of the agent, or the policy is not importable.
@@ -447,6 +453,8 @@ def _approval(keys: BlueprintFile | AgentTable, base: Path) -> ApprovalPolicy:
         return NO_APPROVALS
     names: set[str] = set()
     known: set[str] = set(CONTROL_TOOL_NAMES)
+    if isinstance(keys, AgentTable):
+        known.update(SYSTEM_AGENT_TOOLS)
     with importable(str(base)):
         policy = ApprovalPolicy.of(keys.approval_policy) if keys.approval_policy else NO_APPROVALS
         for a in keys.apps:

@@ -89,11 +89,19 @@ def _decide(store_url: str, thread_id: str, decision: DecideApproval, *, max_ste
 
 
 async def _existing(store_url: str, thread_id: str) -> None:
-    """Refuse a store or a thread that does not exist, in one line."""
+    """Refuse a store or a thread that does not exist, or an agent's thread of a system, in one
+    line: a system's agent runs with the others (its messages, its turns, the system's clock),
+    so its calls are decided through the system."""
+    from livecontext.runtime import UsageError
+
     from ._commands_store import _reader
 
-    async with _reader(store_url, thread_id):
-        pass
+    async with _reader(store_url, thread_id) as reader:
+        first = await reader.read(1, 1)
+    if first and first[0].system_seq is not None:
+        raise UsageError(f"thread {thread_id} is an agent of a system (its records carry system seqs): decide its "
+                         "calls through the system, with System.approve or System.deny in Python "
+                         "(docs/approvals.md); the command line does not decide a system's calls yet")
 
 
 async def _record(session: Session, decision: DecideApproval, thread_id: str, as_json: bool) -> None:

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -45,7 +46,7 @@ from livecontext.protocol.agent import (
     Tail,
 )
 from livecontext.protocol.context import HistorySlice, ReadHistory
-from livecontext.protocol.history import EngineState, HistoryEntry, Retention, UsageTotals
+from livecontext.protocol.history import DecideApproval, EngineState, HistoryEntry, Retention, UsageTotals
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import AppHistory
 from livecontext.protocol.system import (
@@ -70,7 +71,7 @@ from livecontext.runtime.persistence import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
-from ..agent import AgentActors, give_input, input_mode, live_usage, spawn_agent
+from ..agent import AgentActors, decide_approval, give_input, input_mode, live_usage, spawn_agent
 from ._messaging import Directory, Messaging, roster_prompt
 from ._switchboard import Switchboard, switchboard_id
 from ._system_log import (
@@ -375,6 +376,38 @@ class System:
             rows.append(SystemAgentStatus(agent.name, agent.thread_id, tail.state, status,
                                           entries.entries, effects.apps, agent.apps, usage))
         return SystemStatus(self.name, tuple(rows))
+
+    async def approve(self, name: str, call_id: str, arguments: str | Mapping[str, Any] | None = None, *,
+                      by: str = "user") -> AgentAnswer:
+        """Approve agent ``name``'s tool call ``call_id``, which waits for a person's approval
+        (its answer's reason says ``waiting_approval: ...``), and run the agent on in a turn of
+        its own: it stops again at the next call still undecided (docs/approvals.md).
+
+        Args:
+            arguments: Edited arguments (a dict, or a JSON object as text) the call runs with.
+            by: Who approves (recorded in the log with the decision).
+
+        Raises:
+            UsageError: there is no agent ``name``, no call of it waits for approval with that
+                id, it is decided already, or ``arguments`` is not a JSON object.
+        """
+        text = arguments if arguments is None or isinstance(arguments, str) else json.dumps(dict(arguments))
+        return await self._decided(name, DecideApproval(call_id, True, text, "", by))
+
+    async def deny(self, name: str, call_id: str, reason: str = "", *, by: str = "user") -> AgentAnswer:
+        """Deny agent ``name``'s tool call ``call_id``: it is never run, its result tells the
+        model who denied it and ``reason``; then run the agent on, as :meth:`approve` does.
+
+        Raises:
+            UsageError: there is no agent ``name``, no call of it waits for approval with that
+                id, or it is decided already.
+        """
+        return await self._decided(name, DecideApproval(call_id, False, None, reason, by))
+
+    async def _decided(self, name: str, decision: DecideApproval) -> AgentAnswer:
+        agent = self.agent(name)
+        await decide_approval(self._client, agent.actors.history, decision)
+        return await self._turn(agent, ())
 
     async def _turn(self, agent: SystemAgent, feed: Sequence[ProvideInput]) -> AgentAnswer:
         async with held_turn(self._client, self._switchboard, agent.name, f"user.{next(self._claims)}"):

@@ -151,3 +151,18 @@ def test_chat_asks_per_call_re_asks_bad_json_and_runs_the_turn_on(tmp_path: Path
     assert [d["summary"] for d in audit if d["kind"] == "ApprovalDecided"] == [
         "call_0_0 approved by ada", 'call_0_1 approved by ada with arguments {"amount":20}',
         "call_0_2 denied by ada: too much"]
+
+
+def test_a_system_agents_call_is_not_decided_from_the_command_line_but_said_where_to(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'db'}"
+    script = tmp_path / "boss.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "send_message", "arguments": {"to": "aide", "text": "hi"}}]}]}), encoding="utf-8")
+    (tmp_path / "team.toml").write_text(
+        f'system = "team"\n\n[[agents]]\nname = "boss"\nmodel = "scripted:{script}"\napproval = ["send_message"]\n'
+        'inputs = ["greet the aide"]\n\n[[agents]]\nname = "aide"\n', encoding="utf-8")
+    code, _, err = lc("run", str(tmp_path / "team.toml"), "--store", store)
+    assert code == 0, err
+    code, _, err = lc("approve", "--store", store, "--thread", "team.boss", "call_0_0")
+    assert code == 1 and err.count("\n") == 1
+    assert "thread team.boss is an agent of a system" in err and "System.approve" in err

@@ -10,6 +10,9 @@ import trio.testing
 
 from livecontext.actors.agent._format import apps_json
 from livecontext.actors import open_system
+from livecontext.actors.apps import describe_tools
+from livecontext.actors.blueprint._load import SYSTEM_AGENT_TOOLS
+from livecontext.actors.system import Messaging
 from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.history import ModelInputEntry, ModelOutputEntry, TaskStatus, ToolStatus
 from livecontext.protocol.records import StepInterrupted
@@ -273,3 +276,31 @@ async def test_system_send_terminates_or_silently_tells_an_agent_without_a_turn(
     assert (row.task.status, row.task.reason) == (TaskStatus.TERMINATED, "no longer needed")
     notes = [m.notification.text for _, m in found if isinstance(m, NotificationPosted)]
     assert notes[0] == "silent input from client/system.team: the user left"
+
+
+async def test_a_system_agents_call_that_needs_approval_stops_it_and_is_decided_through_the_system() -> None:
+    boss = scripted([call("send_message", to="aide", text="book the hall"),
+                     call("send_message", to="aide", text="book the hall for 50"),
+                     {"text": "done"}])
+    bp = team("boss", "aide", extra='approval = ["send_message"]\n')
+    async with open_system(bp, store="memory:", models={"boss": boss}) as system:
+        stopped = await system.send("boss", "get the hall booked")
+        assert stopped.reason == "waiting_approval: approval of send_message call call_0_0"
+        denied = await system.deny("boss", "call_0_0", "not that hall", by="ada")
+        assert denied.reason == "waiting_approval: approval of send_message call call_1_0"
+        done = await system.approve("boss", "call_1_0", by="ada")
+        assert (done.text, done.reason) == ("done", "no_input")
+        with pytest.raises(UsageError, match="has no pending approval for call id 'call_1_0'"):
+            await system.approve("boss", "call_1_0")
+        boss_results = await results(system.store, "team.boss")
+        aide = await records(system.store, "team.aide")
+    assert [(r.status, r.content.live.text.split(".")[0]) for r in boss_results] == [
+        (ToolStatus.FAILED, "denied: ada did not approve this call of send_message, so it was not run"),
+        (ToolStatus.OK, "message n1 left for aide; it reads it with its next input")]
+    notes = [m.notification.text for _, m in payloads(aide) if isinstance(m, NotificationPosted)]
+    assert notes == ["boss says: book the hall for 50"]  # the denied message never reached the aide
+
+
+def test_the_blueprint_knows_the_tools_every_agent_of_a_system_has() -> None:
+    # (a blueprint's approval names are checked against them: the two must agree)
+    assert sorted(spec.name for spec in describe_tools(Messaging())) == sorted(SYSTEM_AGENT_TOOLS)
