@@ -13,6 +13,7 @@ from ._approvals import Approval
 from ._apps import AppEffect, AppHistory
 from ._chat import ChatMessage
 from ._content import Retention, Shown
+from ._approvals import ApprovalsRequested
 from ._dispatch import InputMode, Interrupt, StepInterruptedEvent, TaskTerminatedEvent, Terminate
 from ._context_mgmt import GetFill, HistoryFill, HistorySlice, LimitLevel, ReadHistory
 from ._entries import HistoryEntry, Notification, Usage, UsageTotals
@@ -248,7 +249,7 @@ class StateTransition(Message):
 
 EngineEvent = (WaitingInput | BeforeModelCall | ObservationCut | ModelTextDelta | AfterModelCall
                | BeforeToolExecute | AfterToolExecute | AgentOutput | StateTransition | StepInterruptedEvent
-               | TaskTerminatedEvent)
+               | TaskTerminatedEvent | ApprovalsRequested)
 """What the engine publishes on its events topic."""
 
 

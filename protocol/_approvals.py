@@ -109,3 +109,12 @@ ApprovalReply = ApprovalRecorded
 def approval_waits(approvals: tuple[Approval, ...]) -> str:
     """What the agent waits for, in words: ``approval of pay call c1, send_mail call c2``."""
     return "approval of " + ", ".join(f"{a.call.name} call {a.call.id}" for a in approvals if a.pending)
+
+
+@frozen
+class ApprovalsRequested(Message):
+    """Published when the engine stops for a person's approval (recorded as
+    :class:`ApprovalRequested`): the calls that wait (those of the output still undecided)."""
+
+    thread_id: str
+    calls: tuple[ToolCall, ...]

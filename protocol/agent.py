@@ -69,6 +69,7 @@ from ._agent import (
     WaitingInput,
     Windows,
 )
+from ._approvals import ApprovalsRequested
 from ._dispatch import (
     InputMode,
     Interrupt,
@@ -86,6 +87,7 @@ __all__ = [
     "Interrupt",
     "RecordInterruption",
     "RecordTermination",
+    "ApprovalsRequested",
     "StepInterruptedEvent",
     "TaskTerminatedEvent",
     "Terminate",

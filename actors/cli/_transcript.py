@@ -15,6 +15,7 @@ from livecontext.protocol.agent import (
     ModelTextDelta,
     NotificationPosted,
     StateTransition,
+    ApprovalsRequested,
     StepInterruptedEvent,
     TaskTerminatedEvent,
     WaitingInput,
@@ -66,6 +67,9 @@ class Transcript:
         elif isinstance(event, AfterToolExecute):
             style = _STATUS_STYLE[event.status]
             self._line(f"app/{t}", f"[{style}]{event.status.value}[/{style}]: {escape(event.gist)}")
+        elif isinstance(event, ApprovalsRequested):
+            waiting = ", ".join(f"{c.name} call {c.id}" for c in event.calls)
+            self._line(f"engine/{t}", f"[yellow]waits for a person's approval: {escape(waiting)}[/yellow]")
         elif isinstance(event, StepInterruptedEvent):
             self._line(f"engine/{t}", f"[magenta]{escape(event.what)} interrupted by {escape(event.by)}[/magenta]")
         elif isinstance(event, TaskTerminatedEvent):

@@ -70,6 +70,7 @@ from livecontext.protocol.agent import (
     AppendOutput,
     AppendToolResults,
     ApplyEffect,
+    ApprovalsRequested,
     BeforeModelCall,
     BeforeToolExecute,
     Cancel,
@@ -1045,6 +1046,7 @@ class Engine(Actor):
                       if c.id not in known and self._needs_approval(c, specs.get(c.name)))
         after: Tail = await self._ask(self.wiring.history, RecordApprovalRequest(calls), Tail, _WRITE_TIMEOUT_S,
                                       shield=True)
+        await self._announce(ApprovalsRequested, self.thread_id, tuple(a.call for a in after.approvals if a.pending))
         return _AwaitingApproval(approval_waits(after.approvals))
 
     def _edited(self, result: ToolResult, by: str, arguments: str) -> ToolResult:

@@ -48,6 +48,7 @@ from livecontext.protocol.agent import (
     StateTransition,
     Step,
     StepDone,
+    ApprovalsRequested,
     StepInterruptedEvent,
     Tail,
     TaskTerminatedEvent,
@@ -108,10 +109,10 @@ AppLike = App | str
 """An app: an instance, or the import path ``module:Class`` of a class made with no arguments."""
 
 AgentEvent = (ModelTextDelta | BeforeModelCall | ObservationCut | AfterModelCall | BeforeToolExecute | AfterToolExecute
-              | AgentOutput | StateTransition | StepInterruptedEvent | TaskTerminatedEvent)
+              | AgentOutput | StateTransition | StepInterruptedEvent | TaskTerminatedEvent | ApprovalsRequested)
 """What :meth:`Agent.stream` yields before its :class:`Reply`."""
 _STREAMED = (ModelTextDelta, BeforeModelCall, ObservationCut, AfterModelCall, BeforeToolExecute, AfterToolExecute,
-             AgentOutput, StateTransition, StepInterruptedEvent, TaskTerminatedEvent)
+             AgentOutput, StateTransition, StepInterruptedEvent, TaskTerminatedEvent, ApprovalsRequested)
 
 
 @frozen

@@ -31,13 +31,14 @@ def test_the_approvals_example_pays_once_what_a_person_approved_and_tells_the_mo
         tmp_path: Path) -> None:
     store = f"sqlite:{tmp_path / 'pay.db'}"
     ledger = tmp_path / "ledger.jsonl"
-    env = {**cli_env(), "PAYMENTS_LEDGER": str(ledger), "OPENAI_API_KEY": ""}
+    env = {**cli_env(), "PAYMENTS_LEDGER": str(ledger), "OPENAI_API_KEY": "", "COLUMNS": "200"}
     run, deny, approve = [[store if word == "sqlite:/tmp/pay.db" else word for word in c] for c in commands()]
     assert [run[0], deny[0], approve[0]] == ["run", "deny", "approve"]
 
     stopped = livecontext(run, env)
     assert stopped.returncode == 0, stopped.stderr
     assert "waiting_approval" in stopped.stdout
+    assert "waits for a person's approval: pay_invoice call call_1_0, pay_invoice call call_1_1" in stopped.stdout
     assert "call_1_0 waits for approval" in stopped.stdout and "call_1_1 waits for approval" in stopped.stdout
     assert not ledger.exists()  # nothing paid before a person decided
 

@@ -12,6 +12,7 @@ import pytest
 
 import livecontext
 from livecontext import EngineState, TaskStatus
+from livecontext.protocol.agent import ApprovalsRequested
 from livecontext.protocol.history import ModelReply, ModelRequest, ToolCall, ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from tests.support import approval_tools as at
@@ -69,6 +70,17 @@ async def test_a_tool_that_needs_approval_stops_the_agent_waiting_approval_namin
         again = await agent.run()  # nothing decided: it stays where it is, and the tool is not run
         assert again.status.status is TaskStatus.WAITING_APPROVAL and again.steps == 0
         assert at.RUNS == [] and len(model.requests) == 1
+
+
+async def test_a_stream_says_when_the_agent_stops_for_approval_and_which_calls_wait() -> None:
+    model = Seen(calls(call("pay", amount=5), call("pay", amount=7)), {"text": "done"})
+    async with livecontext.open_agent(model=model, tools=[at.pay]) as agent:
+        seen = [item async for item in agent.stream("pay twice")]
+    (asked,) = [e for e in seen if isinstance(e, ApprovalsRequested)]
+    assert asked.calls == (ToolCall("call_0_0", "pay", '{"amount": 5}'), ToolCall("call_0_1", "pay", '{"amount": 7}'))
+    assert seen.index(asked) == len(seen) - 2  # (then the reply)
+    reply = seen[-1]
+    assert isinstance(reply, livecontext.Reply) and reply.status.status is TaskStatus.WAITING_APPROVAL
 
 
 async def test_approve_runs_the_call_and_the_task_goes_on() -> None:
