@@ -79,6 +79,25 @@ def test_run_agent_inside_a_running_asyncio_loop_refuses_in_one_line_and_opens_n
     assert not db.exists()
 
 
+def test_run_agent_from_a_worker_thread_of_an_asyncio_program_runs() -> None:
+    async def main() -> livecontext.Reply:
+        return await asyncio.to_thread(livecontext.run_agent, "hello", model="echo")
+
+    assert asyncio.run(main()).text == "echo: hello"
+
+
+def test_a_sync_agents_call_inside_a_running_asyncio_loop_refuses_and_the_agent_goes_on() -> None:
+    with livecontext.open_sync_agent(model="echo") as agent:
+        async def main() -> None:
+            with pytest.raises(UsageError, match=r"^SyncAgent\.send was called inside a running asyncio event loop, "):
+                agent.send("hello")
+
+        asyncio.run(main())
+        assert agent.history() == ()
+        assert agent.send("hello").text == "echo: hello"
+    assert agent_threads() == []
+
+
 async def test_run_agent_inside_a_running_trio_run_refuses_in_one_line_and_opens_nothing(tmp_path: Path) -> None:
     db = tmp_path / "never.db"
     with pytest.raises(UsageError, match=INSIDE.format(loop="Trio run")):
