@@ -131,6 +131,9 @@ class SyncAgent:
         """As :attr:`Agent.changed`: one line for each setting given that changes what the
         resumed thread recorded."""
 
+    def __repr__(self) -> str:
+        return f"<SyncAgent of thread {self.thread!r}, {'closed' if self._closed else 'open'}>"
+
     def __enter__(self) -> SyncAgent:
         return self
 

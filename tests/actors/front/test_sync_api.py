@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from livecontext.actors.history import HistoryConflictError
 from livecontext.protocol.history import ModelReply, ModelRequest, ToolCall, ToolResultsEntry, ModelInputEntry
 from livecontext.runtime.models import ModelClient, ScriptedModel, TextCallback
 from tests.support import approval_tools as at
+from tests.support.command import cli_env
 
 INSIDE = (r"^run_agent was called inside a running {loop}, which it would block: use `await` with the async API "
           r"\(livecontext\.open_agent\) from a Trio program, or call run_agent from a plain script / a worker thread$")
@@ -119,6 +122,7 @@ async def test_open_sync_agent_inside_a_running_trio_run_refuses_and_starts_no_t
 def test_a_sync_agent_keeps_one_thread_across_sends_and_its_worker_thread_ends_with_the_block() -> None:
     with livecontext.open_sync_agent(model="echo", thread="chat") as agent:
         assert [t.name for t in agent_threads()] == ["livecontext agent chat"]
+        assert repr(agent) == "<SyncAgent of thread 'chat', open>"
         assert agent.thread == "chat" and agent.changed == ()
         first = agent.send("hello")
         second = agent.send("again")
@@ -173,7 +177,7 @@ def test_a_closed_sync_agent_refuses_a_call_in_one_line() -> None:
     agent = livecontext.open_sync_agent(model="echo", thread="gone")
     agent.close()
     agent.close()  # (again: nothing)
-    assert agent_threads() == []
+    assert agent_threads() == [] and repr(agent) == "<SyncAgent of thread 'gone', closed>"
     with pytest.raises(UsageError, match=r"^this agent of thread gone is closed: open one again with "
                                          r"livecontext\.open_sync_agent\(\.\.\.\)$"):
         agent.send("hello")
@@ -241,3 +245,17 @@ def test_a_ctrl_c_while_a_call_waits_cancels_the_call_and_ends_the_worker_thread
         model.started.set()
         interrupter.join(timeout=60)  # (a safety net)
     assert agent_threads() == []
+
+
+def test_a_script_that_never_closes_its_sync_agent_exits_having_closed_it_and_its_thread_is_kept(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'left.db'}"
+    script = ("import atexit, threading, livecontext\n"
+              # (run after livecontext's own exit handler, registered later: exit handlers run last first)
+              "atexit.register(lambda: print('at exit:', [t.name for t in threading.enumerate()\n"
+              "                                          if t.name.startswith('livecontext agent')]))\n"
+              f"agent = livecontext.open_sync_agent(model='echo', store={store!r}, thread='left')\n"
+              "print(agent.send('hello').text)\n")  # (no close: the agent is closed at exit)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=cli_env(), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "echo: hello\nat exit: []\n", "")
+    assert livecontext.run_agent("again", store=store, thread="left").usage.model_calls == 2
