@@ -208,7 +208,7 @@ class SyncAgent:
         if self._closed or self._token is None or self._agent is None:
             raise UsageError(f"this agent of thread {self.thread} is closed: open one again with "
                              "livecontext.open_sync_agent(...)")
-        call = _Call(functools.partial(method, self._agent, *args, **keywords))
+        call = _Call(functools.partial(method, self._agent, *args, **keywords), method.__name__)
         try:
             return trio.from_thread.run(self._in_run, call, trio_token=self._token)
         except KeyboardInterrupt:
@@ -216,7 +216,7 @@ class SyncAgent:
             raise
         except (trio.RunFinishedError, trio.Cancelled):  # the run ended under the call: say why
             self._end(raise_failure=True)
-            raise UsageError(f"the agent of thread {self.thread} closed while {method.__name__} ran") from None
+            raise UsageError(f"the agent of thread {self.thread} was closed while {method.__name__} ran") from None
 
     def _end(self, *, raise_failure: bool) -> None:
         with self._lock:
@@ -279,7 +279,7 @@ class SyncAgent:
                 if call.cancelled:
                     call.scope.cancel()
                 return await call.function()
-            raise UsageError(f"the agent of thread {self.thread} closed while the call ran")
+            raise UsageError(f"the agent of thread {self.thread} was closed while {call.name} ran")
         finally:
             self._calls.discard(call)
             call.done.set()
@@ -288,8 +288,9 @@ class SyncAgent:
 class _Call(Generic[T]):
     """One call crossing into the agent's run (its state touched only in the run's thread)."""
 
-    def __init__(self, function: Callable[[], Awaitable[T]]) -> None:
+    def __init__(self, function: Callable[[], Awaitable[T]], name: str) -> None:
         self.function = function
+        self.name = name
         self.scope: trio.CancelScope | None = None
         self.cancelled = False
         self.done = trio.Event()

@@ -220,6 +220,26 @@ class Stuck(ModelClient):
         pass
 
 
+def test_closing_a_sync_agent_cancels_a_call_another_thread_waits_on_and_tells_it_why() -> None:
+    model = Stuck()
+    raised: list[BaseException] = []
+    agent = livecontext.open_sync_agent(model=model, lifecycle=False, thread="busy")
+
+    def ask() -> None:
+        try:
+            agent.send("think forever")
+        except BaseException as exc:  # noqa: BLE001 (kept for the assertion below)
+            raised.append(exc)
+
+    caller = threading.Thread(target=ask)
+    caller.start()
+    model.started.wait()
+    agent.close()
+    caller.join(timeout=60)  # (a safety net)
+    assert model.cancelled and agent_threads() == []
+    assert [(type(e), str(e)) for e in raised] == [(UsageError, "the agent of thread busy was closed while send ran")]
+
+
 def test_a_ctrl_c_while_a_call_waits_cancels_the_call_and_ends_the_worker_thread() -> None:
     model = Stuck()
     main = threading.main_thread()
