@@ -47,6 +47,7 @@ _HOMES = {
     "Retention": "protocol.history",
     "SpendLimits": "actors.spend",
     "SpendLimitsError": "actors.spend",
+    "SyncAgent": "actors.front",
     "System": "actors.system",
     "TaskStatus": "protocol.history",
     "ToolContext": "protocol.history",
@@ -56,6 +57,8 @@ _HOMES = {
     "UsageError": "runtime",
     "open_agent": "actors.front",
     "open_system": "actors.system",
+    "open_sync_agent": "actors.front",
+    "run_agent": "actors.front",
     "idempotency_key": "protocol.history",
     "tool": "actors.apps",
 }
@@ -91,7 +94,10 @@ if TYPE_CHECKING:
         AgentSpec as AgentSpec,
         AgentState as AgentState,
         Reply as Reply,
+        SyncAgent as SyncAgent,
         open_agent as open_agent,
+        open_sync_agent as open_sync_agent,
+        run_agent as run_agent,
     )
     from livecontext.actors.history import (
         BudgetTooSmallError as BudgetTooSmallError,

@@ -32,7 +32,8 @@ def test_the_package_exports_exactly_the_front_door() -> None:
         "InputTooLargeError", "Level", "RecapSettings",
         "Reply", "Retention", "ToolContext", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
         "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus",
-        "SpendLimits", "SpendLimitsError", "Price", "idempotency_key"])
+        "SpendLimits", "SpendLimitsError", "Price", "idempotency_key", "SyncAgent", "open_sync_agent",
+        "run_agent"])
     for name in livecontext.__all__:
         assert getattr(livecontext, name).__doc__, f"{name} has no docstring"
 
