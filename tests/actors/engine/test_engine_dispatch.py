@@ -3,14 +3,16 @@ taken next; a terminating one ends the task; a silent one is recorded and takes 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import trio
 import trio.testing
 
 from livecontext.protocol.agent import (
+    Idle,
     IdleReason,
     InputMode,
     Interrupt,
@@ -60,6 +62,19 @@ async def logged_records(h: AgentHarness) -> list[Message]:
         return [converter.load_message(json.loads(rec.payload)) for rec in await reader.read()]
 
 
+@contextlib.asynccontextmanager
+async def running(h: AgentHarness, timeout: float = 2 * HOUR) -> AsyncIterator[list[Idle]]:
+    """A run until idle in the background while the block runs (the block cuts in); the list
+    holds the run's :class:`Idle` once it has ended, after the block."""
+    idles: list[Idle] = []
+    async with trio.open_nursery() as nursery:
+        async def run() -> None:
+            idles.append(await h.run_until_idle(timeout=timeout))
+
+        nursery.start_soon(run)
+        yield idles
+
+
 class StreamsThenHangs(ModelClient):
     """Streams two deltas, then waits forever (its first call); answers its later calls."""
 
@@ -95,13 +110,7 @@ async def test_an_interrupt_cancels_a_slow_tool_at_once_and_the_new_input_is_tak
     probe = Probe()
     model = ProbeModel(scripted([{"tool_calls": [slow_call()]}, {"text": "Stopped; what now?"}]))
     async with open_agent(model=model, inputs=["sort the files"], apps=[ProbeApp(probe)]) as h:
-        async with trio.open_nursery() as nursery:
-            idles = []
-
-            async def run() -> None:
-                idles.append(await h.run_until_idle(timeout=2 * HOUR))
-
-            nursery.start_soon(run)
+        async with running(h) as idles:
             await probe.started.wait()
             await give(h, "stop, sort by date instead", InputMode.INTERRUPT)
             interrupted_at = trio.current_time()
@@ -135,13 +144,7 @@ async def test_an_interrupt_cancels_a_streaming_model_call_and_the_next_call_see
 ) -> None:
     model = StreamsThenHangs(["Fine, in French."])
     async with open_agent(model=model, inputs=["write a poem"]) as h:
-        async with trio.open_nursery() as nursery:
-            idles = []
-
-            async def run() -> None:
-                idles.append(await h.run_until_idle(timeout=HOUR))
-
-            nursery.start_soon(run)
+        async with running(h, timeout=HOUR) as idles:
             await model.streamed.wait()
             await give(h, "in French, please", InputMode.INTERRUPT)
         (idle,) = idles
@@ -214,13 +217,7 @@ async def test_terminate_during_a_slow_tool_ends_the_task_with_the_calls_left_no
     model = ProbeModel(scripted([{"tool_calls": [slow_call(), {"name": "record", "arguments": {"label": "x"}}]},
                                  {"text": "a new task"}]))
     async with open_agent(model=model, inputs=["long job"], apps=[ProbeApp(probe)]) as h:
-        async with trio.open_nursery() as nursery:
-            idles = []
-
-            async def run() -> None:
-                idles.append(await h.run_until_idle(timeout=2 * HOUR))
-
-            nursery.start_soon(run)
+        async with running(h) as idles:
             await probe.started.wait()
             await give(h, "wrong folder", InputMode.TERMINATE)
             # answered once durable: the status says so already
@@ -251,13 +248,7 @@ async def test_terminate_during_a_model_call_leaves_the_thread_waiting_for_input
 ) -> None:
     model = StreamsThenHangs(["second task done"])
     async with open_agent(model=model, inputs=["first task"]) as h:
-        async with trio.open_nursery() as nursery:
-            idles = []
-
-            async def run() -> None:
-                idles.append(await h.run_until_idle(timeout=HOUR))
-
-            nursery.start_soon(run)
+        async with running(h, timeout=HOUR) as idles:
             await model.streamed.wait()
             await give(h, "stop", InputMode.TERMINATE)
         (idle,) = idles
