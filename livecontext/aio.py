@@ -1,0 +1,20 @@
+"""livecontext on asyncio: the front door's :func:`open_agent`, whose agent's methods are
+asyncio coroutines (and :meth:`AioAgent.stream` an async iterator)::
+
+    import asyncio, livecontext.aio
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model="echo") as agent:
+            print((await agent.send("hello")).text)
+
+    asyncio.run(main())
+
+The agents run on Trio, as a guest of the running asyncio loop (one guest run per loop, shared
+by its agents): docs/asyncio.md says how, and what cancelling a call does.
+"""
+
+from __future__ import annotations
+
+from livecontext.actors.front import AioAgent, open_aio_agent as open_agent
+
+__all__ = ["AioAgent", "open_agent"]
