@@ -1,0 +1,169 @@
+"""The front door on asyncio: ``livecontext.aio.open_agent`` runs the agents as a Trio guest of
+the running asyncio loop (one guest run for every agent of the loop); a cancelled asyncio caller
+cancels the agent's step, and an error of the Trio side is raised with its own type."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import Any
+
+import pytest
+import trio
+
+import livecontext
+import livecontext.aio
+from livecontext import AgentEvent, EngineState, Reply, TaskStatus
+from livecontext.actors.history import HistoryConflictError
+from livecontext.protocol.history import ToolResultsEntry, ToolStatus
+from livecontext.runtime import UsageError
+from livecontext.runtime.models import ScriptedModel
+from tests.support import approval_tools as at
+
+
+def scripted(*turns: dict[str, object]) -> ScriptedModel:
+    return ScriptedModel.from_turns(list(turns))
+
+
+def call(name: str, **arguments: object) -> dict[str, object]:
+    return {"name": name, "arguments": json.dumps(arguments)}
+
+
+@pytest.fixture(autouse=True)
+def _no_runs() -> None:
+    at.RUNS.clear()
+
+
+def test_an_asyncio_script_sends_streams_and_approves_a_tool_call() -> None:
+    model = scripted({"text": "hi there"}, {"text": "streamed"},
+                     {"tool_calls": [call("pay", amount=5)]}, {"text": "paid it"})
+
+    async def main() -> list[Any]:
+        seen: list[Any] = []
+        async with livecontext.aio.open_agent(model=model, tools=[at.pay]) as agent:
+            reply = await agent.send("hello")
+            seen.append((reply.text, reply.state))
+            items = [item async for item in agent.stream("stream please")]
+            seen.append(items)
+            waiting = await agent.send("pay 5")
+            seen.append(waiting.status.status)
+            (pending,) = await agent.pending_approvals()
+            await agent.approve(pending.id)
+            seen.append(at.RUNS[:])  # (approved, not run yet)
+            done = await agent.run()
+            seen.append((done.text, at.RUNS[:]))
+            seen.append((await agent.state()).state)
+        return seen
+
+    said, streamed, waiting, before_run, (text, runs), state = asyncio.run(main())
+    assert said == ("hi there", EngineState.WAITING_INPUT)
+    assert isinstance(streamed[-1], Reply) and streamed[-1].text == "streamed"
+    assert streamed[:-1] and all(isinstance(item, AgentEvent.__args__) for item in streamed[:-1])  # type: ignore[attr-defined]
+    assert waiting is TaskStatus.WAITING_APPROVAL
+    assert before_run == []
+    assert (text, runs) == ("paid it", [("pay", {"amount": 5})])
+    assert state is EngineState.WAITING_INPUT
+
+
+def test_two_agents_open_in_one_loop_share_one_trio_guest_run_which_ends_after_the_last_closes() -> None:
+    roots: list[tuple[str, trio.lowlevel.Task]] = []
+
+    @livecontext.tool
+    async def where(who: str) -> str:
+        """Say which Trio run runs this tool.
+
+        Args:
+            who: Who asks.
+        """
+        roots.append((who, trio.lowlevel.current_root_task()))
+        return "here"
+
+    def model() -> ScriptedModel:
+        return scripted({"tool_calls": [call("where", who="x")]}, {"text": "done"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model(), tools=[where], thread="a") as a, \
+                livecontext.aio.open_agent(model=model(), tools=[where], thread="b") as b:
+            replies = await asyncio.gather(a.send("go"), b.send("go"))
+            assert [r.text for r in replies] == ["done", "done"]
+        assert len(roots) == 2 and roots[0][1] is roots[1][1]  # one Trio run for both
+        assert inspect.getcoroutinestate(roots[0][1].coro) == inspect.CORO_CLOSED  # ended with the last agent
+        async with livecontext.aio.open_agent(model=model(), tools=[where], thread="c") as c:
+            await c.send("go")
+        assert roots[2][1] is not roots[0][1]  # a later agent starts a new run
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_asyncio_task_cancels_the_agents_step_and_the_agent_goes_on() -> None:
+    calls: list[str] = []
+    started = asyncio.Event()
+
+    @livecontext.tool
+    async def wait_for_news() -> str:
+        """Wait for news (forever, the first time)."""
+        calls.append("started")
+        if len(calls) == 1:
+            asyncio.get_running_loop().call_soon_threadsafe(started.set)
+            try:
+                await trio.Event().wait()  # never set
+            except trio.Cancelled:
+                calls.append("cancelled")
+                raise
+        return "no news"
+
+    model = scripted({"tool_calls": [call("wait_for_news")]}, {"text": "nothing new"}, {"text": "again"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model, tools=[wait_for_news]) as agent:
+            task = asyncio.create_task(agent.send("any news?"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert calls == ["started", "cancelled"]  # the tool's step was cancelled before the task ended
+            assert (await agent.state()).state is EngineState.WAITING_TOOL_RESULTS  # the step did not complete
+            reply = await agent.send("try again")  # usable after
+            assert reply.state is EngineState.WAITING_INPUT and reply.text == "again"
+            assert calls == ["started", "cancelled"]  # (not run again: it is not idempotent)
+            (results,) = [e for e in await agent.history() if isinstance(e, ToolResultsEntry)]
+            assert results.results[0].status is ToolStatus.INTERRUPTED  # the engine recorded the cut
+
+    asyncio.run(main())
+
+
+def test_an_error_of_the_trio_side_is_raised_in_the_asyncio_caller_with_its_type() -> None:
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model="echo") as agent:
+            with pytest.raises(HistoryConflictError) as raised:
+                await agent.deny("no-such-call")
+            assert isinstance(raised.value, UsageError)
+            assert (await agent.send("still here")).text == "echo: still here"
+
+    asyncio.run(main())
+
+
+def test_a_closed_agent_refuses_calls_in_one_line() -> None:
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model="echo") as agent:
+            pass
+        with pytest.raises(UsageError, match=r"^this agent of thread main is closed: open one again"):
+            await agent.send("hello")
+
+    asyncio.run(main())
+
+
+async def test_open_agent_refuses_without_a_running_asyncio_loop() -> None:  # (a Trio test)
+    with pytest.raises(UsageError, match="needs a running asyncio event loop"):
+        async with livecontext.aio.open_agent(model="echo"):
+            pass
+
+
+def test_importing_livecontext_does_not_import_the_asyncio_front_door() -> None:
+    import subprocess
+    import sys
+
+    code = "import livecontext, sys; print('livecontext.aio' in sys.modules, 'trio' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
