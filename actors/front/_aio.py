@@ -117,13 +117,15 @@ class AioAgent:
         items: asyncio.Queue[AgentEvent | Reply | _End] = asyncio.Queue()
 
         async def pump(agent: Agent) -> None:
+            events = agent.stream(text, pin=pin, max_steps=max_steps, cut_oversized=cut_oversized)
             try:
-                async with contextlib.aclosing(agent.stream(text, pin=pin, max_steps=max_steps,
-                                                            cut_oversized=cut_oversized)) as events:
-                    async for item in events:
-                        items.put_nowait(item)
+                async for item in events:
+                    items.put_nowait(item)
             finally:
                 items.put_nowait(_END)
+                aclose = getattr(events, "aclose", None)  # (an async generator: closed here, in its task)
+                if aclose is not None:
+                    await aclose()
 
         call = self._start(pump, "stream", stops_the_step=True)
         finished = False

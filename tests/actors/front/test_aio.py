@@ -167,3 +167,101 @@ def test_importing_livecontext_does_not_import_the_asyncio_front_door() -> None:
     code = "import livecontext, sys; print('livecontext.aio' in sys.modules, 'trio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def news_tool(calls: list[str], started: asyncio.Event) -> Any:
+    """A tool that waits forever the first time (noting its start and its cancellation)."""
+
+    @livecontext.tool
+    async def wait_for_news() -> str:
+        """Wait for news (forever, the first time)."""
+        calls.append("started")
+        if len(calls) == 1:
+            asyncio.get_running_loop().call_soon_threadsafe(started.set)
+            try:
+                await trio.Event().wait()  # never set
+            except trio.Cancelled:
+                calls.append("cancelled")
+                raise
+        return "no news"
+
+    return wait_for_news
+
+
+def test_a_cancelled_task_reading_a_stream_cancels_the_agents_step() -> None:
+    calls: list[str] = []
+    started = asyncio.Event()
+    model = scripted({"tool_calls": [call("wait_for_news")]}, {"text": "nothing new"}, {"text": "again"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model, tools=[news_tool(calls, started)]) as agent:
+            seen: list[object] = []
+
+            async def read() -> None:
+                async for item in agent.stream("any news?"):
+                    seen.append(item)
+
+            task = asyncio.create_task(read())
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert calls == ["started", "cancelled"]
+            assert seen and not any(isinstance(item, Reply) for item in seen)
+            assert (await agent.send("try again")).state is EngineState.WAITING_INPUT
+
+    asyncio.run(main())
+
+
+def test_stopping_a_stream_early_does_not_stop_the_run() -> None:
+    model = scripted({"tool_calls": [call("pay", amount=1)]}, {"text": "later"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model, tools=[at.pay]) as agent:
+            async for _item in agent.stream("pay 1"):
+                break  # the run goes on in the agent
+            reply = await agent.run()  # waits for it: it stopped for the approval
+            assert reply.status.status is TaskStatus.WAITING_APPROVAL
+
+    asyncio.run(main())
+
+
+def test_a_queued_send_cancelled_does_not_cancel_the_run_in_progress() -> None:
+    calls: list[str] = []
+    started = asyncio.Event()
+    gate = asyncio.Event()
+    model = scripted({"tool_calls": [call("wait_for_news")]}, {"text": "nothing new"}, {"text": "second"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model, tools=[news_tool(calls, started)]) as agent:
+            first = asyncio.create_task(agent.send("any news?"))
+            await started.wait()
+            queued = asyncio.create_task(agent.send("queued"))
+            asyncio.get_running_loop().call_soon(gate.set)
+            await gate.wait()
+            queued.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await queued
+            assert calls == ["started"]  # the first send's tool still runs
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            assert calls == ["started", "cancelled"]
+
+    asyncio.run(main())
+
+
+def test_closing_the_agent_while_a_call_runs_fails_that_call_in_one_line() -> None:
+    calls: list[str] = []
+    started = asyncio.Event()
+    model = scripted({"tool_calls": [call("wait_for_news")]}, {"text": "nothing new"})
+
+    async def main() -> None:
+        async with livecontext.aio.open_agent(model=model, tools=[news_tool(calls, started)]) as agent:
+            task = asyncio.create_task(agent.send("any news?"))
+            await started.wait()
+        with pytest.raises(UsageError, match=r"^the agent of thread main was closed while send ran$"):
+            await task
+        assert calls == ["started", "cancelled"]
+
+    asyncio.run(main())
