@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+import sniffio
 import trio
 
 import livecontext
@@ -77,6 +78,7 @@ def test_two_agents_open_in_one_loop_share_one_trio_guest_run_which_ends_after_t
             who: Who asks.
         """
         roots.append((who, trio.lowlevel.current_root_task()))
+        assert sniffio.current_async_library() == "trio"  # (the model clients' HTTP stack asks it)
         return "here"
 
     def model() -> ScriptedModel:
