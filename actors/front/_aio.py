@@ -248,11 +248,12 @@ class AioAgent:
         try:
             return await asyncio.shield(call.future)
         except asyncio.CancelledError:
-            if call.future.done() and not call.future.cancelled():
-                raise  # (the call ended first: its own outcome stays unread by a cancelled caller)
-            self._guest.soon(call.cancel, True)
-            with contextlib.suppress(BaseException):
-                await _uncancellable(call.future)
+            if not call.future.done():
+                self._guest.soon(call.cancel, True)
+                with contextlib.suppress(BaseException):
+                    await _uncancellable(call.future)
+            if not call.future.cancelled():
+                call.future.exception()  # (its outcome is not the cancelled caller's: read, so not reported)
             raise
 
     # -- the guest's side (Trio)

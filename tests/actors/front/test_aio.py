@@ -269,3 +269,15 @@ def test_closing_the_agent_while_a_call_runs_fails_that_call_in_one_line() -> No
         assert calls == ["started", "cancelled"]
 
     asyncio.run(main())
+
+
+def test_an_agent_that_fails_to_open_raises_with_its_type_and_the_next_one_opens() -> None:
+    async def main() -> None:
+        with pytest.raises(UsageError) as raised:
+            async with livecontext.aio.open_agent(model="echo", thread="no spaces allowed"):
+                pass
+        assert "thread" in str(raised.value)
+        async with livecontext.aio.open_agent(model="echo") as agent:
+            assert (await agent.send("hi")).text == "echo: hi"
+
+    asyncio.run(main())
