@@ -103,24 +103,10 @@ def test_two_agents_open_in_one_loop_share_one_trio_guest_run_which_ends_after_t
 def test_a_cancelled_asyncio_task_cancels_the_agents_step_and_the_agent_goes_on() -> None:
     calls: list[str] = []
     started = asyncio.Event()
-
-    @livecontext.tool
-    async def wait_for_news() -> str:
-        """Wait for news (forever, the first time)."""
-        calls.append("started")
-        if len(calls) == 1:
-            asyncio.get_running_loop().call_soon_threadsafe(started.set)
-            try:
-                await trio.Event().wait()  # never set
-            except trio.Cancelled:
-                calls.append("cancelled")
-                raise
-        return "no news"
-
     model = scripted({"tool_calls": [call("wait_for_news")]}, {"text": "nothing new"}, {"text": "again"})
 
     async def main() -> None:
-        async with livecontext.aio.open_agent(model=model, tools=[wait_for_news]) as agent:
+        async with livecontext.aio.open_agent(model=model, tools=[news_tool(calls, started)]) as agent:
             task = asyncio.create_task(agent.send("any news?"))
             await started.wait()
             task.cancel()
