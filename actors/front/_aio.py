@@ -213,8 +213,8 @@ class AioAgent:
     # -- the asyncio side
 
     async def _open(self) -> None:
-        opened: asyncio.Future[Agent] = self._guest.loop.create_future()
-        self._holder_done = self._guest.loop.create_future()
+        opened: asyncio.Future[Agent] = self._guest.watch(self._guest.loop.create_future())
+        self._holder_done = self._guest.watch(self._guest.loop.create_future())
         self._guest.soon(self._guest.start_soon, self._hold, opened)
         try:
             agent = await asyncio.shield(opened)
@@ -240,7 +240,7 @@ class AioAgent:
         if asyncio.get_running_loop() is not self._guest.loop:
             raise UsageError(f"AioAgent.{name} was called from another asyncio loop than the one that opened "
                              "the agent: use an agent only in the loop that opened it")
-        call = _Call(function, name, stops_the_step, self._guest.loop.create_future())
+        call = _Call(function, name, stops_the_step, self._guest.watch(self._guest.loop.create_future()))
         self._guest.soon(self._guest.start_soon, self._serve, call)
         return call
 
@@ -393,6 +393,15 @@ class _Guest:
         self.token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
         self._ending: trio.Event | None = None
+        self._waiting: set[asyncio.Future[Any]] = set()
+        """The futures of calls and openings not done yet: failed if the run ends under them."""
+
+    def watch(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
+        """Fail ``future`` if the run ends before it is done (a crash of the guest: no caller
+        waits forever)."""
+        self._waiting.add(future)
+        future.add_done_callback(self._waiting.discard)
+        return future
 
     def begin(self) -> None:
         trio.lowlevel.start_guest_run(
@@ -420,14 +429,21 @@ class _Guest:
         except BaseException as exc:  # (raised to whoever waits for the start or the end)
             _fail(self.started, exc)
             _fail(self.finished, exc)
+            error = f"the Trio guest run of this asyncio loop failed ({type(exc).__name__}: {exc})"
         else:
             _fail(self.started, UsageError("the Trio guest run ended before it started"))
             _resolve(self.finished, None)
+            error = "the Trio guest run of this asyncio loop ended"
+        for future in list(self._waiting):
+            _fail(future, UsageError(f"{error} under a call: open the agent again"))
 
     def soon(self, function: Callable[..., object], *args: Any) -> None:
         """Run ``function(*args)`` in the guest, soon (from the loop's thread)."""
         assert self.token is not None
-        self.token.run_sync_soon(function, *args)
+        try:
+            self.token.run_sync_soon(function, *args)
+        except trio.RunFinishedError:
+            raise UsageError("the Trio guest run of this asyncio loop has ended: open the agent again") from None
 
     def start_soon(self, function: Callable[..., Awaitable[object]], *args: Any) -> None:
         """(In the guest) start a task in the main task's nursery."""
