@@ -494,22 +494,21 @@ async def _guest_of(loop: asyncio.AbstractEventLoop) -> _Guest:
 
 
 async def _uncancellable(future: asyncio.Future[T]) -> T:
-    """Wait for ``future`` to be done even if the waiting task is cancelled meanwhile (the
-    cancellation is raised once it is done)."""
+    """Wait for ``future`` to be done even if the waiting task is cancelled meanwhile; then
+    raise that cancellation (the future's outcome read), else give the future's outcome."""
     cancelled = False
-    while True:
+    while not future.done():
         try:
-            result = await asyncio.shield(future)
+            await asyncio.shield(future)
         except asyncio.CancelledError:
-            if future.done():
-                if cancelled:
-                    raise
-                raise
-            cancelled = True
-            continue
-        if cancelled:
-            raise asyncio.CancelledError()
-        return result
+            cancelled = cancelled or not future.done()
+        except BaseException:
+            pass  # (done: its outcome is given below)
+    if cancelled:
+        if not future.cancelled():
+            future.exception()
+        raise asyncio.CancelledError()
+    return future.result()
 
 
 def _resolve(future: asyncio.Future[T], value: T) -> None:
