@@ -422,8 +422,9 @@ class _Guest:
             # (every agent closed: their calls and holders are over; nothing is left to cancel)
 
     def _done(self, outcome: Any) -> None:
-        if _GUESTS.get(self.loop) is self:
-            del _GUESTS[self.loop]
+        for registry in (_GUESTS, _ENDING):  # (a guest holds its loop: kept, it would keep the loop alive)
+            if registry.get(self.loop) is self:
+                del registry[self.loop]
         try:
             outcome.unwrap()
         except BaseException as exc:  # (raised to whoever waits for the start or the end)
@@ -470,6 +471,7 @@ _GUESTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Guest] = weakref.
 """The guest run of each asyncio loop that has one (while an agent is open in it)."""
 
 _ENDING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Guest] = weakref.WeakKeyDictionary()
+"""The guest run of each loop until it has ended (a new one waits for it to end first)."""
 
 
 async def _guest_of(loop: asyncio.AbstractEventLoop) -> _Guest:

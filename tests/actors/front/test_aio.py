@@ -267,3 +267,19 @@ def test_an_agent_that_fails_to_open_raises_with_its_type_and_the_next_one_opens
             assert (await agent.send("hi")).text == "echo: hi"
 
     asyncio.run(main())
+
+
+def test_a_loop_whose_agents_all_closed_is_not_kept_alive_by_its_guest_run() -> None:
+    import gc
+    import weakref
+
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        async with livecontext.aio.open_agent(model="echo") as agent:
+            await agent.send("hi")
+
+    asyncio.run(main())
+    gc.collect()
+    assert loops[0]() is None
