@@ -1,5 +1,6 @@
 """livecontext on asyncio: the front door's :func:`open_agent`, whose agent's methods are
-asyncio coroutines (and :meth:`AioAgent.stream` an async iterator)::
+asyncio coroutines (and :meth:`AioAgent.stream` an async iterator), and :func:`open_system`,
+whose system's are too::
 
     import asyncio, livecontext.aio
 
@@ -9,12 +10,13 @@ asyncio coroutines (and :meth:`AioAgent.stream` an async iterator)::
 
     asyncio.run(main())
 
-The agents run on Trio, as a guest of the running asyncio loop (one guest run per loop, shared
-by its agents): docs/asyncio.md says how, and what cancelling a call does.
+The agents and systems run on Trio, as a guest of the running asyncio loop (one guest run per
+loop, shared by every agent and system open in it): docs/asyncio.md says how, and what cancelling a call does.
 """
 
 from __future__ import annotations
 
 from livecontext.actors.front import AioAgent, open_aio_agent as open_agent
+from livecontext.actors.system import AioSystem, open_aio_system as open_system
 
-__all__ = ["AioAgent", "open_agent"]
+__all__ = ["AioAgent", "AioSystem", "open_agent", "open_system"]

@@ -3,7 +3,8 @@
 Public surface of the kernel: :class:`Actor` and ``@handler``, :func:`open_runtime` and
 :class:`Runtime`, :class:`Context` (``tell``/``ask``/``publish``), :class:`RestartPolicy`,
 the audit types and the kernel's errors, and the garbage-collector policy
-(:data:`GC_THRESHOLDS`, :func:`gc_tuned`). Testing helpers live in
+(:data:`GC_THRESHOLDS`, :func:`gc_tuned`), and the bridge from asyncio (:class:`InGuest`: the
+runtime as a Trio guest of an asyncio loop). Testing helpers live in
 :mod:`livecontext.runtime.testing`.
 """
 
@@ -13,6 +14,7 @@ from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
 from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
+from ._guest import GuestCall, InGuest, uncancellable
 from ._errors import (
     ActorError,
     ActorStoppedError,
@@ -65,7 +67,10 @@ __all__ = [
     "UnhandledMessageError",
     "UnknownActorError",
     "UsageError",
+    "GuestCall",
+    "InGuest",
     "gc_tuned",
+    "uncancellable",
     "handler",
     "open_runtime",
 ]

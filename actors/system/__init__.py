@@ -1,6 +1,7 @@
 """Systems of agents: opening one (:func:`open_system`), its log (and forking it whole at a
 system seq, :func:`fork_system`), the switchboard that gives out its agents' turns, a turn, and
-the messaging app through which its agents ask each other.
+the messaging app through which its agents ask each other, and a system on asyncio
+(:func:`open_aio_system`).
 
 Its modules are imported on first use of a name (see ``__getattr__``): the CLI's light commands
 take a few names of it without loading the rest (the agents' actors, the model clients)."""
@@ -14,6 +15,7 @@ from livecontext._lazy import attribute, names
 _HOMES = {
     "AgentAddress": "_turns",
     "AgentAnswer": "_running",
+    "AioSystem": "_aio",
     "Directory": "_messaging",
     "ForkedThread": "_system_log",
     "InputsRun": "_running",
@@ -31,6 +33,7 @@ _HOMES = {
     "TurnRefusedError": "_turns",
     "check_system_name": "_system_log",
     "fork_system": "_system_log",
+    "open_aio_system": "_aio",
     "open_system": "_running",
     "read_system_log": "_system_log",
     "system_log_id": "_system_log",
@@ -41,6 +44,7 @@ _HOMES = {
 __all__ = [*_HOMES]
 
 if TYPE_CHECKING:  # (type checkers run no __getattr__: the names of _HOMES, with their types)
+    from ._aio import AioSystem as AioSystem, open_aio_system as open_aio_system
     from ._messaging import Directory as Directory, Messaging as Messaging
     from ._switchboard import Switchboard as Switchboard
     from ._running import (

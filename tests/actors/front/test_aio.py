@@ -138,7 +138,7 @@ def test_a_closed_agent_refuses_calls_in_one_line() -> None:
     async def main() -> None:
         async with livecontext.aio.open_agent(model="echo") as agent:
             pass
-        with pytest.raises(UsageError, match=r"^this agent of thread main is closed: open one again"):
+        with pytest.raises(UsageError, match=r"^the agent of thread main is closed: open one again"):
             await agent.send("hello")
 
     asyncio.run(main())
