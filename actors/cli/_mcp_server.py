@@ -26,6 +26,7 @@ import trio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
+from pydantic import Field
 from typing_extensions import TypedDict
 
 from livecontext.runtime import LivecontextError, UsageError
@@ -62,22 +63,32 @@ text) and its model usage. Leave `thread` out for this session's own thread. A t
 never sent anything is an error."""
 
 
-class SendResult(TypedDict):
-    """The structured result of ``send``."""
+Thread = Annotated[str | None, Field(
+    description="The thread id (letters, digits, _ . -): opened, or resumed from the store. Leave it out for "
+                "this session's own thread.")]
+Text = Annotated[str, Field(description="The message for the agent.")]
+Last = Annotated[int | None, Field(description="Only the last this many entries (leave it out for all).", ge=0)]
 
-    thread: str
-    text: str
-    status: str
-    state: str
-    steps: int
-    reason: str
+
+class SendResult(TypedDict):
+    """What the agent's run on the message ended with."""
+
+    thread: Annotated[str, Field(description="The thread the message went to (give it as `thread` to come back to it).")]
+    text: Annotated[str, Field(description="The agent's answer, or the question it asks back.")]
+    status: Annotated[str, Field(description="Where its task stands: waiting_user, completed, abandoned, "
+                                             "waiting_approval, paused, failed, ...")]
+    state: Annotated[str, Field(description="The engine's state: WaitingInput once it answered.")]
+    steps: Annotated[int, Field(description="The engine steps the run took.")]
+    reason: Annotated[str, Field(description="Why the run stopped: no_input (it answered), max_steps, failed: ..., ...")]
 
 
 class HistoryResult(TypedDict):
-    """The structured result of ``history`` (``livecontext history --json``'s entries)."""
+    """A thread's entries, oldest first, as ``livecontext history --json`` gives them."""
 
     thread: str
-    entries: list[dict[str, Any]]
+    entries: Annotated[list[dict[str, Any]], Field(
+        description="Each entry: id, kind (model_input, model_output, tool_results, recap, ...), author, "
+                    "levels.live (its text), tool_calls or results, folded.")]
 
 
 class ThreadNotFoundError(UsageError):
@@ -173,9 +184,9 @@ class Threads:
             if not exists and not create:
                 raise ThreadNotFoundError(f"no thread {thread!r} in the store: `send` to it first (or give the id "
                                           "of a thread that exists)")
-            served = await self._nursery.start(self._hold, thread, exists)
-            self._served[thread] = served
-            return served
+            opened: Served = await self._nursery.start(self._hold, thread, exists)
+            self._served[thread] = opened
+            return opened
 
     async def _hold(self, thread: str, exists: bool, task_status: trio.TaskStatus[Served]) -> None:
         """Open the thread's agent (or system), report it, and keep it open until cancelled."""
@@ -241,20 +252,17 @@ def make_server(threads: Threads, name: str, *, default_thread: str, per_session
             raise ToolError(text) from None
         return result
 
-    async def send(text: str, ctx: Context, thread: str | None = None) -> Annotated[CallToolResult, SendResult]:
+    async def send(text: Text, ctx: Context, thread: Thread = None) -> Annotated[CallToolResult, SendResult]:
         sent = await run(threads.send, thread_of(thread, ctx), text)
         return CallToolResult(content=[TextContent(type="text", text=sent["text"])], structured_content=dict(sent),
                               is_error=sent["reason"].startswith("failed"))
 
-    async def history(ctx: Context, thread: str | None = None,
-                      last: int | None = None) -> Annotated[CallToolResult, HistoryResult]:
-        if last is not None and last < 0:
-            raise ToolError(f"last={last}: give a number of entries, 0 or more (or leave it out for all)")
+    async def history(ctx: Context, thread: Thread = None, last: Last = None) -> Annotated[CallToolResult, HistoryResult]:
         found = await run(threads.history, thread_of(thread, ctx), last)
         return CallToolResult(content=[TextContent(type="text", text=transcript(found))],
                               structured_content=dict(found))
 
-    async def state(ctx: Context, thread: str | None = None) -> Annotated[CallToolResult, dict[str, Any]]:
+    async def state(ctx: Context, thread: Thread = None) -> Annotated[CallToolResult, dict[str, Any]]:
         data = await run(threads.state, thread_of(thread, ctx))
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, indent=1))],
                               structured_content=data)

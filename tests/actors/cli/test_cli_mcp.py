@@ -144,6 +144,27 @@ async def test_a_thread_outlives_the_server_and_send_continues_it_after_a_restar
                                                   ("model_input", "two"), ("model_output", "Second answer.")]
 
 
+async def test_calls_at_once_on_one_thread_run_one_after_the_other(tmp_path: Path) -> None:
+    bp = agent_blueprint(tmp_path, "Answer A.", "Answer B.")
+    replies: dict[str, str] = {}
+    with trio.fail_after(HANG_S):
+        async with stdio(bp, "--store", f"sqlite:{tmp_path / 'db'}", "--thread", "busy") as client:
+            async def send(text: str) -> None:
+                replies[text] = text_of(await client.call_tool("send", {"text": text}))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, "first")
+                nursery.start_soon(send, "second")
+            history = await client.call_tool("history", {})
+    assert sorted(replies.values()) == ["Answer A.", "Answer B."]
+    assert history.structured_content is not None
+    kinds = exchange(history.structured_content)
+    # each input answered before the next one is taken: never two inputs in a row
+    assert [kind for kind, _ in kinds] == ["model_input", "model_output", "model_input", "model_output"]
+    for (_, asked), (_, answered) in zip(kinds[::2], kinds[1::2], strict=True):
+        assert replies[asked] == answered
+
+
 async def test_over_http_each_session_gets_its_own_thread_and_a_named_one_is_shared(tmp_path: Path) -> None:
     bp = agent_blueprint(tmp_path, "Answer one.", "Answer two.")
     store = f"sqlite:{tmp_path / 'db'}"
