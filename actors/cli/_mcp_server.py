@@ -34,8 +34,8 @@ from livecontext.runtime import LivecontextError, UsageError
 from ..agent import apps_json, check_thread_id, entry_json, status_json, usage_json
 from ..blueprint import AgentSpec, Blueprint, SystemBlueprint
 from ..front import Agent, open_agent
-from ._interrupt import Interrupt
 from ..system import SYSTEM_LOG_PREFIX, System, SystemAgentStatus, check_system_name, open_system
+from ._interrupt import Interrupt
 
 if TYPE_CHECKING:
     from livecontext.runtime.persistence import EventStore
@@ -91,7 +91,7 @@ class HistoryResult(TypedDict):
                     "levels.live (its text), tool_calls or results, folded.")]
 
 
-class ThreadNotFoundError(UsageError):
+class NoSuchThreadError(UsageError):
     """``history`` or ``state`` named a thread the store does not have."""
 
 
@@ -172,7 +172,7 @@ class Threads:
         """The thread's agent or system, opened (resumed from the store) if it is not yet.
 
         Raises:
-            ThreadNotFoundError: ``create`` is false and the store has no such thread.
+            NoSuchThreadError: ``create`` is false and the store has no such thread.
         """
         check_thread(self._bp, thread)
         async with self._opening:  # (two first calls on one thread open it once)
@@ -182,7 +182,7 @@ class Threads:
             system = isinstance(self._bp, SystemBlueprint)
             exists = await self._store.exists(f"{SYSTEM_LOG_PREFIX}{thread}" if system else thread)
             if not exists and not create:
-                raise ThreadNotFoundError(f"no thread {thread!r} in the store: `send` to it first (or give the id "
+                raise NoSuchThreadError(f"no thread {thread!r} in the store: `send` to it first (or give the id "
                                           "of a thread that exists)")
             opened: Served = await self._nursery.start(self._hold, thread, exists)
             self._served[thread] = opened
@@ -267,10 +267,15 @@ def make_server(threads: Threads, name: str, *, default_thread: str, per_session
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(data, indent=1))],
                               structured_content=data)
 
-    server.add_tool(send, name="send", description=SEND_HELP.format(name=name))
-    server.add_tool(history, name="history", description=HISTORY_HELP.format(name=name))
-    server.add_tool(state, name="state", description=STATE_HELP.format(name=name))
+    server.add_tool(send, name="send", description=_unwrapped(SEND_HELP.format(name=name)))
+    server.add_tool(history, name="history", description=_unwrapped(HISTORY_HELP.format(name=name)))
+    server.add_tool(state, name="state", description=_unwrapped(STATE_HELP.format(name=name)))
     return server
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` with each paragraph on one line (a model reads it; no editor wraps it)."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in text.split("\n\n"))
 
 
 def transcript(found: HistoryResult) -> str:
@@ -294,19 +299,13 @@ async def serve_stdio(server: MCPServer) -> None:
     await server.run_stdio_async()
 
 
-async def serve_http(threads_server: Callable[[Call], MCPServer], host: str, port: int,
-                     listening: Callable[[str], None]) -> None:
-    """Serve MCP over streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled;
-    ``listening`` is called with that URL (the port bound, for port 0) once it accepts.
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening at ``host:port`` (port 0: a free one).
 
     Raises:
-        OSError: the address cannot be bound.
+        OSError: the address cannot be bound (it is in use, or not this machine's).
     """
-    import anyio.from_thread
-    import uvicorn
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -314,9 +313,19 @@ async def serve_http(threads_server: Callable[[Call], MCPServer], host: str, por
     except OSError:
         sock.close()
         raise
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    url = f"http://{shown}:{bound}/mcp"
+    return sock
+
+
+async def serve_http(threads_server: Callable[[Call], MCPServer], sock: socket.socket,
+                     listening: Callable[[str], None]) -> None:
+    """Serve MCP over streamable HTTP on ``sock`` (at ``http://HOST:PORT/mcp``) until
+    cancelled; ``listening`` is called with that URL once it accepts. The socket is closed
+    at the end."""
+    import anyio.from_thread
+    import uvicorn
+
+    host, bound = sock.getsockname()[:2]
+    url = f"http://{f'[{host}]' if sock.family == socket.AF_INET6 else host}:{bound}/mcp"
     token = trio.lowlevel.current_trio_token()
     started = trio.Event()
 
@@ -370,7 +379,6 @@ def describe(bp: Blueprint | SystemBlueprint, entry: str) -> str:
     return bp.path.rsplit("/", 1)[-1].removesuffix(".toml") if bp.path else "agent"
 
 
-
 def check_thread(bp: Blueprint | SystemBlueprint, thread: str) -> str:
     """``thread`` if it is a usable thread id for ``bp`` (a system name, for a system).
 
@@ -389,15 +397,24 @@ def interrupt() -> Interrupt:
 
 async def serve(bp: Blueprint | SystemBlueprint, store_url: str, *, entry: str | None, thread: str | None,
                 host: str | None, port: int, base_url: str | None, api_key: str | None,
-                made_folder: str | None, stop: Interrupt | None = None) -> None:
+                made_folder: str | None) -> None:
     """Serve ``bp`` from the store at ``store_url`` on stdio (``host`` ``None``) or over HTTP,
     until the client goes (stdio) or Ctrl-C."""
     from livecontext.runtime.persistence import open_store
 
+    sock: socket.socket | None = None
     try:  # (what is wrong before serving: one line, exit 2)
         await check_models(bp, base_url=base_url, api_key=api_key)
+        if host is not None:
+            try:
+                sock = listen(host, port)
+            except OSError as exc:
+                raise UsageError(f"cannot listen at {host}:{port}: {exc.strerror or exc}; give another "
+                                 "--port (0: a free one)") from None
         opened = await open_store(store_url)
     except (LivecontextError, OSError) as exc:
+        if sock is not None:
+            sock.close()
         say(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         raise SystemExit(2) from None
     async with opened as store:
@@ -416,8 +433,9 @@ async def serve(bp: Blueprint | SystemBlueprint, store_url: str, *, entry: str |
                         f"sessionless ones to {default}" if thread is None else f"thread {default}")
                 say(f"serving {name} over MCP at {url}; {each} (store {store_url})")
 
+            assert sock is not None
             await serve_http(lambda call: make_server(threads, name, default_thread=default, per_session=thread is None,
-                                                      call=call), host, port, listening)
+                                                      call=call), sock, listening)
 
 
 async def check_models(bp: Blueprint | SystemBlueprint, *, base_url: str | None, api_key: str | None) -> None:

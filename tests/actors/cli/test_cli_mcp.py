@@ -9,6 +9,7 @@ import contextlib
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -255,6 +256,18 @@ async def test_a_bad_start_exits_2_with_one_line_before_serving(tmp_path: Path, 
     (line,) = done.stderr.splitlines()
     assert line.startswith("livecontext: error: ") and said in line
     assert done.stdout == ""
+
+
+async def test_a_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
+    bp = agent_blueprint(tmp_path, "unused")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = await run_cli("mcp", str(bp), "--store", f"sqlite:{tmp_path / 'db'}", "--port", str(port))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"livecontext: error: cannot listen at 127.0.0.1:{port}: ")
 
 
 async def test_without_the_mcp_package_the_command_says_what_to_install(tmp_path: Path) -> None:
