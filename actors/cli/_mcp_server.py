@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
     from livecontext.runtime.persistence import EventStore
 
 T = TypeVar("T")
+
+log = logging.getLogger("livecontext")
+
+CANCEL_WAIT_S = 2.0
+"""How long a cancelled ``send`` waits for its agent to cancel its step (it may be closing)."""
 
 SEND_HELP = """Send a message to the livecontext agent {name} and wait for its reply.
 
@@ -103,6 +109,8 @@ class Served:
     agent: Agent | None = None
     system: System | None = None
     entry: str = ""
+    turn: trio.Lock = attrs.Factory(trio.Lock)
+    """Held by the ``send`` whose run is in progress: the others wait their turn."""
 
 
 class Threads:
@@ -134,7 +142,12 @@ class Threads:
         """Give ``text`` to the thread's agent and run it until it waits again."""
         served = await self._open(thread, create=True)
         if served.agent is not None:
-            reply = await served.agent.send(text)
+            async with served.turn:
+                try:
+                    reply = await served.agent.send(text)
+                except trio.Cancelled:  # (the client gave up, or the server stops: the step stops too)
+                    await _cancel_step(served.agent)
+                    raise
             return SendResult(thread=thread, text=reply.text, status=reply.status.status.value,
                               state=reply.state.value, steps=reply.steps, reason=reply.reason)
         assert served.system is not None
@@ -203,6 +216,16 @@ class Threads:
                               api_key=self._api_key) as agent:
             task_status.started(Served(thread, agent=agent))
             await trio.sleep_forever()
+
+
+async def _cancel_step(agent: Agent) -> None:
+    """Cancel the agent's step in flight (recorded; it pauses until its next run), for a
+    ``send`` cancelled while it ran; bounded, as the agent may be closing too."""
+    with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_WAIT_S):
+        try:
+            await agent.cancel()
+        except LivecontextError as exc:
+            log.warning("cancelling the step of thread %s for a cancelled call failed: %s", agent.thread, exc)
 
 
 @contextlib.asynccontextmanager

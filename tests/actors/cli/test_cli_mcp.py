@@ -143,6 +143,11 @@ async def test_a_thread_outlives_the_server_and_send_continues_it_after_a_restar
     assert after.structured_content is not None
     assert exchange(after.structured_content) == [("model_input", "one"), ("model_output", "First answer."),
                                                   ("model_input", "two"), ("model_output", "Second answer.")]
+    # what the model is sent holds the turn from before the restart
+    rendered = await run_cli("render", "--store", f"sqlite:{tmp_path / 'db'}", "--thread", "kept", "--json")
+    assert rendered.returncode == 0, rendered.stderr
+    said = [(m["role"], m["content"]) for m in json.loads(rendered.stdout)["messages"]]
+    assert said[1:5] == [("user", "one"), ("assistant", "First answer."), ("user", "two"), ("assistant", "Second answer.")]
 
 
 async def test_calls_at_once_on_one_thread_run_one_after_the_other(tmp_path: Path) -> None:
@@ -164,6 +169,29 @@ async def test_calls_at_once_on_one_thread_run_one_after_the_other(tmp_path: Pat
     assert [kind for kind, _ in kinds] == ["model_input", "model_output", "model_input", "model_output"]
     for (_, asked), (_, answered) in zip(kinds[::2], kinds[1::2], strict=True):
         assert replies[asked] == answered
+
+
+async def test_a_send_the_client_cancels_cancels_the_agents_step_and_pauses_it(tmp_path: Path) -> None:
+    script = write_script(tmp_path / "slow.json", [{"text": "too late", "delay_s": 3600}])
+    bp = tmp_path / "slow.toml"
+    bp.write_text(f'model = "scripted:{script}"\n', encoding="utf-8")
+
+    async def state(client: Client) -> dict[str, Any]:
+        found = await client.call_tool("state", {})  # (an error until the send made the thread)
+        return {} if found.is_error or found.structured_content is None else found.structured_content
+
+    with trio.fail_after(HANG_S):
+        async with stdio(bp, "--store", f"sqlite:{tmp_path / 'db'}", "--thread", "slow") as client:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "send", {"text": "take your time"})
+                while (await state(client)).get("status") != "active":  # (the run took the input)
+                    await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()
+            while (await state(client)).get("status") != "paused":  # (the model call of an hour is not waited for)
+                await trio.sleep(0.05)
+            history = await client.call_tool("history", {})
+    assert history.structured_content is not None
+    assert exchange(history.structured_content) == [("model_input", "take your time")]
 
 
 async def test_over_http_each_session_gets_its_own_thread_and_a_named_one_is_shared(tmp_path: Path) -> None:
