@@ -42,8 +42,9 @@ def stdio(blueprint: Path, *args: str) -> Client:
 
 
 @contextlib.asynccontextmanager
-async def http_server(blueprint: Path, *args: str) -> AsyncIterator[tuple[str, trio.Process]]:
-    """``livecontext mcp BLUEPRINT --port 0 ARGS`` running; its URL, read off its stderr."""
+async def http_server(blueprint: Path, *args: str) -> AsyncIterator[tuple[str, str, trio.Process]]:
+    """``livecontext mcp BLUEPRINT --port 0 ARGS`` running; its URL and the line that says it,
+    read off its stderr."""
     proc = await trio.lowlevel.open_process([*LIVECONTEXT, "mcp", str(blueprint), "--port", "0", *args],
                                             stderr=subprocess.PIPE, env=cli_env())
     try:
@@ -56,7 +57,7 @@ async def http_server(blueprint: Path, *args: str) -> AsyncIterator[tuple[str, t
                 said += chunk
         found = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", said.decode())
         assert found is not None, said.decode()
-        yield found.group(1), proc
+        yield found.group(1), said.decode(), proc
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -198,7 +199,7 @@ async def test_over_http_each_session_gets_its_own_thread_and_a_named_one_is_sha
     bp = agent_blueprint(tmp_path, "Answer one.", "Answer two.")
     store = f"sqlite:{tmp_path / 'db'}"
     with trio.fail_after(HANG_S):
-        async with http_server(bp, "--store", store) as (url, proc):
+        async with http_server(bp, "--store", store) as (url, said, proc):
             threads = []
             for text in ("from the first session", "from the second session"):
                 async with Client(url, mode="legacy") as client:  # (the handshake: a session id)
@@ -219,6 +220,10 @@ async def test_over_http_each_session_gets_its_own_thread_and_a_named_one_is_sha
             async with Client(url) as client:  # (the newest protocol, sessionless: a named thread)
                 shared = await client.call_tool("send", {"text": "me too", "thread": threads[0]})
                 assert text_of(shared) == "Answer two."
+                # one that names none goes to the server's thread, said when it started
+                unnamed = await client.call_tool("send", {"text": "no session"})
+                assert unnamed.structured_content is not None
+                assert f"sessionless ones to {unnamed.structured_content['thread']} " in said
             proc.send_signal(signal.SIGINT)
             assert await proc.wait() == 130
     listed = await run_cli("threads", "--store", store, "--json")
