@@ -110,12 +110,14 @@ class Served:
     system: System | None = None
     entry: str = ""
     turn: trio.Lock = attrs.Factory(trio.Lock)
-    """Held by the ``send`` whose run is in progress: the others wait their turn."""
+    """Held by the ``send`` whose run is in progress, the others waiting their turn (as they
+    would for the agent's own): a cancelled ``send`` that holds it cancels the step, one still
+    waiting has nothing to cancel."""
 
 
 class Threads:
-    """The threads this server serves, each opened on first use and held open until
-    :meth:`aclose` (the end of :meth:`open`'s block).
+    """The threads this server serves, each opened on first use (by a task of its own, which
+    holds it open) and closed at the end of :func:`open_threads`' block.
 
     A thread of an agent blueprint is that agent's thread; a thread of a system blueprint
     names a system run from that blueprint (``open_system(name=THREAD)``: its agents'

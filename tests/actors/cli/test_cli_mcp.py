@@ -277,12 +277,19 @@ async def test_history_or_state_of_a_thread_never_sent_to_is_a_tool_error_of_one
     (["BP", "--agent", "critic"], "--agent names an agent of a system blueprint"),
     (["BP", "--thread", "a b"], "invalid thread id"),
     (["NO_SCRIPT"], "script"),
+    (["SYSTEM", "--agent", "nobody"], "no agent named 'nobody'"),
+    (["BROKEN"], "broken.toml:1:"),
 ])
 async def test_a_bad_start_exits_2_with_one_line_before_serving(tmp_path: Path, args: Sequence[str], said: str) -> None:
     bp = agent_blueprint(tmp_path, "unused")
     no_script = tmp_path / "no_script.toml"
     no_script.write_text(f'model = "scripted:{tmp_path / "absent.json"}"\n', encoding="utf-8")
-    given = [str(bp) if a == "BP" else str(no_script) if a == "NO_SCRIPT" else a for a in args]
+    system = tmp_path / "team.toml"
+    system.write_text('system = "team"\n\n[[agents]]\nname = "planner"\nmodel = "echo"\n', encoding="utf-8")
+    broken = tmp_path / "broken.toml"
+    broken.write_text('modle = "echo"\n', encoding="utf-8")
+    files = {"BP": bp, "NO_SCRIPT": no_script, "SYSTEM": system, "BROKEN": broken}
+    given = [str(files[a]) if a in files else a for a in args]
     done = await run_cli("mcp", *given, "--store", f"sqlite:{tmp_path / 'db'}", cwd=tmp_path) \
         if "--store" not in given else await run_cli("mcp", *given, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
