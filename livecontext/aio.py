@@ -9,12 +9,16 @@ asyncio coroutines (and :meth:`AioAgent.stream` an async iterator)::
 
     asyncio.run(main())
 
+In a notebook, whose cells cannot keep an ``async with`` open, :func:`start_agent` gives the
+agent open (``agent = await livecontext.aio.start_agent(model="echo")``, later ``await
+agent.aclose()``).
+
 The agents run on Trio, as a guest of the running asyncio loop (one guest run per loop, shared
 by its agents): docs/asyncio.md says how, and what cancelling a call does.
 """
 
 from __future__ import annotations
 
-from livecontext.actors.front import AioAgent, open_aio_agent as open_agent
+from livecontext.actors.front import AioAgent, open_aio_agent as open_agent, start_aio_agent as start_agent
 
-__all__ = ["AioAgent", "open_agent"]
+__all__ = ["AioAgent", "open_agent", "start_agent"]
