@@ -153,3 +153,22 @@ async def test_the_server_stops_cleanly_closing_the_agents_thread_in_its_store(t
     entries = [(entry["kind"], entry["levels"]["live"]) for entry in json.loads(history)["entries"]]
     assert entries == [("model_input", "what is 2 + 3?"), ("model_output", ""), ("tool_results", ""),
                        ("model_output", "2 + 3 = 5.")]  # the exchange was kept
+
+
+async def test_a_client_that_disconnects_mid_run_cancels_the_agents_step_and_the_next_request_is_answered(
+        tmp_path: Path) -> None:
+    # the first model call would take an hour the first time it is made: it is answered only if
+    # the disconnection cut it (the next run would queue behind it otherwise)
+    slow = [{"text": "at last", "delay_s": 3600, "delay_times": 1}, {"text": "next"}]
+    async with serving(tmp_path, slow) as server:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=None) as client:
+            async with client.stream("GET", "/ask", params={"q": "slow one"}) as response:
+                async for event in httpx2.EventSource(response):
+                    if event.event == "BeforeModelCall":
+                        break  # the model call is under way: hang up
+            with trio.fail_after(120):  # (a guard against the cut that never came; not a speed bound)
+                events = await ask(client, "after the hang-up")
+    # the cut call is made again (without its hour, the second time), then this request's own
+    assert [data["call_index"] for kind, data in events if kind == "BeforeModelCall"] == [0, 1]
+    assert [data["text"] for kind, data in events if kind == "AfterModelCall"] == ["at last", "next"]
+    assert events[-1][0] == "Reply" and events[-1][1]["text"] == "next"
