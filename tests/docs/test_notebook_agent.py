@@ -94,3 +94,48 @@ async def kernel_pid(client: NotebookClient) -> int:
     assert reply["content"]["status"] == "ok"
     (output,) = [m for m in messages if m["msg_type"] == "stream"]
     return int(output["content"]["text"])
+
+
+def test_a_run_started_as_a_task_in_one_cell_is_cancelled_from_another_and_the_agent_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Kernel > Interrupt does not stop a cell that awaits, in ipykernel 7: a task is the way to
+    # keep a long run stoppable; docs/asyncio.md, "In Jupyter")
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    (tmp_path / "turns.json").write_text(json.dumps({"turns": [
+        {"tool_calls": [{"name": "wait_for_news", "arguments": {}}]}, {"text": "nothing new"}, {"text": "again"}]}))
+    sources = [
+        "import asyncio, trio, livecontext, livecontext.aio\n"
+        "started = asyncio.Event()\n"
+        "\n"
+        "@livecontext.tool\n"
+        "async def wait_for_news() -> str:\n"
+        "    \"\"\"Wait for news (forever, the first time).\"\"\"\n"
+        "    if not started.is_set():\n"
+        "        asyncio.get_running_loop().call_soon_threadsafe(started.set)\n"
+        "        await trio.sleep_forever()\n"
+        "    return 'no news'\n"
+        "\n"
+        "agent = await livecontext.aio.start_agent(model='scripted:turns.json', tools=[wait_for_news],\n"
+        "                                          store='sqlite:nb.db', thread='t')",
+        "task = asyncio.create_task(agent.send('any news?'))",
+        "await started.wait()  # the tool runs, in the background\n"
+        "print(task.done())",
+        "task.cancel()\n"
+        "try:\n"
+        "    await task\n"
+        "except asyncio.CancelledError:\n"
+        "    print('cancelled')",
+        "print((await agent.send('try again')).text)",
+        "from livecontext.protocol.history import ToolResultsEntry\n"
+        "print([r.status.value for e in await agent.history() if isinstance(e, ToolResultsEntry) for r in e.results])",
+        "await agent.aclose()",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    client = NotebookClient(notebook, km=kernel_of_this_python(tmp_path), timeout=600,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    shown = [text_of(cell) for cell in notebook.cells]
+    # the tool's step was cut (the tool is not run again: its result is recorded as interrupted),
+    # and the agent answered the next send
+    assert shown == ["", "", "False\n", "cancelled\n", "again\n", "['interrupted']\n", ""]
