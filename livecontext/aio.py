@@ -10,13 +10,17 @@ whose system's are too::
 
     asyncio.run(main())
 
+In a notebook, whose cells cannot keep an ``async with`` open, :func:`start_agent` gives the
+agent open (``agent = await livecontext.aio.start_agent(model="echo")``, later ``await
+agent.aclose()``).
+
 The agents and systems run on Trio, as a guest of the running asyncio loop (one guest run per
 loop, shared by every agent and system open in it): docs/asyncio.md says how, and what cancelling a call does.
 """
 
 from __future__ import annotations
 
-from livecontext.actors.front import AioAgent, open_aio_agent as open_agent
+from livecontext.actors.front import AioAgent, open_aio_agent as open_agent, start_aio_agent as start_agent
 from livecontext.actors.system import AioSystem, open_aio_system as open_system
 
-__all__ = ["AioAgent", "AioSystem", "open_agent", "open_system"]
+__all__ = ["AioAgent", "AioSystem", "open_agent", "open_system", "start_agent"]
