@@ -123,6 +123,7 @@ class InGuest(Generic[H]):
         except BaseException:
             await guest.release()
             raise
+        guest.held.add(self)
         return value
 
     async def call(self, function: Callable[[H], Awaitable[T]], name: str, *,
@@ -173,6 +174,7 @@ class InGuest(Generic[H]):
         done = self._holder_done
         if done is None:
             return
+        self.guest.held.discard(self)
         self.guest.soon(self._close_in_guest)
         try:
             await uncancellable(done)
@@ -274,6 +276,9 @@ class _Guest:
         self._ending: trio.Event | None = None
         self._waiting: set[asyncio.Future[Any]] = set()
         """The futures of calls and openings not done yet: failed if the run ends under them."""
+        self.held: set[InGuest[Any]] = set()
+        """What is open in the run (closed by :meth:`_keep` if the loop ends first)."""
+        self._keeper: asyncio.Task[None] | None = None
 
     def watch(self, future: asyncio.Future[T]) -> asyncio.Future[T]:
         """Fail ``future`` if the run ends before it is done (a crash of the guest: no caller
@@ -283,6 +288,7 @@ class _Guest:
         return future
 
     def begin(self) -> None:
+        self._keeper = self.loop.create_task(self._keep(), name="livecontext: the Trio guest run's keeper")
         trio.lowlevel.start_guest_run(
             self._main,
             run_sync_soon_threadsafe=self.loop.call_soon_threadsafe,
@@ -290,6 +296,24 @@ class _Guest:
             done_callback=self._done,
             host_uses_signal_set_wakeup_fd=True,
         )
+
+    async def _keep(self) -> None:
+        """Live as long as the run. ``asyncio.run`` ends by cancelling every task left: this
+        one then closes what is still open in the run (an agent a script never closed), so that
+        the run ends with the loop instead of being left behind in its thread, where it would
+        refuse every later ``trio.run``."""
+        try:
+            await asyncio.shield(self.finished)
+        except asyncio.CancelledError:
+            if not self.finished.done():
+                _log.warning("the asyncio loop is ending with %d livecontext agent(s) or system(s) still open in it: "
+                             "closing them", len(self.held))
+                for thing in list(self.held):
+                    with contextlib.suppress(Exception):
+                        await thing.aclose()
+            raise
+        except Exception:
+            pass  # (the run failed: raised to its callers already)
 
     async def _main(self) -> None:
         self._ending = trio.Event()

@@ -283,3 +283,18 @@ def test_a_loop_whose_agents_all_closed_is_not_kept_alive_by_its_guest_run() -> 
     asyncio.run(main())
     gc.collect()
     assert loops[0]() is None
+
+
+def test_an_agent_left_open_when_asyncio_run_ends_is_closed_and_the_thread_can_run_trio_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> str:
+        agent = await livecontext.aio.start_agent(model="echo")
+        return (await agent.send("hi")).text  # (never closed)
+
+    assert asyncio.run(main()) == "echo: hi"
+    assert "ending with 1 livecontext agent(s) or system(s) still open in it: closing them" in caplog.text
+
+    async def after() -> str:
+        return "trio runs"
+
+    assert trio.run(after) == "trio runs"  # (a guest run left behind would refuse it)

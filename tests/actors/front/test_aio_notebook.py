@@ -27,7 +27,7 @@ def test_an_agent_started_in_one_task_is_used_by_later_ones_until_closed(tmp_pat
         streamed = await loop.create_task(_collect(agent.stream("two")))
         assert streamed[-1].text == "echo: two"
         await agent.aclose()
-        with pytest.raises(UsageError, match=r"^this agent of thread chat is closed"):
+        with pytest.raises(UsageError, match=r"^the agent of thread chat is closed"):
             await agent.send("three")
         again = await livecontext.aio.start_agent(store=store, thread="chat")  # resumed from the store
         assert [e.text for e in await again.history() if isinstance(e, ModelInputEntry)] == ["one", "two"]
@@ -47,7 +47,7 @@ def test_starting_an_agent_again_on_the_same_store_and_thread_closes_the_one_sta
         first = await livecontext.aio.start_agent(model="echo", store=store, thread="chat")
         await first.send("one")
         second = await livecontext.aio.start_agent(model="echo", store=store, thread="chat")  # the cell, run again
-        with pytest.raises(UsageError, match=r"^this agent of thread chat is closed"):
+        with pytest.raises(UsageError, match=r"^the agent of thread chat is closed"):
             await first.send("lost")
         assert (await second.send("two")).text == "echo: two"
         other = await livecontext.aio.start_agent(model="echo", store=store, thread="other")  # another thread
