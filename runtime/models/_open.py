@@ -14,8 +14,8 @@ from ._echo import EchoModel
 from ._retry import RetryingModel, RetryPolicy
 from ._scripted import ScriptedModel
 
-SPEC_FORMS = ("echo", "scripted:PATH", "openai:MODEL", "cassette:PATH:SPEC")
-"""The accepted forms of a model spec."""
+SPEC_FORMS = ("echo", "scripted:PATH", "openai:MODEL")
+"""The accepted forms of a model spec (each one can be wrapped in a cassette: ``cassette:PATH:SPEC``)."""
 
 
 def make_model_client(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> ModelClient:
