@@ -711,9 +711,9 @@ def _describe_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[l
             details += [f"    - {line}" for line in before[i]["content"].split("\n")[:3]]
     old_tools = {t["name"]: t for t in old["tools"]}
     new_tools = {t["name"]: t for t in new["tools"]}
-    for name in new_tools.keys() - old_tools.keys():
+    for name in sorted(new_tools.keys() - old_tools.keys()):
         items.append(f"tool {name!r} added")
-    for name in old_tools.keys() - new_tools.keys():
+    for name in sorted(old_tools.keys() - new_tools.keys()):
         items.append(f"tool {name!r} removed")
     for name in sorted(old_tools.keys() & new_tools.keys()):
         if old_tools[name] != new_tools[name]:
