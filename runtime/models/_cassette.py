@@ -144,6 +144,9 @@ class CassetteMissError(UsageError):
     Its first line says which cassette, and what differs from the nearest recorded request
     (the engine reports a failed call by that line); the lines after it show each difference
     (a message's first changed lines, a tool, a setting). Not transient: it is never retried.
+    Each one is also logged whole, as a warning of the ``livecontext`` logger whose record
+    carries it as ``record.cassette_miss`` (a miss in an analyzer's or a recap's call, which
+    fails no run, is found there).
     """
 
     def __init__(self, path: str, summary: str, details: Sequence[str], key: str) -> None:
@@ -522,8 +525,9 @@ class CassetteModel(ModelClient):
         if not takes:
             miss = _miss(self.path, key, data, self._recorded, _secrets(self._secrets))
             self.misses.append(miss)
-            # whole, where a failed run is told by its first line only (the engine's reason)
-            log.warning("%s", miss)
+            # whole, where a failed run is told by its first line only (the engine's reason),
+            # and findable: a test runner can fail a test on any record that carries one
+            log.warning("%s", miss, extra={"cassette_miss": miss})
             raise miss
         served = self._served.get(key, 0)
         self._served[key] = served + 1

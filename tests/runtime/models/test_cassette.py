@@ -198,6 +198,21 @@ async def test_a_failed_attempt_is_not_recorded_and_the_retry_is(tmp_path: Path)
     assert len(json.loads(path.read_text())["interactions"]) == 1
 
 
+async def test_a_recording_replaces_what_the_file_held_and_clients_recording_into_it_share_it(
+        tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    await record(path, (request(user="old"), ModelReply("old"), []))
+    fresh = tmp_path / "fresh.json"
+    fresh.write_text(path.read_text())  # a cassette from an earlier run: re-recorded from scratch
+    parent = CassetteModel(fresh, Fixed((ModelReply("parent"), ["par", "ent"])), mode="record")
+    child = CassetteModel(fresh, Fixed((ModelReply("child"), ["child"])), mode="record")
+    async with trio.open_nursery() as nursery:  # (a sub-agent's calls go on beside its parent's)
+        nursery.start_soon(parent.complete, request(user="plan"))
+        nursery.start_soon(child.complete, request(user="do a part"))
+    texts = sorted(i["reply"]["text"] for i in json.loads(fresh.read_text())["interactions"])
+    assert texts == ["child", "parent"]
+
+
 # --- a miss ----------------------------------------------------------------------------------
 
 
@@ -218,6 +233,16 @@ async def test_a_changed_system_prompt_fails_with_a_diff_naming_the_system_promp
     assert details == ["message 0 (system prompt): its text changed (48 -> 49 chars)", "    @ line 1",
                        "    - You are a careful assistant.", "    + You are a careless assistant."]
     assert model.misses == [caught.value]
+
+
+async def test_a_miss_is_logged_whole_with_the_error_on_its_record(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "c.json"
+    await record(path, (request(), ModelReply("ok"), []))
+    with caplog.at_level(logging.WARNING, logger="livecontext"), pytest.raises(CassetteMissError) as caught:
+        await CassetteModel(path, Untouchable(), mode="replay").complete(request(user="changed"))
+    [logged] = [r for r in caplog.records if hasattr(r, "cassette_miss")]
+    assert logged.cassette_miss is caught.value and logged.getMessage() == str(caught.value)
 
 
 async def test_an_added_tool_fails_naming_the_tool(tmp_path: Path) -> None:
