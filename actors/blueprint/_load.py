@@ -19,7 +19,7 @@ import pydantic
 
 from livecontext.protocol.kernel import thread_id_problem
 from livecontext.runtime import UsageError
-from livecontext.runtime.models import SPEC_FORMS
+from livecontext.runtime.models import SPEC_FORMS, split_cassette_spec
 
 from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
@@ -361,6 +361,14 @@ def _spec_problem(where: Where, spec: str, base: Path) -> Iterator[tuple[Where, 
     kind, colon, rest = spec.partition(":")
     if spec == "echo" or (kind == "openai" and colon and rest):
         return
+    if kind == "cassette" and colon:  # (its file may not exist yet: it is recorded)
+        try:
+            inner = split_cassette_spec(spec)[1]
+        except UsageError as exc:
+            yield where, f"{name}: {exc}"
+            return
+        yield from _spec_problem(where, inner, base)
+        return
     if kind == "scripted" and colon and rest:
         script = _resolve(rest, base)
         if not script.is_file():
@@ -397,6 +405,9 @@ def _store_url(url: str, base: Path) -> str:
 
 def _model_spec(spec: str, base: Path) -> str:
     kind, _, rest = spec.partition(":")
+    if kind == "cassette":  # the cassette's file is the blueprint folder's, as a script is
+        path, inner = split_cassette_spec(spec)
+        return f"cassette:{_resolve(path, base)}:{_model_spec(inner, base)}"
     return f"scripted:{_resolve(rest, base)}" if kind == "scripted" else spec
 
 

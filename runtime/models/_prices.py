@@ -19,6 +19,7 @@ from attrs import frozen
 from livecontext.protocol.history import UsageTotals
 
 from .. import UsageError
+from ._cassette import split_cassette_spec
 
 OFFLINE_MODELS = ("echo", "scripted")
 """The kinds of model spec that call no provider: they cost nothing unless priced."""
@@ -103,6 +104,11 @@ def find_price(spec: str, prices: Mapping[str, Price]) -> Price | None:
     prices is free.
     """
     kind, colon, rest = spec.partition(":")
+    if kind == "cassette" and colon:  # a cassette costs what the model it records costs
+        try:
+            return find_price(split_cassette_spec(spec)[1], prices)
+        except UsageError:
+            return None
     name = rest if colon and kind == "openai" else spec
     for key in (spec, name, kind):
         if key in prices:

@@ -182,6 +182,15 @@ async def test_a_missing_script_is_reported_where_it_is_named(tmp_path: Path) ->
         load('[recap]\nmodel = "scripted:nope.json"\nstrategy = "model_summary"\n')
 
 
+async def test_a_cassette_is_checked_as_the_model_it_wraps(tmp_path: Path) -> None:
+    with pytest.raises(BlueprintError, match=exactly(
+            f"bp.toml:1: model names no script file: {tmp_path / 'nope.json'} "
+            "(scripted: paths are taken from the blueprint's folder)")):
+        load('model = "cassette:c.json:scripted:nope.json"\n')
+    with pytest.raises(BlueprintError, match="bp.toml:1: model: model spec 'cassette:c.json' is not cassette:PATH:SPEC"):
+        load('model = "cassette:c.json"\n')
+
+
 async def test_a_bad_store_url_or_thread_id_is_reported_on_its_line() -> None:
     with pytest.raises(BlueprintError, match=exactly(
             "bp.toml:2: store must be a URL: sqlite:PATH, jsonl:DIR, memory: or postgresql://USER@HOST:PORT/DB, "

@@ -151,6 +151,16 @@ async def test_paths_in_a_blueprint_are_taken_from_its_folder_not_the_current_on
     assert bp.path == "exp/bp.toml"
 
 
+async def test_a_cassette_and_the_script_it_wraps_are_taken_from_the_blueprints_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / "s.json").write_text('{"turns": []}', encoding="utf-8")
+    write(folder, 'model = "cassette:cassettes/run.json:scripted:s.json"\n')
+    monkeypatch.chdir(tmp_path)
+    assert load_blueprint("exp/bp.toml").model == f"cassette:{folder / 'cassettes' / 'run.json'}:scripted:{folder / 's.json'}"
+
+
 async def test_memory_and_absolute_stores_are_kept_as_they_are(tmp_path: Path) -> None:
     assert load_blueprint(write(tmp_path, 'store = "memory:"\n')).store == "memory:"
     assert load_blueprint(write(tmp_path, 'store = "sqlite:///var/x.db"\n')).store == "sqlite:/var/x.db"
