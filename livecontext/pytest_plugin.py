@@ -20,8 +20,8 @@ has livecontext installed, testing livecontext or not). Its fixtures run under p
   that seed alone (``--lc-seed N``).
 
 Options: ``--lc-seed N`` runs every seeded test with seed ``N`` only; ``--lc-record`` records
-model calls into the cassettes of ``cassette:`` models (``--lc-record=none``: replay only, the
-default): see docs/testing.md.
+model calls into the cassettes of ``cassette:`` models (``--lc-record=once``: only cassettes that
+do not exist yet; ``--lc-record=none``: replay only, the default): see docs/testing.md.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-_RECORD_CHOICES = ("all", "none")
+_RECORD_CHOICES = ("all", "once", "none")
 _CASSETTE_ENV = "LIVECONTEXT_CASSETTE"
 _saved_env = pytest.StashKey[str | None]()
 """The cassette mode the environment had before ``--lc-record`` set it (restored at the end)."""
@@ -43,8 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lc-seed", type=int, default=None, metavar="N",
                     help="run every test marked lc_seeds with this seed only (replays a failing seed)")
     group.addoption("--lc-record", nargs="?", const="all", default=None, choices=_RECORD_CHOICES,
-                    help="record the model calls of cassette: models into their cassettes (all), or "
-                         "replay them only (none, the default)")
+                    help="record the model calls of cassette: models into their cassettes (all), record "
+                         "only cassettes that do not exist yet (once), or replay them only (none, the default)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     record = config.getoption("--lc-record")
     if record is not None:
         config.stash[_saved_env] = os.environ.get(_CASSETTE_ENV)
-        os.environ[_CASSETTE_ENV] = "record" if record == "all" else "replay"
+        os.environ[_CASSETTE_ENV] = {"all": "record", "once": "once", "none": "replay"}[record]
     if config.pluginmanager.has_plugin("trio"):  # (pytest-trio: our fixtures are Trio fixtures)
         from livecontext._pytest_fixtures import TrioFixtures
 

@@ -164,11 +164,12 @@ def test_lc_record_sets_the_cassette_mode_for_the_session_and_replay_is_the_defa
             print("MODE", os.environ.get("LIVECONTEXT_CASSETTE"))
     ''')
     modes = {}
-    for args in ((), ("--lc-record",), ("--lc-record=none",)):
+    for args in ((), ("--lc-record",), ("--lc-record=once",), ("--lc-record=none",)):
         done = run_pytest(folder, "-s", *args)
         assert done.returncode == 0, done.stdout + done.stderr
         modes[args] = next(line.split()[-1] for line in done.stdout.splitlines() if "MODE" in line)
-    assert modes == {(): "None", ("--lc-record",): "record", ("--lc-record=none",): "replay"}
+    assert modes == {(): "None", ("--lc-record",): "record", ("--lc-record=once",): "once",
+                     ("--lc-record=none",): "replay"}
 
 
 def test_loading_the_plugin_imports_neither_trio_nor_the_runtime() -> None:
