@@ -214,7 +214,7 @@ class _Commands(click.Group):
         "copy": "Copy what can be read of a store into a new store.",
         "demo": "Run the offline demo.",
         "deny": "Deny a tool call that waits for a person, saying why.",
-        "explore": "Run a system under many seeded schedules and faults; report failing seeds.",
+        "explore": "Run a system under many seeded schedules; show failing seeds.",
         "fork": "Make a new thread (or system) from the records of another.",
         "history": "Print a thread's entries as a transcript.",
         "render": "Print what the model is sent (or was sent).",
