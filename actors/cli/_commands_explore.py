@@ -21,9 +21,9 @@ from ._main import _fail, import_from_cwd, main, print_json, run_async
                    "(imported from the current folder). Without it a seed fails on an error, a stall or a deadlock.")
 @click.option("--inputs", "inputs_path", default=None, type=click.Path(path_type=Path), metavar="FILE",
               help="The inputs, a JSON or TOML object of agent -> [texts] (default: the blueprint's).")
-@click.option("--faults", "faults_text", default="", metavar="model,kill",
-              help="Faults to inject at a point each seed picks: model (a model error), kill (the system "
-                   "closed mid-call and opened again on its store).")
+@click.option("--faults", "faults_text", default="", metavar="model,tool,kill",
+              help="Faults to inject at a point each seed picks: model (a model error), tool (an app's "
+                   "tool raises), kill (the system closed mid-call and opened again on its store).")
 @click.option("--replay", "replay", type=click.IntRange(min=0), default=None, metavar="SEED",
               help="Run this one seed again (the same deliveries) and write its trace page.")
 @click.option("--out", "out", default=None, type=click.Path(path_type=Path), metavar="DIR",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import inspect
 import json
 import os
 import random
@@ -14,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 import trio
+import attrs
 from attrs import field, frozen
 
 from livecontext.protocol.history import ModelReply, ModelRequest
@@ -28,13 +31,17 @@ from livecontext.runtime.models import (
 )
 from livecontext.runtime.persistence import EventStore, copy_thread, open_store
 from livecontext.runtime.testing import Delivery, run_stepping
+from livecontext.runtime.tokens import TokenCounter
 
-from ..blueprint import SystemBlueprint, load_system_blueprint
+from ..apps import App, describe_tools
+from ..blueprint import AppUse, SystemBlueprint, load_system_blueprint
 from ..system import AgentAnswer, SystemAgentStatus, open_system
 
-FAULTS = ("model", "kill")
+FAULTS = ("model", "tool", "kill")
 """The faults :func:`explore_system` can inject, each at a point its seed picks: ``model``, a
-model call that fails (a transient or a permanent model error); ``kill``, the system's runtime
+model call that fails (a transient or a permanent model error); ``tool``, a tool call of the
+blueprint's apps that raises (their method tools; the messaging tools and ``[[tools]]``
+functions are left alone); ``kill``, the system's runtime
 closed in the middle of a model call, without the turn finishing, and the system opened again
 on the same store and run on (it resumes its run)."""
 
@@ -121,11 +128,14 @@ Check = Callable[[SystemOutcome], Any]
 class _Shared:
     """What the fault-injecting model clients of one run share."""
 
-    def __init__(self, model_call: int | None, permanent: bool, kill_call: int | None) -> None:
+    def __init__(self, model_call: int | None, permanent: bool, kill_call: int | None,
+                 tool_call: int | None = None) -> None:
         self.calls = 0
         self.model_call = model_call
         self.permanent = permanent
         self.kill_call = kill_call
+        self.tool_calls = 0
+        self.tool_call = tool_call
         self.kill_scope: trio.CancelScope | None = None
         self.killed = False
         self.fired: list[str] = []
@@ -158,12 +168,71 @@ class _FaultyModel(ModelClient):
         return await self._inner.complete(request, on_text)
 
 
-def _plan(seed: int, faults: Collection[str], span: int) -> _Shared:
+class _InjectedToolCrash(RuntimeError):
+    """The crash ``--faults tool`` injects into a tool."""
+
+
+def _crashing(app: App, agent: str, shared: _Shared) -> App:
+    """``app`` whose method tools count their calls and raise at the run's seeded one (so do
+    the instances its ``fresh`` makes: a host makes its apps afresh)."""
+    for spec in describe_tools(app):
+        original = getattr(type(app), spec.name, None)
+        if not callable(original):
+            continue
+        with contextlib.suppress(AttributeError):  # (an app with __slots__: left alone)
+            setattr(app, spec.name, _counted(getattr(app, spec.name), spec.name, agent, shared,
+                                             inspect.iscoroutinefunction(original)))
+    make_fresh = app.fresh
+    with contextlib.suppress(AttributeError):
+        app.fresh = lambda: _crashing(make_fresh(), agent, shared)  # type: ignore[method-assign]
+    return app
+
+
+def _counted(bound: Callable[..., Any], name: str, agent: str, shared: _Shared, is_async: bool) -> Callable[..., Any]:
+    def crash_here() -> None:
+        shared.tool_calls += 1
+        if shared.tool_calls == shared.tool_call:
+            shared.fired.append(f"tool crash at tool call {shared.tool_calls} ({agent}: {name})")
+            raise _InjectedToolCrash("injected by livecontext explore")
+
+    if is_async:
+        @functools.wraps(bound)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            crash_here()
+            return await bound(*args, **kwargs)
+        return run_async
+
+    @functools.wraps(bound)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        crash_here()
+        return bound(*args, **kwargs)
+    return run
+
+
+@frozen
+class _CrashingUse(AppUse):
+    """An app of the blueprint, made with its tools counted (see :func:`_crashing`)."""
+
+    agent: str = ""
+    shared: Any = field(default=None, eq=False, hash=False, repr=False)
+
+    def make(self) -> App:
+        return _crashing(AppUse.make(self), self.agent, self.shared)
+
+
+def _with_tool_faults(bp: SystemBlueprint, shared: _Shared) -> SystemBlueprint:
+    agents = tuple(attrs.evolve(a, blueprint=attrs.evolve(a.blueprint, apps=tuple(
+        _CrashingUse(u.use, u.options, a.name, shared) for u in a.blueprint.apps))) for a in bp.agents)
+    return attrs.evolve(bp, agents=agents)
+
+
+def _plan(seed: int, faults: Collection[str], span: tuple[int, int]) -> _Shared:
     rng = random.Random(seed * 1_000_003 + _FAULT_SALT)
-    model_call = rng.randint(1, span) if "model" in faults else None
+    model_call = rng.randint(1, span[0]) if "model" in faults else None
     permanent = rng.random() < 0.5
-    kill_call = rng.randint(1, span) if "kill" in faults else None
-    return _Shared(model_call, permanent, kill_call)
+    kill_call = rng.randint(1, span[0]) if "kill" in faults else None
+    tool_call = rng.randint(1, span[1]) if "tool" in faults else None
+    return _Shared(model_call, permanent, kill_call, tool_call)
 
 
 def _blueprint(blueprint: SystemBlueprint | str | os.PathLike[str]) -> SystemBlueprint:
@@ -180,7 +249,8 @@ def _check_faults(faults: Collection[str]) -> None:
 async def _run(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str]] | None,
                check: Check | None, shared: _Shared, stall_timeout: float,
                keep: Path | None) -> SeedOutcome:
-    """One seed's run (the model clients fail as ``shared`` says)."""
+    """One seed's run (the model clients and tools fail as ``shared`` says)."""
+    bp = _with_tool_faults(bp, shared)
 
     async with contextlib.AsyncExitStack() as stack:
         models = {}
@@ -241,11 +311,21 @@ def _line(text: str) -> str:
 
 
 async def _span(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str]] | None,
-                stall_timeout: float) -> int:
-    """How many model calls a run without faults makes (where seeded faults are placed)."""
+                stall_timeout: float) -> tuple[int, int]:
+    """How many model calls and app tool calls a run without faults makes (where seeded faults
+    are placed)."""
     shared = _Shared(None, False, None)
     await _run(bp, seed, inputs, None, shared, stall_timeout, None)
-    return max(shared.calls, 1)
+    return max(shared.calls, 1), max(shared.tool_calls, 1)
+
+
+async def _warm(bp: SystemBlueprint) -> None:
+    """Load, before any seed runs, what a system loads on its first opening in a process (the
+    tokenizer's vocabulary, the apps' modules): seconds on a cold machine, which a seed's run
+    would otherwise take for a stalled handler."""
+    await trio.to_thread.run_sync(TokenCounter.from_env)
+    for a in bp.agents:
+        a.blueprint.make_apps()
 
 
 async def run_system_seed(blueprint: SystemBlueprint | str | os.PathLike[str], seed: int, *,
@@ -261,7 +341,8 @@ async def run_system_seed(blueprint: SystemBlueprint | str | os.PathLike[str], s
     """
     bp = _blueprint(blueprint)
     _check_faults(faults)
-    span = await _span(bp, seed, inputs, stall_timeout) if faults else 1
+    await _warm(bp)
+    span = await _span(bp, 0, inputs, stall_timeout) if faults else (1, 1)
     return await _run(bp, seed, inputs, check, _plan(seed, faults, span), stall_timeout,
                       Path(keep) if keep is not None else None)
 
@@ -280,8 +361,8 @@ async def explore_system(blueprint: SystemBlueprint | str | os.PathLike[str], se
     fails on its :class:`SystemOutcome` (raises AssertionError, or returns a false value other
     than ``None``).
 
-    ``faults`` (of :data:`FAULTS`) are placed at the model call each seed picks among those a
-    run of the first seed without faults makes.
+    ``faults`` (of :data:`FAULTS`) are placed at the call each seed picks among those a run of
+    seed 0 without faults makes (so :func:`run_system_seed` of one seed places them alike).
 
     Raises:
         ExploreError: an unknown fault.
@@ -290,7 +371,8 @@ async def explore_system(blueprint: SystemBlueprint | str | os.PathLike[str], se
     bp = _blueprint(blueprint)
     _check_faults(faults)
     seeds = list(seeds)
-    span = await _span(bp, seeds[0], inputs, stall_timeout) if faults and seeds else 1
+    await _warm(bp)
+    span = await _span(bp, 0, inputs, stall_timeout) if faults else (1, 1)
     runs = []
     for seed in seeds:
         run = await _run(bp, seed, inputs, check, _plan(seed, faults, span), stall_timeout, None)

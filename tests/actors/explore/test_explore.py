@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from livecontext.protocol.history import ToolResultsEntry
 from livecontext.actors.explore import ExploreError, explore_system, load_check, load_inputs, run_system_seed
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "explore"
@@ -75,6 +76,20 @@ async def test_a_model_error_is_injected_at_a_seeded_call_and_the_seed_repeats_i
     again = await run_system_seed(FIXED, 2, faults=["model"])
     assert again.outcome is not None and again.outcome.faults == found.runs[2].outcome.faults  # type: ignore[union-attr]
     assert again.trace == found.runs[2].trace
+
+
+async def test_a_tool_crash_is_injected_at_a_seeded_tool_call_and_the_model_reads_it(on_path: None) -> None:
+    run = await run_system_seed(FIXED, 1, faults=["tool"])
+
+    assert run.outcome is not None
+    [fired] = run.outcome.faults
+    assert fired.startswith("tool crash at tool call")
+    tool = fired.rsplit(": ", 1)[1].rstrip(")")
+    agent = fired.split("(")[1].split(":")[0]
+    results = [r for e in run.outcome.agents[agent].entries if isinstance(e, ToolResultsEntry) for r in e.results]
+    assert any(r.name == tool and "raised _InjectedToolCrash" in r.content.live.text for r in results)
+    again = await run_system_seed(FIXED, 1, faults=["tool"])
+    assert again.outcome is not None and again.outcome.faults == run.outcome.faults and again.trace == run.trace
 
 
 async def test_a_killed_system_is_opened_again_on_its_store_and_its_run_resumed(on_path: None) -> None:
