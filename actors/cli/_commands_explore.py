@@ -117,8 +117,8 @@ def explore(blueprint: Path, seed_count: int, check_path: str | None, inputs_pat
             click.echo(f"failing seed {r.seed}: {r.failure}")
             click.echo(f"  replay: {replay_command(r.seed)}")
             if r.seed in pages:
-                page, same = pages[r.seed]
-                click.echo(f"  trace page: {page or '(none: the run recorded nothing)'}"
+                written, same = pages[r.seed]
+                click.echo(f"  trace page: {written or '(none: the run recorded nothing)'}"
                            + ("" if same else "  (its replay took other deliveries: the run is not reproducible)"))
         if failures:
             click.echo(f"{len(failures)} of {seed_count} seeds failed; trace pages (the first seed of each "

@@ -20,7 +20,7 @@ import attrs
 from attrs import field, frozen
 
 from livecontext.protocol.history import ModelReply, ModelRequest
-from livecontext.runtime import SteppingScheduler, UsageError
+from livecontext.runtime import LivecontextError, SteppingScheduler, UsageError
 from livecontext.runtime.models import (
     FailureKind,
     ModelClient,
@@ -168,7 +168,7 @@ class _FaultyModel(ModelClient):
         return await self._inner.complete(request, on_text)
 
 
-class _InjectedToolCrash(RuntimeError):
+class _InjectedToolCrash(LivecontextError, RuntimeError):
     """The crash ``--faults tool`` injects into a tool."""
 
 
