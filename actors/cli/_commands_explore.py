@@ -28,9 +28,12 @@ from ._main import _fail, import_from_cwd, main, print_json, run_async
               help="Run this one seed again (the same deliveries) and write its trace page.")
 @click.option("--out", "out", default=None, type=click.Path(path_type=Path), metavar="DIR",
               help="Where to write failing runs' trace pages (default: a new temporary folder).")
+@click.option("--stall-timeout", "stall_timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              metavar="SECONDS", help="A seed whose run delivers nothing (or whose handler does not finish) "
+                                      "for this long fails as stalled: a deadlock. Raise it on a loaded machine.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def explore(blueprint: Path, seed_count: int, check_path: str | None, inputs_path: Path | None,
-            faults_text: str, replay: int | None, out: Path | None, as_json: bool) -> None:
+            faults_text: str, replay: int | None, out: Path | None, stall_timeout: float, as_json: bool) -> None:
     """Run a system blueprint under N schedules (the order of every delivery between its
     actors picked by a seed), print the distinct outcomes, and for each failing seed the
     reason, the command that replays it and its trace page. Exit 1 if a seed failed."""
@@ -60,12 +63,13 @@ def explore(blueprint: Path, seed_count: int, check_path: str | None, inputs_pat
         _fail(str(exc).splitlines()[0], 2)
 
     flags = [*(["--check", check_path] if check_path else []), *(["--inputs", str(inputs_path)] if inputs_path else []),
-             *(["--faults", ",".join(faults)] if faults else [])]
+             *(["--faults", ",".join(faults)] if faults else []),
+             *(["--stall-timeout", f"{stall_timeout:g}"] if stall_timeout != 5.0 else [])]
 
     def replay_command(seed: int) -> str:
         return shlex.join(["livecontext", "explore", str(blueprint), "--replay", str(seed), *flags])
 
-    common: dict[str, Any] = {"inputs": inputs, "check": check, "faults": faults}
+    common: dict[str, Any] = {"inputs": inputs, "check": check, "faults": faults, "stall_timeout": stall_timeout}
 
     if replay is not None:
         async def again() -> tuple[Path, Any]:
