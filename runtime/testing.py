@@ -145,6 +145,42 @@ async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000
     return SeedRun(seed, trace, result[0] if result else None, errors[0] if errors else None)
 
 
+async def run_stepping(body: Callable[[SteppingScheduler], Awaitable[T]], seed: int, *,
+                       max_steps: int = 100_000, stall_timeout: float = 2.0) -> SeedRun[T]:
+    """Run ``body(scheduler)`` once under a new ``SteppingScheduler(seed)``, stepping it until
+    ``body`` returns: :func:`run_seed` for code that opens its runtime itself
+    (``open_system(..., scheduler=scheduler)``). A scheduler whose runtime closed drives the
+    next one opened on it, so ``body`` may open one runtime after another (a system stopped
+    and opened again); the trace goes on across them.
+
+    Errors, stalls and the step limit are reported as by :func:`run_seed`.
+    """
+    scheduler = SteppingScheduler(seed)
+    result: list[T] = []
+    errors: list[BaseException] = []
+    done = trio.Event()
+
+    async def run_body() -> None:
+        try:
+            result.append(await body(scheduler))
+        except Exception as exc:
+            errors.append(_unwrap(exc))
+        finally:
+            done.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_body)
+            try:
+                await _drive(scheduler, done, max_steps, stall_timeout)
+            except (StallError, RuntimeError) as exc:
+                errors.append(exc)  # kept out of the nursery: no exception group
+            nursery.cancel_scope.cancel()
+    except Exception as exc:
+        errors.append(_unwrap(exc))
+    return SeedRun(seed, tuple(scheduler.trace), result[0] if result else None, errors[0] if errors else None)
+
+
 def _unwrap(exc: BaseException) -> BaseException:
     """The single error inside (nested) exception groups of one error, else ``exc`` itself."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -221,4 +257,5 @@ __all__ = [
     "explore",
     "open_stepping_runtime",
     "run_seed",
+    "run_stepping",
 ]

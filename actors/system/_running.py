@@ -92,6 +92,8 @@ from ..telemetry import open_tracing
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from livecontext.runtime import SteppingScheduler
+
 
 @frozen
 class AgentAnswer:
@@ -421,6 +423,7 @@ async def open_system(
     blueprint: SystemBlueprint | str | os.PathLike[str], *, store: str | EventStore | None = None,
     models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
     api_key: str | None = None, name: str | None = None, tracer_provider: TracerProvider | None = None,
+    scheduler: SteppingScheduler | None = None,
 ) -> AsyncIterator[System]:
     """Run a system of agents for the ``async with`` block; everything is closed on exit.
 
@@ -440,6 +443,10 @@ async def open_system(
         api_key: Its API key.
         tracer_provider: Trace the system with this OpenTelemetry provider (by default it is
             traced only if ``OTEL_TRACES_EXPORTER`` asks for it: see README, "OpenTelemetry").
+        scheduler: Run the system's runtime under this
+            :class:`~livecontext.runtime.SteppingScheduler`: nothing is delivered until
+            its ``step()`` does, in the order its seed picks (``livecontext explore``; the
+            caller steps it while it uses the system). ``None``: live scheduling.
 
     Every model is opened before the store, so that a bad spec writes nothing. A thread
     already in the store is resumed (see :meth:`System.run_inputs`).
@@ -487,7 +494,7 @@ async def open_system(
                 for a in bp.agents}
         if now != declared:
             await write_system_log(system_log, converter, now, str(switchboard_id(bp.name)))
-        rt = await stack.enter_async_context(open_runtime())
+        rt = await stack.enter_async_context(open_runtime(scheduler=scheduler))
         await stack.enter_async_context(open_tracing(rt, bp.name, tracer_provider=tracer_provider))
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)

@@ -10,7 +10,7 @@ from attrs import frozen
 
 from livecontext.protocol.kernel import Message
 from livecontext.runtime import Actor, RemoteActorError, handler, open_runtime
-from livecontext.runtime.testing import actor_instance
+from livecontext.runtime.testing import SteppingScheduler, actor_instance, run_stepping
 
 
 @frozen
@@ -53,3 +53,24 @@ async def test_actor_instance_is_the_object_that_handled_the_messages_and_a_new_
         assert again is not first and again.notes == ["two"]
         await rt.stop(ref)
     assert actor_instance(ref) is again  # a stopped actor keeps its last object
+
+
+async def test_run_stepping_steps_runtimes_opened_one_after_another_on_its_scheduler_and_a_seed_repeats() -> None:
+    async def body(scheduler: SteppingScheduler) -> list[str]:
+        notes = []
+        for round_ in ("first", "second"):  # the second runtime: the same scheduler, the trace goes on
+            async with open_runtime(scheduler=scheduler) as rt:
+                refs = [await rt.spawn(Notes, f"notes/{n}") for n in "abc"]
+                client = rt.client("t")
+                async with trio.open_nursery() as nursery:
+                    for ref in refs:
+                        nursery.start_soon(client.ask, ref, Note(round_))
+                notes += [f"{ref.id.name}:{actor_instance(ref).notes[0]}" for ref in refs]
+        return notes
+
+    run = await run_stepping(body, 7)
+    again = await run_stepping(body, 7)
+
+    assert run.ok and run.result == ["a:first", "b:first", "c:first", "a:second", "b:second", "c:second"]
+    assert len(run.trace) == 6 and [d.step for d in run.trace] == [1, 2, 3, 4, 5, 6]
+    assert again.trace == run.trace
