@@ -84,10 +84,21 @@ class AgentOpener:
 
 
 class SystemOpener:
-    """What ``lc_system`` gives: call it to open a system for the test."""
+    """What ``lc_system`` gives: call it to open a system for the test.
 
-    def __init__(self, holder: Holder[System]) -> None:
+    In a seeded test (one that takes ``lc_seed``), the system runs under a
+    :class:`~livecontext.runtime.testing.SteppingScheduler` of that seed: every message between
+    its actors waits until a driver task of the fixture delivers it, in an order the seed picks,
+    so the seed decides how the agents' messages interleave, the same way on every run."""
+
+    def __init__(self, holder: Holder[System], seed: int | None, stall_timeout: float) -> None:
         self._holder = holder
+        self.seed = seed
+        """The seed its systems are scheduled by (``None``: live scheduling)."""
+        self._stall_timeout = stall_timeout
+        self.schedulers: dict[int, Any] = {}
+        """The stepping scheduler of each system opened in a seeded test, by ``id(system)``
+        (its ``trace`` lists the deliveries)."""
 
     async def __call__(self, blueprint: Any, **keywords: Any) -> System:
         """Open a system with :func:`livecontext.open_system`'s arguments (``store`` is
@@ -95,7 +106,28 @@ class SystemOpener:
         from livecontext.actors.system import open_system
 
         keywords.setdefault("store", "memory:")
-        return await self._holder.open(lambda: open_system(blueprint, **keywords))
+        if self.seed is None:
+            return await self._holder.open(lambda: open_system(blueprint, **keywords))
+        from livecontext.runtime.testing import SteppingScheduler
+
+        scheduler = keywords.setdefault("scheduler", SteppingScheduler(self.seed))
+        system = await self._holder.open(lambda: self._stepped(open_system(blueprint, **keywords), scheduler))
+        self.schedulers[id(system)] = scheduler
+        return system
+
+    @contextlib.asynccontextmanager
+    async def _stepped(self, opening: AsyncContextManager[System], scheduler: Any) -> AsyncIterator[System]:
+        """``opening``, with a task stepping ``scheduler`` while it is open."""
+        from livecontext.runtime.testing import drive
+
+        closed = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: drive(scheduler, closed, stall_timeout=self._stall_timeout))
+            try:
+                async with opening as system:
+                    yield system
+            finally:
+                closed.set()
 
     async def close(self, system: System) -> None:
         """Close ``system`` before the test ends."""
@@ -130,10 +162,14 @@ class TrioFixtures:
             yield AgentOpener(holder)
 
     @trio_fixture  # type: ignore[untyped-decorator]
-    async def lc_system(self) -> AsyncIterator[SystemOpener]:
-        """``await lc_system(blueprint, **open_system_keywords)`` opens a system, closed after the test."""
+    async def lc_system(self, request: pytest.FixtureRequest) -> AsyncIterator[SystemOpener]:
+        """``await lc_system(blueprint, **open_system_keywords)`` opens a system, closed after
+        the test; in a seeded test, scheduled by the seed."""
+        seed = request.getfixturevalue("lc_seed") if "lc_seed" in request.fixturenames else None
+        marker = request.node.get_closest_marker("lc_seeds")
+        stall_timeout = marker.kwargs.get("stall_timeout", 5.0) if marker is not None else 5.0
         async with _held("system") as holder:
-            yield SystemOpener(holder)
+            yield SystemOpener(holder, seed, stall_timeout)
 
 
 __all__ = ["AgentOpener", "SystemOpener", "TrioFixtures"]

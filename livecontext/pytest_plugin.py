@@ -17,7 +17,10 @@ has livecontext installed, testing livecontext or not). Its fixtures run under p
   ``livecontext.open_system``'s arguments, on a ``memory:`` store unless ``store`` is given.
 - ``lc_seed``: the seed of this run of the test. ``@pytest.mark.lc_seeds(200)`` (or an
   iterable of seeds) runs the test once per seed; a failing run prints the command that runs
-  that seed alone (``--lc-seed N``).
+  that seed alone (``--lc-seed N``). A seeded test's ``lc_system`` runs its system under a
+  stepping scheduler of that seed (the seed decides how the agents' messages interleave);
+  ``lc_seeds(..., stall_timeout=S)``: the seconds with nothing to deliver taken for a deadlock
+  (5 by default).
 
 Options: ``--lc-seed N`` runs every seeded test with seed ``N`` only; ``--lc-record`` records
 model calls into the cassettes of ``cassette:`` models (``--lc-record=once``: only cassettes that
@@ -48,8 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "lc_seeds(seeds): run the test once per seed (a number N: "
-                                       "seeds 0..N-1; or an iterable of seeds); the test takes lc_seed")
+    config.addinivalue_line("markers", "lc_seeds(seeds, stall_timeout=5.0): run the test once per seed (a number N: "
+                                       "seeds 0..N-1; or an iterable of seeds); the test takes lc_seed, and "
+                                       "its lc_system is scheduled by it")
     config.addinivalue_line("markers", "lc_clock(autojump=True): how lc_clock moves (autojump: to the "
                                        "next deadline whenever every task waits)")
     record = config.getoption("--lc-record")

@@ -181,6 +181,20 @@ async def run_stepping(body: Callable[[SteppingScheduler], Awaitable[T]], seed: 
     return SeedRun(seed, tuple(scheduler.trace), result[0] if result else None, errors[0] if errors else None)
 
 
+async def drive(scheduler: SteppingScheduler, until: trio.Event, *, max_steps: int = 100_000,
+                stall_timeout: float = 2.0) -> None:
+    """Step ``scheduler`` until ``until`` is set: what :func:`run_seed` does around its
+    scenario, for code that holds a stepped runtime open across calls of its own (the pytest
+    plugin's ``lc_system`` for a seeded test).
+
+    Raises:
+        StallError: nothing was deliverable (or a handler ran) for ``stall_timeout`` seconds
+            while ``until`` was not set: a deadlock, or a wait for something outside the runtime.
+        RuntimeError: more than ``max_steps`` deliveries.
+    """
+    await _drive(scheduler, until, max_steps, stall_timeout)
+
+
 def _unwrap(exc: BaseException) -> BaseException:
     """The single error inside (nested) exception groups of one error, else ``exc`` itself."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -254,6 +268,7 @@ __all__ = [
     "StallError",
     "SteppingScheduler",
     "actor_instance",
+    "drive",
     "explore",
     "open_stepping_runtime",
     "run_seed",

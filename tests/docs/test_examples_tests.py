@@ -28,6 +28,7 @@ def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def copy_of_examples(tmp_path: Path) -> Path:
     folder = tmp_path / "tests"
     shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "explore").symlink_to(ROOT / "examples" / "explore")  # (the desk system they test)
     return folder
 
 
@@ -46,3 +47,21 @@ def test_a_changed_system_prompt_fails_the_cassette_test_with_a_diff_naming_the_
     assert "message 0 (system prompt) changed" in done.stdout
     assert "- You are a weather desk. Answer in one sentence" in done.stdout + done.stderr
     assert "+ You are a weather desk. Answer in two sentences" in done.stdout + done.stderr
+
+
+def test_the_seeded_desk_test_finds_the_planted_bug_and_its_printed_seed_fails_the_same_way_ten_times_in_ten(
+        tmp_path: Path) -> None:
+    folder = copy_of_examples(tmp_path)
+    test = folder / "test_desk.py"
+    test.write_text(test.read_text().replace('"desk-fixed.toml"', '"desk.toml"'))  # (the one-slot desk)
+    found = run_pytest(folder, "test_desk.py", "-x")
+    assert found.returncode == 1, found.stdout + found.stderr
+    (command,) = [line.strip() for line in found.stdout.splitlines() if line.strip().startswith("pytest '")]
+    seed = command.split()[-1]
+    assert int(seed) < 200 and f"seed {seed} failed; run it alone with:" in found.stdout
+    lost = [line for line in found.stdout.splitlines() if line.startswith("E") and "questions lost on the desk" in line]
+    for _ in range(10):
+        again = run_pytest(folder, *[part.strip("'") for part in command.split()[1:]])
+        assert again.returncode == 1 and "1 failed" in again.stdout, again.stdout + again.stderr
+        assert [line for line in again.stdout.splitlines()
+                if line.startswith("E") and "questions lost on the desk" in line] == lost
