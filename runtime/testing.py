@@ -30,19 +30,15 @@ import trio
 from attrs import frozen
 
 from ._cell import Behaviour
-from ._errors import ActorError, LivecontextError
+from ._errors import LivecontextError
 from ._open import open_runtime
 from ._runtime import ActorRef, Runtime
-from ._stepping import Delivery, SteppingScheduler
+from ._stepping import Delivery, StallError, SteppingScheduler, _Quiet
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Behaviour)
 Scenario = Callable[[Runtime], Awaitable[T]]
 """A test scenario: an async function that drives a runtime and returns what a check inspects."""
-
-
-class StallError(ActorError):
-    """A stepping run had nothing to deliver while its scenario still waited: a deadlock."""
 
 
 class SeedFailedError(LivecontextError, AssertionError):
@@ -155,32 +151,21 @@ def _unwrap(exc: BaseException) -> BaseException:
 async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
                  stall_timeout: float) -> None:
     steps = 0
-    idle_since: float | None = None
+    quiet = _Quiet(stall_timeout)
     while not done.is_set():
-        with trio.move_on_after(stall_timeout) as step_scope:
-            delivered = await scheduler.step()
-        if step_scope.cancelled_caught:
-            raise StallError(
-                f"a handler has run for {stall_timeout:g} s without finishing while the scenario "
-                "waits: a deadlock (does an actor wait for a message it can only handle after the "
-                f"current one?), or it waits for something outside the runtime ({scheduler.held} held)"
-            )
+        delivered = await scheduler._step(quiet)
         if delivered is not None:
-            idle_since = None
             steps += 1
             if steps > max_steps:
                 raise RuntimeError(f"scenario still running after {max_steps} steps")
             continue
         if done.is_set():
             break
-        now = trio.current_time()
-        idle_since = now if idle_since is None else idle_since
-        if now - idle_since > stall_timeout:
+        if not await quiet.wait(0.001):
             raise StallError(
                 f"nothing to deliver for {stall_timeout:g} s and the scenario has not finished: "
                 f"a deadlock, or it waits for something outside the runtime ({scheduler.held} held)"
             )
-        await trio.sleep(0.001)
 
 
 async def explore(scenario: Scenario[T], seeds: Iterable[int], *,
