@@ -4,12 +4,23 @@ is still a StallError."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import trio
 import trio.testing
 from attrs import frozen
 
 from livecontext.protocol.kernel import Message
-from livecontext.runtime import Actor, AskTimeoutError, Runtime, handler
+from livecontext.runtime import (
+    DEFAULT_EPOCH,
+    Actor,
+    AskTimeoutError,
+    AuditEvent,
+    AuditRecord,
+    Runtime,
+    VirtualClock,
+    handler,
+)
 from livecontext.runtime.testing import StallError, run_seed
 from tests.support.clock import virtual_seconds
 
@@ -132,3 +143,19 @@ async def test_an_ask_timeout_fires_in_virtual_time_under_the_stepping_driver(
     assert isinstance(run.error, AskTimeoutError)
     assert str(run.error).startswith("ask Never to model/stuck got no reply within 45 s")
     assert virtual_seconds() - start == 45.0
+
+
+async def test_a_seeded_run_on_a_virtual_clock_stamps_its_envelopes_in_virtual_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[AuditRecord] = []
+
+    async def audited(rt: Runtime) -> float:
+        rt.add_audit_hook(seen.append)
+        return await thinking(3, 2.0)(rt)
+
+    clock = VirtualClock(seed=2)
+    run = await run_seed(audited, seed=1, clock=clock)
+    assert run.error is None and run.result == 6.0
+    asks = [r.envelope for r in seen if r.event is AuditEvent.DELIVERED]
+    assert [e.sent_at - DEFAULT_EPOCH for e in asks] == [dt.timedelta(seconds=s) for s in (0, 2, 4)]
