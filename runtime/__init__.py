@@ -3,15 +3,17 @@
 Public surface of the kernel: :class:`Actor` and ``@handler``, :func:`open_runtime` and
 :class:`Runtime`, :class:`Context` (``tell``/``ask``/``publish``), :class:`RestartPolicy`,
 the audit types and the kernel's errors, and the garbage-collector policy
-(:data:`GC_THRESHOLDS`, :func:`gc_tuned`), and the bridge from asyncio (:class:`InGuest`: the
-runtime as a Trio guest of an asyncio loop). Testing helpers live in
-:mod:`livecontext.runtime.testing`.
+(:data:`GC_THRESHOLDS`, :func:`gc_tuned`), the bridge from asyncio (:class:`InGuest`: the
+runtime as a Trio guest of an asyncio loop), and the clock a runtime stamps with
+(:class:`RuntimeClock`: :class:`WallClock`, or :class:`VirtualClock` for virtual time).
+Testing helpers live in :mod:`livecontext.runtime.testing`.
 """
 
 from __future__ import annotations
 
 from ._actor import Actor, handler
 from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._clock import DEFAULT_EPOCH, RuntimeClock, VirtualClock, WallClock
 from ._cell import SUPERVISION_TOPIC, SUPERVISOR_ID, RestartPolicy
 from ._gc import GC_THRESHOLDS, gc_tuned
 from ._guest import GuestCall, InGuest, uncancellable
@@ -37,6 +39,7 @@ from ._runtime import ActorRef, Context, MailboxStatistics, Runtime, RuntimeStat
 from ._stepping import Delivery, SteppingScheduler
 
 __all__ = [
+    "DEFAULT_EPOCH",
     "GC_THRESHOLDS",
     "SUPERVISION_TOPIC",
     "SUPERVISOR_ID",
@@ -62,11 +65,14 @@ __all__ = [
     "RemoteActorError",
     "RestartPolicy",
     "Runtime",
+    "RuntimeClock",
     "RuntimeStatistics",
     "SteppingScheduler",
     "UnhandledMessageError",
     "UnknownActorError",
     "UsageError",
+    "VirtualClock",
+    "WallClock",
     "GuestCall",
     "InGuest",
     "gc_tuned",

@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import logging
-import random
-import time
 
 from livecontext.protocol.kernel import ActorId, Envelope, ErrorReply, Message, Topic, message_id_template
 
 from ._asks import ReplySlot
 from ._audit import AuditEvent, AuditHook, AuditRecord
+from ._clock import WALL_CLOCK, RuntimeClock
 from ._errors import error_leaves
 
 log = logging.getLogger("livecontext.runtime")
@@ -73,8 +72,10 @@ class Post:
     :class:`ReplySlot` (until it gives up: the slot goes, and a late answer is dropped).
     """
 
-    def __init__(self) -> None:
-        self._id_template = message_id_template(random.getrandbits(16))
+    def __init__(self, clock: RuntimeClock = WALL_CLOCK) -> None:
+        self._time_ns = clock.time_ns
+        self._monotonic_ns = clock.monotonic_ns
+        self._id_template = message_id_template(clock.random("message ids").getrandbits(16))
         self._counter = 0
         self._last_ns = 0
         self._asks: dict[str, ReplySlot] = {}
@@ -95,7 +96,7 @@ class Post:
         """A new envelope from ``sender``; it is caused by the message being handled, if any."""
         self._counter += 1
         # ids sort by time: never let a wall clock stepped back make an id sort before older ones
-        now_ns = time.time_ns()
+        now_ns = self._time_ns()
         if now_ns < self._last_ns:
             now_ns = self._last_ns
         self._last_ns = now_ns
@@ -103,7 +104,7 @@ class Post:
             cause = handling.get()
             causation_id = cause[1].message_id if cause is not None else None
         return Envelope(self._id_template % (now_ns, self._counter & 0xFFFFFFFF), sender, recipient,
-                        dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), time.monotonic_ns(),
+                        dt.datetime.fromtimestamp(now_ns / 1e9, dt.timezone.utc), self._monotonic_ns(),
                         payload, correlation_id, causation_id)
 
     # -- asks -------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from livecontext.protocol.kernel import (
 
 from ._asks import ReplySlot, WaitGraph
 from ._audit import AuditHook
+from ._clock import WALL_CLOCK, RuntimeClock
 from ._cell import (
     SUPERVISION_TOPIC,
     SUPERVISOR_ID,
@@ -120,9 +121,12 @@ class Runtime:
     """
 
     def __init__(self, nursery: trio.Nursery, scheduler: SteppingScheduler | None = None,
-                 *, drain_timeout: float = 2.0) -> None:
+                 *, drain_timeout: float = 2.0, clock: RuntimeClock = WALL_CLOCK) -> None:
         self._nursery = nursery
-        self._post = Post()
+        self.clock = clock
+        """Where the runtime and its actors read the time of day (envelopes' ``sent_at``,
+        entries' and records' times) and their randomness by design: see :class:`RuntimeClock`."""
+        self._post = Post(clock)
         self._cells: dict[ActorId, Cell] = {}
         self._order: list[ActorId] = []
         self._children: dict[ActorId, dict[ActorId, None]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import math
 import random
 from typing import TYPE_CHECKING
 
@@ -11,11 +12,73 @@ from attrs import frozen
 
 from livecontext.protocol.kernel import Envelope
 
-from ._errors import ActorStoppedError
+from ._errors import ActorError, ActorStoppedError
 
 if TYPE_CHECKING:
     from ._cell import Cell
     from ._post import Post
+
+
+class StallError(ActorError):
+    """A stepping run had nothing to deliver while its scenario still waited: a deadlock."""
+
+    __module__ = "livecontext.runtime.testing"  # (raised by its driver; named where users import it)
+
+
+class _Quiet:
+    """How long a stepping run has gone with nothing happening, on the Trio run's clock.
+
+    Something happens when an envelope is delivered, a handler finishes, or a deadline of the
+    run passes (a sleep ends, a timeout fires: a model's latency, a tool's delay, a backoff).
+    While the run waits, :meth:`wait` lets time pass: straight to the next deadline under a
+    virtual clock (a ``MockClock`` that only jumps: time moves only when every task waits, so
+    polling would cost a loop per jump), by short polls under a real one.
+    """
+
+    __slots__ = ("limit", "since", "_virtual")
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        """Seconds with nothing happening after which the run has stalled."""
+        self.since = trio.current_time()
+        """When something last happened."""
+        self._virtual = _virtual_time()
+
+    def reset(self) -> None:
+        """Something happened now."""
+        self.since = trio.current_time()
+
+    async def wait(self, poll: float) -> bool:
+        """Let time pass while nothing can be delivered; ``False`` once nothing has happened
+        for ``limit`` seconds (the run has stalled).
+
+        A deadline within the limit is waited for, and passing it restarts the count: the
+        stall timeout bounds each quiet stretch (the longest single wait), not the run.
+        """
+        now = trio.current_time()
+        end = self.since + self.limit
+        # (the caller holds no deadline of its own here: every one counted is another task's)
+        nearest = now + trio.lowlevel.current_statistics().seconds_to_next_deadline
+        if nearest <= end and not math.isinf(nearest):
+            await trio.sleep_until(nearest if self._virtual else min(nearest, now + poll))
+            if trio.current_time() >= nearest:
+                self.reset()
+            return True
+        if now >= end:
+            return False
+        # nothing is due before the limit: under a virtual clock, jump to it (only work in
+        # threads could still happen meanwhile, and a MockClock does not wait for threads)
+        await trio.sleep_until(end if self._virtual and not math.isinf(end) else min(end, now + poll))
+        return True
+
+
+def _virtual_time() -> bool:
+    """Whether the Trio run's clock is virtual: a ``MockClock`` whose time moves only by jumps
+    (``rate`` 0; ``autojump_threshold`` makes it jump when every task waits)."""
+    import trio.testing  # (here: it imports pytest's machinery, a tenth of a second the CLI need not pay)
+
+    clock = trio.lowlevel.current_clock()
+    return isinstance(clock, trio.testing.MockClock) and clock.rate == 0
 
 
 @frozen
@@ -106,7 +169,12 @@ class SteppingScheduler:
         Returns:
             What was delivered, or ``None`` if nothing was deliverable.
         """
-        await self.settle()
+        return await self._step(None)
+
+    async def _step(self, quiet: _Quiet | None) -> Delivery | None:
+        """:meth:`step`; with ``quiet``, raise :class:`StallError` if a handler runs with
+        nothing happening for longer than its limit."""
+        await self._settle(quiet)
         candidates = self._deliverable()
         if not candidates:
             return None
@@ -118,7 +186,9 @@ class SteppingScheduler:
         self._deliver(cell, env)
         record = Delivery(len(self.trace) + 1, key[0], key[1], seq, type(env.payload).__name__)
         self.trace.append(record)
-        await self.settle()
+        if quiet is not None:
+            quiet.reset()
+        await self._settle(quiet)
         return record
 
     async def run_until_idle(self, max_steps: int = 100_000) -> int:
@@ -133,14 +203,31 @@ class SteppingScheduler:
         raise RuntimeError(f"still delivering after {max_steps} steps; raise max_steps or look for a message loop")
 
     async def settle(self) -> None:
-        """Wait until every other task is blocked and no handler is running."""
+        """Wait until every other task is blocked and no handler is running.
+
+        A handler that waits on Trio's clock (a model's latency, a tool's delay) is waited
+        for: under a virtual clock (``trio.testing.MockClock``) its time passes at once.
+        """
+        await self._settle(None)
+
+    async def _settle(self, quiet: _Quiet | None) -> None:
         import trio.testing  # (here: it imports pytest's machinery, a tenth of a second the CLI need not pay)
 
+        waiting = _Quiet(math.inf) if quiet is None else quiet
+        busy = False
         while True:
             await trio.testing.wait_all_tasks_blocked()
             if self._post is None or self._post.busy <= 0:
+                if busy:  # (a handler finished: something happened)
+                    waiting.reset()
                 return
-            await trio.sleep(0.0005)
+            busy = True
+            if not await waiting.wait(0.0005):
+                raise StallError(
+                    f"a handler has run for {waiting.limit:g} s without finishing while the scenario "
+                    "waits: a deadlock (does an actor wait for a message it can only handle after the "
+                    f"current one?), or it waits for something outside the runtime ({self.held} held)"
+                )
 
     def _deliver(self, cell: Cell, env: Envelope) -> None:
         try:

@@ -30,19 +30,16 @@ import trio
 from attrs import frozen
 
 from ._cell import Behaviour
-from ._errors import ActorError, LivecontextError
+from ._clock import WALL_CLOCK, RuntimeClock
+from ._errors import LivecontextError
 from ._open import open_runtime
 from ._runtime import ActorRef, Runtime
-from ._stepping import Delivery, SteppingScheduler
+from ._stepping import Delivery, StallError, SteppingScheduler, _Quiet
 
 T = TypeVar("T")
 A = TypeVar("A", bound=Behaviour)
 Scenario = Callable[[Runtime], Awaitable[T]]
 """A test scenario: an async function that drives a runtime and returns what a check inspects."""
-
-
-class StallError(ActorError):
-    """A stepping run had nothing to deliver while its scenario still waited: a deadlock."""
 
 
 class SeedFailedError(LivecontextError, AssertionError):
@@ -100,7 +97,9 @@ async def open_stepping_runtime(
     """A runtime driven by a new :class:`SteppingScheduler`; yields ``(runtime, scheduler)``.
 
     Nothing is delivered until you call ``scheduler.step()`` (or ``run_until_idle()``);
-    ``kwargs`` go to :func:`open_runtime`.
+    ``kwargs`` go to :func:`open_runtime` (``clock=VirtualClock(seed=seed)`` for stamps and
+    ids that are the same from run to run). Time is the caller's Trio run's (see
+    :func:`run_seed`).
     """
     scheduler = SteppingScheduler(seed)
     async with open_runtime(scheduler=scheduler, **kwargs) as rt:
@@ -108,18 +107,28 @@ async def open_stepping_runtime(
 
 
 async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000,
-                   stall_timeout: float = 2.0) -> SeedRun[T]:
+                   stall_timeout: float = 2.0, clock: RuntimeClock = WALL_CLOCK) -> SeedRun[T]:
     """Run ``scenario`` once under ``seed``, stepping until it returns.
 
-    Errors raised by the scenario are caught and returned in :attr:`SeedRun.error`; a
-    scenario that waits while nothing is deliverable for ``stall_timeout`` seconds (or whose
-    handler runs that long without finishing) fails with :class:`StallError`.
+    Errors raised by the scenario are caught and returned in :attr:`SeedRun.error`. A run
+    in which nothing happens for ``stall_timeout`` seconds fails with :class:`StallError`: a
+    deadlock. Something happens when an envelope is delivered, a handler finishes, or a
+    deadline passes (a sleep ends, a timeout fires: a model's latency, a tool's delay, a
+    retry's backoff), so a wait shorter than ``stall_timeout`` is never taken for a stall,
+    and one longer is (raise it above the longest single wait of your scenario).
+
+    Time is the Trio run's: the caller's ``trio.run(..., clock=...)`` or pytest-trio's
+    ``autojump_clock`` decides. Under a ``trio.testing.MockClock`` that autojumps, every wait
+    passes at once and ``stall_timeout`` is in virtual seconds (a generous one costs
+    nothing); the driver then lets time pass straight to the next deadline. ``clock`` is the
+    runtime's (see :func:`open_runtime`): a :class:`~livecontext.runtime.VirtualClock` makes the envelopes' stamps
+    and ids the same from run to run.
     """
     result: list[T] = []
     errors: list[BaseException] = []
     trace: tuple[Delivery, ...] = ()
     try:
-        async with open_stepping_runtime(seed) as (rt, scheduler):
+        async with open_stepping_runtime(seed, clock=clock) as (rt, scheduler):
             done = trio.Event()
 
             async def body() -> None:
@@ -205,47 +214,36 @@ def _unwrap(exc: BaseException) -> BaseException:
 async def _drive(scheduler: SteppingScheduler, done: trio.Event, max_steps: int,
                  stall_timeout: float) -> None:
     steps = 0
-    idle_since: float | None = None
+    quiet = _Quiet(stall_timeout)
     while not done.is_set():
-        with trio.move_on_after(stall_timeout) as step_scope:
-            delivered = await scheduler.step()
-        if step_scope.cancelled_caught:
-            raise StallError(
-                f"a handler has run for {stall_timeout:g} s without finishing while the scenario "
-                "waits: a deadlock (does an actor wait for a message it can only handle after the "
-                f"current one?), or it waits for something outside the runtime ({scheduler.held} held)"
-            )
+        delivered = await scheduler._step(quiet)
         if delivered is not None:
-            idle_since = None
             steps += 1
             if steps > max_steps:
                 raise RuntimeError(f"scenario still running after {max_steps} steps")
             continue
         if done.is_set():
             break
-        now = trio.current_time()
-        idle_since = now if idle_since is None else idle_since
-        if now - idle_since > stall_timeout:
+        if not await quiet.wait(0.001):
             raise StallError(
                 f"nothing to deliver for {stall_timeout:g} s and the scenario has not finished: "
                 f"a deadlock, or it waits for something outside the runtime ({scheduler.held} held)"
             )
-        await trio.sleep(0.001)
 
 
 async def explore(scenario: Scenario[T], seeds: Iterable[int], *,
                   check: Callable[[T], bool] | None = None, max_steps: int = 100_000,
-                  stall_timeout: float = 2.0,
+                  stall_timeout: float = 2.0, clock: RuntimeClock = WALL_CLOCK,
                   stop_at_first_failure: bool = True) -> Exploration[T]:
     """Run ``scenario`` under each seed; report the runs and the first failing seed.
 
-    A seed fails if the scenario raises, stalls (see :func:`run_seed`), or ``check(result)``
-    is false.
+    A seed fails if the scenario raises, stalls (see :func:`run_seed`, which also says how
+    time passes and what ``clock`` is), or ``check(result)`` is false.
     """
     runs: list[SeedRun[T]] = []
     failure: SeedFailedError | None = None
     for seed in seeds:
-        run = await run_seed(scenario, seed, max_steps=max_steps, stall_timeout=stall_timeout)
+        run = await run_seed(scenario, seed, max_steps=max_steps, stall_timeout=stall_timeout, clock=clock)
         runs.append(run)
         reason = None
         if run.error is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -34,7 +35,7 @@ from livecontext.protocol.history import EngineState, ModelInputEntry, Retention
 from livecontext.protocol.kernel import Message
 from livecontext.protocol.records import EntryAppended, ThreadConfigured
 from livecontext.protocol.wire import ProtocolConverter, make_converter
-from livecontext.runtime import Context, Runtime, UsageError, open_runtime
+from livecontext.runtime import Context, Runtime, RuntimeClock, UsageError, WallClock, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import EventStore, ThreadLockedError, ThreadLog, open_store
 from livecontext.runtime.tokens import TokenCounter
@@ -143,7 +144,7 @@ async def open_session(
     base_url: str | None = None, api_key: str | None = None, auto: bool = False,
     apps: Sequence[App] | None = None, model: ModelClient | None = None,
     on_note: Callable[[str], None] | None = None, side: SideModels = SideModels(),
-    tracer_provider: TracerProvider | None = None,
+    tracer_provider: TracerProvider | None = None, clock: RuntimeClock = WallClock(),
 ) -> AsyncIterator[Session]:
     """Everything needed to run one thread, closed in order on exit.
 
@@ -172,6 +173,9 @@ async def open_session(
     The session is traced with ``tracer_provider``, or as the ``OTEL_*`` variables say (see
     :func:`~livecontext.actors.telemetry.open_tracing`).
 
+    ``clock`` is the runtime's (see :func:`~livecontext.runtime.open_runtime`); the model's
+    retry jitter is drawn from it too.
+
     Raises:
         ThreadBusyError: another writer holds the thread.
         InvalidTextError: an input, a pin or the system prompt is not valid UTF-8 (nothing
@@ -192,7 +196,8 @@ async def open_session(
     counter = TokenCounter.from_env()
     refused: UsageError | None = None
     """An input refused (:class:`InputTooLargeError`): nothing of it was written."""
-    async with _model(model, model_spec, base_url, api_key) as client, _store(store_url) as store:
+    async with _model(model, model_spec, base_url, api_key, clock.random(f"retry:{settings.thread_id}")) as client, \
+            _store(store_url) as store:
         await _not_an_orphan(store, settings.thread_id)
         try:
             log = await store.open_thread(settings.thread_id, create=True,
@@ -200,7 +205,8 @@ async def open_session(
         except ThreadLockedError as exc:
             raise ThreadBusyError(exc.thread_id, exc.holder) from None
         async with log:
-            async with open_runtime() as rt, open_tracing(rt, settings.thread_id, tracer_provider=tracer_provider):
+            async with open_runtime(clock=clock) as rt, open_tracing(rt, settings.thread_id,
+                                                                    tracer_provider=tracer_provider):
                 given = [ProvideInput(text, Retention.CRITICAL, cut_oversized=cut_oversized) for text in pins]
                 given += [ProvideInput(text, cut_oversized=cut_oversized, mode=input_mode) for text in inputs]
                 try:
@@ -373,12 +379,12 @@ async def _store(given: str | EventStore) -> AsyncIterator[EventStore]:
 
 @asynccontextmanager
 async def _model(given: ModelClient | None, spec: str, base_url: str | None,
-                 api_key: str | None) -> AsyncIterator[ModelClient]:
+                 api_key: str | None, rng: random.Random) -> AsyncIterator[ModelClient]:
     if given is not None:
         async with given:
             yield given
         return
-    async with open_model_client(spec, base_url=base_url, api_key=api_key) as client:
+    async with open_model_client(spec, base_url=base_url, api_key=api_key, rng=rng) as client:
         yield client
 
 

@@ -10,6 +10,7 @@ finds the same thread and resumes it where it stopped, instead of starting the t
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -128,8 +129,12 @@ class SubAgents(App):
             return self.model_factory
         spec = self.model
         if spec is not None:
-            return lambda: RetryingModel(make_model_client(spec))
+            # (the retries' jitter from the runtime's clock: seeded under a VirtualClock)
+            return lambda: RetryingModel(make_model_client(spec), rng=self._jitter())
         return None
+
+    def _jitter(self) -> random.Random | None:
+        return self.ctx.runtime.clock.random(f"retry:{self.ctx.self_id.name}/sub") if self.ctx is not None else None
 
     def bind(self, ctx: Context) -> None:
         self.ctx = ctx

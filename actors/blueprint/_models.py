@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from attrs import field, frozen
 
+from livecontext.runtime import RuntimeClock, WallClock
 from livecontext.runtime.models import ModelClient, open_model_client
 
 from ._blueprint import Blueprint
@@ -30,6 +31,7 @@ class BlueprintModels:
 @contextlib.asynccontextmanager
 async def open_blueprint_models(
     blueprint: Blueprint | None, *, base_url: str | None = None, api_key: str | None = None,
+    clock: RuntimeClock = WallClock(),
 ) -> AsyncIterator[BlueprintModels]:
     """Open the recap's and the analyzers' models; close them all on exit.
 
@@ -40,6 +42,7 @@ async def open_blueprint_models(
         blueprint: The blueprint; ``None`` opens nothing (``run`` without a blueprint).
         base_url: The OpenAI-compatible server of every ``openai:`` spec.
         api_key: Its API key.
+        clock: The runtime's clock, whose randomness the retries' jitter is drawn from.
 
     Raises:
         UsageError: A spec cannot be opened (an ``openai:`` model without an API key...).
@@ -52,9 +55,10 @@ async def open_blueprint_models(
         recap = None
         if blueprint.recap_model is not None:
             recap = await stack.enter_async_context(
-                open_model_client(blueprint.recap_model, base_url=base_url, api_key=api_key))
+                open_model_client(blueprint.recap_model, base_url=base_url, api_key=api_key,
+                                  rng=clock.random("retry:recap")))
         analyzers: dict[str, ModelClient] = {}
         for name, spec in blueprint.analyzer_models.items():
             analyzers[name] = await stack.enter_async_context(
-                open_model_client(spec, base_url=base_url, api_key=api_key))
+                open_model_client(spec, base_url=base_url, api_key=api_key, rng=clock.random(f"retry:analyzer:{name}")))
         yield BlueprintModels(recap, analyzers)

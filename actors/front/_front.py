@@ -72,7 +72,7 @@ from livecontext.protocol.records import ThreadConfigured
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore, ThreadInfo
 
-from livecontext.runtime import UsageError
+from livecontext.runtime import RuntimeClock, UsageError, WallClock
 
 from ..agent import (
     Session,
@@ -503,6 +503,7 @@ async def open_agent(
     api_key: str | None = None,
     tracer_provider: TracerProvider | None = None,
     spec: AgentSpec | None = None,
+    clock: RuntimeClock = WallClock(),
 ) -> AsyncIterator[Agent]:
     """Open an agent: its model, store, thread and actors; close them in order on exit.
 
@@ -563,6 +564,11 @@ async def open_agent(
             traced only if ``OTEL_TRACES_EXPORTER`` asks for it: see README, "OpenTelemetry").
         spec: The agent's settings as one :class:`AgentSpec` (in place of a blueprint);
             keywords override it.
+        clock: Where the agent reads the time of day it stamps on its records: the
+            machine's clock (the default), or a :class:`~livecontext.runtime.VirtualClock`,
+            with which a run under ``trio.testing.MockClock`` stamps virtual times and
+            replays byte for byte (docs/testing.md, "Virtual time"). Model latency, tool
+            delays and timeouts always follow the Trio run's clock.
 
     Raises:
         UsageError: a value is not usable (the message says which and what to do).
@@ -584,7 +590,8 @@ async def open_agent(
                       cut_oversized=cut_oversized, approval=approval)
     async with AsyncExitStack() as stack:
         opened = await stack.enter_async_context(
-            open_agent_from(made, base_url=base_url, api_key=api_key, tracer_provider=tracer_provider))
+            open_agent_from(made, base_url=base_url, api_key=api_key, tracer_provider=tracer_provider,
+                            clock=clock))
         for line in opened.changed:
             log.warning("%s", line)
         nursery = await stack.enter_async_context(trio.open_nursery())

@@ -17,6 +17,7 @@ from attrs import frozen
 
 from livecontext.protocol.agent import InputMode
 from livecontext.protocol.records import ThreadConfigured
+from livecontext.runtime import RuntimeClock, WallClock
 from livecontext.runtime.models import ModelClient
 from livecontext.runtime.persistence import EventStore
 
@@ -59,12 +60,14 @@ class OpenedAgent:
 @asynccontextmanager
 async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_key: str | None = None,
                           tracer_provider: TracerProvider | None = None,
-                          input_mode: InputMode = InputMode.QUEUE) -> AsyncIterator[OpenedAgent]:
+                          input_mode: InputMode = InputMode.QUEUE,
+                          clock: RuntimeClock = WallClock()) -> AsyncIterator[OpenedAgent]:
     """Open the agent ``spec`` describes: its side models, model, store, thread and actors;
     close them in order on exit.
 
     An existing thread resumes as it ran (see :class:`AgentSpec`). ``input_mode`` is the
-    dispatch mode of the spec's inputs (not of its pins): ``run --input-mode``.
+    dispatch mode of the spec's inputs (not of its pins): ``run --input-mode``. ``clock`` is
+    the runtime's (see :func:`~livecontext.runtime.open_runtime`).
 
     Raises:
         UsageError: a recorded setting is not usable, or see :func:`open_session`.
@@ -83,7 +86,7 @@ async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_k
     apps, apps_note = _apps(spec, recorded, settings.folder)
     notes += apps_note
     side = _side_models(spec, settings, recorded)
-    async with open_blueprint_models(side, base_url=base_url, api_key=api_key) as opened:
+    async with open_blueprint_models(side, base_url=base_url, api_key=api_key, clock=clock) as opened:
         recap_client = spec.recap_model if isinstance(spec.recap_model, ModelClient) else opened.recap
         analyzer_clients = {**opened.analyzers,
                             **{k: v for k, v in spec.analyzer_models.items() if isinstance(v, ModelClient)}}
@@ -93,7 +96,7 @@ async def open_agent_from(spec: AgentSpec, *, base_url: str | None = None, api_k
                 apps=apps,
                 model=spec.model if isinstance(spec.model, ModelClient) else None,
                 side=SideModels(recap_client, analyzer_clients, side.recap_model or "", side.analyzer_models),
-                tracer_provider=tracer_provider) as session:
+                tracer_provider=tracer_provider, clock=clock) as session:
             yield OpenedAgent(session, settings, model_spec, changed, tuple(notes))
 
 

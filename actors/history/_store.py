@@ -343,7 +343,7 @@ class HistoryStore(Actor):
 
     def _now(self) -> dt.datetime:
         env = self.ctx.current
-        return env.sent_at if env is not None else dt.datetime.now(dt.timezone.utc)
+        return env.sent_at if env is not None else self.ctx.runtime.clock.now()
 
     def _next_id(self) -> str:
         return f"e{self.state.next_entry}"
@@ -702,7 +702,7 @@ class HistoryStore(Actor):
         if env is not None and not own:
             sender, sent_at, mono = self._sender_text(env.sender), env.sent_at, env.sent_mono_ns
         else:
-            sender, sent_at, mono = self._sender_text(self.ctx.self_id), dt.datetime.now(dt.timezone.utc), 0
+            sender, sent_at, mono = self._sender_text(self.ctx.self_id), self.ctx.runtime.clock.now(), 0
         dump = self.converter.dump_message
         return [NewRecord.encoding(sender, sent_at, mono, type(p).__name__, dump(p)) for p in payloads]
 

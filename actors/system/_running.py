@@ -26,7 +26,6 @@ import contextlib
 import itertools
 import json
 import os
-import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -59,7 +58,7 @@ from livecontext.protocol.system import (
     SystemMember,
 )
 from livecontext.protocol.wire import make_converter
-from livecontext.runtime import Context, Runtime, UsageError, open_runtime
+from livecontext.runtime import Context, Runtime, RuntimeClock, UsageError, WallClock, open_runtime
 from livecontext.runtime.models import ModelClient, open_model_client
 from livecontext.runtime.persistence import (
     EventStore,
@@ -288,7 +287,7 @@ class System:
         if run is not None:
             held = {name: tuple(text for text, _ in feed) for name, feed in given.items() if feed}
         elif any(given.values()):
-            run_id = f"run-{secrets.token_hex(6)}"
+            run_id = f"run-{self.runtime.clock.token_hex(6)}"
             run = InputsGiven(run_id, tuple(GivenInput(name, text, f"{run_id}:{name}:{k}", retention)
                                             for name, feed in given.items() for k, (text, retention) in enumerate(feed)))
             await self._write(run)
@@ -343,7 +342,7 @@ class System:
     async def _write(self, message: InputsGiven | InputsDone) -> None:
         if self._log is None:
             raise UsageError(f"system {self.name!r} has no log of its own to record its runs in")
-        await write_system_log(self._log, self._converter, message, str(self._switchboard))
+        await write_system_log(self._log, self._converter, message, str(self._switchboard), self.runtime.clock)
 
     def checkpoint(self) -> int:
         """The system seq of the latest record of any of the system's threads: a point to
@@ -424,6 +423,7 @@ async def open_system(
     models: Mapping[str, ModelClient] | None = None, base_url: str | None = None,
     api_key: str | None = None, name: str | None = None, tracer_provider: TracerProvider | None = None,
     scheduler: SteppingScheduler | None = None,
+    clock: RuntimeClock = WallClock(),
 ) -> AsyncIterator[System]:
     """Run a system of agents for the ``async with`` block; everything is closed on exit.
 
@@ -447,6 +447,11 @@ async def open_system(
             :class:`~livecontext.runtime.SteppingScheduler`: nothing is delivered until
             its ``step()`` does, in the order its seed picks (``livecontext explore``; the
             caller steps it while it uses the system). ``None``: live scheduling.
+        clock: Where the system reads the time of day it stamps on its records, and its run
+            ids and retry jitter: the machine's clock and the OS's randomness (the default),
+            or a :class:`~livecontext.runtime.VirtualClock`, with which a run under
+            ``trio.testing.MockClock`` stamps virtual times from a seed (docs/testing.md,
+            "Virtual time"). Latency, delays and timeouts follow the Trio run's clock.
 
     Every model is opened before the store, so that a bad spec writes nothing. A thread
     already in the store is resumed (see :meth:`System.run_inputs`).
@@ -469,16 +474,17 @@ async def open_system(
             mine = given.get(a.name)
             if mine is None:
                 mine = await stack.enter_async_context(
-                    open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key))
+                    open_model_client(a.blueprint.model, base_url=base_url, api_key=api_key,
+                                      rng=clock.random(f"retry:{a.name}")))
             opened[a.name] = mine
             if bp.spend is not None:  # (before the store is opened: nothing written)
                 bp.spend.check_model(mine.name)
         side = {a.name: await stack.enter_async_context(
-            open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key)) for a in bp.agents}
+            open_blueprint_models(a.blueprint, base_url=base_url, api_key=api_key, clock=clock)) for a in bp.agents}
         event_store = store if isinstance(store, EventStore) else await stack.enter_async_context(
             await open_store(store or bp.store or default_store_url()))
         system_name = check_system_name(name) if name is not None else bp.name
-        clock, system_log = await _open_system_log(stack, event_store, system_name)
+        seqs, system_log = await _open_system_log(stack, event_store, system_name)
         found = replay_system_log(await system_log.read(), converter)
         declared = found.declared if found is not None else None
         bp = _as_system(bp, system_name, declared)
@@ -489,12 +495,12 @@ async def open_system(
                              declared.forked_at if declared else None)
         for thread in await system_threads(event_store, now):  # the clock goes on past all of them
             async with await event_store.open_reader(thread) as reader:
-                clock.advance_past(await last_system_seq(reader))
-        logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a, clock))
+                seqs.advance_past(await last_system_seq(reader))
+        logs = {a.name: await stack.enter_async_context(await _open_thread(event_store, bp, a, seqs))
                 for a in bp.agents}
         if now != declared:
-            await write_system_log(system_log, converter, now, str(switchboard_id(bp.name)))
-        rt = await stack.enter_async_context(open_runtime(scheduler=scheduler))
+            await write_system_log(system_log, converter, now, str(switchboard_id(bp.name)), clock)
+        rt = await stack.enter_async_context(open_runtime(scheduler=scheduler, clock=clock))
         await stack.enter_async_context(open_tracing(rt, bp.name, tracer_provider=tracer_provider))
         await rt.spawn(lambda: Switchboard(bp.name, {a.name: directory.agents[a.name].thread_id for a in bp.agents}),
                        directory.switchboard)
@@ -517,7 +523,7 @@ async def open_system(
             assert isinstance(tail, Tail)
             agents.append(SystemAgent(a.name, directory.agents[a.name], actors, tuple(app.name for app in apps),
                                       tail.state, a.blueprint.pins, a.blueprint.inputs))
-        yield System(bp.name, rt, event_store, agents, clock, now, system_log,
+        yield System(bp.name, rt, event_store, agents, seqs, now, system_log,
                      found.pending if found is not None else None)
 
 

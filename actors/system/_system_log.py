@@ -35,9 +35,7 @@ inputs it was given itself (run again to give them). A fork copies the run going
 
 from __future__ import annotations
 
-import datetime as dt
 import re
-import time
 from collections.abc import Sequence
 
 from attrs import frozen
@@ -45,7 +43,7 @@ from attrs import frozen
 from livecontext.protocol.kernel import SUB_MARK
 from livecontext.protocol.system import InputsDone, InputsGiven, SystemDeclared, SystemMember
 from livecontext.protocol.wire import ProtocolConverter, load_json, make_converter
-from livecontext.runtime import UsageError
+from livecontext.runtime import RuntimeClock, UsageError, WallClock
 from livecontext.runtime.persistence import (
     EventStore,
     NewRecord,
@@ -165,9 +163,10 @@ async def read_declaration(store: EventStore, converter: ProtocolConverter, name
 
 
 async def write_system_log(log: ThreadLog, converter: ProtocolConverter,
-                           message: SystemDeclared | InputsGiven | InputsDone, sender: str) -> None:
-    """Append ``message`` to a system's own log."""
-    record = NewRecord.encoding(sender, dt.datetime.now(dt.timezone.utc), time.monotonic_ns(),
+                           message: SystemDeclared | InputsGiven | InputsDone, sender: str,
+                           clock: RuntimeClock = WallClock()) -> None:
+    """Append ``message`` to a system's own log, stamped by ``clock`` (the system's runtime's)."""
+    record = NewRecord.encoding(sender, clock.now(), clock.monotonic_ns(),
                                 type(message).__name__, converter.dump_message(message))
     await log.append([record])
 
