@@ -29,6 +29,7 @@ from livecontext.protocol.history import (
     Usage,
 )
 from livecontext.protocol.kernel import Message
+from livecontext.protocol.mcp import McpServerRestarted
 from livecontext.protocol.records import (
     AppEffect,
     ContextCompacted,
@@ -170,6 +171,10 @@ class ThreadTracer:
             d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, f"paused at {self.state.state.value} with work left")
         elif isinstance(payload, StepFailed):
             self._failed(rec, sender, started, payload)
+        elif isinstance(payload, McpServerRestarted):
+            said = f"MCP server {payload.server} restarted: {payload.reason}"
+            d.ask(rec.seq, rec.t, sender, self.history, "RecordMcpRestart", said, "Ack")
+            d.mark(rec.seq, rec.t, MarkType.FAILURE, rec.sender, said)
         elif isinstance(payload, ApprovalRequested):
             d.ask(rec.seq, rec.t, sender, self.history, "RecordApprovalRequest",
                   "approval of " + ", ".join(f"{c.name} {c.id}" for c in payload.calls), "Tail")

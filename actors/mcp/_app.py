@@ -1,0 +1,81 @@
+"""An MCP server's tools offered to the model: the app :class:`McpTools` (``mcp.NAME``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec
+from livecontext.protocol.kernel import ActorId
+from livecontext.protocol.mcp import CallMcpTool, McpCallResult
+
+from livecontext.runtime import ActorStoppedError, RemoteActorError
+
+from ..apps import App, DataTool, ToolOutcome
+from ._server import McpServer, McpServerError, mcp_server
+
+if TYPE_CHECKING:
+    from livecontext.runtime import Context
+
+
+class McpTools(App):
+    """The tools of one MCP server, as an app named ``mcp.NAME``: no state, no window.
+
+    It is made from the server's settings alone (a thread records them as its options, so a
+    resumed thread and ``render`` make it again without flags, and without connecting). The
+    agent's start hands it the tools its connection listed and the connection's actor id
+    (:meth:`offer`); each call is sent to that actor (:class:`CallMcpTool`).
+    """
+
+    name = "mcp"  # (each instance's own: mcp.NAME)
+
+    def __init__(self, name: str, command: list[str] | None = None, url: str | None = None,
+                 tools: list[str] | None = None, env: dict[str, str] | None = None, approval: bool = False) -> None:
+        self.server = mcp_server({k: v for k, v in (("name", name), ("command", command), ("url", url),
+                                                   ("tools", tools), ("env", env), ("approval", approval))
+                                  if v is not None})
+        self.name = self.server.app_name  # type: ignore[misc]  # (an instance's name: one app per server)
+        self._specs: tuple[ToolSpec, ...] | None = None
+        self._connection: ActorId | None = None
+        self._ctx: Context | None = None
+
+    @classmethod
+    def of(cls, server: McpServer) -> McpTools:
+        """The app of ``server``."""
+        return cls(**server.options())
+
+    def offer(self, specs: tuple[ToolSpec, ...], connection: ActorId) -> None:
+        """Offer ``specs``, the server's tools, each call of which goes to ``connection``."""
+        self._specs = specs
+        self._connection = connection
+
+    def fresh(self) -> McpTools:
+        made = McpTools.of(self.server)
+        if self._specs is not None and self._connection is not None:
+            made.offer(self._specs, self._connection)
+        return made
+
+    def options(self) -> dict[str, Any]:
+        return self.server.options()
+
+    def window(self) -> str:
+        return ""  # nothing to show: the server's state is its own
+
+    def bind(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def data_tools(self) -> tuple[DataTool, ...]:
+        """The server's tools as its connection listed them (none before the agent starts it)."""
+        return tuple(DataTool(spec, self._run) for spec in self._specs or ())
+
+    async def _run(self, call: ToolCall, context: ToolContext) -> ToolOutcome:
+        if self._ctx is None or self._connection is None:
+            raise McpServerError(f"MCP server {self.server.name!r} is not connected: run its tools in an agent")
+        try:
+            reply = await self._ctx.ask(self._connection, CallMcpTool(call.name, call.arguments), timeout=None)
+        except (ActorStoppedError, RemoteActorError) as exc:
+            return ToolOutcome.failed(f"{call.name}: MCP server {self.server.name!r} is not running ({exc}); "
+                                      "the call was not made")
+        assert isinstance(reply, McpCallResult)
+        if reply.failed:
+            return ToolOutcome.failed(reply.text)
+        return ToolOutcome.ok(reply.text)

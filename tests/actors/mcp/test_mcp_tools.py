@@ -1,0 +1,59 @@
+"""An agent uses the tools of real MCP servers: one over stdio (tests/support/mcp_server.py,
+started by the agent), one over streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import livecontext
+from livecontext.protocol.history import ModelOutputEntry, ToolResultsEntry, ToolStatus
+from livecontext.runtime.models import ScriptedModel
+from tests.support.agent_harness import ProbeModel
+from tests.support.mcp_server import SERVER, start_http_server
+
+
+@pytest.fixture
+def http_url(tmp_path: Path) -> Iterator[str]:
+    process, url = start_http_server(tmp_path)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def _results(history: tuple[object, ...]) -> list[tuple[str, ToolStatus, str]]:
+    return [(r.name, r.status, r.content.live.text) for e in history if isinstance(e, ToolResultsEntry)
+            for r in e.results]
+
+
+async def test_an_agent_calls_the_tools_of_a_stdio_server_and_of_a_streamable_http_server(http_url: str) -> None:
+    model = ProbeModel(ScriptedModel.from_turns([
+        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 40}},
+                        {"name": "stats", "arguments": {"values": [1, 2, 6]}},
+                        {"name": "weather", "arguments": {"city": "Oslo"}},
+                        {"name": "broken", "arguments": {"why": "testing"}}]},
+        {"text": "42, and a mean of 3."},
+    ]))
+    servers = [livecontext.McpServer("calc", command=SERVER, tools=["add", "broken"]),
+               {"name": "remote", "url": http_url, "tools": ["stats", "weather"]}]
+    async with livecontext.open_agent(model=model, mcp=servers, store="memory:", apps=[]) as agent:
+        reply = await agent.send("Add 2 and 40; then the mean of 1, 2 and 6.")
+        history = await agent.history()
+    assert reply.text == "42, and a mean of 3."
+    offered = {t.name: t for t in model.requests[0].tools}
+    assert {"add", "broken", "stats"} <= set(offered) and "slow" not in offered
+    assert json.loads(offered["add"].parameters_json)["properties"]["a"]["type"] == "integer"
+    assert offered["stats"].description == "The count and mean of some values."
+    assert _results(history) == [
+        ("add", ToolStatus.OK, "42"),
+        ("stats", ToolStatus.OK, '{\n  "count": 3,\n  "mean": 3.0\n}'),  # (its text says it all)
+        ("weather", ToolStatus.OK, 'sunny in Oslo\nstructured content: {"sky":"sunny","celsius":21}'),
+        ("broken", ToolStatus.FAILED, "Error executing tool broken: broken on purpose: testing"),
+    ]
+    assert any(isinstance(e, ModelOutputEntry) for e in history)
