@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from livecontext.protocol.context import Capability
 from livecontext.protocol.kernel import ActorId
 from livecontext.runtime import Runtime
 
@@ -28,7 +29,8 @@ async def start_mcp_connections(rt: Runtime, thread_id: str, apps: Sequence[App]
         memory = ConnectionMemory()
         server = app.server
         connection = ActorId("mcp", f"{thread_id}.{server.name}")
-        await rt.spawn(functools.partial(McpConnection, server, history, memory), connection)
+        await rt.spawn(functools.partial(McpConnection, server, history, memory), connection,
+                       capabilities=(Capability.NOTIFY,))  # (to record a restart)
         assert memory.tools is not None  # (set by its first start, which the spawn waited for)
         app.offer(memory.tools, connection)
     owners: dict[str, str] = {}
