@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec
+from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec, ToolStatus
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.mcp import CallMcpTool, McpCallResult
 
@@ -76,6 +76,8 @@ class McpTools(App):
             return ToolOutcome.failed(f"{call.name}: MCP server {self.server.name!r} is not running ({exc}); "
                                       "the call was not made")
         assert isinstance(reply, McpCallResult)
+        if reply.cut:  # (as a call cut by a crash is told: its outcome unknown)
+            return ToolOutcome(ToolStatus.INTERRUPTED, reply.text)
         if reply.failed:
             return ToolOutcome.failed(reply.text)
         return ToolOutcome.ok(reply.text)

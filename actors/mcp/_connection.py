@@ -162,8 +162,8 @@ class McpConnection(Actor):
         from mcp import MCPError
 
         assert self._client is not None
-        cut = McpCallResult(f"the MCP server {self.server.name!r} stopped during the call (it is restarted): "
-                            "interrupted, its outcome is unknown; check its effect before calling it again",
+        cut = McpCallResult(f"interrupted: the MCP server {self.server.name!r} stopped during the call (it is "
+                            "restarted), so its outcome is unknown; check its effect before calling it again",
                             failed=True, cut=True)
         try:
             try:
