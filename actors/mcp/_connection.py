@@ -13,7 +13,7 @@ import trio
 from livecontext.protocol.history import ToolSpec
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.mcp import CallMcpTool, ListMcpTools, McpCallResult, McpToolList, RecordMcpRestart
-from livecontext.runtime import Actor, PendingReply, handler
+from livecontext.runtime import Actor, LivecontextError, PendingReply, handler
 
 from ._server import McpServer, McpServerError
 
@@ -37,7 +37,7 @@ class ConnectionMemory:
         self.failure: str | None = None
 
 
-class ServerDied(Exception):
+class ServerDied(LivecontextError):
     """The MCP server's connection is gone (its process died, its HTTP endpoint went away):
     the actor fails with it, and the runtime restarts it."""
 
