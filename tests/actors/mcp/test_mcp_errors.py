@@ -58,3 +58,11 @@ async def test_two_servers_offering_one_tool_name_are_refused() -> None:
         async with livecontext.open_agent(model="echo", mcp=[McpServer("a", command=SERVER, tools=["add"]),
                                                              McpServer("b", command=SERVER, tools=["add"])]):
             pass
+
+
+async def test_without_the_mcp_package_a_server_is_refused_in_one_line_saying_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # (an import of it fails, as when it is not installed)
+    with pytest.raises(McpServerError, match=r"^MCP servers need the mcp package: pip install 'livecontext\[mcp\]'$"):
+        async with livecontext.open_agent(model="echo", mcp=[McpServer("calc", command=SERVER)]):
+            pass

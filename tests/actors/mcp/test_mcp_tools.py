@@ -57,3 +57,19 @@ async def test_an_agent_calls_the_tools_of_a_stdio_server_and_of_a_streamable_ht
         ("broken", ToolStatus.FAILED, "Error executing tool broken: broken on purpose: testing"),
     ]
     assert any(isinstance(e, ModelOutputEntry) for e in history)
+
+
+async def test_a_server_given_with_approval_makes_each_call_of_its_tools_wait_for_a_person() -> None:
+    model = ScriptedModel.from_turns([
+        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]},
+        {"text": "3"},
+    ])
+    calc = livecontext.McpServer("calc", command=SERVER, tools=["add"], approval=True)
+    async with livecontext.open_agent(model=model, mcp=[calc], store="memory:", apps=[]) as agent:
+        waiting = await agent.send("1 + 2?")
+        assert [c.name for c in waiting.status.approvals] == ["add"]
+        assert _results(await agent.history()) == []  # (not run before it is approved)
+        await agent.approve(waiting.status.approvals[0].id)
+        done = await agent.run()
+        assert done.text == "3"
+        assert _results(await agent.history()) == [("add", ToolStatus.OK, "3")]
