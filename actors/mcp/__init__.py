@@ -6,12 +6,13 @@ docs/mcp.md tells the whole story.
 
 from __future__ import annotations
 
-from ._app import McpTools
+from ._app import MCP_TOOLS, McpTools, mcp_servers_of
 from ._connection import ConnectionMemory, McpConnection
 from ._server import McpLike, McpServer, McpServerError, mcp_server, mcp_servers, parse_mcp_flag
 from ._start import start_mcp_connections
 
 __all__ = [
+    "MCP_TOOLS",
     "ConnectionMemory",
     "McpConnection",
     "McpLike",
@@ -20,6 +21,7 @@ __all__ = [
     "McpTools",
     "mcp_server",
     "mcp_servers",
+    "mcp_servers_of",
     "parse_mcp_flag",
     "start_mcp_connections",
 ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec, ToolStatus
 from livecontext.protocol.kernel import ActorId
 from livecontext.protocol.mcp import CallMcpTool, McpCallResult
+from livecontext.protocol.records import AppInfo
 
 from livecontext.runtime import ActorStoppedError, RemoteActorError
 
@@ -29,7 +32,8 @@ class McpTools(App):
     name = "mcp"  # (each instance's own: mcp.NAME)
 
     def __init__(self, name: str, command: list[str] | None = None, url: str | None = None,
-                 tools: list[str] | None = None, env: dict[str, str] | None = None, approval: bool = False) -> None:
+                 tools: list[str] | None = None, env: dict[str, str] | None = None, approval: bool = False,
+                 offered: list[str] | None = None) -> None:
         self.server = mcp_server({k: v for k, v in (("name", name), ("command", command), ("url", url),
                                                    ("tools", tools), ("env", env), ("approval", approval))
                                   if v is not None})
@@ -37,6 +41,9 @@ class McpTools(App):
         self._specs: tuple[ToolSpec, ...] | None = None
         self._connection: ActorId | None = None
         self._ctx: Context | None = None
+        self.offered = tuple(offered or ())
+        """The names of the tools its server offered when its thread was recorded (what
+        inspection, such as the trace, names the server by); it makes no difference to a run."""
 
     @classmethod
     def of(cls, server: McpServer) -> McpTools:
@@ -47,6 +54,7 @@ class McpTools(App):
         """Offer ``specs``, the server's tools, each call of which goes to ``connection``."""
         self._specs = specs
         self._connection = connection
+        self.offered = tuple(spec.name for spec in specs)
 
     def fresh(self) -> McpTools:
         made = McpTools.of(self.server)
@@ -55,7 +63,9 @@ class McpTools(App):
         return made
 
     def options(self) -> dict[str, Any]:
-        return self.server.options()
+        """The server's settings, and the tools it offers once started (see :attr:`offered`)."""
+        offered = [spec.name for spec in self._specs] if self._specs is not None else list(self.offered)
+        return {**self.server.options(), **({"offered": offered} if offered else {})}
 
     def window(self) -> str:
         return ""  # nothing to show: the server's state is its own
@@ -81,3 +91,25 @@ class McpTools(App):
         if reply.failed:
             return ToolOutcome.failed(reply.text)
         return ToolOutcome.ok(reply.text)
+
+
+MCP_TOOLS = f"{McpTools.__module__}:{McpTools.__qualname__}"
+"""How a thread records an MCP server's app (``AppInfo.source``)."""
+
+
+def mcp_servers_of(apps: Sequence[AppInfo]) -> dict[str, str]:
+    """The MCP server of each tool a thread's MCP apps offered (tool name -> server name),
+    from its recorded apps."""
+    found: dict[str, str] = {}
+    for info in apps:
+        if info.source != MCP_TOOLS or not info.options:
+            continue
+        try:
+            options = json.loads(info.options)
+        except ValueError:
+            continue
+        names = options.get("offered") or options.get("tools") or () if isinstance(options, dict) else ()
+        for name in names if isinstance(names, list) else ():
+            if isinstance(name, str):
+                found.setdefault(name, str(options.get("name", "")))
+    return found
