@@ -38,6 +38,16 @@ class CallMcpTool(Message):
     name: str
     arguments_json: str
     """The arguments as a JSON object, as the model gave them."""
+    call_id: str = ""
+    """The model's call id (what :class:`CancelMcpCall` names)."""
+
+
+@frozen
+class CancelMcpCall(Message):
+    """Stop waiting for a call's result (tell): its tool call was cancelled (a timeout, an
+    interrupt); the client tells the server the request is cancelled."""
+
+    call_id: str
 
 
 @frozen
@@ -72,7 +82,7 @@ class McpServerRestarted(Message):
     """Why it was restarted: the error the connection failed with."""
 
 
-McpRequest = ListMcpTools | CallMcpTool
+McpRequest = ListMcpTools | CallMcpTool | CancelMcpCall
 """What an MCP connection answers."""
 
 McpReply = McpToolList | McpCallResult

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._mcp import (
     CallMcpTool,
+    CancelMcpCall,
     ListMcpTools,
     McpCallResult,
     McpHistoryRequest,
@@ -18,6 +19,7 @@ from ._mcp import (
 
 __all__ = [
     "CallMcpTool",
+    "CancelMcpCall",
     "ListMcpTools",
     "McpCallResult",
     "McpHistoryRequest",

@@ -6,12 +6,14 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec, ToolStatus
 from livecontext.protocol.kernel import ActorId
-from livecontext.protocol.mcp import CallMcpTool, McpCallResult
+from livecontext.protocol.mcp import CallMcpTool, CancelMcpCall, McpCallResult
 from livecontext.protocol.records import AppInfo
 
-from livecontext.runtime import ActorStoppedError, RemoteActorError
+from livecontext.runtime import ActorStoppedError, LivecontextError, RemoteActorError
 
 from ..apps import App, DataTool, ToolOutcome
 from ._server import McpServer, McpServerError, mcp_server
@@ -81,7 +83,14 @@ class McpTools(App):
         if self._ctx is None or self._connection is None:
             raise McpServerError(f"MCP server {self.server.name!r} is not connected: run its tools in an agent")
         try:
-            reply = await self._ctx.ask(self._connection, CallMcpTool(call.name, call.arguments), timeout=None)
+            reply = await self._ctx.ask(self._connection, CallMcpTool(call.name, call.arguments, call.id),
+                                        timeout=None)
+        except trio.Cancelled:  # (a timeout, an interrupt): the server need not go on with it
+            try:
+                self._ctx.tell_nowait(self._connection, CancelMcpCall(call.id))
+            except LivecontextError:
+                pass  # (its mailbox is full or it stopped: it answers no one, and ends with the agent)
+            raise
         except (ActorStoppedError, RemoteActorError) as exc:
             return ToolOutcome.failed(f"{call.name}: MCP server {self.server.name!r} is not running ({exc}); "
                                       "the call was not made")

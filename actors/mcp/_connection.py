@@ -12,7 +12,14 @@ import trio
 
 from livecontext.protocol.history import ToolSpec
 from livecontext.protocol.kernel import ActorId
-from livecontext.protocol.mcp import CallMcpTool, ListMcpTools, McpCallResult, McpToolList, RecordMcpRestart
+from livecontext.protocol.mcp import (
+    CallMcpTool,
+    CancelMcpCall,
+    ListMcpTools,
+    McpCallResult,
+    McpToolList,
+    RecordMcpRestart,
+)
 from livecontext.runtime import Actor, LivecontextError, PendingReply, handler
 
 from ._server import McpServer, McpServerError
@@ -61,6 +68,8 @@ class McpConnection(Actor):
         self._tools: tuple[ToolSpec, ...] = ()
         self._stderr: IO[str] | None = None
         self._last_line = ""
+        self._running: dict[str, trio.CancelScope] = {}
+        """The calls in flight that a :class:`CancelMcpCall` may name, by call id."""
 
     async def on_start(self) -> None:
         try:
@@ -138,6 +147,11 @@ class McpConnection(Actor):
             return f"{where}stopped ({last})" if last else f"{where}failed: {said}"
         return f"{self.server.url}: {said}"
 
+    @property
+    def calls_in_flight(self) -> int:
+        """How many calls of the server's tools are running now (those a cancellation may stop)."""
+        return len(self._running)
+
     @handler(inline=True)
     def on_list(self, msg: ListMcpTools) -> McpToolList:
         return McpToolList(self._tools)
@@ -155,10 +169,28 @@ class McpConnection(Actor):
         if not isinstance(arguments, dict):
             return McpCallResult(f"arguments of {msg.name} must be a JSON object", failed=True)
         pending = self.ctx.defer_reply()
-        self.ctx.nursery.start_soon(self._call, msg.name, arguments, pending)
+        scope = trio.CancelScope()
+        if msg.call_id:
+            self._running[msg.call_id] = scope
+        self.ctx.nursery.start_soon(self._call, msg.name, arguments, pending, scope, msg.call_id)
         return None
 
-    async def _call(self, name: str, arguments: dict[str, Any], pending: PendingReply | None) -> None:
+    @handler(inline=True)
+    def on_cancel(self, msg: CancelMcpCall) -> None:
+        scope = self._running.get(msg.call_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _call(self, name: str, arguments: dict[str, Any], pending: PendingReply | None,
+                    scope: trio.CancelScope, call_id: str) -> None:
+        try:
+            with scope:
+                await self._answer(name, arguments, pending)
+        finally:
+            if self._running.get(call_id) is scope:
+                del self._running[call_id]
+
+    async def _answer(self, name: str, arguments: dict[str, Any], pending: PendingReply | None) -> None:
         from mcp import MCPError
 
         assert self._client is not None

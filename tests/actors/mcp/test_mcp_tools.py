@@ -9,10 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 import livecontext
 from livecontext.protocol.history import ModelOutputEntry, ToolResultsEntry, ToolStatus
+from livecontext.actors.mcp import McpConnection
 from livecontext.runtime.models import ScriptedModel
+from livecontext.runtime.testing import actor_instance
 from tests.support.agent_harness import ProbeModel
 from tests.support.mcp_server import SERVER, start_http_server
 
@@ -73,3 +76,30 @@ async def test_a_server_given_with_approval_makes_each_call_of_its_tools_wait_fo
         done = await agent.run()
         assert done.text == "3"
         assert _results(await agent.history()) == [("add", ToolStatus.OK, "3")]
+
+
+async def test_an_interrupted_call_is_cancelled_at_its_server_connection_too(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    model = ScriptedModel.from_turns([
+        {"tool_calls": [{"name": "slow", "arguments": {"path": str(gate)}}]},
+        {"text": "Fine, no waiting."},
+    ])
+    calc = livecontext.McpServer("calc", command=SERVER, tools=["slow"])
+    try:
+        async with livecontext.open_agent(model=model, mcp=[calc], store="memory:", apps=[]) as agent:
+            connection = actor_instance(agent._session.rt.ref("mcp/main.calc"))
+            assert isinstance(connection, McpConnection)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent.send, "wait for the gate")
+                while not Path(f"{gate}.started").exists():  # (the server runs the call)
+                    await trio.sleep(0.01)
+                assert connection.calls_in_flight == 1
+                reply = await agent.send("don't wait", mode="interrupt")
+            assert reply.text == "Fine, no waiting."
+            with trio.fail_after(30):  # (a safety net: the cancellation is one message away)
+                while connection.calls_in_flight:
+                    await trio.sleep(0.01)
+            assert [(name, status) for name, status, _ in _results(await agent.history())] == [
+                ("slow", ToolStatus.INTERRUPTED)]
+    finally:
+        gate.write_text("open", encoding="utf-8")  # (lets the server's own thread finish)
