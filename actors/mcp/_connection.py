@@ -102,10 +102,20 @@ class McpConnection(Actor):
         else:
             assert self.server.url is not None
             client = Client(self.server.url)
+        opened = False
         try:
             async with client:
                 task_status.started(client)
+                opened = True
                 await trio.sleep_forever()
+        except Exception as exc:
+            if not opened:
+                raise  # (the start failed: on_start says why)
+            # the transport itself failed (an HTTP server gone): the actor fails, and restarts
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
+            self.memory.failure = self.memory.failure or f"connection lost: {type(exc).__name__}: {exc}"
+            raise ServerDied(self.memory.failure) from None
         finally:
             if self._stderr is not None:  # (its last line says why a server that stopped did)
                 self._stderr.seek(0)

@@ -10,7 +10,7 @@ import livecontext
 from livecontext.protocol.history import ToolResultsEntry, ToolStatus
 from livecontext.runtime.models import ScriptedModel
 from tests.support.command import json_lines, run_cli
-from tests.support.mcp_server import SERVER
+from tests.support.mcp_server import SERVER, start_http_server
 
 
 def _alive(pid: int) -> bool:
@@ -60,3 +60,31 @@ async def test_the_server_process_is_gone_once_its_agent_is_closed(tmp_path: Pat
         assert _alive(pid)
         await agent.send("hello")
     assert not _alive(pid)
+
+
+async def test_an_http_server_that_goes_away_cuts_the_call_in_flight_and_the_agent_goes_on(tmp_path: Path) -> None:
+    process, url = start_http_server(tmp_path)
+    model = ScriptedModel.from_turns([
+        {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]},
+        {"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 2}}]},
+        {"text": "done"},
+    ])
+    store = f"sqlite:{tmp_path / 'store.db'}"
+    try:
+        async with livecontext.open_agent(model=model, mcp=[{"name": "web", "url": url}], store=store,
+                                          apps=[]) as agent:
+            first = await agent.send("add twice", max_steps=3)  # the input, the first output, add(1, 1)
+            process.kill()
+            process.wait()
+            reply = await agent.run()
+            history = await agent.history()
+    finally:
+        process.kill()
+        process.wait()
+    results = [(r.name, r.status, r.content.live.text) for e in history if isinstance(e, ToolResultsEntry)
+               for r in e.results]
+    assert first.reason == "max_steps" and results[0] == ("add", ToolStatus.OK, "2")
+    assert results[1] == ("add", ToolStatus.INTERRUPTED,
+                          "interrupted: the MCP server 'web' stopped during the call (it is restarted), so its "
+                          "outcome is unknown; check its effect before calling it again")
+    assert reply.text == "done"  # (the agent goes on; the server, gone for good, is not restarted forever)
