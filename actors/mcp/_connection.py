@@ -117,7 +117,8 @@ class McpConnection(Actor):
             self.memory.failure = self.memory.failure or f"connection lost: {type(exc).__name__}: {exc}"
             raise ServerDied(self.memory.failure) from None
         finally:
-            if self._stderr is not None:  # (its last line says why a server that stopped did)
+            if self._stderr is not None:  # (its last line says why a server that stopped did; a small
+                # local file, read here at once: this may run while the task is being cancelled)
                 self._stderr.seek(0)
                 lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
                 self._last_line = lines[-1] if lines else ""
