@@ -112,9 +112,10 @@ class McpConnection(Actor):
             if not opened:
                 raise  # (the start failed: on_start says why)
             # the transport itself failed (an HTTP server gone): the actor fails, and restarts
-            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-                exc = exc.exceptions[0]
-            self.memory.failure = self.memory.failure or f"connection lost: {type(exc).__name__}: {exc}"
+            lost: BaseException = exc
+            while isinstance(lost, BaseExceptionGroup) and len(lost.exceptions) == 1:
+                lost = lost.exceptions[0]
+            self.memory.failure = self.memory.failure or f"connection lost: {type(lost).__name__}: {lost}"
             raise ServerDied(self.memory.failure) from None
         finally:
             if self._stderr is not None:  # (its last line says why a server that stopped did; a small
