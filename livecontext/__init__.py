@@ -35,6 +35,8 @@ _HOMES = {
     "AppDefinitionError": "actors.apps",
     "AppStateError": "actors.apps",
     "BlueprintError": "actors.blueprint",
+    "McpServer": "actors.mcp",
+    "McpServerError": "actors.mcp",
     "BudgetTooSmallError": "actors.history",
     "ContextPolicy": "actors.history",
     "EngineState": "protocol.history",
@@ -88,6 +90,8 @@ if TYPE_CHECKING:
         tool as tool,
     )
     from livecontext.actors.blueprint import BlueprintError as BlueprintError
+    from livecontext.actors.mcp import McpServer as McpServer
+    from livecontext.actors.mcp import McpServerError as McpServerError
     from livecontext.actors.front import (
         Agent as Agent,
         AgentEvent as AgentEvent,

@@ -18,6 +18,8 @@ there (``from livecontext.protocol.agent import RunUntilIdle``):
 - :mod:`livecontext.protocol.system`: messages of a system of agents (switchboard, its log);
 - :mod:`livecontext.protocol.records`: what a thread's event log stores (records, settings,
   apps' effects and windows, lifecycle marks);
+- :mod:`livecontext.protocol.mcp`: messages to the actors holding MCP servers' connections,
+  and the record of a server restarted;
 - :mod:`livecontext.protocol.wire`: the converter and schema versions, JSON, the catalog of
   tagged classes, the registry of apps' effect types, and the protocol's errors.
 
@@ -25,7 +27,7 @@ Each holds a short ``__all__``; a name is exported by one of them only. The unde
 modules are their implementation.
 """
 
-_MODULES = ("kernel", "history", "agent", "context", "system", "records", "wire")
+_MODULES = ("kernel", "history", "agent", "context", "system", "records", "wire", "mcp")
 
 
 def __getattr__(name: str) -> object:

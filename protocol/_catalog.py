@@ -34,6 +34,7 @@ from ._context_mgmt import (
 from ._entries import HistoryEntry
 from ._kernel import KernelMessage
 from ._lifecycle import ControlToolEffect, LifecycleRecord, StatusReply, StatusRequest
+from ._mcp import McpHistoryRequest, McpRecord, McpReply, McpRequest
 from ._records import ThreadRecord
 from ._spend import SpendReply, SpendRequest
 from ._windows import WindowRecord
@@ -64,6 +65,9 @@ CHANNELS: tuple[object, ...] = (
     SystemLookupReply,
     SpendRequest,
     SpendReply,
+    McpRequest,
+    McpReply,
+    McpHistoryRequest,
     # what the log stores besides messages in flight
     ThreadRecord,
     ContextRecord,
@@ -71,6 +75,7 @@ CHANNELS: tuple[object, ...] = (
     ApprovalRecord,
     WindowRecord,
     SystemRecord,
+    McpRecord,
     ControlToolEffect,
     StoredEffect,
     HistoryEntry,

@@ -31,6 +31,7 @@ from livecontext.runtime.persistence import ThreadLog
 from livecontext.runtime.tokens import TokenCounter
 
 from ._host import AppHost
+from ..mcp import start_mcp_connections
 from ._input import InputSource
 from ._subagents import give_spawn, give_store
 from ._thread_ids import check_thread_id
@@ -175,6 +176,7 @@ async def spawn_agent(
     give_store(app_list, log.store, log.clock, spend, model)
     # the host's apps are made here the first time, so an app that cannot be made again is
     # said in one line before anything of the thread runs (and again on each restart)
+    await start_mcp_connections(rt, tid, app_list, ids.history)  # (their tools are the thread's)
     first = [_fresh(app_list)]
     config = thread_config(settings.budget, app_list, model_spec, lifecycle=settings.lifecycle,
                            context=settings.context,

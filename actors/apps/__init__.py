@@ -13,7 +13,7 @@ Memory Notebook. docs/apps.md has a whole example.
 
 from __future__ import annotations
 
-from ._app import App
+from ._app import App, DataTool
 from ._functions import FunctionTools
 from ._imports import importable, load_object, make_app
 from ._errors import AppDefinitionError, AppStateError, ToolDefinitionError, UnknownEffectError
@@ -28,6 +28,7 @@ __all__ = [
     "App",
     "AppDefinitionError",
     "AppStateError",
+    "DataTool",
     "FunctionTools",
     "Notebook",
     "ToolDefinitionError",

@@ -9,11 +9,18 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from attrs import frozen
+
+from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec
 from livecontext.protocol.kernel import Message, type_source
 from livecontext.protocol.wire import MessageTypeClashError, register_message_types
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from livecontext.runtime import Context
+
+    from ._outcome import ToolOutcome
 
 from ._errors import AppDefinitionError, AppStateError, UnknownEffectError
 
@@ -149,6 +156,17 @@ class App(abc.ABC):
             return self.made_with
         return _json_arguments(type(self), *self._made_from)
 
+    def data_tools(self) -> tuple[DataTool, ...] | None:
+        """The app's tools given as data (a spec and what runs a call each) rather than as
+        ``@tool`` methods, or ``None`` (the default): its class's ``@tool`` methods.
+
+        For an app whose tools are known only once it runs (an MCP server's): they belong to
+        the instance, so two apps of one class may offer different tools. A data tool gets
+        the call as the model made it (its arguments as JSON text, not validated: the spec's
+        schema is the tool's own business) and its :class:`ToolContext`.
+        """
+        return None
+
     def bind(self, ctx: Context) -> None:
         """Called by the app host with its context before any tool runs.
 
@@ -202,6 +220,15 @@ class App(abc.ABC):
             f"app {self.name!r} ({type_source(type(self))}) loads no snapshots: "
             "override state_text and load_state together"
         )
+
+
+@frozen
+class DataTool:
+    """A tool given as data by :meth:`App.data_tools`: what the model is sent, and what runs
+    a call (it returns the outcome; an exception it raises is a FAILED result saying so)."""
+
+    spec: ToolSpec
+    run: Callable[[ToolCall, ToolContext], Awaitable[ToolOutcome]]
 
 
 def _json_arguments(cls: type[App], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:

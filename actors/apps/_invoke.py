@@ -15,7 +15,7 @@ import trio
 
 from livecontext.protocol.history import ToolCall, ToolContext, ToolSpec
 
-from ._app import App
+from ._app import App, DataTool
 from ._errors import ToolDefinitionError
 from ._functions import FunctionTools
 from ._outcome import ToolFailure, ToolOutcome
@@ -62,6 +62,9 @@ def describe_tools(app: App) -> tuple[ToolSpec, ...]:
         ToolDefinitionError: if a tool cannot be described (see :func:`tool`) or two
             methods claim the same tool name.
     """
+    data = app.data_tools()
+    if data is not None:  # (the instance's own: nothing to cache by class)
+        return tuple(tool.spec for tool in data)
     key: object = app.functions if isinstance(app, FunctionTools) else type(app)
     specs = _SPECS.get(key)
     if specs is None:  # (what cannot be described is not kept: it raises every time)
@@ -132,9 +135,12 @@ def start_tool(apps: Sequence[App], call: ToolCall,
     awaitable that awaits it and gives the outcome, with the same guarantees as
     :func:`invoke_tool`; the host awaits it in a task of its own, so it can be cancelled.
     """
+    data = _find_data_tool(apps, call.name)
+    if data is not None:
+        return _run_data_tool(data, call, context if context is not None else ToolContext.of("", "", call.id))
     target = _find_tool(apps, call.name)
     if target is None:
-        available = dict.fromkeys(name for app in apps for name, _, _ in _tools_of(app))
+        available = dict.fromkeys(name for app in apps for name in _tool_names(app))
         return ToolOutcome.failed(
             f"unknown tool {call.name!r}; available tools: {', '.join(available) or '(none)'}"
         )
@@ -210,16 +216,45 @@ def is_method_check(fn: Callable[..., Any]) -> bool:
 
 def tool_owner(apps: Sequence[App], tool_name: str) -> App | None:
     """The app whose tool a call of ``tool_name`` runs (the first that offers it)."""
-    found = _find_tool(apps, tool_name)
-    return found[0] if found is not None else None
+    for app in apps:
+        if tool_name in _tool_names(app):
+            return app
+    return None
+
+
+def _tool_names(app: App) -> tuple[str, ...]:
+    data = app.data_tools()
+    if data is not None:
+        return tuple(tool.spec.name for tool in data)
+    return tuple(name for name, _, _ in _tools_of(app))
 
 
 def _find_tool(apps: Sequence[App], tool_name: str) -> tuple[App, str, Callable[..., Any]] | None:
-    for app in apps:
-        for name, attr, fn in _tools_of(app):
-            if name == tool_name:
-                return app, attr, fn
+    """The ``@tool`` method (or function) a call of ``tool_name`` runs, if the first app that
+    offers that name offers it so (not as a data tool)."""
+    owner = tool_owner(apps, tool_name)
+    if owner is None or owner.data_tools() is not None:
+        return None
+    for name, attr, fn in _tools_of(owner):
+        if name == tool_name:
+            return owner, attr, fn
     return None
+
+
+def _find_data_tool(apps: Sequence[App], tool_name: str) -> DataTool | None:
+    owner = tool_owner(apps, tool_name)
+    data = owner.data_tools() if owner is not None else None
+    return next((tool for tool in data or () if tool.spec.name == tool_name), None)
+
+
+async def _run_data_tool(tool: DataTool, call: ToolCall, context: ToolContext) -> ToolOutcome:
+    try:
+        return await tool.run(call, context)
+    except ToolFailure as exc:
+        return ToolOutcome.failed(exc.message)
+    except Exception as exc:  # not BaseException: trio.Cancelled must propagate
+        detail = f": {exc}" if str(exc) else ""
+        return ToolOutcome.failed(f"{call.name} raised {type(exc).__name__}{detail}")
 
 
 def _parse_arguments(tool_def: ToolDef, text: str) -> dict[str, Any] | ToolOutcome:

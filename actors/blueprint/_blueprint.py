@@ -15,6 +15,7 @@ from ..agent import AgentSettings
 from ..agent import SubAgents
 from ..agent import check_thread_id
 from ..apps import App, FunctionTools, Notebook, importable, make_app
+from ..mcp import McpServer, McpTools
 
 BUILTIN_APPS: Mapping[str, type[App]] = MappingProxyType({"notebook": Notebook, "subagents": SubAgents})
 """The apps a blueprint (``[[apps]] use = NAME``) and ``--app NAME`` name by name: the Memory
@@ -81,6 +82,8 @@ class Blueprint:
     """The agent's apps (``[[apps]]``, or the built-ins switched on under ``[apps]``)."""
     tools: tuple[str, ...] = ()
     """Functions offered as tools, by import path ``module:function`` (``[[tools]]``)."""
+    mcp: tuple[McpServer, ...] = ()
+    """MCP servers whose tools are offered (``[[mcp]]``), one app each (``mcp.NAME``)."""
     folder: str = ""
     """The blueprint's folder: importable while its apps and tools are made."""
 
@@ -97,6 +100,7 @@ class Blueprint:
             apps = [app.make() for app in self.apps]
             if self.tools:
                 apps.append(FunctionTools(self.tools))
+        apps += [McpTools.of(server) for server in self.mcp]
         return apps
 
     def override(

@@ -23,6 +23,7 @@ from livecontext.runtime.models import SPEC_FORMS, split_cassette_spec
 
 from ..agent import AgentSettings
 from ..analyzers import AnalyzerKind, AnalyzerSettings, AnalyzerTrigger
+from ..mcp import mcp_servers
 from ..apps import AppDefinitionError, FunctionTools, ToolDefinitionError, describe_tools, importable
 from ..engine import CONTROL_TOOL_NAMES, NO_APPROVALS, ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
@@ -439,6 +440,8 @@ def _blueprint(keys: BlueprintFile | AgentTable, source: str, base: Path, thread
         max_steps=keys.max_steps,
         apps=tuple(_app_use(a.use, a.options, base) for a in keys.apps),
         tools=tuple(t.use for t in keys.tools),
+        mcp=mcp_servers([t.model_dump(exclude_none=True, exclude_defaults=True) | {"name": t.name}
+                         for t in keys.mcp]),
         folder=str(base),
     )
 
@@ -484,7 +487,8 @@ def _approval(keys: BlueprintFile | AgentTable, base: Path) -> ApprovalPolicy:
             known.update(tools)
             if t.approval:
                 names.update(tools)
-    unknown = [n for n in keys.approval if n not in known]
+    known.update(name for server in keys.mcp for name in server.tools or ())  # (others are known once it runs)
+    unknown = [n for n in keys.approval if n not in known and not keys.mcp]
     if unknown:
         raise UsageError(f"approval names {', '.join(map(repr, unknown))}, not tools of the agent: its tools are "
                          f"{', '.join(sorted(known - set(CONTROL_TOOL_NAMES)))}")

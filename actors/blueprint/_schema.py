@@ -78,6 +78,20 @@ class ToolTable(_Table):
     """Every call of it needs a person's approval (as ``@tool(approval=True)``)."""
 
 
+class McpTable(_Table):
+    """One ``[[mcp]]`` element: an MCP server whose tools the agent is offered (see
+    :class:`~livecontext.McpServer`): ``command`` (stdio) or ``url`` (streamable HTTP)."""
+
+    name: str
+    command: list[str] | None = None
+    url: str | None = None
+    tools: list[str] | None = None
+    """The server's tools to offer (all of them if not given)."""
+    env: dict[str, str] | None = None
+    approval: bool = False
+    """Every call of its tools needs a person's approval."""
+
+
 class LimitsTable(_Table):
     """``[limits]``: :class:`~livecontext.actors.history.HistoryLimits`."""
 
@@ -198,6 +212,7 @@ class _AgentKeys(_Table):
     max_steps: int | None = Field(default=None, ge=1)
     apps: list[AppTable] = Field(default_factory=lambda: [AppTable(use="notebook")])
     tools: list[ToolTable] = Field(default_factory=list)
+    mcp: list[McpTable] = Field(default_factory=list)
     limits: LimitsTable | None = None
     context: ContextTable | None = None
     recap: RecapTable | None = None
@@ -246,11 +261,11 @@ class BlueprintFile(_AgentKeys):
 SYSTEM_KEYS = ("system", "store", "ask_timeout_s", "spend", "agents")
 """The top-level keys of a system blueprint; every other key belongs in each ``[[agents]]``."""
 
-TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "limits": LimitsTable, "context": ContextTable,
+TABLES: dict[str, type[_Table]] = {"apps": AppTable, "tools": ToolTable, "mcp": McpTable, "limits": LimitsTable, "context": ContextTable,
                                    "recap": RecapTable, "analyzers": AnalyzerTable, "agents": AgentTable,
                                    "spend": SpendTable}
 """The tables of a blueprint, by name (see :data:`ARRAYS`)."""
-ARRAYS = frozenset({"apps", "tools", "analyzers", "agents"})
+ARRAYS = frozenset({"apps", "tools", "mcp", "analyzers", "agents"})
 """The arrays of tables (``[[analyzers]]``); ``apps`` may also be the table ``[apps]``."""
 
 

@@ -25,6 +25,7 @@ from ..agent import SETTINGS, AgentSettings
 from ..agent import check_thread_id
 from ..analyzers import AnalyzerSettings
 from ..apps import App, FunctionTools, Notebook, importable
+from ..mcp import McpServer, McpTools, mcp_servers
 from ..engine import ApprovalPolicy
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
@@ -124,6 +125,9 @@ class AgentSpec:
     resumed thread recorded, else a Memory Notebook."""
     tools: tuple[ToolLike, ...] = field(default=(), converter=_tuple)
     """Functions (or their import paths) offered as tools, in one app beside :attr:`apps`."""
+    mcp: tuple[McpServer, ...] = field(default=(), converter=mcp_servers)
+    """MCP servers whose tools are offered, one app each (``mcp.NAME``) beside :attr:`apps`
+    (given as :class:`McpServer` or mappings of its keys)."""
     folder: str = ""
     """A folder importable while the apps and tools are made (a blueprint's)."""
     store: str | EventStore | None = None
@@ -169,7 +173,7 @@ class AgentSpec:
             thread=s.thread_id, model=bp.model, system_prompt=s.system_prompt, budget=s.budget, context=s.context,
             limits=s.limits, recap=s.recap, analyzers=s.analyzers, spend=s.spend, pin_task=s.pin_task,
             lifecycle=s.lifecycle, approval=s.approval, snapshot_every=s.snapshot_every, recap_model=bp.recap_model,
-            analyzer_models=bp.analyzer_models, apps=bp.apps, tools=bp.tools, folder=bp.folder, store=bp.store,
+            analyzer_models=bp.analyzer_models, apps=bp.apps, tools=bp.tools, mcp=bp.mcp, folder=bp.folder, store=bp.store,
             inputs=bp.inputs, pins=bp.pins, max_steps=bp.max_steps,
             given_by={name: f"blueprint {bp.path}" for name in SETTINGS})
 
@@ -206,6 +210,7 @@ class AgentSpec:
                 self.apps is not None) else [Notebook()]
             if self.tools:
                 apps.append(FunctionTools(self.tools))
+        apps += [McpTools.of(server) for server in self.mcp]
         return apps
 
     def with_override(self, settings: AgentSettings) -> AgentSettings:

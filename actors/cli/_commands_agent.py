@@ -20,6 +20,7 @@ from livecontext.protocol.agent import IdleReason, InputMode, ProvideInput, Resu
 from livecontext.runtime import Runtime, UsageError
 from livecontext.runtime.persistence import default_store_url
 
+from ..mcp import McpServerError, mcp_servers, parse_mcp_flag
 from ..agent import check_thread_id
 from ..agent import Session, Stopped, open_events_file, run_until_idle, stop_interrupted
 from ..agent import AppRebuildError, ToolImportError
@@ -71,6 +72,9 @@ def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
               help="A function offered as a tool (repeatable; the current folder is importable).")
 @click.option("--app", "app_paths", multiple=True, metavar="MODULE:CLASS",
               help="An app, by import path, `notebook` or `subagents` (repeatable; replaces the default notebook).")
+@click.option("--mcp", "mcp_flags", multiple=True, metavar="NAME=CMD",
+              help="An MCP server whose tools are offered: NAME=COMMAND (stdio; split as a shell would) or "
+                   "NAME=URL (streamable HTTP) (repeatable; a resumed thread keeps its own).")
 @click.option("--budget", default=8000, show_default=True, type=click.IntRange(min=1), help="Token budget per model call.")
 @click.option("--max-steps", default=None, type=click.IntRange(min=1), help="Stop after this many steps.")
 @click.option("--max-input-tokens", default=None, type=click.IntRange(min=1), metavar="N",
@@ -94,7 +98,7 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
         api_key: str | None, store_url: str, thread_id: str,
         inputs: tuple[str, ...], pins: tuple[str, ...], input_mode: str, no_pin_task: bool, cut_oversized: bool,
         no_lifecycle: bool,
-        system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...],
+        system_prompt: str | None, tools: tuple[str, ...], app_paths: tuple[str, ...], mcp_flags: tuple[str, ...],
         budget: int, max_steps: int | None, max_input_tokens: int | None, max_output_tokens: int | None,
         max_cost: float | None, snapshot_every: int, events_path: str | None,
         as_json: bool, live: bool, as_system: str | None) -> None:
@@ -134,8 +138,11 @@ def run(ctx: click.Context, blueprint_path: str | None, model_spec: str, base_ur
                         spend_override=spend_override)
         flags: dict[str, Any] = {"inputs": inputs, "pins": pins, "max_steps": max_steps,
                                  "snapshot_every": snapshot_every}  # (a blueprint's, unless typed)
+        if mcp_flags:
+            flags["mcp"] = mcp_servers([*spec.mcp, *(parse_mcp_flag(m) for m in mcp_flags)])
         spec = attrs.evolve(spec, **_flag_apps(app_paths, tools, spec), cut_oversized=cut_oversized,
-                            **{name: value for name, value in flags.items() if bp is None or name in typed})
+                            **{name: value for name, value in flags.items()
+                               if bp is None or name in typed or name == "mcp"})
     except UsageError as exc:
         click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
@@ -268,6 +275,9 @@ async def _open(stack: contextlib.AsyncExitStack, spec: AgentSpec, base_url: str
         sys.exit(1)
     except AppRebuildError as exc:
         click.echo(f"livecontext: error: {exc}; or give its apps with --app/--tool", err=True)
+        sys.exit(1)
+    except McpServerError as exc:
+        click.echo(f"livecontext: error: {exc}", err=True)
         sys.exit(1)
 
 

@@ -22,6 +22,7 @@ import click
 from livecontext.protocol.agent import NotificationPosted
 from livecontext.protocol.context import AccessDenied, EntriesFolded, HistoryEdited
 from livecontext.protocol.kernel import Message
+from livecontext.protocol.mcp import McpServerRestarted
 from livecontext.protocol.records import (
     ApprovalDecided,
     ApprovalRequested,
@@ -439,6 +440,8 @@ def _summarize(message: Message) -> str:
         return f"denied {message.action} to {message.sender} (needs {message.capability.value})"
     if isinstance(message, StepFailed):
         return f"step failed: {message.error}"
+    if isinstance(message, McpServerRestarted):
+        return f"MCP server {message.server} restarted: {message.reason}"
     if isinstance(message, ApprovalRequested):
         return "approval requested: " + ", ".join(f"{c.name} {c.id} {_clip(c.arguments, 80)}" for c in message.calls)
     if isinstance(message, ApprovalDecided):

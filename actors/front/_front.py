@@ -90,6 +90,7 @@ from ..agent import (
 from ..analyzers import AnalyzerSettings
 from ..apps import App
 from ..engine import ApprovalPolicy
+from ..mcp import McpLike, mcp_servers
 from ..blueprint import NOT_GIVEN, AgentSpec, Blueprint, NotGiven, ToolLike, load_blueprint
 from ..history import ContextPolicy, HistoryLimits
 from ..recap import RecapSettings
@@ -479,6 +480,7 @@ async def open_agent(
     model: str | ModelClient | None = None,
     tools: Sequence[ToolLike] = (),
     apps: Sequence[AppLike] | None = None,
+    mcp: Sequence[McpLike] = (),
     store: str | EventStore | None = None,
     thread: str | None = None,
     system: str | None = None,
@@ -521,8 +523,12 @@ async def open_agent(
             :class:`ModelClient`. Default: the blueprint's, else the one a resumed thread
             recorded, else ``echo``.
         tools: Functions (or their import paths) offered as tools (see :func:`tool`).
-        apps: Apps (instances or import paths). Default (with no ``tools``): the
-            blueprint's, else the ones a resumed thread recorded, else a Memory Notebook.
+        apps: Apps (instances or import paths). Default (with no ``tools`` and no ``mcp``):
+            the blueprint's, else the ones a resumed thread recorded, else a Memory Notebook.
+        mcp: MCP servers whose tools are offered (``livecontext.McpServer(name, command=[...])``,
+            ``McpServer(name, url=...)``, or mappings of its keys), each one app ``mcp.NAME``
+            beside the apps; added to the blueprint's. A resumed thread recorded its servers:
+            they need not be given again (docs/mcp.md).
         store: A store URL (``memory:``, ``sqlite:PATH``, ``jsonl:DIR``, ``postgresql://...``)
             or an open :class:`EventStore`. Default: the blueprint's, else ``memory:`` (nothing
             written to disk).
@@ -578,12 +584,13 @@ async def open_agent(
         BlueprintError: the blueprint file is not valid.
         ToolDefinitionError: a tool cannot be described.
         AppDefinitionError: an app path names no App class.
+        McpServerError: an MCP server is not given right or cannot be started (one line).
     """
     bp = _blueprint(blueprint)
     if bp is not None and spec is not None:
         raise UsageError("open_agent takes a blueprint or a spec, not both: give one")
     base = AgentSpec.from_blueprint(bp) if bp is not None else (spec if spec is not None else AgentSpec())
-    made = agent_spec(base, model=model, tools=tools, apps=apps, store=store, thread=thread, system=system,
+    made = agent_spec(base, model=model, tools=tools, apps=apps, mcp=mcp, store=store, thread=thread, system=system,
                       budget=budget, limits=limits, context=context, recap=recap, recap_model=recap_model,
                       analyzers=analyzers, analyzer_models=analyzer_models, pin_task=pin_task, lifecycle=lifecycle,
                       pins=pins, inputs=inputs, max_steps=max_steps, snapshot_every=snapshot_every, spend=spend,
@@ -602,7 +609,7 @@ async def open_agent(
 
 def agent_spec(
     base: AgentSpec, *, model: str | ModelClient | None = None, tools: Sequence[ToolLike] = (),
-    apps: Sequence[AppLike] | None = None, store: str | EventStore | None = None, thread: str | None = None,
+    apps: Sequence[AppLike] | None = None, mcp: Sequence[McpLike] = (), store: str | EventStore | None = None, thread: str | None = None,
     system: str | None = None, budget: int | None = None, limits: HistoryLimits | None | NotGiven = NOT_GIVEN,
     context: ContextPolicy | None = None, recap: RecapSettings | None | NotGiven = NOT_GIVEN,
     recap_model: str | ModelClient | None = None, analyzers: Sequence[AnalyzerSettings] | None = None,
@@ -639,6 +646,8 @@ def agent_spec(
         given["apps"], given["tools"] = tuple(apps), tuple(tools)
     elif tools:
         given["tools"] = (*base.tools, *tools)
+    if mcp:
+        given["mcp"] = (*base.mcp, *mcp_servers(mcp))
     if cut_oversized:
         given["cut_oversized"] = True
     return base.given(**given)

@@ -115,7 +115,7 @@ def _settings(spec: AgentSpec, recorded: ThreadConfigured | None) -> tuple[Agent
 def _apps(spec: AgentSpec, recorded: ThreadConfigured | None, folder: str) -> tuple[list[App], list[str]]:
     """The apps it runs with (a resumed thread's recorded ones, imported from ``folder`` too, if
     the spec gives none), and a note if they are not the ones it ran with."""
-    if spec.apps is None and not spec.tools and recorded is not None and recorded.apps:
+    if spec.apps is None and not spec.tools and not spec.mcp and recorded is not None and recorded.apps:
         return [make_recorded_app(spec.thread, info, folder) for info in recorded.apps], []
     apps = spec.make_apps()
     if recorded is not None and recorded.apps:

@@ -31,6 +31,7 @@ from livecontext.protocol.history import (
     task_after,
 )
 from livecontext.protocol.kernel import Message
+from livecontext.protocol.mcp import McpServerRestarted
 from livecontext.protocol.records import (
     WHOLE_EVERY,
     AppEffect,
@@ -228,8 +229,8 @@ class HistoryState:
             self._edited(payload)
         elif isinstance(payload, EntriesFolded):
             self._folded(payload)
-        elif isinstance(payload, AccessDenied):
-            pass  # an audit record: the attempt changed nothing
+        elif isinstance(payload, AccessDenied | McpServerRestarted):
+            pass  # an audit record (a denied attempt; an MCP server restarted): no history
         elif isinstance(payload, SystemDeclared | InputsGiven | InputsDone):
             pass  # a system's own log (system:NAME): no agent's history
         elif isinstance(payload, EnginePaused | StepFailed | ApprovalRequested | ApprovalDecided | StepInterrupted

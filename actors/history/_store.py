@@ -68,6 +68,7 @@ from livecontext.protocol.history import (
     derive_state,
 )
 from livecontext.protocol.kernel import ActorId, Message, Topic
+from livecontext.protocol.mcp import McpServerRestarted, RecordMcpRestart
 from livecontext.protocol.records import (
     AppHistory,
     ApprovalDecided,
@@ -145,6 +146,7 @@ CAPABILITY_OF: dict[type, Capability] = {
     AppendToolResults: Capability.APPEND,
     RecordPause: Capability.APPEND,
     RecordStepFailure: Capability.APPEND,
+    RecordMcpRestart: Capability.NOTIFY,
     RecordApprovalRequest: Capability.APPEND,
     DecideApproval: Capability.DECIDE,
     RecordInterruption: Capability.APPEND,
@@ -487,6 +489,11 @@ class HistoryStore(Actor):
             raise HistoryConflictError("a step failure needs its error's text")
         if self.state.task.failure != msg.error:
             await self._commit([StepFailed(msg.error)])
+
+    @handler
+    async def on_record_mcp_restart(self, msg: RecordMcpRestart) -> None:
+        """Record that an MCP server died and its connection was made again."""
+        await self._commit([McpServerRestarted(msg.server, msg.reason)])
 
     @handler
     async def on_record_approval_request(self, msg: RecordApprovalRequest) -> Tail:

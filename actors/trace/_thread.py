@@ -29,6 +29,7 @@ from livecontext.protocol.history import (
     Usage,
 )
 from livecontext.protocol.kernel import Message
+from livecontext.protocol.mcp import McpServerRestarted
 from livecontext.protocol.records import (
     AppEffect,
     ContextCompacted,
@@ -49,6 +50,7 @@ from livecontext.protocol.records import (
 )
 from livecontext.runtime.tokens import TokenCounter
 
+from ..mcp import mcp_servers_of
 from ..history import (
     BudgetTooSmallError,
     ContextPolicy,
@@ -126,6 +128,11 @@ class ThreadTracer:
         """In a system trace, the traced thread's agent's name (its messages are keyed by it)."""
         self.asked = asked
 
+    def _mcp_server(self, tool: str) -> str | None:
+        """The MCP server whose tool ``tool`` is, if it is one (as the thread recorded its apps)."""
+        config = self.state.config
+        return mcp_servers_of(config.apps).get(tool) if config is not None else None
+
     def _column(self, actor: str) -> str:
         """The column of actor id ``actor`` (added to the diagram the first time)."""
         known = self._columns.get(actor)
@@ -170,6 +177,10 @@ class ThreadTracer:
             d.mark(rec.seq, rec.t, MarkType.PAUSE, rec.sender, f"paused at {self.state.state.value} with work left")
         elif isinstance(payload, StepFailed):
             self._failed(rec, sender, started, payload)
+        elif isinstance(payload, McpServerRestarted):
+            said = f"MCP server {payload.server} restarted: {payload.reason}"
+            d.ask(rec.seq, rec.t, sender, self.history, "RecordMcpRestart", said, "Ack")
+            d.mark(rec.seq, rec.t, MarkType.FAILURE, rec.sender, said)
         elif isinstance(payload, ApprovalRequested):
             d.ask(rec.seq, rec.t, sender, self.history, "RecordApprovalRequest",
                   "approval of " + ", ".join(f"{c.name} {c.id}" for c in payload.calls), "Tail")
@@ -329,6 +340,10 @@ class ThreadTracer:
         if sender == self.engine and not control and result.status is not ToolStatus.INTERRUPTED:
             call = self._call_of(result.call_id)
             ask = d.ask(started[0], started[1], sender, apps, "InvokeTool", call or result.name, None)
+            server = self._mcp_server(result.name)
+            if server is not None:  # (the app host asks the server's connection)
+                d.ask(started[0], started[1], apps, self._column(f"mcp/{self.thread}.{server}"), "CallMcpTool",
+                      call or result.name, "McpCallResult", f"{result.name} {gist}", rec.t)
             question = self.asked.get(f"{self.agent_name}:{result.call_id}") if self.agent_name else None
             if question is not None and result.name == "ask_agent":  # the answer, as the question's reply
                 d.send(rec.seq, rec.t, question[1], apps, "Answer", MessageMode.REPLY, result.content.live.text,

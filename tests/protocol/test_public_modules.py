@@ -35,7 +35,7 @@ def _exporters(obj: object) -> list[str]:
 
 def test_there_are_a_handful_of_public_modules_each_with_a_short_all() -> None:
     assert {m.__name__.rsplit(".", 1)[1] for m in PUBLIC_MODULES} == {
-        "kernel", "history", "agent", "context", "system", "records", "wire"}
+        "kernel", "history", "agent", "context", "system", "records", "wire", "mcp"}
     assert all(0 < len(m.__all__) <= 80 for m in PUBLIC_MODULES), {m.__name__: len(m.__all__) for m in PUBLIC_MODULES}
 
 

@@ -10,6 +10,7 @@ def test_the_apps_package_exports_exactly_its_public_names() -> None:
         "App",
         "AppDefinitionError",
         "AppStateError",
+        "DataTool",
         "FunctionTools",
         "Notebook",
         "ToolContext",

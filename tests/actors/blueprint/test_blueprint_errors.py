@@ -37,7 +37,7 @@ async def test_an_unknown_top_level_key_suggests_the_nearest_known_one() -> None
     with pytest.raises(BlueprintError, match=exactly(
             "bp.toml:2: unknown key 'budjet' at the top level (did you mean 'budget'?); known keys: "
             "system_prompt, model, budget, snapshot_every, inputs, pins, pin_task, lifecycle, max_steps, "
-            "[[apps]], [[tools]], [limits], [context], [recap], [[analyzers]], approval, approval_policy, thread, store, "
+            "[[apps]], [[tools]], [[mcp]], [limits], [context], [recap], [[analyzers]], approval, approval_policy, thread, store, "
             "system, ask_timeout_s, "
             "[spend], [[agents]]")):
         load('thread = "t"\nbudjet = 100\n')

@@ -33,7 +33,7 @@ def test_the_package_exports_exactly_the_front_door() -> None:
         "Reply", "Retention", "ToolContext", "ToolDefinitionError", "ToolFailure", "ToolOutcome", "UsageError",
         "open_agent", "tool", "AgentAnswer", "System", "open_system", "AgentStatus", "TaskStatus",
         "SpendLimits", "SpendLimitsError", "Price", "idempotency_key", "SyncAgent", "open_sync_agent",
-        "run_agent"])
+        "run_agent", "McpServer", "McpServerError"])
     for name in livecontext.__all__:
         assert getattr(livecontext, name).__doc__, f"{name} has no docstring"
 
