@@ -64,11 +64,25 @@ class Holder(Generic[T]):
             await self.close(self._closers[-1][0])
 
 
-class AgentOpener:
-    """What ``lc_agent`` gives: call it to open an agent for the test."""
+def _runtime_clock(request: pytest.FixtureRequest) -> Any:
+    """A :class:`~livecontext.runtime.VirtualClock` (seeded by the test's ``lc_seed``, else 0)
+    when the test runs on ``lc_clock``, so that the records' stamps are virtual too; else
+    ``None`` (the runtime's default, the machine's clock)."""
+    if "lc_clock" not in request.fixturenames:
+        return None
+    from livecontext.runtime import VirtualClock
 
-    def __init__(self, holder: Holder[Agent]) -> None:
+    seed = request.getfixturevalue("lc_seed") if "lc_seed" in request.fixturenames else 0
+    return VirtualClock(seed=seed)
+
+
+class AgentOpener:
+    """What ``lc_agent`` gives: call it to open an agent for the test. In a test that runs on
+    ``lc_clock``, its runtime stamps virtual times (``clock=VirtualClock(seed=lc_seed)``)."""
+
+    def __init__(self, holder: Holder[Agent], clock: Any = None) -> None:
         self._holder = holder
+        self._clock = clock
 
     async def __call__(self, **keywords: Any) -> Agent:
         """Open an agent with :func:`livecontext.open_agent`'s keywords (``store`` is ``memory:``
@@ -76,6 +90,8 @@ class AgentOpener:
         from livecontext.actors.front import open_agent
 
         keywords.setdefault("store", "memory:")
+        if self._clock is not None:
+            keywords.setdefault("clock", self._clock)
         return await self._holder.open(lambda: open_agent(**keywords))
 
     async def close(self, agent: Agent) -> None:
@@ -91,8 +107,9 @@ class SystemOpener:
     its actors waits until a driver task of the fixture delivers it, in an order the seed picks,
     so the seed decides how the agents' messages interleave, the same way on every run."""
 
-    def __init__(self, holder: Holder[System], seed: int | None, stall_timeout: float) -> None:
+    def __init__(self, holder: Holder[System], seed: int | None, stall_timeout: float, clock: Any = None) -> None:
         self._holder = holder
+        self._clock = clock
         self.seed = seed
         """The seed its systems are scheduled by (``None``: live scheduling)."""
         self._stall_timeout = stall_timeout
@@ -106,6 +123,8 @@ class SystemOpener:
         from livecontext.actors.system import open_system
 
         keywords.setdefault("store", "memory:")
+        if self._clock is not None:
+            keywords.setdefault("clock", self._clock)
         if self.seed is None:
             return await self._holder.open(lambda: open_system(blueprint, **keywords))
         from livecontext.runtime.testing import SteppingScheduler
@@ -156,10 +175,10 @@ class TrioFixtures:
         return trio.testing.MockClock(autojump_threshold=0) if autojump else trio.testing.MockClock()
 
     @trio_fixture  # type: ignore[untyped-decorator]
-    async def lc_agent(self) -> AsyncIterator[AgentOpener]:
+    async def lc_agent(self, request: pytest.FixtureRequest) -> AsyncIterator[AgentOpener]:
         """``await lc_agent(**open_agent_keywords)`` opens an agent, closed after the test."""
         async with _held("agent") as holder:
-            yield AgentOpener(holder)
+            yield AgentOpener(holder, _runtime_clock(request))
 
     @trio_fixture  # type: ignore[untyped-decorator]
     async def lc_system(self, request: pytest.FixtureRequest) -> AsyncIterator[SystemOpener]:
@@ -169,7 +188,7 @@ class TrioFixtures:
         marker = request.node.get_closest_marker("lc_seeds")
         stall_timeout = marker.kwargs.get("stall_timeout", 5.0) if marker is not None else 5.0
         async with _held("system") as holder:
-            yield SystemOpener(holder, seed, stall_timeout)
+            yield SystemOpener(holder, seed, stall_timeout, _runtime_clock(request))
 
 
 __all__ = ["AgentOpener", "SystemOpener", "TrioFixtures"]

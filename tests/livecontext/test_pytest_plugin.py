@@ -87,6 +87,10 @@ def test_lc_clock_runs_an_hour_of_model_latency_in_virtual_time(tmp_path: Path) 
             assert (await agent.send("take an hour")).text == "done"
             assert trio.current_time() - start >= 3600
             assert lc_clock.autojump_threshold == 0
+            # the records are stamped in virtual time too: an hour after the epoch
+            (asked, answered) = [e.created_at for e in await agent.history()][:2]
+            assert (asked.isoformat(), answered.isoformat()) == (
+                "2000-01-01T00:00:00+00:00", "2000-01-01T01:00:00+00:00")
     ''')
     done = run_pytest(folder)
     assert done.returncode == 0, done.stdout + done.stderr
