@@ -129,24 +129,8 @@ async def run_seed(scenario: Scenario[T], seed: int, *, max_steps: int = 100_000
     trace: tuple[Delivery, ...] = ()
     try:
         async with open_stepping_runtime(seed, clock=clock) as (rt, scheduler):
-            done = trio.Event()
-
-            async def body() -> None:
-                try:
-                    result.append(await scenario(rt))
-                except Exception as exc:
-                    errors.append(exc)
-                finally:
-                    done.set()
-
             try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(body)
-                    try:
-                        await _drive(scheduler, done, max_steps, stall_timeout)
-                    except (StallError, RuntimeError) as exc:
-                        errors.append(exc)  # kept out of the nursery: no exception group
-                    nursery.cancel_scope.cancel()
+                result, errors = await _stepped(scheduler, lambda: scenario(rt), max_steps, stall_timeout)
             finally:
                 trace = tuple(scheduler.trace)
     except Exception as exc:
@@ -167,27 +151,37 @@ async def run_stepping(body: Callable[[SteppingScheduler], Awaitable[T]], seed: 
     scheduler = SteppingScheduler(seed)
     result: list[T] = []
     errors: list[BaseException] = []
+    try:
+        result, errors = await _stepped(scheduler, lambda: body(scheduler), max_steps, stall_timeout)
+    except Exception as exc:
+        errors.append(_unwrap(exc))
+    return SeedRun(seed, tuple(scheduler.trace), result[0] if result else None, errors[0] if errors else None)
+
+
+async def _stepped(scheduler: SteppingScheduler, work: Callable[[], Awaitable[T]], max_steps: int,
+                   stall_timeout: float) -> tuple[list[T], list[BaseException]]:
+    """Run ``work()`` while stepping ``scheduler`` until it returns; its result (a list of
+    one, or none) and the errors: its own, a stall, the step limit."""
+    result: list[T] = []
+    errors: list[BaseException] = []
     done = trio.Event()
 
-    async def run_body() -> None:
+    async def run() -> None:
         try:
-            result.append(await body(scheduler))
+            result.append(await work())
         except Exception as exc:
             errors.append(_unwrap(exc))
         finally:
             done.set()
 
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_body)
-            try:
-                await _drive(scheduler, done, max_steps, stall_timeout)
-            except (StallError, RuntimeError) as exc:
-                errors.append(exc)  # kept out of the nursery: no exception group
-            nursery.cancel_scope.cancel()
-    except Exception as exc:
-        errors.append(_unwrap(exc))
-    return SeedRun(seed, tuple(scheduler.trace), result[0] if result else None, errors[0] if errors else None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run)
+        try:
+            await _drive(scheduler, done, max_steps, stall_timeout)
+        except (StallError, RuntimeError) as exc:
+            errors.append(exc)  # kept out of the nursery: no exception group
+        nursery.cancel_scope.cancel()
+    return result, errors
 
 
 async def drive(scheduler: SteppingScheduler, until: trio.Event, *, max_steps: int = 100_000,

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from livecontext.protocol.agent import InputMode
-from livecontext.runtime import InGuest, UsageError
+from livecontext.runtime import InGuest
 
-from ._running import AgentAnswer, InputsRun, System, SystemAgent, SystemStatus, open_system
+from ._running import AgentAnswer, InputsRun, System, SystemAgent, SystemStatus, agent_named, open_system
 from ._system_log import SystemFork
 
 if TYPE_CHECKING:
@@ -71,11 +71,7 @@ class AioSystem:
         Raises:
             UsageError: there is none; the message names the agents there are.
         """
-        found = self.agents.get(name)
-        if found is None:
-            raise UsageError(f"no agent named {name!r} in system {self.name!r}; "
-                             f"the agents there are: {', '.join(self.agents)}")
-        return found
+        return agent_named(self.agents, self.name, name)
 
     async def send(self, name: str, text: str, *, mode: InputMode | str = InputMode.QUEUE) -> AgentAnswer:
         """Give agent ``name`` the input ``text`` and run it until it waits for input again:

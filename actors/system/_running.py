@@ -191,6 +191,19 @@ class InputsRun:
     """Whether this run resumed the system's last run (not done) instead of starting one."""
 
 
+def agent_named(agents: Mapping[str, SystemAgent], system: str, name: str) -> SystemAgent:
+    """The agent named ``name`` of system ``system``.
+
+    Raises:
+        UsageError: there is none; the message names the agents there are.
+    """
+    found = agents.get(name)
+    if found is None:
+        raise UsageError(f"no agent named {name!r} in system {system!r}; "
+                         f"the agents there are: {', '.join(agents)}")
+    return found
+
+
 class System:
     """A running system of agents (see :func:`open_system`)."""
 
@@ -226,11 +239,7 @@ class System:
         Raises:
             UsageError: there is none; the message names the agents there are.
         """
-        found = self.agents.get(name)
-        if found is None:
-            raise UsageError(f"no agent named {name!r} in system {self.name!r}; "
-                             f"the agents there are: {', '.join(self.agents)}")
-        return found
+        return agent_named(self.agents, self.name, name)
 
     async def send(self, name: str, text: str, *, mode: InputMode | str = InputMode.QUEUE) -> AgentAnswer:
         """Give agent ``name`` the input ``text`` and run it until it waits for input again.
