@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import importlib
@@ -126,19 +127,28 @@ Check = Callable[[SystemOutcome], Any]
 
 
 class _Shared:
-    """What the fault-injecting model clients of one run share."""
+    """What the fault-injecting model clients and tools of one run share.
 
-    def __init__(self, model_call: int | None, permanent: bool, kill_call: int | None,
-                 tool_call: int | None = None) -> None:
-        self.calls = 0
-        self.model_call = model_call
+    Calls are counted per agent: an agent's own model calls (and its tools' calls) come one
+    after another in the order the seed's deliveries give them, while calls of two agents may
+    run at once, in an order Trio's scheduler picks at random; so a fault is placed at an
+    agent's k-th call, the same in every run of the seed."""
+
+    def __init__(self, model_at: tuple[str, int] | None, permanent: bool, kill_at: tuple[str, int] | None,
+                 tool_at: tuple[str, int] | None = None) -> None:
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.model_at = model_at
         self.permanent = permanent
-        self.kill_call = kill_call
-        self.tool_calls = 0
-        self.tool_call = tool_call
+        self.kill_at = kill_at
+        self.tool_calls: collections.Counter[str] = collections.Counter()
+        self.tool_at = tool_at
         self.kill_scope: trio.CancelScope | None = None
         self.killed = False
         self.fired: list[str] = []
+        self.store: EventStore | None = None
+        """The store the system runs on."""
+        self.survivor: EventStore | None = None
+        """Where a kill leaves what the store held at that instant: the system is opened again on it."""
 
 
 class _FaultyModel(ModelClient):
@@ -152,18 +162,25 @@ class _FaultyModel(ModelClient):
 
     async def complete(self, request: ModelRequest, on_text: TextCallback | None = None) -> ModelReply:
         shared = self._shared
-        shared.calls += 1
-        n = shared.calls
-        if n == shared.kill_call and not shared.killed and shared.kill_scope is not None:
+        shared.calls[self._agent] += 1
+        here = (self._agent, n := shared.calls[self._agent])
+        if here == shared.kill_at and not shared.killed and shared.kill_scope is not None:
             shared.killed = True
-            shared.fired.append(f"killed at model call {n} ({self._agent})")
+            shared.fired.append(f"killed at model call {n} of {self._agent}")
+            # As kill -9 leaves a durable store: what was committed at this instant, nothing
+            # after. The copy is taken before anything else runs (no envelope is delivered
+            # while this task has work), and the system is reopened on it; what its orderly
+            # close writes to the old store afterwards is not seen again.
+            assert shared.store is not None and shared.survivor is not None
+            for info in await shared.store.threads():
+                await copy_thread(shared.store, info, shared.survivor)
             shared.kill_scope.cancel()
             await trio.sleep_forever()
-        if n == shared.model_call:
+        if here == shared.model_at:
             if shared.permanent:
-                shared.fired.append(f"permanent model error at model call {n} ({self._agent})")
+                shared.fired.append(f"permanent model error at model call {n} of {self._agent}")
                 raise ModelRequestRejected(400, "injected by livecontext explore", "a fault explore injected")
-            shared.fired.append(f"transient model error at model call {n} ({self._agent})")
+            shared.fired.append(f"transient model error at model call {n} of {self._agent}")
             raise TransientModelError(FailureKind.SERVER, "injected by livecontext explore")
         return await self._inner.complete(request, on_text)
 
@@ -190,9 +207,9 @@ def _crashing(app: App, agent: str, shared: _Shared) -> App:
 
 def _counted(bound: Callable[..., Any], name: str, agent: str, shared: _Shared, is_async: bool) -> Callable[..., Any]:
     def crash_here() -> None:
-        shared.tool_calls += 1
-        if shared.tool_calls == shared.tool_call:
-            shared.fired.append(f"tool crash at tool call {shared.tool_calls} ({agent}: {name})")
+        shared.tool_calls[agent] += 1
+        if (agent, shared.tool_calls[agent]) == shared.tool_at:
+            shared.fired.append(f"tool crash at tool call {shared.tool_calls[agent]} of {agent} ({name})")
             raise _InjectedToolCrash("injected by livecontext explore")
 
     if is_async:
@@ -226,13 +243,30 @@ def _with_tool_faults(bp: SystemBlueprint, shared: _Shared) -> SystemBlueprint:
     return attrs.evolve(bp, agents=agents)
 
 
-def _plan(seed: int, faults: Collection[str], span: tuple[int, int]) -> _Shared:
+def _plan(seed: int, faults: Collection[str], span: _Span) -> _Shared:
     rng = random.Random(seed * 1_000_003 + _FAULT_SALT)
-    model_call = rng.randint(1, span[0]) if "model" in faults else None
+    model_at = _pick(rng, span.model_calls) if "model" in faults else None
     permanent = rng.random() < 0.5
-    kill_call = rng.randint(1, span[0]) if "kill" in faults else None
-    tool_call = rng.randint(1, span[1]) if "tool" in faults else None
-    return _Shared(model_call, permanent, kill_call, tool_call)
+    kill_at = _pick(rng, span.model_calls) if "kill" in faults else None
+    tool_at = _pick(rng, span.tool_calls) if "tool" in faults else None
+    return _Shared(model_at, permanent, kill_at, tool_at)
+
+
+def _pick(rng: random.Random, calls: Mapping[str, int]) -> tuple[str, int] | None:
+    """One of the calls counted (an agent and its call's number), or ``None`` if none was."""
+    every = [(agent, k) for agent in sorted(calls) for k in range(1, calls[agent] + 1)]
+    return rng.choice(every) if every else None
+
+
+@frozen
+class _Span:
+    """How many model calls and app tool calls each agent makes in a run without faults."""
+
+    model_calls: Mapping[str, int]
+    tool_calls: Mapping[str, int]
+
+
+_NO_SPAN = _Span({}, {})
 
 
 def _blueprint(blueprint: SystemBlueprint | str | os.PathLike[str]) -> SystemBlueprint:
@@ -258,7 +292,8 @@ async def _run(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str
             spec = a.blueprint.model
             inner = spec if isinstance(spec, ModelClient) else await stack.enter_async_context(open_model_client(spec))
             models[a.name] = _FaultyModel(inner, a.name, shared)
-        store = await stack.enter_async_context(await open_store("memory:"))
+        store = shared.store = await stack.enter_async_context(await open_store("memory:"))
+        survivor = shared.survivor = await stack.enter_async_context(await open_store("memory:"))
 
         async def body(scheduler: SteppingScheduler) -> SystemOutcome:
             with trio.CancelScope() as scope:
@@ -267,8 +302,8 @@ async def _run(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str
                     run = await system.run_inputs(inputs)
                     status = await system.status()
             shared.kill_scope = None
-            if shared.killed:  # opened again on the same store: the run resumes
-                async with open_system(bp, store=store, models=models, scheduler=scheduler) as system:
+            if shared.killed:  # opened again on what the kill left: the run resumes
+                async with open_system(bp, store=survivor, models=models, scheduler=scheduler) as system:
                     run = await system.run_inputs(inputs)
                     status = await system.status()
             return SystemOutcome(seed, run.answers, {a.name: a for a in status.agents}, tuple(shared.fired),
@@ -276,7 +311,7 @@ async def _run(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str
 
         ran = await run_stepping(body, seed, stall_timeout=stall_timeout)
         if keep is not None:  # (after the stepping run: copying is real I/O, no delivery waits on it)
-            await _keep(store, keep)
+            await _keep(survivor if shared.killed else store, keep)
     outcome = ran.result
     if ran.error is not None:
         return SeedOutcome(seed, ran.trace, None, f"{type(ran.error).__name__}: {_line(str(ran.error))}")
@@ -311,12 +346,12 @@ def _line(text: str) -> str:
 
 
 async def _span(bp: SystemBlueprint, seed: int, inputs: Mapping[str, Sequence[str]] | None,
-                stall_timeout: float) -> tuple[int, int]:
-    """How many model calls and app tool calls a run without faults makes (where seeded faults
-    are placed)."""
+                stall_timeout: float) -> _Span:
+    """How many model calls and app tool calls each agent makes in a run without faults
+    (where seeded faults are placed)."""
     shared = _Shared(None, False, None)
     await _run(bp, seed, inputs, None, shared, stall_timeout, None)
-    return max(shared.calls, 1), max(shared.tool_calls, 1)
+    return _Span(dict(shared.calls), dict(shared.tool_calls))
 
 
 async def _warm(bp: SystemBlueprint) -> None:
@@ -342,7 +377,7 @@ async def run_system_seed(blueprint: SystemBlueprint | str | os.PathLike[str], s
     bp = _blueprint(blueprint)
     _check_faults(faults)
     await _warm(bp)
-    span = await _span(bp, 0, inputs, stall_timeout) if faults else (1, 1)
+    span = await _span(bp, 0, inputs, stall_timeout) if faults else _NO_SPAN
     return await _run(bp, seed, inputs, check, _plan(seed, faults, span), stall_timeout,
                       Path(keep) if keep is not None else None)
 
@@ -372,7 +407,7 @@ async def explore_system(blueprint: SystemBlueprint | str | os.PathLike[str], se
     _check_faults(faults)
     seeds = list(seeds)
     await _warm(bp)
-    span = await _span(bp, 0, inputs, stall_timeout) if faults else (1, 1)
+    span = await _span(bp, 0, inputs, stall_timeout) if faults else _NO_SPAN
     runs = []
     for seed in seeds:
         run = await _run(bp, seed, inputs, check, _plan(seed, faults, span), stall_timeout, None)
