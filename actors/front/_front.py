@@ -202,6 +202,12 @@ class Agent:
         self._max_steps = max_steps
         self._running: _Running | None = None
         """The run in progress (under the lock), whose reply an interrupting send returns."""
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError(f"the agent of thread {self.thread} is closed (its async with block has ended): "
+                             "open one again with livecontext.open_agent(...)")
 
     @property
     def thread(self) -> str:
@@ -248,6 +254,7 @@ class Agent:
                 leaves beside the system prompt and the tools (nothing is recorded).
             UsageError: ``mode`` names no mode.
         """
+        self._check_open()
         given = input_mode(mode)
         if given is InputMode.QUEUE:
             async with self._lock:
@@ -273,6 +280,7 @@ class Agent:
         """Run until the agent waits for input with none left (what was given is used first),
         or for a person's approval of a tool call (:attr:`Reply.status` is then
         ``waiting_approval``, naming the calls: :meth:`approve` or :meth:`deny` each, then run again)."""
+        self._check_open()
         async with self._lock:
             return await self._run(max_steps)
 
@@ -284,6 +292,7 @@ class Agent:
         Stopping early (``break``) does not stop the run: it goes on in the agent's nursery
         and the next :meth:`send` waits for it.
         """
+        self._check_open()
         # unbounded: a run's events are few, and handing one over must not be a checkpoint
         # (an event taken from the subscription is never lost to the cancellation below)
         send, receive = trio.open_memory_channel[AgentEvent | Reply](math.inf)
@@ -318,6 +327,7 @@ class Agent:
     async def history(self) -> tuple[HistoryEntry, ...]:
         """Every entry of the thread, oldest first: those folded into a recap included (their
         ``folded`` is true) and the recaps themselves."""
+        self._check_open()
         entries = await self._client.ask(self._session.agent.history, ReadHistory(include_folded=True))
         assert isinstance(entries, HistorySlice)
         return entries.entries
@@ -325,6 +335,7 @@ class Agent:
     async def render(self, budget: int | None = None) -> Rendered:
         """The context the model would be sent now (with the apps' windows), under ``budget``
         (default: the agent's)."""
+        self._check_open()
         windows = await self._client.ask(self._session.agent.apps, GetWindows())
         assert isinstance(windows, Windows)
         rendered = await self._client.ask(self._session.agent.history,
@@ -334,6 +345,7 @@ class Agent:
 
     async def state(self) -> AgentState:
         """Where the thread stands, and its apps' states."""
+        self._check_open()
         tail = await self._client.ask(self._session.agent.history, GetTail())
         effects = await self._client.ask(self._session.agent.history, GetAppEffects())
         status = await self._client.ask(self._session.agent.history, GetStatus())
@@ -349,6 +361,7 @@ class Agent:
     async def pending_approvals(self) -> tuple[ToolCall, ...]:
         """The tool calls waiting for a person's approval, as the model made them (empty
         unless the status is ``waiting_approval``)."""
+        self._check_open()
         status = await self._client.ask(self._session.agent.history, GetStatus())
         assert isinstance(status, AgentStatus)
         return status.approvals
@@ -374,6 +387,7 @@ class Agent:
             HistoryConflictError: no call waits for approval with that id, it is decided
                 already, or ``arguments`` is not a JSON object.
         """
+        self._check_open()
         text = arguments if arguments is None or isinstance(arguments, str) else json.dumps(dict(arguments))
         return await self._decide(DecideApproval(call_id, True, text, "", by))
 
@@ -384,6 +398,7 @@ class Agent:
         Raises:
             HistoryConflictError: no call waits for approval with that id, or it is decided already.
         """
+        self._check_open()
         return await self._decide(DecideApproval(call_id, False, None, reason, by))
 
     async def _decide(self, decision: DecideApproval) -> ApprovalRecorded:
@@ -391,18 +406,22 @@ class Agent:
 
     async def pause(self) -> None:
         """Stop taking steps on its own after the current one."""
+        self._check_open()
         await self._ack(Pause())
 
     async def resume(self) -> None:
         """Take steps on its own again (as input arrives)."""
+        self._check_open()
         await self._ack(Resume())
 
     async def cancel(self) -> None:
         """Cancel the step in flight (its model call or tool) and pause."""
+        self._check_open()
         await self._ack(Cancel())
 
     async def step(self) -> StepDone:
         """Take exactly one step."""
+        self._check_open()
         done = await self._client.ask(self._session.agent.engine, Step(), timeout=None)
         assert isinstance(done, StepDone)
         return done
@@ -410,6 +429,7 @@ class Agent:
     async def fork(self, thread: str, *, at: int | None = None) -> ThreadInfo:
         """Copy this thread, up to log record ``at`` (default: all of it), to a new thread of
         the same store; open it with ``open_agent(store=agent.store, thread=...)``."""
+        self._check_open()
         seq = await self._session.log.last_seq() if at is None else at
         return await self._session.store.fork(self.thread, seq, check_thread_id(thread))
 
@@ -602,8 +622,12 @@ async def open_agent(
         for line in opened.changed:
             log.warning("%s", line)
         nursery = await stack.enter_async_context(trio.open_nursery())
-        yield Agent(opened.session, nursery, opened.settings.budget, made.max_steps, made.cut_oversized,
-                    opened.changed)
+        agent = Agent(opened.session, nursery, opened.settings.budget, made.max_steps, made.cut_oversized,
+                      opened.changed)
+        try:
+            yield agent
+        finally:
+            agent._closed = True
         nursery.cancel_scope.cancel()
 
 

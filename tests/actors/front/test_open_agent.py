@@ -13,6 +13,7 @@ import livecontext
 from livecontext import EngineState, Reply
 from livecontext.protocol.agent import AgentOutput, BeforeModelCall, ModelTextDelta
 from livecontext.protocol.history import ToolResultsEntry, ToolStatus
+from livecontext.runtime import UsageError
 from livecontext.runtime.models import ScriptedModel
 from tests.support import function_tools as ft
 
@@ -244,3 +245,15 @@ async def test_a_stream_left_early_lets_the_run_finish_and_the_next_send_waits_f
         texts = [e.content.live.text for e in await agent.history()]
     assert reply.text == "second answer"
     assert texts == ["one", "first answer", "two", "second answer"]
+
+
+async def test_an_agent_used_after_its_block_ended_refuses_in_one_line_saying_it_is_closed() -> None:
+    async with livecontext.open_agent(model="echo") as agent:
+        assert (await agent.send("hi")).text == "echo: hi"
+    for call in (lambda: agent.send("again"), agent.history, agent.state, lambda: agent.fork("copy")):
+        with pytest.raises(UsageError, match=r"^the agent of thread main is closed \(its async with block has "
+                                             r"ended\): open one again with livecontext.open_agent\(\.\.\.\)$"):
+            await call()
+    with pytest.raises(UsageError, match="is closed"):
+        async for _ in agent.stream("again"):
+            pass
